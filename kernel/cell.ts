@@ -1,0 +1,572 @@
+/**
+ * The runtime of one actor: its mailbox loop, lifecycle, timers, children and
+ * the supervision of those children. The behaviour itself is the
+ * {@link ActorLogic} it was given; the cell never looks inside it.
+ */
+import type { Clock, TimerHandle } from './clock.ts';
+import type { DeadLetterReason, DeadLetters } from './dead-letters.ts';
+import { kernelError } from './errors.ts';
+import { type ActorContext, type ActorLogic, type Props, Rejection } from './logic.ts';
+import { Mailbox, PushResult, type Reply } from './mailbox.ts';
+import { ActorRefBase, type ActorRef, type RefAddress } from './refs.ts';
+import { backoffDelay, RestartLog, shouldRestart, type SupervisorSpec, supervisorSpec } from './supervision.ts';
+import type { ActorSystem } from './system.ts';
+import { ActorTimers } from './timers.ts';
+
+export type CellStatus = 'starting' | 'running' | 'suspended' | 'stopping' | 'stopped';
+
+/** What a cell needs from the system that houses it. */
+export interface CellHost {
+  readonly system: ActorSystem;
+  readonly nodeId: string;
+  readonly clock: Clock;
+  readonly deadLetters: DeadLetters;
+  readonly stopTimeoutMs: number;
+  register(cell: ActorCell): void;
+  unregister(cell: ActorCell): void;
+  ask(cell: ActorCell, msg: unknown, timeoutMs: number | undefined): Promise<unknown>;
+  /** A failure nobody supervises: never swallowed. */
+  unhandledFailure(error: unknown, path: string): void;
+  /** An error in a place that cannot crash anything (postStop): reported, not thrown. */
+  reportError(error: unknown, path: string): void;
+}
+
+/** Options a system gives a cell beyond its props (virtual actors use these). */
+export interface CellOptions {
+  /** Wait for this before the first start (a previous activation still stopping). */
+  startAfter?: Promise<void>;
+  /** Deactivate after this long without messages. */
+  idleMs?: number;
+  onIdle?: (cell: ActorCell) => void;
+  onTerminated?: (cell: ActorCell) => void;
+}
+
+const DEFAULT_CAPACITY = 1024;
+const DEFAULT_THROUGHPUT = 256;
+
+function isThenable(x: unknown): x is PromiseLike<unknown> {
+  return x instanceof Promise || (typeof x === 'object' && x !== null && typeof (x as { then?: unknown }).then === 'function');
+}
+
+/**
+ * A ref to an actor in this thread.
+ *
+ * @example
+ * const ref = system.spawn(props, 'counter'); ref.tell('inc'); ref.mailboxSize
+ */
+export class LocalRef<M = unknown, R = unknown> extends ActorRefBase<M, R> {
+  constructor(readonly cell: ActorCell<M, R>) {
+    super();
+  }
+  get path(): string {
+    return this.cell.path;
+  }
+  tell(msg: M): boolean {
+    return this.cell.enqueue(msg, undefined);
+  }
+  ask(msg: M, timeoutMs?: number): Promise<R> {
+    return this.cell.host.ask(this.cell as ActorCell, msg, timeoutMs) as Promise<R>;
+  }
+  address(): RefAddress {
+    return { node: this.cell.host.nodeId, path: this.cell.path };
+  }
+  /** Messages waiting in the mailbox. */
+  get mailboxSize(): number {
+    return this.cell.mailbox.size;
+  }
+  get status(): CellStatus {
+    return this.cell.status;
+  }
+  get isAlive(): boolean {
+    return this.cell.status !== 'stopped';
+  }
+}
+
+export class ActorCell<M = unknown, R = unknown> implements ActorContext<M> {
+  readonly ref: LocalRef<M, R>;
+  readonly mailbox: Mailbox;
+  readonly timers: ActorTimers<M>;
+  readonly path: string;
+  readonly restartType;
+  readonly spec: SupervisorSpec;
+  /** Children in start order. */
+  readonly kids = new Map<string, ActorCell>();
+  status: CellStatus = 'starting';
+  /** Incarnations started so far (1 after the first start). */
+  incarnations = 0;
+
+  private logic: ActorLogic<M, R> | undefined;
+  private ready = false;
+  private scheduled = false;
+  private inFlight = false;
+  private inFlightReply: Reply | undefined;
+  /** Bumped whenever in-flight work must be ignored (restart, forced stop). */
+  private epoch = 0;
+  private readonly throughput: number;
+  private nameSeq = 0;
+  private readonly restarts = new RestartLog();
+  /** This cell's own restarts, for backoff (kept by the cell, decided by the parent). */
+  readonly ownRestarts = new RestartLog();
+  private restartTimer: TimerHandle | null = null;
+  private tearingDown: Promise<void> | null = null;
+  private termination: { promise: Promise<void>; resolve: () => void } | null = null;
+  private stopDeadline: TimerHandle | null = null;
+  private drainFinished = false;
+  private selfStopped = false;
+  private idleTimer: TimerHandle | null = null;
+  private lastActive = 0;
+
+  constructor(
+    readonly host: CellHost,
+    readonly parentCell: ActorCell | null,
+    readonly name: string,
+    readonly props: Props<M, R>,
+    private readonly options: CellOptions = {},
+  ) {
+    this.path = parentCell ? `${parentCell.path === '/' ? '' : parentCell.path}/${name}` : `/${name}`;
+    this.mailbox = new Mailbox(props.capacity ?? DEFAULT_CAPACITY, props.overflow ?? 'reject');
+    this.timers = new ActorTimers(host.clock, (msg) => {
+      this.enqueue(msg, undefined);
+    });
+    this.restartType = props.restart ?? 'permanent';
+    this.spec = supervisorSpec(props.supervision);
+    this.throughput = props.throughput ?? DEFAULT_THROUGHPUT;
+    this.ref = new LocalRef(this);
+    host.register(this as ActorCell);
+    if (options.startAfter) {
+      options.startAfter.then(
+        () => this.start(),
+        () => this.start(),
+      );
+    } else {
+      this.start();
+    }
+  }
+
+  // ---- ActorContext -------------------------------------------------------
+
+  get self(): ActorRef<M> {
+    return this.ref;
+  }
+  get parent(): ActorRef | undefined {
+    return this.parentCell?.ref;
+  }
+  get system(): ActorSystem {
+    return this.host.system;
+  }
+  get clock(): Clock {
+    return this.host.clock;
+  }
+
+  spawn<CM, CR>(props: Props<CM, CR>, name?: string): ActorRef<CM, CR> {
+    return this.spawnCell(props, name).ref;
+  }
+
+  spawnCell<CM, CR>(props: Props<CM, CR>, name?: string, options?: CellOptions): ActorCell<CM, CR> {
+    if (this.status === 'stopping' || this.status === 'stopped') {
+      throw kernelError('SVC_ERR_ACTOR_STOPPED', `${this.path} is stopping and cannot start children`);
+    }
+    const childName = name ?? `$${++this.nameSeq}`;
+    if (childName.includes('/') || childName === '') {
+      throw new TypeError(`actor name must be non-empty and contain no '/': ${JSON.stringify(childName)}`);
+    }
+    if (this.kids.has(childName)) {
+      throw kernelError('SVC_ERR_NAME_TAKEN', `${this.path} already has a child named ${childName}`);
+    }
+    const cell = new ActorCell<CM, CR>(this.host, this as ActorCell, childName, props, options);
+    this.kids.set(childName, cell as ActorCell);
+    return cell;
+  }
+
+  stop(child?: ActorRef): Promise<void> {
+    if (child === undefined) {
+      this.selfStopped = true;
+      return this.stopGracefully(this.host.stopTimeoutMs);
+    }
+    const cell = child instanceof LocalRef ? (child.cell as ActorCell) : undefined;
+    if (!cell || cell.parentCell !== (this as ActorCell)) {
+      return Promise.reject(new TypeError(`${child.path} is not a child of ${this.path}`));
+    }
+    return cell.stopGracefully(this.host.stopTimeoutMs);
+  }
+
+  children(): ActorRef[] {
+    return [...this.kids.values()].filter((c) => c.status !== 'stopped').map((c) => c.ref);
+  }
+
+  // ---- mailbox ------------------------------------------------------------
+
+  /** Queue a message; `false` when it was refused (its reply already rejected). */
+  enqueue(msg: unknown, reply: Reply | undefined): boolean {
+    if (this.status === 'stopping' || this.status === 'stopped') {
+      this.dead(msg, reply, 'stopped', 'SVC_ERR_ACTOR_STOPPED');
+      return false;
+    }
+    const result = this.mailbox.push(msg, reply);
+    if (result === PushResult.Rejected) {
+      this.dead(msg, reply, 'mailbox-full', 'SVC_ERR_MAILBOX_FULL');
+      return false;
+    }
+    if (result === PushResult.DroppedOldest) {
+      const dropped = this.mailbox.droppedMsg;
+      const droppedReply = this.mailbox.droppedReply;
+      this.mailbox.droppedMsg = this.mailbox.droppedReply = undefined;
+      this.dead(dropped, droppedReply, 'dropped-oldest', 'SVC_ERR_MESSAGE_DROPPED');
+    }
+    if (!this.scheduled && !this.inFlight && this.ready && this.status === 'running') {
+      this.scheduled = true;
+      queueMicrotask(this.run);
+    }
+    return true;
+  }
+
+  private dead(msg: unknown, reply: Reply | undefined, reason: DeadLetterReason, code: Parameters<typeof kernelError>[0]): void {
+    this.host.deadLetters.publish(this.path, msg, reason);
+    reply?.reject(kernelError(code, `${this.path}: ${reason}`));
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.inFlight) return;
+    this.scheduled = true;
+    queueMicrotask(this.run);
+  }
+
+  private readonly run = (): void => {
+    this.scheduled = false;
+    const logic = this.logic;
+    if (!logic || !this.ready) return;
+    const epoch = this.epoch;
+    let budget = this.throughput;
+    while (!this.inFlight && this.mailbox.size > 0 && (this.status === 'running' || this.status === 'stopping')) {
+      if (budget-- === 0) {
+        this.scheduled = true;
+        setImmediate(this.run);
+        return;
+      }
+      const reply = this.mailbox.peekReply();
+      const msg = this.mailbox.shift();
+      let result: unknown;
+      try {
+        result = logic.receive(msg as M, this);
+      } catch (error) {
+        this.crash(error, reply);
+        return;
+      }
+      if (isThenable(result)) {
+        this.inFlight = true;
+        this.inFlightReply = reply;
+        result.then(
+          (value) => this.settled(epoch, value, reply),
+          (error: unknown) => this.failed(epoch, error, reply),
+        );
+        return;
+      }
+      if (reply) answer(reply, result);
+    }
+    this.idleCheckpoint();
+  };
+
+  private settled(epoch: number, value: unknown, reply: Reply | undefined): void {
+    if (epoch !== this.epoch) return;
+    this.inFlight = false;
+    this.inFlightReply = undefined;
+    if (reply) answer(reply, value);
+    this.run();
+  }
+
+  private failed(epoch: number, error: unknown, reply: Reply | undefined): void {
+    if (epoch !== this.epoch) return;
+    this.inFlight = false;
+    this.inFlightReply = undefined;
+    this.crash(error, reply);
+  }
+
+  /** After the loop runs dry: finish a pending stop, or note the time for idleness. */
+  private idleCheckpoint(): void {
+    if (this.inFlight || this.mailbox.size > 0) return;
+    if (this.status === 'stopping') {
+      this.finishDrain();
+      return;
+    }
+    if (this.options.idleMs !== undefined) {
+      this.lastActive = this.host.clock.now();
+      if (!this.idleTimer) this.idleTimer = this.host.clock.setTimeout(this.idleFired, this.options.idleMs, true);
+    }
+  }
+
+  private readonly idleFired = (): void => {
+    this.idleTimer = null;
+    if (this.status !== 'running') return;
+    const idleMs = this.options.idleMs as number;
+    const quiet = this.host.clock.now() - this.lastActive;
+    if (!this.inFlight && this.mailbox.size === 0 && quiet >= idleMs) {
+      this.options.onIdle?.(this as ActorCell);
+    } else {
+      this.idleTimer = this.host.clock.setTimeout(this.idleFired, Math.max(1, idleMs - quiet), true);
+    }
+  };
+
+  /** Drop the handler in flight (restart or forced stop): its reply fails, its result is ignored. */
+  private abandonInFlight(): void {
+    this.epoch++;
+    if (!this.inFlight) return;
+    this.inFlight = false;
+    const reply = this.inFlightReply;
+    this.inFlightReply = undefined;
+    reply?.reject(kernelError('SVC_ERR_ACTOR_STOPPED', `${this.path} stopped while handling this message`));
+  }
+
+  // ---- lifecycle ----------------------------------------------------------
+
+  private start(): void {
+    if (this.status !== 'starting' && this.status !== 'suspended' && this.status !== 'stopping') return;
+    if (this.status === 'stopping' && this.drainFinished) return;
+    if (this.status === 'suspended') this.status = 'starting';
+    this.incarnations++;
+    this.ready = false;
+    const epoch = this.epoch;
+    let started: void | Promise<void>;
+    try {
+      this.logic = this.props.logic();
+      started = this.logic.preStart?.(this);
+    } catch (error) {
+      this.crash(error, undefined);
+      return;
+    }
+    if (isThenable(started)) {
+      started.then(
+        () => epoch === this.epoch && this.started(),
+        (error: unknown) => epoch === this.epoch && this.crash(error, undefined),
+      );
+    } else {
+      this.started();
+    }
+  }
+
+  private started(): void {
+    this.ready = true;
+    if (this.status === 'starting') this.status = 'running';
+    if (this.mailbox.size > 0) this.schedule();
+    else this.idleCheckpoint();
+  }
+
+  /** This actor failed: its asker gets the error, its parent decides what happens next. */
+  crash(error: unknown, reply: Reply | undefined): void {
+    reply?.reject(error);
+    if (this.status === 'stopping') {
+      this.abandonInFlight();
+      this.finishDrain();
+      return;
+    }
+    if (this.status === 'stopped' || this.status === 'suspended') return;
+    this.status = 'suspended';
+    this.ready = false;
+    this.timers.cancelAll();
+    this.abandonInFlight();
+    if (this.parentCell) this.parentCell.childExited(this as ActorCell, true, error);
+    else this.host.unhandledFailure(error, this.path);
+  }
+
+  /** Stop children (reverse start order) and run postStop; the mailbox is kept. */
+  private teardown(deadlineMs: number): Promise<void> {
+    if (!this.tearingDown) {
+      this.tearingDown = this.tearDownInside(deadlineMs).finally(() => {
+        this.tearingDown = null;
+      });
+    }
+    return this.tearingDown;
+  }
+
+  private async tearDownInside(deadlineMs: number): Promise<void> {
+    this.timers.cancelAll();
+    this.abandonInFlight();
+    this.ready = false;
+    const until = this.host.clock.now() + deadlineMs;
+    for (const kid of [...this.kids.values()].reverse()) {
+      await kid.stopGracefully(Math.max(0, until - this.host.clock.now()));
+    }
+    const logic = this.logic;
+    this.logic = undefined;
+    if (logic?.postStop) {
+      try {
+        await logic.postStop(this);
+      } catch (error) {
+        this.host.reportError(error, this.path);
+      }
+    }
+  }
+
+  /** Restart after a crash (or a normal exit of a permanent actor), after `delayMs`. */
+  restartAfter(delayMs: number): void {
+    const go = async (): Promise<void> => {
+      this.restartTimer = null;
+      await this.teardown(0);
+      if (this.status !== 'suspended') return;
+      this.start();
+    };
+    if (delayMs <= 0) void go();
+    else this.restartTimer = this.host.clock.setTimeout(() => void go(), delayMs);
+  }
+
+  /**
+   * Stop: refuse new messages, drain the mailbox up to the deadline, then stop
+   * children in reverse start order and run postStop. Past the deadline,
+   * whatever is left fails with `SVC_ERR_ACTOR_STOPPED` (dead letters).
+   */
+  stopGracefully(deadlineMs: number): Promise<void> {
+    if (this.termination) return this.termination.promise;
+    let resolve!: () => void;
+    const promise = new Promise<void>((r) => (resolve = r));
+    this.termination = { promise, resolve };
+    if (this.restartTimer) {
+      this.host.clock.clearTimeout(this.restartTimer);
+      this.restartTimer = null;
+    }
+    if (this.idleTimer) {
+      this.host.clock.clearTimeout(this.idleTimer);
+      this.idleTimer = null;
+    }
+    const wasLive = this.status === 'running' || this.status === 'starting';
+    const until = this.host.clock.now() + deadlineMs;
+    this.status = 'stopping';
+    this.timers.cancelAll();
+    this.drainFinished = false;
+    if (wasLive && (this.mailbox.size > 0 || this.inFlight || !this.ready)) {
+      this.stopDeadline = this.host.clock.setTimeout(() => {
+        this.stopDeadline = null;
+        this.abandonInFlight();
+        this.finishDrain(until);
+      }, deadlineMs);
+      this.schedule();
+    } else {
+      this.finishDrain(until);
+    }
+    return promise;
+  }
+
+  /** Resolves when a stop under way has finished (undefined when not stopping). */
+  whenTerminated(): Promise<void> | undefined {
+    return this.termination?.promise;
+  }
+
+  /** Forced stop: nothing more is processed. */
+  destroy(): Promise<void> {
+    return this.stopGracefully(0);
+  }
+
+  private finishDrain(until = this.host.clock.now()): void {
+    if (this.drainFinished) return;
+    this.drainFinished = true;
+    if (this.stopDeadline) {
+      this.host.clock.clearTimeout(this.stopDeadline);
+      this.stopDeadline = null;
+    }
+    this.ready = false;
+    this.mailbox.drainTo((msg, reply) => this.dead(msg, reply, 'forced-stop', 'SVC_ERR_ACTOR_STOPPED'));
+    void this.teardown(Math.max(0, until - this.host.clock.now())).then(() => this.terminated());
+  }
+
+  private terminated(): void {
+    this.status = 'stopped';
+    // Anything that raced in while postStop ran.
+    this.mailbox.drainTo((msg, reply) => this.dead(msg, reply, 'stopped', 'SVC_ERR_ACTOR_STOPPED'));
+    this.host.unregister(this as ActorCell);
+    this.options.onTerminated?.(this as ActorCell);
+    const termination = this.termination;
+    this.parentCell?.childTerminated(this as ActorCell, this.selfStopped);
+    termination?.resolve();
+  }
+
+  /** Bring a permanent actor that exited normally back (same name, same mailbox object). */
+  private revive(): void {
+    this.termination = null;
+    this.selfStopped = false;
+    this.drainFinished = false;
+    this.status = 'starting';
+    this.host.register(this as ActorCell);
+    this.parentCell?.kids.set(this.name, this as ActorCell);
+    this.start();
+  }
+
+  // ---- supervision (this cell as parent) ----------------------------------
+
+  private childTerminated(child: ActorCell, normalExit: boolean): void {
+    if (this.kids.get(child.name) === child) this.kids.delete(child.name);
+    if (normalExit && this.status === 'running') this.childExited(child, false, undefined);
+  }
+
+  /** A child crashed (`crashed`) or stopped itself: apply its restart type and this cell's strategy. */
+  childExited(child: ActorCell, crashed: boolean, error: unknown): void {
+    if (this.status !== 'running' && this.status !== 'starting') {
+      if (crashed) void child.stopGracefully(0);
+      return;
+    }
+    if (!shouldRestart(child.restartType, crashed)) {
+      if (crashed) void child.stopGracefully(0);
+      return;
+    }
+    const now = this.host.clock.now();
+    if (this.restarts.count(now, this.spec.withinMs) >= this.spec.maxRestarts) {
+      this.giveUp(child, error);
+      return;
+    }
+    this.restarts.record(now);
+    const delay = backoffDelay(this.spec.backoff, child.ownRestarts.count(now, this.spec.withinMs));
+    child.ownRestarts.record(now);
+    if (this.spec.strategy === 'one-for-one') {
+      this.restartChild(child, crashed, delay);
+    } else {
+      void this.restartAll(child, crashed, delay);
+    }
+  }
+
+  private restartChild(child: ActorCell, crashed: boolean, delay: number): void {
+    if (crashed) child.restartAfter(delay);
+    else if (delay <= 0) child.revive();
+    else this.host.clock.setTimeout(() => this.status === 'running' && child.revive(), delay);
+  }
+
+  /** one-for-all: stop everyone in reverse start order, then start everyone again in start order. */
+  private async restartAll(failed: ActorCell, crashed: boolean, delay: number): Promise<void> {
+    const everyone = [...this.kids.values()];
+    if (!everyone.includes(failed)) everyone.push(failed); // it exited normally and left already
+    for (const kid of [...everyone].reverse()) {
+      if (kid !== failed && kid.restartType === 'temporary') {
+        await kid.stopGracefully(0);
+      } else if (kid.status !== 'stopped') {
+        if (kid.status !== 'suspended') kid.status = 'suspended';
+        await kid.teardown(0);
+      }
+    }
+    const startAll = (): void => {
+      if (this.status !== 'running') return;
+      for (const kid of everyone) {
+        if (kid === failed && !crashed) kid.revive();
+        else if (kid.status === 'suspended') kid.start();
+      }
+    };
+    if (delay <= 0) startAll();
+    else this.host.clock.setTimeout(startAll, delay);
+  }
+
+  /** Restart intensity exceeded: this supervisor fails in turn (escalation). */
+  private giveUp(child: ActorCell, error: unknown): void {
+    const escalated = kernelError(
+      'SVC_ERR_RESTART_LIMIT',
+      `${child.path} exceeded ${this.spec.maxRestarts} restarts within ${this.spec.withinMs} ms`,
+      error,
+    );
+    void child.stopGracefully(0);
+    if (this.parentCell) {
+      this.crash(escalated, undefined);
+    } else {
+      this.restarts.clear();
+      this.host.unhandledFailure(escalated, this.path);
+    }
+  }
+}
+
+function answer(reply: Reply, result: unknown): void {
+  if (result instanceof Rejection) reply.reject(result.error);
+  else reply.resolve(result);
+}

@@ -1,0 +1,373 @@
+/**
+ * The actor system of one thread: guardians, the registry of names, dead
+ * letters, virtual actor kinds, and — when a transport is attached — the
+ * bridge to actors in other threads or processes.
+ */
+import { ActorCell, type CellHost, LocalRef } from './cell.ts';
+import { type Clock, realClock } from './clock.ts';
+import { DeadLetters } from './dead-letters.ts';
+import { decodeError, encodeError, kernelError } from './errors.ts';
+import type { Props } from './logic.ts';
+import { Deadlines, PendingAsk } from './pending-ask.ts';
+import { ActorRefBase, type ActorRef, type RefAddress, type RefHost, RemoteRef, VirtualRef } from './refs.ts';
+import type { SupervisorSpec } from './supervision.ts';
+import type { Frame, FrameTarget, Transport } from './transport.ts';
+import { KindActivations, type KindSpec } from './virtual.ts';
+
+export interface SystemOptions {
+  /** This node's id; taken from the transport when one is given (default `local`). */
+  nodeId?: string;
+  clock?: Clock;
+  /** Default `ask` timeout (5,000 ms). */
+  askTimeoutMs?: number;
+  /** Default drain deadline when stopping an actor (5,000 ms). */
+  stopTimeoutMs?: number;
+  /** How the `/user` guardian supervises top-level actors. */
+  guardian?: Partial<SupervisorSpec>;
+  /**
+   * A failure no supervisor took (a guardian gave up). Default: rethrown in a
+   * macrotask, which crashes the process unless something handles it.
+   */
+  onFailure?: (error: unknown, path: string) => void;
+  /** Errors that cannot crash anything (a throwing `postStop`). Default: `console.error`. */
+  onError?: (error: unknown, path: string) => void;
+  transport?: Transport;
+}
+
+const guardianLogic = () => ({ receive: () => undefined });
+
+/**
+ * @example
+ * const system = new ActorSystem()
+ * const counter = system.spawn({ logic: () => new Counter() }, 'counter')
+ * counter.tell({ type: 'inc' })
+ * await counter.ask({ type: 'get' })   // 1
+ * await system.shutdown()
+ */
+export class ActorSystem implements RefHost {
+  readonly nodeId: string;
+  readonly clock: Clock;
+  readonly deadLetters: DeadLetters;
+  readonly askTimeoutMs: number;
+  readonly stopTimeoutMs: number;
+
+  private readonly registry = new Map<string, ActorCell>();
+  private readonly deadlines: Deadlines;
+  private readonly userGuardian: ActorCell;
+  private readonly kindsGuardian: ActorCell;
+  private readonly kinds = new Map<string, KindActivations>();
+  private readonly onFailure: (error: unknown, path: string) => void;
+  private readonly onError: (error: unknown, path: string) => void;
+  private readonly host: CellHost;
+  private transport: Transport | undefined;
+  private askSeq = 0;
+  /** Asks waiting on other nodes, by node then id. */
+  private readonly remoteAsks = new Map<string, Map<number, PendingAsk>>();
+  private down = new Set<string>();
+  private shuttingDown: Promise<void> | null = null;
+
+  constructor(options: SystemOptions = {}) {
+    this.nodeId = options.transport?.nodeId ?? options.nodeId ?? 'local';
+    this.clock = options.clock ?? realClock;
+    this.askTimeoutMs = options.askTimeoutMs ?? 5000;
+    this.stopTimeoutMs = options.stopTimeoutMs ?? 5000;
+    this.deadLetters = new DeadLetters(() => this.clock.now());
+    this.deadlines = new Deadlines(this.clock);
+    this.onFailure =
+      options.onFailure ??
+      ((error) =>
+        setTimeout(() => {
+          throw error;
+        }));
+    this.onError = options.onError ?? ((error, path) => console.error(`[svc kernel] ${path}:`, error));
+    const system = this;
+    this.host = {
+      system,
+      nodeId: this.nodeId,
+      clock: this.clock,
+      deadLetters: this.deadLetters,
+      stopTimeoutMs: this.stopTimeoutMs,
+      register: (cell) => this.registry.set(cell.path, cell),
+      unregister: (cell) => {
+        if (this.registry.get(cell.path) === cell) this.registry.delete(cell.path);
+      },
+      ask: (cell, msg, timeoutMs) => this.askCell(cell, msg, timeoutMs ?? this.askTimeoutMs),
+      unhandledFailure: (error, path) => this.onFailure(error, path),
+      reportError: (error, path) => this.onError(error, path),
+    };
+    this.userGuardian = new ActorCell(this.host, null, 'user', { logic: guardianLogic, supervision: options.guardian });
+    this.kindsGuardian = new ActorCell(this.host, null, 'kinds', { logic: guardianLogic });
+    if (options.transport) this.attachTransport(options.transport);
+  }
+
+  // ---- local actors -------------------------------------------------------
+
+  /**
+   * Start a top-level actor under the `/user` guardian.
+   *
+   * @example
+   * const ref = system.spawn(fromReceive((n: number) => n * 2), 'doubler')
+   */
+  spawn<M, R>(props: Props<M, R>, name?: string): LocalRef<M, R> {
+    return this.userGuardian.spawnCell(props, name).ref;
+  }
+
+  /** Find a live actor by path (`/user/a/b`, or `a/b` relative to `/user`). */
+  lookup<M = unknown, R = unknown>(path: string): LocalRef<M, R> | undefined {
+    const full = path.startsWith('/') ? path : `/user/${path}`;
+    const cell = this.registry.get(full);
+    return cell && cell.status !== 'stopped' ? (cell.ref as unknown as LocalRef<M, R>) : undefined;
+  }
+
+  /** Stop an actor gracefully (its mailbox drained up to the deadline). */
+  stop(ref: ActorRef, deadlineMs = this.stopTimeoutMs): Promise<void> {
+    if (!(ref instanceof LocalRef)) return Promise.reject(new TypeError(`${ref.path} is not a local actor`));
+    return ref.cell.stopGracefully(deadlineMs);
+  }
+
+  /** Number of live actors in this thread (guardians included). */
+  get actorCount(): number {
+    return this.registry.size;
+  }
+
+  private askCell(cell: ActorCell, msg: unknown, timeoutMs: number): Promise<unknown> {
+    const ask = new PendingAsk(cell.path);
+    this.deadlines.track(ask, timeoutMs);
+    cell.enqueue(msg, ask);
+    return ask.promise;
+  }
+
+  // ---- virtual actors ------------------------------------------------------
+
+  /**
+   * Declare a kind of virtual actor. Every node that may host or address the
+   * kind declares it the same way.
+   */
+  defineKind<M, R>(kind: string, spec: KindSpec<M, R>): void {
+    if (this.kinds.has(kind)) throw kernelError('SVC_ERR_NAME_TAKEN', `kind ${kind} is already defined`);
+    const guardian = this.kindsGuardian.spawnCell({ logic: guardianLogic, supervision: spec.supervision }, encodeURIComponent(kind));
+    this.kinds.set(kind, new KindActivations(kind, spec as KindSpec, guardian));
+  }
+
+  /**
+   * A ref to the single live actor of `kind` for `key`, activated on first
+   * message wherever placement puts it.
+   *
+   * @example
+   * await system.activate<Msg, number>('counter', 'alice').ask({ type: 'get' })
+   */
+  activate<M = unknown, R = unknown>(kind: string, key: string): VirtualRef<M, R> {
+    if (!this.kinds.has(kind)) throw kernelError('SVC_ERR_UNKNOWN_KIND', `no virtual actor kind ${kind}`);
+    return new VirtualRef<M, R>(this, kind, key);
+  }
+
+  /** The live local activation of `(kind, key)`, if this node hosts one. */
+  activation<M = unknown, R = unknown>(kind: string, key: string): LocalRef<M, R> | undefined {
+    return this.kinds.get(kind)?.get(key)?.ref as LocalRef<M, R> | undefined;
+  }
+
+  /** Live local activations of a kind. */
+  activationCount(kind: string): number {
+    return this.kinds.get(kind)?.size ?? 0;
+  }
+
+  /** @internal used by {@link VirtualRef}. */
+  deliverVirtual(kind: string, key: string, msg: unknown, askTimeoutMs: number | null): boolean | Promise<unknown> {
+    const activations = this.kinds.get(kind);
+    if (!activations) {
+      const error = kernelError('SVC_ERR_UNKNOWN_KIND', `no virtual actor kind ${kind}`);
+      if (askTimeoutMs === null) {
+        this.deadLetters.publish(`$${kind}/${key}`, msg, 'no-such-actor');
+        return false;
+      }
+      return Promise.reject(error);
+    }
+    const placement = activations.spec.placement;
+    if (placement && this.transport) {
+      const node = placement(key, this.transport.nodes());
+      if (node !== this.nodeId) return this.sendRemote(node, [kind, key], msg, askTimeoutMs);
+    }
+    const cell = activations.getOrActivate(key);
+    return askTimeoutMs === null ? cell.enqueue(msg, undefined) : this.askCell(cell, msg, askTimeoutMs);
+  }
+
+  // ---- other nodes ---------------------------------------------------------
+
+  /** Connect this system to other threads or processes. */
+  attachTransport(transport: Transport): void {
+    if (this.transport) throw new Error('a transport is already attached');
+    if (transport.nodeId !== this.nodeId) throw new Error(`transport node ${transport.nodeId} is not system node ${this.nodeId}`);
+    this.transport = transport;
+    transport.attach({
+      onFrame: (from, frame) => this.onFrame(from, frame),
+      onNodeDown: (node) => this.onNodeDown(node),
+      refFromAddress: (address) => this.refFromAddress(address),
+    });
+  }
+
+  /** Nodes reachable now (just this one without a transport). */
+  nodes(): readonly string[] {
+    return this.transport ? this.transport.nodes() : [this.nodeId];
+  }
+
+  /**
+   * A ref for an address that came from elsewhere (a message, a config).
+   *
+   * @example
+   * const ref = system.refFromAddress({ node: 'w1', path: '/user/echo' })
+   */
+  refFromAddress(address: RefAddress): ActorRef {
+    if ('kind' in address) return new VirtualRef(this, address.kind, address.key);
+    if (address.node === this.nodeId) {
+      const cell = this.registry.get(address.path);
+      return cell ? cell.ref : new PathRef(this, address.path);
+    }
+    return new RemoteRef(this, address.node, address.path);
+  }
+
+  /** @internal used by {@link RemoteRef} and {@link VirtualRef}. */
+  sendRemote(node: string, to: FrameTarget, msg: unknown, askTimeoutMs: number | null): boolean | Promise<unknown> {
+    const printable = typeof to === 'string' ? `${node}:${to}` : `${node}:$${to[0]}/${to[1]}`;
+    const transport = this.transport;
+    if (askTimeoutMs === null) {
+      if (transport && !this.down.has(node) && transport.send(node, { t: 1, to, msg })) return true;
+      this.deadLetters.publish(printable, msg, 'node-down');
+      return false;
+    }
+    const ask = new PendingAsk(printable);
+    if (!transport || this.down.has(node)) {
+      ask.reject(kernelError('SVC_ERR_NODE_DOWN', `${node} is not reachable`));
+      return ask.promise;
+    }
+    const id = ++this.askSeq;
+    let pending = this.remoteAsks.get(node);
+    if (!pending) this.remoteAsks.set(node, (pending = new Map()));
+    const table = pending;
+    table.set(id, ask);
+    ask.onSettle = () => table.delete(id);
+    this.deadlines.track(ask, askTimeoutMs);
+    if (!transport.send(node, { t: 2, id, to, msg })) {
+      ask.reject(kernelError('SVC_ERR_NODE_DOWN', `${node} is not reachable`));
+    }
+    return ask.promise;
+  }
+
+  private onFrame(from: string, frame: Frame): void {
+    switch (frame.t) {
+      case 1:
+        this.deliverTarget(frame.to, frame.msg, undefined);
+        return;
+      case 2:
+        this.deliverTarget(frame.to, frame.msg, new RemoteReply(this, from, frame.id));
+        return;
+      case 3: {
+        const ask = this.remoteAsks.get(from)?.get(frame.id);
+        if (!ask) return; // timed out already
+        if (frame.ok) ask.resolve(frame.value);
+        else ask.reject(decodeError(frame.error));
+      }
+    }
+  }
+
+  private deliverTarget(to: FrameTarget, msg: unknown, reply: RemoteReply | undefined): void {
+    if (typeof to !== 'string') {
+      const activations = this.kinds.get(to[0]);
+      if (activations) {
+        activations.getOrActivate(to[1]).enqueue(msg, reply);
+        return;
+      }
+      this.deadLetters.publish(`$${to[0]}/${to[1]}`, msg, 'no-such-actor');
+      reply?.reject(kernelError('SVC_ERR_UNKNOWN_KIND', `no virtual actor kind ${to[0]} on ${this.nodeId}`));
+      return;
+    }
+    const cell = this.registry.get(to);
+    if (cell) {
+      cell.enqueue(msg, reply);
+      return;
+    }
+    this.deadLetters.publish(to, msg, 'no-such-actor');
+    reply?.reject(kernelError('SVC_ERR_NO_SUCH_ACTOR', `no actor at ${this.nodeId}:${to}`));
+  }
+
+  /** @internal */
+  sendReply(node: string, frame: Frame): void {
+    this.transport?.send(node, frame);
+  }
+
+  private onNodeDown(node: string): void {
+    this.down.add(node);
+    const pending = this.remoteAsks.get(node);
+    if (!pending) return;
+    this.remoteAsks.delete(node);
+    for (const ask of [...pending.values()]) {
+      ask.reject(kernelError('SVC_ERR_NODE_DOWN', `${node} went down before replying to ${ask.target}`));
+    }
+  }
+
+  // ---- shutdown ------------------------------------------------------------
+
+  /**
+   * Stop everything: top-level actors in reverse start order (each draining
+   * its mailbox), then virtual actors, all within `deadlineMs`; past it,
+   * whatever is left is stopped by force. Then the transport closes.
+   */
+  shutdown(options: { deadlineMs?: number } = {}): Promise<void> {
+    if (this.shuttingDown) return this.shuttingDown;
+    const deadlineMs = options.deadlineMs ?? this.stopTimeoutMs;
+    const until = this.clock.now() + deadlineMs;
+    const left = () => Math.max(0, until - this.clock.now());
+    this.shuttingDown = (async () => {
+      await this.userGuardian.stopGracefully(left());
+      await this.kindsGuardian.stopGracefully(left());
+      await this.transport?.close();
+    })();
+    return this.shuttingDown;
+  }
+
+  /** Stop everything now: nothing more is processed. */
+  destroy(): Promise<void> {
+    return this.shutdown({ deadlineMs: 0 });
+  }
+}
+
+/** The reply slot of an ask that came from another node. */
+class RemoteReply {
+  constructor(
+    private readonly system: ActorSystem,
+    private readonly node: string,
+    private readonly id: number,
+  ) {}
+  resolve(value: unknown): void {
+    this.system.sendReply(this.node, { t: 3, id: this.id, ok: true, value });
+  }
+  reject(error: unknown): void {
+    this.system.sendReply(this.node, { t: 3, id: this.id, ok: false, error: encodeError(error) });
+  }
+}
+
+/** A local path that had no live actor when the ref was built: looked up at each send. */
+class PathRef extends ActorRefBase {
+  constructor(
+    private readonly system: ActorSystem,
+    readonly path: string,
+  ) {
+    super();
+  }
+  private target(): LocalRef | undefined {
+    return this.system.lookup(this.path);
+  }
+  tell(msg: unknown): boolean {
+    const ref = this.target();
+    if (ref) return ref.tell(msg);
+    this.system.deadLetters.publish(this.path, msg, 'no-such-actor');
+    return false;
+  }
+  ask(msg: unknown, timeoutMs?: number): Promise<unknown> {
+    const ref = this.target();
+    if (ref) return ref.ask(msg, timeoutMs);
+    return Promise.reject(kernelError('SVC_ERR_NO_SUCH_ACTOR', `no actor at ${this.path}`));
+  }
+  address(): RefAddress {
+    return { node: this.system.nodeId, path: this.path };
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * The seam between the kernel and whatever carries messages to other threads
+ * or processes. The kernel speaks in {@link Frame}s; a transport moves them
+ * (batching, encoding) and reports nodes that go down. The kernel never
+ * imports a concrete transport.
+ */
+import type { ActorRef, RefAddress } from './refs.ts';
+
+/** An actor path on the receiving node, or a virtual actor `[kind, key]`. */
+export type FrameTarget = string | [kind: string, key: string];
+
+/** An error as it crosses a thread: plain data, rebuilt as an `SvcError`. */
+export interface WireError {
+  code: string;
+  message: string;
+  status: number;
+  name?: string;
+  details?: unknown;
+}
+
+export type Frame =
+  | { t: 1; to: FrameTarget; msg: unknown }
+  | { t: 2; id: number; to: FrameTarget; msg: unknown }
+  | { t: 3; id: number; ok: true; value: unknown }
+  | { t: 3; id: number; ok: false; error: WireError };
+
+/** What the kernel gives a transport when it attaches. */
+export interface TransportHandler {
+  /** A frame arrived from `from`. */
+  onFrame(from: string, frame: Frame): void;
+  /** `node` is gone: asks pending on it must fail now. */
+  onNodeDown(node: string): void;
+  /** Rebuild a ref that travelled inside a message. */
+  refFromAddress(address: RefAddress): ActorRef;
+}
+
+/**
+ * @example
+ * const system = new ActorSystem({ transport: await workerTransport() })
+ */
+export interface Transport {
+  /** This node's id (unique among connected nodes). */
+  readonly nodeId: string;
+  /** Nodes reachable now, this one included, in a stable order. */
+  nodes(): readonly string[];
+  /** Queue a frame for `node`; `false` when the node is unknown or down. */
+  send(node: string, frame: Frame): boolean;
+  attach(handler: TransportHandler): void;
+  close(): Promise<void>;
+}

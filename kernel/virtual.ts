@@ -1,0 +1,78 @@
+/**
+ * Virtual actors: addressed by `(kind, key)`, never spawned by hand.
+ * `activate(kind, key)` gives a ref; the first message creates the single
+ * live activation for that key, and it is deactivated (stopped gracefully)
+ * after an idle timeout. A new activation never starts before the previous
+ * one for the same key has finished stopping, so state handed to a store in
+ * `postStop` is there when the next one loads it in `preStart`.
+ */
+import type { ActorCell } from './cell.ts';
+import type { Props } from './logic.ts';
+import type { SupervisorSpec } from './supervision.ts';
+
+/**
+ * How to build the actor for a key, and where it lives.
+ *
+ * @example
+ * system.defineKind('counter', { props: (key) => counterProps(key), idleAfterMs: 60_000 })
+ */
+export interface KindSpec<M = unknown, R = unknown> {
+  props: (key: string) => Props<M, R>;
+  /** Deactivate an activation after this long without messages (default: never). */
+  idleAfterMs?: number;
+  /**
+   * Which node hosts `key`, given the live nodes (stable order). Must give the
+   * same answer on every node. Default: this node.
+   */
+  placement?: (key: string, nodes: readonly string[]) => string;
+  /** How the kind's guardian supervises activations. */
+  supervision?: Partial<SupervisorSpec>;
+}
+
+/** The live activations of one kind in this thread. */
+export class KindActivations {
+  /** The newest activation per key; an entry stays until its cell has stopped. */
+  private live = new Map<string, ActorCell>();
+  private seq = 0;
+
+  constructor(
+    readonly kind: string,
+    readonly spec: KindSpec,
+    private readonly guardian: ActorCell,
+  ) {}
+
+  /** Activations not stopping. */
+  get size(): number {
+    let n = 0;
+    for (const cell of this.live.values()) if (isLive(cell)) n++;
+    return n;
+  }
+
+  /** The live activation for `key`, if any. */
+  get(key: string): ActorCell | undefined {
+    const cell = this.live.get(key);
+    return cell && isLive(cell) ? cell : undefined;
+  }
+
+  /** The live activation for `key`, created now if there is none. */
+  getOrActivate(key: string): ActorCell {
+    const previous = this.live.get(key);
+    if (previous && isLive(previous)) return previous;
+    const encoded = encodeURIComponent(key);
+    const name = this.guardian.kids.has(encoded) ? `${encoded}~${++this.seq}` : encoded;
+    const cell = this.guardian.spawnCell(this.spec.props(key), name, {
+      startAfter: previous?.whenTerminated(),
+      idleMs: this.spec.idleAfterMs,
+      onIdle: (c) => void c.stopGracefully(c.host.stopTimeoutMs),
+      onTerminated: (c) => {
+        if (this.live.get(key) === c) this.live.delete(key);
+      },
+    });
+    this.live.set(key, cell);
+    return cell;
+  }
+}
+
+function isLive(cell: ActorCell): boolean {
+  return cell.status !== 'stopping' && cell.status !== 'stopped';
+}
