@@ -1,0 +1,103 @@
+import t from 'tap';
+import { fromReceive, type ActorRef } from 'svc/kernel';
+import { WorkerPool } from 'svc/transports/worker';
+import { defineKinds } from './fixtures/worker-actors.ts';
+import { Latch } from '../helpers/latch.ts';
+
+const fixture = new URL('./fixtures/worker-actors.ts', import.meta.url);
+
+function on(pool: WorkerPool, node: string, name: string): ActorRef {
+  return pool.system.refFromAddress({ node, path: `/user/${name}` });
+}
+
+t.test('cross-thread ask and tell; order per sender is kept', async (t) => {
+  const pool = await WorkerPool.start({ size: 2, module: fixture });
+  t.teardown(() => pool.close());
+  t.same(await on(pool, 'w1', 'whoami').ask('?'), 'w1');
+  t.same(await on(pool, 'w2', 'whoami').ask('?'), 'w2');
+  t.same(await on(pool, 'w1', 'echo').ask({ a: [1, 2, { b: 'c' }], d: new Date(0) }), { a: [1, 2, { b: 'c' }], d: new Date(0) });
+  const collector = on(pool, 'w2', 'collector');
+  for (let i = 0; i < 5000; i++) collector.tell(i);
+  const seen = (await collector.ask('get')) as number[];
+  t.equal(seen.length, 5000);
+  t.ok(
+    seen.every((v, i) => v === i),
+    'in order',
+  );
+  const link = pool.transport.link('w2');
+  t.ok(link && link.batches < link.frames / 10, `batched: ${link?.frames} frames in ${link?.batches} messages`);
+});
+
+t.test('an ActorRef travels inside a message and is used from the other thread', async (t) => {
+  const pool = await WorkerPool.start({ size: 2, module: fixture });
+  t.teardown(() => pool.close());
+  const got = new Latch();
+  const received: string[] = [];
+  const sink = pool.system.spawn(fromReceive((m: string) => {
+    received.push(m);
+    got.hit();
+  }), 'sink');
+  await on(pool, 'w1', 'forwarder').ask({ replyTo: sink, value: 'hello' });
+  await got.wait(1);
+  t.same(received, ['hello via w1']);
+  // worker to worker: main asks w1's relay to ask w2's whoami through a ref made on main.
+  const answer = await on(pool, 'w1', 'relay').ask({ target: on(pool, 'w2', 'whoami'), msg: '?' });
+  t.equal(answer, 'w2');
+  // a ref to w1's own actor, sent to w1, comes back as a local ref there
+  t.equal(await on(pool, 'w1', 'relay').ask({ target: on(pool, 'w1', 'whoami'), msg: '?' }), 'w1');
+});
+
+t.test('errors cross threads with their code; unencodable replies fail the ask, not the thread', async (t) => {
+  const pool = await WorkerPool.start({ size: 1, module: fixture });
+  t.teardown(() => pool.close());
+  const misc = on(pool, 'w1', 'misc');
+  await t.rejects(misc.ask('fail'), { code: 'E_NO', status: 418, message: 'worker said no' });
+  t.equal(await misc.ask('again'), 'again', 'the crashed actor was restarted');
+  await t.rejects(misc.ask('circular'), { code: 'SVC_ERR_TRANSPORT' });
+  await t.rejects(on(pool, 'w1', 'nobody').ask('?'), { code: 'SVC_ERR_NO_SUCH_ACTOR' });
+  await t.rejects(pool.system.refFromAddress({ node: 'w9', path: '/user/x' }).ask('?'), { code: 'SVC_ERR_NODE_DOWN' });
+  t.equal(await misc.ask('still'), 'still');
+});
+
+t.test('a virtual actor is activated once across threads, where placement puts it', async (t) => {
+  const pool = await WorkerPool.start({ size: 2, module: fixture });
+  t.teardown(() => pool.close());
+  defineKinds(pool.system);
+  const counter = pool.system.activate<{ type: string }, number | string>('counter', 'alice');
+  const home = await counter.ask({ type: 'where' });
+  t.ok(home === 'w1' || home === 'w2');
+  // increments from main and from both workers (through their relays, using refs made there)
+  const incs: Promise<unknown>[] = [];
+  for (let i = 0; i < 300; i++) {
+    incs.push(counter.ask({ type: 'inc' }));
+    incs.push(on(pool, 'w1', 'relay').ask({ target: counter, msg: { type: 'inc' } }));
+    incs.push(on(pool, 'w2', 'relay').ask({ target: counter, msg: { type: 'inc' } }));
+  }
+  await Promise.all(incs);
+  t.equal(await counter.ask({ type: 'get' }), 900, 'one instance saw every increment');
+  t.equal(pool.system.activationCount('counter'), 0, 'none on main');
+});
+
+t.test('a worker that dies mid-ask: pending asks fail promptly with SVC_ERR_NODE_DOWN', async (t) => {
+  const exits: [string, number][] = [];
+  const pool = await WorkerPool.start({ size: 2, module: fixture, system: { askTimeoutMs: 60_000 }, onExit: (n, c) => exits.push([n, c]) });
+  t.teardown(() => pool.close());
+  const fromMain = on(pool, 'w2', 'blackhole').ask('wait', 60_000);
+  // w1 asks w2 too: w1 must learn of w2's death as well.
+  const fromW1 = on(pool, 'w1', 'relay').ask({ target: on(pool, 'w2', 'blackhole'), msg: 'wait', timeoutMs: 60_000 }, 60_000);
+  await on(pool, 'w2', 'echo').ask('both asks are queued by now');
+  const started = performance.now();
+  const failed = Promise.all([t.rejects(fromMain, { code: 'SVC_ERR_NODE_DOWN' }), t.rejects(fromW1, { code: 'SVC_ERR_NODE_DOWN' })]);
+  on(pool, 'w2', 'misc').tell('exit');
+  await failed;
+  t.ok(performance.now() - started < 10_000, 'well before the 60 s timeout');
+  t.same(exits, [['w2', 3]]);
+  t.same(pool.transport.nodes(), ['main', 'w1']);
+  t.equal(await on(pool, 'w1', 'whoami').ask('?'), 'w1', 'the other worker keeps serving');
+  await t.rejects(on(pool, 'w2', 'echo').ask('?'), { code: 'SVC_ERR_NODE_DOWN' });
+  t.notOk(on(pool, 'w2', 'echo').tell('?'), 'tells to a dead node are refused');
+});
+
+t.test('a worker whose setup fails makes start fail with the error', async (t) => {
+  await t.rejects(WorkerPool.start({ size: 1, module: new URL('./fixtures/no-setup.ts', import.meta.url) }), { message: /exports no setup function/ });
+});

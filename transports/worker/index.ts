@@ -1,0 +1,11 @@
+/**
+ * Actors across worker threads: a batching MessagePort transport with
+ * msgpackr frames, and a pool that starts, meshes and watches workers.
+ */
+export { WorkerPool } from './pool.ts';
+export type { WorkerPoolOptions } from './pool.ts';
+export { ThreadTransport } from './thread-transport.ts';
+export { PortLink } from './port-link.ts';
+export type { PortLike } from './port-link.ts';
+export { encodeFrames, decodeFrames } from './codec.ts';
+export type { WorkerSetup } from './protocol.ts';

@@ -1,0 +1,30 @@
+/** What the main thread and its workers say to each other besides frames. */
+import type { MessagePort } from 'node:worker_threads';
+import type { ActorSystem, SystemOptions, WireError } from '../../kernel/index.ts';
+
+/** Sent as `workerData` to each worker. */
+export interface WorkerBoot {
+  nodeId: string;
+  nodes: string[];
+  /** Path or file URL of the module whose `setup` (or default export) runs in the worker. */
+  module: string;
+  data: unknown;
+  /** Ports to the other workers, by node id. */
+  peers: Record<string, MessagePort>;
+  system: Pick<SystemOptions, 'askTimeoutMs' | 'stopTimeoutMs'>;
+}
+
+export type Control =
+  | { ctl: 'ready' }
+  | { ctl: 'failed'; error: WireError }
+  | { ctl: 'down'; node: string }
+  | { ctl: 'shutdown'; deadlineMs: number }
+  | { ctl: 'stopped' };
+
+/**
+ * The function a worker module exports to define its actors.
+ *
+ * @example
+ * export function setup(system: ActorSystem) { system.spawn(echoProps, 'echo') }
+ */
+export type WorkerSetup = (system: ActorSystem, context: { nodeId: string; nodes: readonly string[]; data: unknown }) => void | Promise<void>;

@@ -1,0 +1,41 @@
+/**
+ * The runtime of a worker thread: an actor system on a {@link ThreadTransport},
+ * the user's setup module, and the control messages of the pool.
+ */
+import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
+import { ActorSystem, encodeError } from '../../kernel/index.ts';
+import { ThreadTransport } from './thread-transport.ts';
+import type { Control, WorkerBoot, WorkerSetup } from './protocol.ts';
+
+/** Start the worker: called by the bundled entry with the user's module. */
+export async function runWorker(mod: { setup?: WorkerSetup; default?: WorkerSetup }): Promise<void> {
+  const boot = workerData as WorkerBoot;
+  if (!parentPort) throw new Error('runWorker must run in a worker thread');
+  const port = parentPort;
+  const transport = new ThreadTransport(boot.nodeId, boot.nodes);
+  let system: ActorSystem | undefined;
+
+  const onControl = (msg: unknown): void => {
+    const ctl = msg as Control;
+    if (ctl.ctl === 'down') transport.markDown(ctl.node);
+    else if (ctl.ctl === 'shutdown') {
+      void (system?.shutdown({ deadlineMs: ctl.deadlineMs }) ?? Promise.resolve()).then(() => {
+        port.postMessage({ ctl: 'stopped' } satisfies Control);
+        process.exit(0);
+      });
+    }
+  };
+  transport.addPeer('main', port, onControl);
+  for (const [node, peerPort] of Object.entries(boot.peers)) transport.addPeer(node, peerPort as MessagePort, onControl);
+
+  try {
+    system = new ActorSystem({ transport, ...boot.system });
+    const setup = mod.setup ?? mod.default;
+    if (typeof setup !== 'function') throw new Error(`${boot.module} exports no setup function (export "setup" or a default function)`);
+    await setup(system, { nodeId: boot.nodeId, nodes: boot.nodes, data: boot.data });
+    port.postMessage({ ctl: 'ready' } satisfies Control);
+  } catch (error) {
+    port.postMessage({ ctl: 'failed', error: encodeError(error) } satisfies Control);
+    process.exit(1);
+  }
+}
