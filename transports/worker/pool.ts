@@ -67,7 +67,7 @@ export class WorkerPool {
     const module = options.module instanceof URL ? options.module.href : options.module;
     const entry = await compileWorker(module);
     // Loader flags of this process (tsx) are of no use in a worker running plain JavaScript.
-    const execArgv = process.execArgv.filter((a) => !/tsx/.test(a)).concat('--enable-source-maps');
+    const execArgv = withoutTsx(process.execArgv).concat('--enable-source-maps');
     const ready: Promise<void>[] = [];
     for (const node of workers) {
       const ports = peers.get(node) as Record<string, MessagePort>;
@@ -162,4 +162,19 @@ export class WorkerPool {
     );
     await this.system.shutdown({ deadlineMs });
   }
+}
+
+/** Drop `--import tsx`-style flags (joined or as two arguments). */
+function withoutTsx(args: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    if (/tsx/.test(arg)) continue;
+    if (/^--(import|require|loader|experimental-loader)$/.test(arg) && /tsx/.test(args[i + 1] ?? '')) {
+      i++;
+      continue;
+    }
+    out.push(arg);
+  }
+  return out;
 }

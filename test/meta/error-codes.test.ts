@@ -1,0 +1,23 @@
+import t from 'tap';
+import { readFileSync } from 'node:fs';
+import { KERNEL_ERRORS } from 'svc/kernel';
+
+const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
+
+/** Rows of the catalogue: code → status. */
+function documented(): Map<string, number> {
+  const rows = new Map<string, number>();
+  for (const m of doc.matchAll(/^\| `([A-Z_]+)` \| (\d{3}) \|/gm)) rows.set(m[1] as string, Number(m[2]));
+  return rows;
+}
+
+t.test('every kernel error code is documented with its status', async (t) => {
+  const rows = documented();
+  for (const [code, { status }] of Object.entries(KERNEL_ERRORS)) {
+    t.equal(rows.get(code), status, `${code} documented as ${status}`);
+  }
+});
+
+t.test('codes follow the SVC_ERR_ convention', async (t) => {
+  for (const code of Object.keys(KERNEL_ERRORS)) t.match(code, /^SVC_ERR_[A-Z_]+$/);
+});
