@@ -4,11 +4,12 @@
  * {@link ActorLogic} it was given; the cell never looks inside it.
  */
 import type { Clock, TimerHandle } from './clock.ts';
+import { IncarnationContext, LocalRef } from './context.ts';
 import type { DeadLetterReason, DeadLetters } from './dead-letters.ts';
 import { kernelError } from './errors.ts';
-import { type ActorContext, type ActorLogic, type Props, Rejection } from './logic.ts';
+import { type ActorLogic, type Props, Rejection } from './logic.ts';
 import { Mailbox, PushResult, type Reply } from './mailbox.ts';
-import { ActorRefBase, type ActorRef, type RefAddress } from './refs.ts';
+import type { ActorRef } from './refs.ts';
 import { backoffDelay, RestartLog, shouldRestart, type SupervisorSpec, supervisorSpec } from './supervision.ts';
 import type { ActorSystem } from './system.ts';
 import { ActorTimers } from './timers.ts';
@@ -27,7 +28,7 @@ export interface CellHost {
   ask(cell: ActorCell, msg: unknown, timeoutMs: number | undefined): Promise<unknown>;
   /** A failure nobody supervises: never swallowed. */
   unhandledFailure(error: unknown, path: string): void;
-  /** An error in a place that cannot crash anything (postStop): reported, not thrown. */
+  /** An error that cannot be passed to a supervisor (postStop, a crash while stopping): reported. */
   reportError(error: unknown, path: string): void;
 }
 
@@ -48,69 +49,46 @@ function isThenable(x: unknown): x is PromiseLike<unknown> {
   return x instanceof Promise || (typeof x === 'object' && x !== null && typeof (x as { then?: unknown }).then === 'function');
 }
 
-/**
- * A ref to an actor in this thread.
- *
- * @example
- * const ref = system.spawn(props, 'counter'); ref.tell('inc'); ref.mailboxSize
- */
-export class LocalRef<M = unknown, R = unknown> extends ActorRefBase<M, R> {
-  constructor(readonly cell: ActorCell<M, R>) {
-    super();
-  }
-  get path(): string {
-    return this.cell.path;
-  }
-  tell(msg: M): boolean {
-    return this.cell.enqueue(msg, undefined);
-  }
-  ask(msg: M, timeoutMs?: number): Promise<R> {
-    return this.cell.host.ask(this.cell as ActorCell, msg, timeoutMs) as Promise<R>;
-  }
-  address(): RefAddress {
-    return { node: this.cell.host.nodeId, path: this.cell.path };
-  }
-  /** Messages waiting in the mailbox. */
-  get mailboxSize(): number {
-    return this.cell.mailbox.size;
-  }
-  get status(): CellStatus {
-    return this.cell.status;
-  }
-  get isAlive(): boolean {
-    return this.cell.status !== 'stopped';
-  }
+function answer(reply: Reply, result: unknown): void {
+  if (result instanceof Rejection) reply.reject(result.error);
+  else reply.resolve(result);
 }
 
-export class ActorCell<M = unknown, R = unknown> implements ActorContext<M> {
+export class ActorCell<M = unknown, R = unknown> {
   readonly ref: LocalRef<M, R>;
   readonly mailbox: Mailbox;
   readonly timers: ActorTimers<M>;
   readonly path: string;
   readonly restartType;
   readonly spec: SupervisorSpec;
-  /** Children in start order. */
+  /** Children in start order (a permanent child waiting to be revived keeps its place). */
   readonly kids = new Map<string, ActorCell>();
   status: CellStatus = 'starting';
   /** Incarnations started so far (1 after the first start). */
   incarnations = 0;
+  /** This cell's own restarts, for backoff and per-child limits (decided by the parent). */
+  readonly ownRestarts = new RestartLog();
 
   private logic: ActorLogic<M, R> | undefined;
+  private ctx: IncarnationContext<M> | undefined;
   private ready = false;
   private scheduled = false;
   private inFlight = false;
   private inFlightReply: Reply | undefined;
-  /** Bumped whenever in-flight work must be ignored (restart, forced stop). */
+  /** Bumped whenever in-flight work must be ignored (crash, restart, forced stop). */
   private epoch = 0;
   private readonly throughput: number;
   private nameSeq = 0;
+  /** Restarts of children (scope `supervisor`). */
   private readonly restarts = new RestartLog();
-  /** This cell's own restarts, for backoff (kept by the cell, decided by the parent). */
-  readonly ownRestarts = new RestartLog();
+  /** A pending restart or revive of this cell, or a pending one-for-all start of its children. */
   private restartTimer: TimerHandle | null = null;
+  private startAllTimer: TimerHandle | null = null;
+  private restartingAll = false;
   private tearingDown: Promise<void> | null = null;
   private termination: { promise: Promise<void>; resolve: () => void } | null = null;
   private stopDeadline: TimerHandle | null = null;
+  private stopUntil = Infinity;
   private drainFinished = false;
   private selfStopped = false;
   private idleTimer: TimerHandle | null = null;
@@ -123,7 +101,7 @@ export class ActorCell<M = unknown, R = unknown> implements ActorContext<M> {
     readonly props: Props<M, R>,
     private readonly options: CellOptions = {},
   ) {
-    this.path = parentCell ? `${parentCell.path === '/' ? '' : parentCell.path}/${name}` : `/${name}`;
+    this.path = parentCell ? `${parentCell.path}/${name}` : `/${name}`;
     this.mailbox = new Mailbox(props.capacity ?? DEFAULT_CAPACITY, props.overflow ?? 'reject');
     this.timers = new ActorTimers(host.clock, (msg) => {
       this.enqueue(msg, undefined);
@@ -143,23 +121,8 @@ export class ActorCell<M = unknown, R = unknown> implements ActorContext<M> {
     }
   }
 
-  // ---- ActorContext -------------------------------------------------------
-
-  get self(): ActorRef<M> {
-    return this.ref;
-  }
-  get parent(): ActorRef | undefined {
-    return this.parentCell?.ref;
-  }
-  get system(): ActorSystem {
-    return this.host.system;
-  }
-  get clock(): Clock {
-    return this.host.clock;
-  }
-
-  spawn<CM, CR>(props: Props<CM, CR>, name?: string): ActorRef<CM, CR> {
-    return this.spawnCell(props, name).ref;
+  get currentEpoch(): number {
+    return this.epoch;
   }
 
   spawnCell<CM, CR>(props: Props<CM, CR>, name?: string, options?: CellOptions): ActorCell<CM, CR> {
@@ -178,7 +141,8 @@ export class ActorCell<M = unknown, R = unknown> implements ActorContext<M> {
     return cell;
   }
 
-  stop(child?: ActorRef): Promise<void> {
+  /** `ctx.stop()`: without a child, this actor stops itself (a normal exit). */
+  stopFromContext(child?: ActorRef): Promise<void> {
     if (child === undefined) {
       this.selfStopped = true;
       return this.stopGracefully(this.host.stopTimeoutMs);
@@ -190,7 +154,7 @@ export class ActorCell<M = unknown, R = unknown> implements ActorContext<M> {
     return cell.stopGracefully(this.host.stopTimeoutMs);
   }
 
-  children(): ActorRef[] {
+  liveChildren(): ActorRef[] {
     return [...this.kids.values()].filter((c) => c.status !== 'stopped').map((c) => c.ref);
   }
 
@@ -234,10 +198,15 @@ export class ActorCell<M = unknown, R = unknown> implements ActorContext<M> {
   private readonly run = (): void => {
     this.scheduled = false;
     const logic = this.logic;
-    if (!logic || !this.ready) return;
+    const ctx = this.ctx;
+    if (!logic || !ctx || !this.ready) return;
     const epoch = this.epoch;
     let budget = this.throughput;
     while (!this.inFlight && this.mailbox.size > 0 && (this.status === 'running' || this.status === 'stopping')) {
+      if (this.status === 'stopping' && this.host.clock.now() >= this.stopUntil) {
+        this.forceStop();
+        return;
+      }
       if (budget-- === 0) {
         this.scheduled = true;
         setImmediate(this.run);
@@ -247,7 +216,7 @@ export class ActorCell<M = unknown, R = unknown> implements ActorContext<M> {
       const msg = this.mailbox.shift();
       let result: unknown;
       try {
-        result = logic.receive(msg as M, this);
+        result = logic.receive(msg as M, ctx);
       } catch (error) {
         this.crash(error, reply);
         return;
@@ -296,17 +265,15 @@ export class ActorCell<M = unknown, R = unknown> implements ActorContext<M> {
 
   private readonly idleFired = (): void => {
     this.idleTimer = null;
-    if (this.status !== 'running') return;
+    // Busy: the next idleCheckpoint (when the handler settles) re-arms.
+    if (this.status !== 'running' || this.inFlight || this.mailbox.size > 0) return;
     const idleMs = this.options.idleMs as number;
     const quiet = this.host.clock.now() - this.lastActive;
-    if (!this.inFlight && this.mailbox.size === 0 && quiet >= idleMs) {
-      this.options.onIdle?.(this as ActorCell);
-    } else {
-      this.idleTimer = this.host.clock.setTimeout(this.idleFired, Math.max(1, idleMs - quiet), true);
-    }
+    if (quiet >= idleMs) this.options.onIdle?.(this as ActorCell);
+    else this.idleTimer = this.host.clock.setTimeout(this.idleFired, idleMs - quiet, true);
   };
 
-  /** Drop the handler in flight (restart or forced stop): its reply fails, its result is ignored. */
+  /** Drop the handler in flight (crash, restart, forced stop): its reply fails, its result is ignored. */
   private abandonInFlight(): void {
     this.epoch++;
     if (!this.inFlight) return;
@@ -325,10 +292,12 @@ export class ActorCell<M = unknown, R = unknown> implements ActorContext<M> {
     this.incarnations++;
     this.ready = false;
     const epoch = this.epoch;
+    const ctx = new IncarnationContext<M>(this, epoch);
+    this.ctx = ctx;
     let started: void | Promise<void>;
     try {
       this.logic = this.props.logic();
-      started = this.logic.preStart?.(this);
+      started = this.logic.preStart?.(ctx);
     } catch (error) {
       this.crash(error, undefined);
       return;
@@ -354,11 +323,15 @@ export class ActorCell<M = unknown, R = unknown> implements ActorContext<M> {
   crash(error: unknown, reply: Reply | undefined): void {
     reply?.reject(error);
     if (this.status === 'stopping') {
-      this.abandonInFlight();
-      this.finishDrain();
+      // Nobody will restart a stopping actor: report, then finish the stop with what is left.
+      this.host.reportError(error, this.path);
+      this.forceStop();
       return;
     }
-    if (this.status === 'stopped' || this.status === 'suspended') return;
+    if (this.status === 'stopped' || this.status === 'suspended') {
+      this.host.reportError(error, this.path);
+      return;
+    }
     this.status = 'suspended';
     this.ready = false;
     this.timers.cancelAll();
@@ -381,27 +354,34 @@ export class ActorCell<M = unknown, R = unknown> implements ActorContext<M> {
     this.timers.cancelAll();
     this.abandonInFlight();
     this.ready = false;
+    if (this.startAllTimer) {
+      this.host.clock.clearTimeout(this.startAllTimer);
+      this.startAllTimer = null;
+    }
     const until = this.host.clock.now() + deadlineMs;
     for (const kid of [...this.kids.values()].reverse()) {
       await kid.stopGracefully(Math.max(0, until - this.host.clock.now()));
+      if (this.kids.get(kid.name) === kid) this.kids.delete(kid.name);
     }
     const logic = this.logic;
+    const ctx = this.ctx;
     this.logic = undefined;
-    if (logic?.postStop) {
+    if (logic?.postStop && ctx) {
       try {
-        await logic.postStop(this);
+        await logic.postStop(ctx);
       } catch (error) {
         this.host.reportError(error, this.path);
       }
     }
   }
 
-  /** Restart after a crash (or a normal exit of a permanent actor), after `delayMs`. */
+  /** Restart after a crash, after `delayMs`: a fresh logic, a clean restart count, the same mailbox. */
   restartAfter(delayMs: number): void {
     const go = async (): Promise<void> => {
       this.restartTimer = null;
       await this.teardown(0);
       if (this.status !== 'suspended') return;
+      this.restarts.clear();
       this.start();
     };
     if (delayMs <= 0) void go();
@@ -410,36 +390,37 @@ export class ActorCell<M = unknown, R = unknown> implements ActorContext<M> {
 
   /**
    * Stop: refuse new messages, drain the mailbox up to the deadline, then stop
-   * children in reverse start order and run postStop. Past the deadline,
-   * whatever is left fails with `SVC_ERR_ACTOR_STOPPED` (dead letters).
+   * children in reverse start order and run postStop. Past the deadline (at
+   * once when it is 0: a forced stop), whatever is left fails with
+   * `SVC_ERR_ACTOR_STOPPED` and counts as dead letters.
    */
   stopGracefully(deadlineMs: number): Promise<void> {
+    if (this.restartTimer) {
+      // A pending restart or revive is cancelled: the stop wins.
+      this.host.clock.clearTimeout(this.restartTimer);
+      this.restartTimer = null;
+    }
     if (this.termination) return this.termination.promise;
     let resolve!: () => void;
     const promise = new Promise<void>((r) => (resolve = r));
     this.termination = { promise, resolve };
-    if (this.restartTimer) {
-      this.host.clock.clearTimeout(this.restartTimer);
-      this.restartTimer = null;
-    }
     if (this.idleTimer) {
       this.host.clock.clearTimeout(this.idleTimer);
       this.idleTimer = null;
     }
     const wasLive = this.status === 'running' || this.status === 'starting';
-    const until = this.host.clock.now() + deadlineMs;
+    this.stopUntil = this.host.clock.now() + deadlineMs;
     this.status = 'stopping';
     this.timers.cancelAll();
     this.drainFinished = false;
-    if (wasLive && (this.mailbox.size > 0 || this.inFlight || !this.ready)) {
+    if (deadlineMs > 0 && wasLive && (this.mailbox.size > 0 || this.inFlight || !this.ready)) {
       this.stopDeadline = this.host.clock.setTimeout(() => {
         this.stopDeadline = null;
-        this.abandonInFlight();
-        this.finishDrain(until);
+        this.forceStop();
       }, deadlineMs);
       this.schedule();
     } else {
-      this.finishDrain(until);
+      this.forceStop();
     }
     return promise;
   }
@@ -454,7 +435,12 @@ export class ActorCell<M = unknown, R = unknown> implements ActorContext<M> {
     return this.stopGracefully(0);
   }
 
-  private finishDrain(until = this.host.clock.now()): void {
+  private forceStop(): void {
+    this.abandonInFlight();
+    this.finishDrain();
+  }
+
+  private finishDrain(): void {
     if (this.drainFinished) return;
     this.drainFinished = true;
     if (this.stopDeadline) {
@@ -463,7 +449,8 @@ export class ActorCell<M = unknown, R = unknown> implements ActorContext<M> {
     }
     this.ready = false;
     this.mailbox.drainTo((msg, reply) => this.dead(msg, reply, 'forced-stop', 'SVC_ERR_ACTOR_STOPPED'));
-    void this.teardown(Math.max(0, until - this.host.clock.now())).then(() => this.terminated());
+    const left = Math.max(0, this.stopUntil - this.host.clock.now());
+    void this.teardown(Number.isFinite(left) ? left : 0).then(() => this.terminated());
   }
 
   private terminated(): void {
@@ -479,57 +466,66 @@ export class ActorCell<M = unknown, R = unknown> implements ActorContext<M> {
 
   /** Bring a permanent actor that exited normally back (same name, same mailbox object). */
   private revive(): void {
+    this.restartTimer = null;
+    const parent = this.parentCell;
+    if (this.status !== 'stopped' || !parent || parent.kids.get(this.name) !== (this as ActorCell) || parent.status !== 'running') return;
     this.termination = null;
     this.selfStopped = false;
     this.drainFinished = false;
+    this.stopUntil = Infinity;
     this.status = 'starting';
+    this.restarts.clear();
     this.host.register(this as ActorCell);
-    this.parentCell?.kids.set(this.name, this as ActorCell);
     this.start();
   }
 
   // ---- supervision (this cell as parent) ----------------------------------
 
   private childTerminated(child: ActorCell, normalExit: boolean): void {
-    if (this.kids.get(child.name) === child) this.kids.delete(child.name);
-    if (normalExit && this.status === 'running') this.childExited(child, false, undefined);
+    const revive = normalExit && this.status === 'running' && shouldRestart(child.restartType, false);
+    // A child about to be revived keeps its name and its place in the start order.
+    if (!revive && this.kids.get(child.name) === child) this.kids.delete(child.name);
+    if (revive) this.childExited(child, false, undefined);
   }
 
   /** A child crashed (`crashed`) or stopped itself: apply its restart type and this cell's strategy. */
   childExited(child: ActorCell, crashed: boolean, error: unknown): void {
     if (this.status !== 'running' && this.status !== 'starting') {
-      if (crashed) void child.stopGracefully(0);
+      // This supervisor is itself going down: the child goes with it.
+      if (crashed) {
+        this.host.reportError(error, child.path);
+        void child.stopGracefully(0);
+      }
       return;
     }
+    if (this.restartingAll && crashed) return; // one-for-all under way: it restarts this child too
     if (!shouldRestart(child.restartType, crashed)) {
       if (crashed) void child.stopGracefully(0);
       return;
     }
     const now = this.host.clock.now();
-    if (this.restarts.count(now, this.spec.withinMs) >= this.spec.maxRestarts) {
+    const log = this.spec.scope === 'child' ? child.ownRestarts : this.restarts;
+    if (log.count(now, this.spec.withinMs) >= this.spec.maxRestarts) {
       this.giveUp(child, error);
       return;
     }
-    this.restarts.record(now);
     const delay = backoffDelay(this.spec.backoff, child.ownRestarts.count(now, this.spec.withinMs));
+    this.restarts.record(now);
     child.ownRestarts.record(now);
-    if (this.spec.strategy === 'one-for-one') {
-      this.restartChild(child, crashed, delay);
-    } else {
-      void this.restartAll(child, crashed, delay);
-    }
+    if (this.spec.strategy === 'one-for-one') this.restartChild(child, crashed, delay);
+    else void this.restartAll(child, crashed, delay);
   }
 
   private restartChild(child: ActorCell, crashed: boolean, delay: number): void {
     if (crashed) child.restartAfter(delay);
     else if (delay <= 0) child.revive();
-    else this.host.clock.setTimeout(() => this.status === 'running' && child.revive(), delay);
+    else child.restartTimer = this.host.clock.setTimeout(() => child.revive(), delay);
   }
 
   /** one-for-all: stop everyone in reverse start order, then start everyone again in start order. */
   private async restartAll(failed: ActorCell, crashed: boolean, delay: number): Promise<void> {
+    this.restartingAll = true;
     const everyone = [...this.kids.values()];
-    if (!everyone.includes(failed)) everyone.push(failed); // it exited normally and left already
     for (const kid of [...everyone].reverse()) {
       if (kid !== failed && kid.restartType === 'temporary') {
         await kid.stopGracefully(0);
@@ -539,34 +535,39 @@ export class ActorCell<M = unknown, R = unknown> implements ActorContext<M> {
       }
     }
     const startAll = (): void => {
+      this.startAllTimer = null;
+      this.restartingAll = false;
       if (this.status !== 'running') return;
       for (const kid of everyone) {
+        if (this.kids.get(kid.name) !== kid) continue;
         if (kid === failed && !crashed) kid.revive();
-        else if (kid.status === 'suspended') kid.start();
+        else if (kid.status === 'suspended') {
+          kid.restarts.clear();
+          kid.start();
+        }
       }
     };
     if (delay <= 0) startAll();
-    else this.host.clock.setTimeout(startAll, delay);
+    else this.startAllTimer = this.host.clock.setTimeout(startAll, delay);
   }
 
-  /** Restart intensity exceeded: this supervisor fails in turn (escalation). */
+  /** Restart limit exceeded: stop the child, then escalate or report as the spec says. */
   private giveUp(child: ActorCell, error: unknown): void {
+    const within = this.spec.scope === 'child' ? 'of its own' : 'under its supervisor';
     const escalated = kernelError(
       'SVC_ERR_RESTART_LIMIT',
-      `${child.path} exceeded ${this.spec.maxRestarts} restarts within ${this.spec.withinMs} ms`,
+      `${child.path} exceeded ${this.spec.maxRestarts} restarts ${within} within ${this.spec.withinMs} ms`,
       error,
     );
+    if (this.kids.get(child.name) === child) this.kids.delete(child.name);
     void child.stopGracefully(0);
-    if (this.parentCell) {
+    if (this.spec.onLimit === 'stop-child') {
+      this.host.reportError(escalated, child.path);
+    } else if (this.parentCell) {
       this.crash(escalated, undefined);
     } else {
       this.restarts.clear();
       this.host.unhandledFailure(escalated, this.path);
     }
   }
-}
-
-function answer(reply: Reply, result: unknown): void {
-  if (result instanceof Rejection) reply.reject(result.error);
-  else reply.resolve(result);
 }

@@ -4,7 +4,7 @@
  * inspection, and offered to listeners.
  */
 
-export type DeadLetterReason = 'stopped' | 'no-such-actor' | 'mailbox-full' | 'dropped-oldest' | 'node-down' | 'forced-stop';
+export type DeadLetterReason = 'stopped' | 'no-such-actor' | 'mailbox-full' | 'dropped-oldest' | 'node-down' | 'forced-stop' | 'unencodable';
 
 export interface DeadLetter {
   recipient: string;
@@ -26,6 +26,7 @@ export class DeadLetters {
 
   constructor(
     private readonly now: () => number,
+    private readonly onError: (error: unknown) => void = (e) => console.error('[svc kernel] dead letter listener failed:', e),
     private readonly keep = 100,
   ) {}
 
@@ -34,7 +35,13 @@ export class DeadLetters {
     const letter: DeadLetter = { recipient, message, reason, at: this.now() };
     if (this.ring.length >= this.keep) this.ring.shift();
     this.ring.push(letter);
-    for (const fn of this.listeners) fn(letter);
+    for (const fn of this.listeners) {
+      try {
+        fn(letter);
+      } catch (error) {
+        this.onError(error);
+      }
+    }
   }
 
   /** The most recent dead letters, oldest first. */

@@ -5,7 +5,7 @@
  */
 export { ActorSystem } from './system.ts';
 export type { SystemOptions } from './system.ts';
-export { LocalRef } from './cell.ts';
+export { LocalRef } from './context.ts';
 export type { CellStatus } from './cell.ts';
 export { ActorRefBase, RemoteRef, VirtualRef, isActorRef } from './refs.ts';
 export type { ActorRef, RefAddress } from './refs.ts';

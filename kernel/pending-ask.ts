@@ -52,6 +52,7 @@ class DeadlineList {
   constructor(
     private readonly clock: Clock,
     private readonly ms: number,
+    private readonly onEmpty: (list: DeadlineList) => void,
   ) {}
 
   add(ask: PendingAsk): void {
@@ -85,6 +86,7 @@ class DeadlineList {
       ask.reject(kernelError('SVC_ERR_ASK_TIMEOUT', `ask to ${ask.target} got no reply within ${this.ms} ms`));
     }
     if (this.head) this.arm(this.head.at - now);
+    else this.onEmpty(this);
   };
 }
 
@@ -99,13 +101,32 @@ export class Deadlines {
 
   constructor(private readonly clock: Clock) {}
 
-  track(ask: PendingAsk, ms: number): void {
-    if (!Number.isFinite(ms)) return;
+  track(ask: PendingAsk, timeoutMs: number): void {
+    if (!Number.isFinite(timeoutMs)) return;
+    const ms = quantize(timeoutMs);
     let list = this.lists.get(ms);
     if (!list) {
-      list = new DeadlineList(this.clock, ms);
+      list = new DeadlineList(this.clock, ms, (l) => {
+        if (this.lists.get(ms) === l) this.lists.delete(ms);
+      });
       this.lists.set(ms, list);
     }
     list.add(ask);
   }
+
+  /** Distinct timeout lists alive (each with one timer). */
+  get size(): number {
+    return this.lists.size;
+  }
+}
+
+/**
+ * Round a timeout up so that callers passing "what is left of my budget"
+ * share a few lists instead of one each: exact to 100 ms, then in steps of
+ * 10 ms, 100 ms past 1 s, 1 s past 10 s (never more than 10% late).
+ */
+export function quantize(ms: number): number {
+  if (ms <= 100) return Math.max(0, Math.ceil(ms));
+  const step = ms <= 1000 ? 10 : ms <= 10_000 ? 100 : 1000;
+  return Math.ceil(ms / step) * step;
 }

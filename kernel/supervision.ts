@@ -26,14 +26,27 @@ export interface SupervisorSpec {
   maxRestarts: number;
   withinMs: number;
   backoff: Backoff;
+  /**
+   * What the restart limit counts: every restart under this supervisor
+   * (`supervisor`, OTP) or each child's own (`child`: independent children,
+   * such as the activations of a virtual actor kind).
+   */
+  scope: 'supervisor' | 'child';
+  /**
+   * Past the limit: `escalate` (this supervisor fails in turn, OTP) or
+   * `stop-child` (only that child is stopped and the failure reported).
+   */
+  onLimit: 'escalate' | 'stop-child';
 }
 
-/** OTP-like defaults: one-for-one, 3 restarts within 5 s. */
+/** OTP-like defaults: one-for-one, 3 restarts within 5 s, then escalate. */
 export const DEFAULT_SUPERVISION: SupervisorSpec = {
   strategy: 'one-for-one',
   maxRestarts: 3,
   withinMs: 5000,
   backoff: { minMs: 10, maxMs: 1000, factor: 2 },
+  scope: 'supervisor',
+  onLimit: 'escalate',
 };
 
 /** Fill a partial spec with the defaults. */

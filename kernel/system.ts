@@ -3,7 +3,8 @@
  * letters, virtual actor kinds, and — when a transport is attached — the
  * bridge to actors in other threads or processes.
  */
-import { ActorCell, type CellHost, LocalRef } from './cell.ts';
+import { ActorCell, type CellHost } from './cell.ts';
+import { LocalRef } from './context.ts';
 import { type Clock, realClock } from './clock.ts';
 import { DeadLetters } from './dead-letters.ts';
 import { decodeError, encodeError, kernelError } from './errors.ts';
@@ -71,7 +72,6 @@ export class ActorSystem implements RefHost {
     this.clock = options.clock ?? realClock;
     this.askTimeoutMs = options.askTimeoutMs ?? 5000;
     this.stopTimeoutMs = options.stopTimeoutMs ?? 5000;
-    this.deadLetters = new DeadLetters(() => this.clock.now());
     this.deadlines = new Deadlines(this.clock);
     this.onFailure =
       options.onFailure ??
@@ -80,6 +80,10 @@ export class ActorSystem implements RefHost {
           throw error;
         }));
     this.onError = options.onError ?? ((error, path) => console.error(`[svc kernel] ${path}:`, error));
+    this.deadLetters = new DeadLetters(
+      () => this.clock.now(),
+      (error) => this.onError(error, 'deadLetters'),
+    );
     const system = this;
     this.host = {
       system,
@@ -145,7 +149,9 @@ export class ActorSystem implements RefHost {
    */
   defineKind<M, R>(kind: string, spec: KindSpec<M, R>): void {
     if (this.kinds.has(kind)) throw kernelError('SVC_ERR_NAME_TAKEN', `kind ${kind} is already defined`);
-    const guardian = this.kindsGuardian.spawnCell({ logic: guardianLogic, supervision: spec.supervision }, encodeURIComponent(kind));
+    // Activations are independent: each has its own restart limit, past which only it is stopped.
+    const supervision: Partial<SupervisorSpec> = { scope: 'child', onLimit: 'stop-child', ...spec.supervision };
+    const guardian = this.kindsGuardian.spawnCell({ logic: guardianLogic, supervision }, encodeURIComponent(kind));
     this.kinds.set(kind, new KindActivations(kind, spec as KindSpec, guardian));
   }
 
@@ -171,23 +177,27 @@ export class ActorSystem implements RefHost {
     return this.kinds.get(kind)?.size ?? 0;
   }
 
-  /** @internal used by {@link VirtualRef}. */
+  /** @internal used by {@link VirtualRef}. Never throws: failures come back as `false` or a rejection. */
   deliverVirtual(kind: string, key: string, msg: unknown, askTimeoutMs: number | null): boolean | Promise<unknown> {
+    const fail = (error: unknown): boolean | Promise<unknown> => {
+      if (askTimeoutMs !== null) return Promise.reject(error);
+      this.deadLetters.publish(`$${kind}/${key}`, msg, 'no-such-actor');
+      return false;
+    };
+    if (this.shuttingDown) return fail(kernelError('SVC_ERR_SHUTDOWN', `the actor system of ${this.nodeId} is shutting down`));
     const activations = this.kinds.get(kind);
-    if (!activations) {
-      const error = kernelError('SVC_ERR_UNKNOWN_KIND', `no virtual actor kind ${kind}`);
-      if (askTimeoutMs === null) {
-        this.deadLetters.publish(`$${kind}/${key}`, msg, 'no-such-actor');
-        return false;
-      }
-      return Promise.reject(error);
-    }
+    if (!activations) return fail(kernelError('SVC_ERR_UNKNOWN_KIND', `no virtual actor kind ${kind}`));
     const placement = activations.spec.placement;
     if (placement && this.transport) {
       const node = placement(key, this.transport.nodes());
       if (node !== this.nodeId) return this.sendRemote(node, [kind, key], msg, askTimeoutMs);
     }
-    const cell = activations.getOrActivate(key);
+    let cell: ActorCell;
+    try {
+      cell = activations.getOrActivate(key);
+    } catch (error) {
+      return fail(error);
+    }
     return askTimeoutMs === null ? cell.enqueue(msg, undefined) : this.askCell(cell, msg, askTimeoutMs);
   }
 
@@ -201,6 +211,7 @@ export class ActorSystem implements RefHost {
     transport.attach({
       onFrame: (from, frame) => this.onFrame(from, frame),
       onNodeDown: (node) => this.onNodeDown(node),
+      onUndeliverable: (node, frame, error) => this.onUndeliverable(node, frame, error),
       refFromAddress: (address) => this.refFromAddress(address),
     });
   }
@@ -255,11 +266,21 @@ export class ActorSystem implements RefHost {
   private onFrame(from: string, frame: Frame): void {
     switch (frame.t) {
       case 1:
-        this.deliverTarget(frame.to, frame.msg, undefined);
+        try {
+          this.deliverTarget(frame.to, frame.msg, undefined);
+        } catch (error) {
+          this.onError(error, typeof frame.to === 'string' ? frame.to : `$${frame.to[0]}/${frame.to[1]}`);
+        }
         return;
-      case 2:
-        this.deliverTarget(frame.to, frame.msg, new RemoteReply(this, from, frame.id));
+      case 2: {
+        const reply = new RemoteReply(this, from, frame.id);
+        try {
+          this.deliverTarget(frame.to, frame.msg, reply);
+        } catch (error) {
+          reply.reject(error);
+        }
         return;
+      }
       case 3: {
         const ask = this.remoteAsks.get(from)?.get(frame.id);
         if (!ask) return; // timed out already
@@ -294,11 +315,21 @@ export class ActorSystem implements RefHost {
     this.transport?.send(node, frame);
   }
 
+  private onUndeliverable(node: string, frame: Frame, error: unknown): void {
+    const cause = kernelError('SVC_ERR_TRANSPORT', `message could not be sent to ${node}: ${(error as Error)?.message ?? error}`, error);
+    if (frame.t === 1) {
+      const to = typeof frame.to === 'string' ? frame.to : `$${frame.to[0]}/${frame.to[1]}`;
+      this.deadLetters.publish(`${node}:${to}`, frame.msg, 'unencodable');
+    } else if (frame.t === 2) {
+      this.remoteAsks.get(node)?.get(frame.id)?.reject(cause);
+    }
+  }
+
   private onNodeDown(node: string): void {
     this.down.add(node);
     const pending = this.remoteAsks.get(node);
-    if (!pending) return;
     this.remoteAsks.delete(node);
+    if (!pending) return;
     for (const ask of [...pending.values()]) {
       ask.reject(kernelError('SVC_ERR_NODE_DOWN', `${node} went down before replying to ${ask.target}`));
     }

@@ -30,6 +30,8 @@ export interface TransportHandler {
   onFrame(from: string, frame: Frame): void;
   /** `node` is gone: asks pending on it must fail now. */
   onNodeDown(node: string): void;
+  /** A tell or ask the transport could not send (it would not encode): a dead letter, or a failed ask. */
+  onUndeliverable(node: string, frame: Frame, error: unknown): void;
   /** Rebuild a ref that travelled inside a message. */
   refFromAddress(address: RefAddress): ActorRef;
 }

@@ -25,7 +25,12 @@ export interface KindSpec<M = unknown, R = unknown> {
    * same answer on every node. Default: this node.
    */
   placement?: (key: string, nodes: readonly string[]) => string;
-  /** How the kind's guardian supervises activations. */
+  /**
+   * How the kind's guardian supervises activations. Default: each activation
+   * has its own restart limit (`scope: 'child'`), past which that activation
+   * is stopped and the failure reported (`onLimit: 'stop-child'`); the next
+   * message for its key starts a fresh one.
+   */
   supervision?: Partial<SupervisorSpec>;
 }
 
@@ -59,7 +64,8 @@ export class KindActivations {
     const previous = this.live.get(key);
     if (previous && isLive(previous)) return previous;
     const encoded = encodeURIComponent(key);
-    const name = this.guardian.kids.has(encoded) ? `${encoded}~${++this.seq}` : encoded;
+    // `$` never appears in an encoded key, so a suffixed name cannot collide with another key.
+    const name = this.guardian.kids.has(encoded) ? `${encoded}$${++this.seq}` : encoded;
     const cell = this.guardian.spawnCell(this.spec.props(key), name, {
       startAfter: previous?.whenTerminated(),
       idleMs: this.spec.idleAfterMs,

@@ -80,3 +80,15 @@ t.test('versions are pinned', async (t) => {
     t.match(version, /^(\d+\.\d+\.\d+|npm:[^@]+@\d+\.\d+\.\d+[^\s]*)$/, `${name}@${version} is exact`);
   }
 });
+
+t.test('kernel/ imports nothing of ours outside kernel/ and no I/O module', async (t) => {
+  const kernel = files(join(root, 'kernel'));
+  t.ok(kernel.length > 5);
+  for (const file of kernel) {
+    const src = readFileSync(file, 'utf8');
+    for (const m of src.matchAll(/from\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g)) {
+      const spec = (m[1] ?? m[2]) as string;
+      t.ok(spec.startsWith('./'), `${relative(root, file)} imports ${spec}: only ./ siblings allowed`);
+    }
+  }
+});

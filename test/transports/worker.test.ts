@@ -82,10 +82,12 @@ t.test('a worker that dies mid-ask: pending asks fail promptly with SVC_ERR_NODE
   const exits: [string, number][] = [];
   const pool = await WorkerPool.start({ size: 2, module: fixture, system: { askTimeoutMs: 60_000 }, onExit: (n, c) => exits.push([n, c]) });
   t.teardown(() => pool.close());
-  const fromMain = on(pool, 'w2', 'blackhole').ask('wait', 60_000);
+  const arrived = new Latch();
+  const notify = pool.system.spawn(fromReceive(() => arrived.hit()), 'notify');
+  const fromMain = on(pool, 'w2', 'blackhole').ask({ notify }, 60_000);
   // w1 asks w2 too: w1 must learn of w2's death as well.
-  const fromW1 = on(pool, 'w1', 'relay').ask({ target: on(pool, 'w2', 'blackhole'), msg: 'wait', timeoutMs: 60_000 }, 60_000);
-  await on(pool, 'w2', 'echo').ask('both asks are queued by now');
+  const fromW1 = on(pool, 'w1', 'relay').ask({ target: on(pool, 'w2', 'blackhole2'), msg: { notify }, timeoutMs: 60_000 }, 60_000);
+  await arrived.wait(2); // both asks are pending on w2 now
   const started = performance.now();
   const failed = Promise.all([t.rejects(fromMain, { code: 'SVC_ERR_NODE_DOWN' }), t.rejects(fromW1, { code: 'SVC_ERR_NODE_DOWN' })]);
   on(pool, 'w2', 'misc').tell('exit');

@@ -78,11 +78,12 @@ export class PortLink {
         encodeFrames([frame]);
         good.push(frame);
       } catch (error) {
-        const message = `message could not be encoded for ${this.peer}: ${(error as Error).message}`;
-        const wire = { code: 'SVC_ERR_TRANSPORT', message, status: 500 };
-        if (frame.t === 2) this.handler()?.onFrame(this.peer, { t: 3, id: frame.id, ok: false, error: wire });
-        else if (frame.t === 3) good.push({ t: 3, id: frame.id, ok: false, error: wire });
-        else console.error(`[svc worker transport] dropped a tell: ${message}`);
+        if (frame.t === 3) {
+          const message = `the reply could not be encoded: ${(error as Error).message}`;
+          good.push({ t: 3, id: frame.id, ok: false, error: { code: 'SVC_ERR_TRANSPORT', message, status: 500 } });
+        } else {
+          this.handler()?.onUndeliverable(this.peer, frame, error);
+        }
       }
     }
     if (good.length) this.post(encodeFrames(good), good.length);
@@ -112,7 +113,14 @@ export class PortLink {
       console.error(`[svc worker transport] undecodable batch from ${this.peer}:`, error);
       return;
     }
-    for (let i = 0; i < frames.length; i++) handler.onFrame(this.peer, frames[i] as Frame);
+    for (let i = 0; i < frames.length; i++) {
+      try {
+        handler.onFrame(this.peer, frames[i] as Frame);
+      } catch (error) {
+        // One bad frame must not cost the rest of the batch.
+        console.error(`[svc worker transport] frame from ${this.peer} failed:`, error);
+      }
+    }
   };
 
   /** The peer is gone (its thread exited, or the port closed). */
