@@ -7,7 +7,7 @@ import type { Clock, TimerHandle } from './clock.ts';
 import { IncarnationContext, LocalRef } from './context.ts';
 import type { DeadLetterReason, DeadLetters } from './dead-letters.ts';
 import { kernelError } from './errors.ts';
-import { type ActorLogic, type Props, Rejection } from './logic.ts';
+import { type ActorLogic, Later, type Props, Rejection } from './logic.ts';
 import { Mailbox, PushResult, type Reply } from './mailbox.ts';
 import type { ActorRef } from './refs.ts';
 import { backoffDelay, RestartLog, shouldRestart, type SupervisorSpec, supervisorSpec } from './supervision.ts';
@@ -51,7 +51,12 @@ function isThenable(x: unknown): x is PromiseLike<unknown> {
 
 function answer(reply: Reply, result: unknown): void {
   if (result instanceof Rejection) reply.reject(result.error);
-  else reply.resolve(result);
+  else if (result instanceof Later) {
+    result.promise.then(
+      (value) => answer(reply, value),
+      (error: unknown) => reply.reject(error),
+    );
+  } else reply.resolve(result);
 }
 
 export class ActorCell<M = unknown, R = unknown> {

@@ -9,7 +9,7 @@ export { LocalRef } from './context.ts';
 export type { CellStatus } from './cell.ts';
 export { ActorRefBase, RemoteRef, VirtualRef, isActorRef } from './refs.ts';
 export type { ActorRef, RefAddress } from './refs.ts';
-export { Rejection, rejectWith, fromReceive } from './logic.ts';
+export { Rejection, rejectWith, Later, replyLater, fromReceive } from './logic.ts';
 export type { ActorLogic, ActorContext, Props } from './logic.ts';
 export type { OverflowPolicy } from './mailbox.ts';
 export { DEFAULT_SUPERVISION } from './supervision.ts';

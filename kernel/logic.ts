@@ -24,8 +24,25 @@ import type { ActorSystem } from './system.ts';
  */
 export interface ActorLogic<M = unknown, R = unknown> {
   preStart?(ctx: ActorContext<M>): void | Promise<void>;
-  receive(msg: M, ctx: ActorContext<M>): R | Rejection | Promise<R | Rejection>;
+  receive(msg: M, ctx: ActorContext<M>): R | Rejection | Later | Promise<R | Rejection | Later>;
   postStop?(ctx: ActorContext<M>): void | Promise<void>;
+}
+
+/** A reply that will come later, without holding the mailbox (see {@link replyLater}). */
+export class Later {
+  constructor(readonly promise: Promise<unknown>) {}
+}
+
+/**
+ * Answer the current `ask` when `promise` settles, while the actor goes on
+ * with its next message (a rejection fails the ask, it does not crash the
+ * actor). For group commit: handle the request now, acknowledge when durable.
+ *
+ * @example
+ * receive(msg) { apply(msg); return replyLater(store.flush()) }
+ */
+export function replyLater<R>(promise: Promise<R>): Later {
+  return new Later(promise);
 }
 
 /** An error reply that does not crash the actor. */
@@ -79,7 +96,7 @@ export interface Props<M = unknown, R = unknown> {
 
 /** Props for a stateless actor written as a single function. */
 export function fromReceive<M, R>(
-  receive: (msg: M, ctx: ActorContext<M>) => R | Rejection | Promise<R | Rejection>,
+  receive: (msg: M, ctx: ActorContext<M>) => R | Rejection | Later | Promise<R | Rejection | Later>,
   options: Omit<Props<M, R>, 'logic'> = {},
 ): Props<M, R> {
   return { ...options, logic: () => ({ receive }) };

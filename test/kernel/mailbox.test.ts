@@ -1,5 +1,5 @@
 import t from 'tap';
-import { ActorSystem, fromReceive, ManualClock, flushMicrotasks, type ActorContext } from 'svc/kernel';
+import { ActorSystem, fromReceive, ManualClock, flushMicrotasks, replyLater, type ActorContext } from 'svc/kernel';
 import { deferred } from '../helpers/latch.ts';
 
 t.test('messages are processed one at a time, in order, async handlers awaited', async (t) => {
@@ -165,5 +165,28 @@ t.test('context: self, name, path, parent and children', async (t) => {
   t.equal(seen?.self, parent);
   t.equal(await system.lookup('parent/kid')?.ask('path'), '/user/parent/kid');
   t.throws(() => system.spawn(fromReceive(() => 1), 'parent'), { code: 'SVC_ERR_NAME_TAKEN' });
+  await system.shutdown();
+});
+
+t.test('replyLater answers when its promise settles while the mailbox moves on', async (t) => {
+  const system = new ActorSystem();
+  const gate = deferred<string>();
+  const order: string[] = [];
+  const ref = system.spawn(
+    fromReceive((m: string) => {
+      order.push(m);
+      if (m === 'slow') return replyLater(gate.promise);
+      if (m === 'bad') return replyLater(Promise.reject(Object.assign(new Error('later no'), { code: 'E_LATER' })));
+      return m;
+    }),
+  );
+  const slow = ref.ask('slow');
+  t.equal(await ref.ask('fast'), 'fast', 'the next message was handled while the first waits');
+  gate.resolve('done');
+  t.equal(await slow, 'done');
+  await t.rejects(ref.ask('bad'), { code: 'E_LATER' });
+  t.equal(await ref.ask('alive'), 'alive', 'a rejected later reply does not crash the actor');
+  t.equal(ref.cell.incarnations, 1);
+  t.same(order, ['slow', 'fast', 'bad', 'alive']);
   await system.shutdown();
 });

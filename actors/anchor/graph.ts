@@ -1,0 +1,110 @@
+/**
+ * The graph of an app in one thread: partition actors (one virtual actor per
+ * root, placed on one thread of the process), the store, the registry. Any
+ * thread can spawn a walker for any root; the request travels to the
+ * partition that owns the root.
+ */
+import type { ActorSystem, VirtualRef } from '../../kernel/index.ts';
+import { type Caller, graphError, newId, type Registry, Root } from '../walker/index.ts';
+import { type FunctionResult, Partition, type PartitionMsg, type WalkerResult } from './partition.ts';
+import type { AnchorStore } from './store.ts';
+
+export interface GraphOptions {
+  system: ActorSystem;
+  registry: Registry;
+  store: AnchorStore;
+  /** Virtual actor kind name (default `partition`). */
+  kind?: string;
+  /** Deactivate a partition after this long idle (default 5 min). */
+  idleAfterMs?: number;
+  /** Waiting requests a partition admits before answering 503 (default 1,024). */
+  mailboxCapacity?: number;
+  /** Which thread hosts a root (default: {@link spreadOverWorkers}). */
+  placement?: (root: string, nodes: readonly string[]) => string;
+  /** Told about every document moved to quarantine (default: a warning on stderr). */
+  onQuarantine?: (id: string, reason: string) => void;
+  /** Default timeout of a walker request (default 30 s). */
+  timeoutMs?: number;
+}
+
+/** FNV-1a over the root id, spread over worker threads (the main thread when there are none). */
+export function spreadOverWorkers(root: string, nodes: readonly string[]): string {
+  const workers = nodes.length > 1 ? nodes.filter((n) => n !== 'main') : nodes;
+  let h = 0x811c9dc5;
+  for (let i = 0; i < root.length; i++) h = Math.imul(h ^ root.charCodeAt(i), 0x01000193);
+  return workers[(h >>> 0) % workers.length] as string;
+}
+
+export interface SpawnOptions {
+  caller: Caller;
+  /** Spawn at this node instead of the caller's root. */
+  at?: string;
+  timeoutMs?: number;
+}
+
+/**
+ * @example
+ * const graph = new Graph({ system, registry: Registry.fromModule(app), store: new MemoryStore() });
+ * const alice = Graph.newRootId();
+ * const { reports } = await graph.spawn('CreateTodo', { title: 'milk' }, { caller: { rootId: alice } });
+ */
+export class Graph {
+  readonly kind: string;
+  readonly registry: Registry;
+  readonly store: AnchorStore;
+  private readonly system: ActorSystem;
+  private readonly timeoutMs: number;
+
+  constructor(options: GraphOptions) {
+    this.system = options.system;
+    this.registry = options.registry;
+    this.store = options.store;
+    this.kind = options.kind ?? 'partition';
+    this.timeoutMs = options.timeoutMs ?? 30_000;
+    const onQuarantine = options.onQuarantine ?? ((id, reason) => console.warn(`[svc] anchor ${id} moved to quarantine: ${reason}`));
+    const context = {
+      registry: this.registry,
+      store: this.store,
+      partitionOf: (root: string) => this.partition(root),
+      onQuarantine,
+    };
+    this.system.defineKind<PartitionMsg, unknown>(this.kind, {
+      idleAfterMs: options.idleAfterMs ?? 300_000,
+      placement: options.placement ?? spreadOverWorkers,
+      props: (root) => ({
+        capacity: options.mailboxCapacity ?? 1024,
+        logic: () => new Partition(root, context),
+      }),
+    });
+  }
+
+  /** A fresh 32-hex-char root id. */
+  static newRootId(): string {
+    return newId();
+  }
+
+  /** The id of the shared guest graph. */
+  static readonly SHARED_ROOT = Root.SHARED_ID;
+
+  /** The partition actor of a root. */
+  partition(root: string): VirtualRef<PartitionMsg, unknown> {
+    return this.system.activate<PartitionMsg, unknown>(this.kind, root);
+  }
+
+  /**
+   * Run a walker for `caller` (at its root, or at `at`); resolves once its
+   * changes are durable, to what it reported.
+   */
+  async spawn(walker: string, fields: unknown, options: SpawnOptions): Promise<WalkerResult> {
+    if (!this.registry.walker(walker)) throw graphError('SVC_ERR_UNKNOWN_WALKER', `no walker named ${walker}`);
+    const msg: PartitionMsg = { t: 'spawn', walker, fields, caller: options.caller };
+    if (options.at !== undefined) msg.at = options.at;
+    return (await this.partition(options.caller.rootId).ask(msg, options.timeoutMs ?? this.timeoutMs)) as WalkerResult;
+  }
+
+  /** Call a function for `caller`; resolves to its return value. */
+  async call(fn: string, args: unknown, options: SpawnOptions): Promise<FunctionResult> {
+    if (!this.registry.fn(fn)) throw graphError('SVC_ERR_UNKNOWN_WALKER', `no function named ${fn}`);
+    return (await this.partition(options.caller.rootId).ask({ t: 'call', fn, args, caller: options.caller }, options.timeoutMs ?? this.timeoutMs)) as FunctionResult;
+  }
+}

@@ -1,0 +1,88 @@
+/**
+ * An anchor store in memory: for tests and for running snippets without
+ * touching disk. Bodies are kept as JSON text, so what comes back is a copy.
+ */
+import { graphError } from '../walker/index.ts';
+import type { AnchorStore, CommitBatch, QuarantineEntry, StoredDoc } from './store.ts';
+
+/**
+ * @example
+ * const graph = new Graph({ system, registry, store: new MemoryStore() })
+ */
+export class MemoryStore implements AnchorStore {
+  readonly kind = 'memory';
+  private docs = new Map<string, StoredDoc>();
+  private quarantine_ = new Map<string, QuarantineEntry>();
+  private aliases_ = new Map<string, string>();
+  private closed = false;
+
+  private check(): void {
+    if (this.closed) throw graphError('SVC_ERR_STORE', 'the store is closed');
+  }
+
+  async get(ids: readonly string[]): Promise<StoredDoc[]> {
+    this.check();
+    const out: StoredDoc[] = [];
+    for (const id of ids) {
+      const doc = this.docs.get(id);
+      if (doc) out.push({ ...doc });
+    }
+    return out;
+  }
+
+  async commit(batch: CommitBatch): Promise<void> {
+    this.check();
+    for (const doc of batch.upserts) {
+      const have = this.docs.get(doc.id)?.version ?? 0;
+      if (have !== doc.version - 1) throw graphError('SVC_ERR_CONFLICT', `${doc.id} is at version ${have}, expected ${doc.version - 1}`);
+    }
+    for (const del of batch.deletes) {
+      const have = this.docs.get(del.id)?.version;
+      if (have !== undefined && have !== del.version) throw graphError('SVC_ERR_CONFLICT', `${del.id} is at version ${have}, expected ${del.version}`);
+    }
+    for (const doc of batch.upserts) this.docs.set(doc.id, { ...doc, body: typeof doc.body === 'string' ? doc.body : JSON.stringify(doc.body) });
+    for (const del of batch.deletes) this.docs.delete(del.id);
+  }
+
+  async quarantine(id: string, reason: string): Promise<void> {
+    this.check();
+    const doc = this.docs.get(id);
+    if (!doc) return;
+    this.quarantine_.set(id, { ...doc, reason, at: new Date().toISOString() });
+    this.docs.delete(id);
+  }
+
+  async quarantined(): Promise<QuarantineEntry[]> {
+    return [...this.quarantine_.values()].map((q) => ({ ...q }));
+  }
+
+  async restore(id: string): Promise<boolean> {
+    const q = this.quarantine_.get(id);
+    if (!q) return false;
+    const { reason: _reason, at: _at, ...doc } = q;
+    this.docs.set(id, doc);
+    this.quarantine_.delete(id);
+    return true;
+  }
+
+  async aliases(): Promise<[string, string][]> {
+    return [...this.aliases_];
+  }
+
+  async addAlias(from: string, to: string): Promise<void> {
+    this.aliases_.set(from, to);
+  }
+
+  async count(): Promise<number> {
+    return this.docs.size;
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+
+  /** Test hook: put a raw document in place (to simulate old or corrupt data). */
+  putRaw(doc: StoredDoc): void {
+    this.docs.set(doc.id, doc);
+  }
+}

@@ -1,0 +1,222 @@
+/**
+ * The embedded anchor store: SQLite through better-sqlite3, in WAL mode,
+ * created on first use. Commits arriving in the same tick (from every
+ * partition of this thread) share one transaction — each in its own
+ * savepoint, so one conflicting batch fails alone — and are acknowledged
+ * only once that transaction is committed. `synchronous = NORMAL` (default)
+ * survives a killed process; `FULL` survives power loss.
+ */
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { graphError } from '../walker/index.ts';
+import type { AnchorStore, CommitBatch, QuarantineEntry, StoredDoc } from './store.ts';
+
+export interface SqliteStoreOptions {
+  /** `NORMAL` (default): durable across process crashes; `FULL`: across power loss. */
+  synchronous?: 'NORMAL' | 'FULL';
+  /** How long a writer waits for another connection's write lock (default 5 s). */
+  busyTimeoutMs?: number;
+}
+
+/** `.svc/data/anchor_store.db` under the project root, or under `SVC_DATA_DIR`. */
+export function defaultStorePath(projectRoot = process.cwd()): string {
+  const dir = process.env.SVC_DATA_DIR ? resolve(process.env.SVC_DATA_DIR) : join(projectRoot, '.svc', 'data');
+  return join(dir, 'anchor_store.db');
+}
+
+const COLUMNS = 'id, root, kind, arch_module, arch_type, fingerprint, format_version, version, body';
+
+interface Pending {
+  batch: CommitBatch;
+  resolve: () => void;
+  reject: (e: unknown) => void;
+}
+
+class Conflict extends Error {}
+
+/**
+ * @example
+ * const store = SqliteStore.open(defaultStorePath());
+ */
+export class SqliteStore implements AnchorStore {
+  readonly kind = 'sqlite';
+  private readonly db: Database.Database;
+  private readonly stmt;
+  private pending: Pending[] = [];
+  private scheduled = false;
+  private closed = false;
+
+  private constructor(
+    readonly path: string,
+    options: SqliteStoreOptions,
+  ) {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    this.db = new Database(path);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma(`synchronous = ${options.synchronous ?? 'NORMAL'}`);
+    this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS anchors (
+        id TEXT PRIMARY KEY, root TEXT NOT NULL, kind TEXT NOT NULL, arch_module TEXT NOT NULL,
+        arch_type TEXT NOT NULL, fingerprint TEXT NOT NULL, format_version INTEGER NOT NULL,
+        version INTEGER NOT NULL, body TEXT NOT NULL) WITHOUT ROWID;
+      CREATE INDEX IF NOT EXISTS anchors_root ON anchors(root);
+      CREATE TABLE IF NOT EXISTS anchors_quarantine (
+        id TEXT PRIMARY KEY, root TEXT, kind TEXT, arch_module TEXT, arch_type TEXT, fingerprint TEXT,
+        format_version INTEGER, version INTEGER, body TEXT, reason TEXT NOT NULL, at TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS anchors_aliases (old TEXT PRIMARY KEY, new TEXT NOT NULL);
+    `);
+    this.stmt = {
+      getOne: this.db.prepare(`SELECT ${COLUMNS} FROM anchors WHERE id = ?`),
+      getMany: this.db.prepare(`SELECT ${COLUMNS} FROM anchors WHERE id IN (SELECT value FROM json_each(?))`),
+      insert: this.db.prepare(`INSERT INTO anchors (${COLUMNS}) VALUES (@id, @root, @kind, @arch_module, @arch_type, @fingerprint, @format_version, @version, @body)`),
+      update: this.db.prepare(
+        `UPDATE anchors SET root = @root, kind = @kind, arch_module = @arch_module, arch_type = @arch_type, fingerprint = @fingerprint,
+         format_version = @format_version, version = @version, body = @body WHERE id = @id AND version = @version - 1`,
+      ),
+      remove: this.db.prepare('DELETE FROM anchors WHERE id = ? AND version = ?'),
+      exists: this.db.prepare('SELECT version FROM anchors WHERE id = ?'),
+      toQuarantine: this.db.prepare(
+        `INSERT OR REPLACE INTO anchors_quarantine (${COLUMNS}, reason, at) SELECT ${COLUMNS}, @reason, @at FROM anchors WHERE id = @id`,
+      ),
+      removeAny: this.db.prepare('DELETE FROM anchors WHERE id = ?'),
+      quarantined: this.db.prepare(`SELECT ${COLUMNS}, reason, at FROM anchors_quarantine ORDER BY at`),
+      fromQuarantine: this.db.prepare(`INSERT INTO anchors (${COLUMNS}) SELECT ${COLUMNS} FROM anchors_quarantine WHERE id = ?`),
+      dropQuarantine: this.db.prepare('DELETE FROM anchors_quarantine WHERE id = ?'),
+      aliases: this.db.prepare('SELECT old, new FROM anchors_aliases'),
+      addAlias: this.db.prepare('INSERT OR REPLACE INTO anchors_aliases (old, new) VALUES (?, ?)'),
+      count: this.db.prepare('SELECT count(*) AS n FROM anchors'),
+    };
+  }
+
+  /** Open (creating the file and its folder when missing). */
+  static open(path: string, options: SqliteStoreOptions = {}): SqliteStore {
+    return new SqliteStore(path, options);
+  }
+
+  private check(): void {
+    if (this.closed) throw graphError('SVC_ERR_STORE', 'the store is closed');
+  }
+
+  async get(ids: readonly string[]): Promise<StoredDoc[]> {
+    this.check();
+    if (ids.length === 0) return [];
+    if (ids.length === 1) {
+      const row = this.stmt.getOne.get(ids[0]) as StoredDoc | undefined;
+      return row ? [row] : [];
+    }
+    return this.stmt.getMany.all(JSON.stringify(ids)) as StoredDoc[];
+  }
+
+  commit(batch: CommitBatch): Promise<void> {
+    this.check();
+    return new Promise((resolve, reject) => {
+      this.pending.push({ batch, resolve, reject });
+      if (!this.scheduled) {
+        this.scheduled = true;
+        setImmediate(this.flush);
+      }
+    });
+  }
+
+  /** Write every pending batch in one transaction, each in a savepoint. */
+  private readonly flush = (): void => {
+    this.scheduled = false;
+    const pending = this.pending;
+    this.pending = [];
+    if (pending.length === 0) return;
+    const outcomes: (unknown | null)[] = [];
+    try {
+      this.db.exec('BEGIN IMMEDIATE');
+      for (const p of pending) {
+        this.db.exec('SAVEPOINT batch');
+        try {
+          this.apply(p.batch);
+          this.db.exec('RELEASE batch');
+          outcomes.push(null);
+        } catch (error) {
+          this.db.exec('ROLLBACK TO batch');
+          this.db.exec('RELEASE batch');
+          outcomes.push(error);
+        }
+      }
+      this.db.exec('COMMIT');
+    } catch (error) {
+      if (this.db.inTransaction) this.db.exec('ROLLBACK');
+      const failure = graphError('SVC_ERR_STORE', `commit failed: ${(error as Error).message}`, { cause: error });
+      for (const p of pending) p.reject(failure);
+      return;
+    }
+    pending.forEach((p, i) => {
+      const error = outcomes[i];
+      if (error === null) p.resolve();
+      else if (error instanceof Conflict) p.reject(graphError('SVC_ERR_CONFLICT', error.message));
+      else p.reject(graphError('SVC_ERR_STORE', `commit failed: ${(error as Error).message}`, { cause: error }));
+    });
+  };
+
+  private apply(batch: CommitBatch): void {
+    for (const doc of batch.upserts) {
+      const row = { ...doc, body: typeof doc.body === 'string' ? doc.body : JSON.stringify(doc.body) };
+      if (doc.version === 1) {
+        if (this.stmt.exists.get(doc.id)) throw new Conflict(`${doc.id} already exists`);
+        this.stmt.insert.run(row);
+      } else if (this.stmt.update.run(row).changes !== 1) {
+        const have = (this.stmt.exists.get(doc.id) as { version: number } | undefined)?.version ?? 0;
+        throw new Conflict(`${doc.id} is at version ${have}, expected ${doc.version - 1}`);
+      }
+    }
+    for (const del of batch.deletes) {
+      if (this.stmt.remove.run(del.id, del.version).changes === 0) {
+        const have = (this.stmt.exists.get(del.id) as { version: number } | undefined)?.version;
+        if (have !== undefined) throw new Conflict(`${del.id} is at version ${have}, expected ${del.version}`);
+      }
+    }
+  }
+
+  async quarantine(id: string, reason: string): Promise<void> {
+    this.check();
+    this.db.transaction(() => {
+      this.stmt.toQuarantine.run({ id, reason, at: new Date().toISOString() });
+      this.stmt.removeAny.run(id);
+    })();
+  }
+
+  async quarantined(): Promise<QuarantineEntry[]> {
+    this.check();
+    return this.stmt.quarantined.all() as QuarantineEntry[];
+  }
+
+  async restore(id: string): Promise<boolean> {
+    this.check();
+    return this.db.transaction(() => {
+      const moved = this.stmt.fromQuarantine.run(id).changes === 1;
+      if (moved) this.stmt.dropQuarantine.run(id);
+      return moved;
+    })();
+  }
+
+  async aliases(): Promise<[string, string][]> {
+    this.check();
+    return (this.stmt.aliases.all() as { old: string; new: string }[]).map((r) => [r.old, r.new]);
+  }
+
+  async addAlias(from: string, to: string): Promise<void> {
+    this.check();
+    this.stmt.addAlias.run(from, to);
+  }
+
+  async count(): Promise<number> {
+    this.check();
+    return (this.stmt.count.get() as { n: number }).n;
+  }
+
+  /** Flush what is pending, then close. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.flush();
+    this.closed = true;
+    this.db.close();
+  }
+}

@@ -1,0 +1,396 @@
+/**
+ * Archetypes: the classes users write. `Node` and `Edge` subclasses declare
+ * their fields with a TypeBox schema in `static has`; instances are views over
+ * an {@link Anchor}, with accessors installed on the class prototype so that a
+ * plain `todo.done = true` is validated, access-checked and recorded for the
+ * commit at the end of the walker run.
+ *
+ * Declare fields with `declare title: string` (no initializer): a class field
+ * initializer would create an own property that bypasses the accessor.
+ */
+import { createHash } from 'node:crypto';
+import type { TObject, TSchema } from 'typebox';
+import Type from 'typebox';
+import { Compile } from 'typebox/compile';
+import { Value } from 'typebox/value';
+import { type Access, type AccessLevel, privateAccess } from './access.ts';
+import { Anchor, type AnchorKind, type AnchorRun, newId } from './anchor.ts';
+import { graphError } from './errors.ts';
+
+/** The symbol under which an archetype instance keeps its anchor. */
+export const ANCHOR = Symbol('svc.anchor');
+
+/** What runs offer archetype methods (implemented by `WalkerRun`). */
+export interface GraphRun extends AnchorRun {
+  readonly callerRoot: string;
+  neighbors(from: Anchor, direction: 'out' | 'in', type: ArchetypeClass | undefined, filter: NodeFilter | undefined): Promise<Node[]>;
+  incidentEdges(from: Anchor, direction: 'out' | 'in', type: ArchetypeClass | undefined): Promise<Edge[]>;
+  connect(from: Anchor, to: Anchor, edge: Anchor, direction: 'out' | 'in'): void;
+  disconnect(from: Anchor, to: Anchor, type: ArchetypeClass | undefined): Promise<number>;
+  destroy(anchor: Anchor): Promise<void>;
+  setAccess(anchor: Anchor, change: (access: Access) => void): void;
+}
+
+/** Keep the nodes matching: a predicate, or field values that must be equal. */
+export type NodeFilter = ((node: Node) => boolean) | Record<string, unknown>;
+
+type FieldCheck = (value: unknown) => boolean;
+
+/** What the runtime knows of an archetype class, computed once. */
+export interface ClassInfo {
+  name: string;
+  kind: AnchorKind | 'walker' | 'function';
+  schema: TObject;
+  fields: readonly string[];
+  fingerprint: string;
+  check: FieldCheck;
+  fieldChecks: Record<string, FieldCheck>;
+}
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+export type ArchetypeClass<T extends Archetype = Archetype> = (abstract new (...args: any[]) => T) & { has?: TObject; name: string };
+
+const infos = new WeakMap<object, ClassInfo>();
+/** Every prepared class by name, so stored documents can find their class. */
+export const knownClasses = new Map<string, ArchetypeClass>();
+
+const RESERVED: Record<AnchorKind | 'walker' | 'function', readonly string[]> = {
+  function: [],
+  node: ['id', 'connect', 'disconnect', 'out', 'in', 'outEdges', 'inEdges', 'destroy', 'toJSON', 'constructor'],
+  edge: ['id', 'sourceId', 'targetId', 'source', 'target', 'destroy', 'toJSON', 'constructor'],
+  walker: ['report', 'visit', 'disengage', 'skip', 'spawn', 'root', 'caller', 'reports', 'toJSON', 'constructor'],
+};
+
+function kindOf(cls: object): AnchorKind {
+  for (let p = cls; p; p = Object.getPrototypeOf(p)) {
+    if (p === Node) return 'node';
+    if (p === Edge) return 'edge';
+  }
+  throw graphError('SVC_ERR_BAD_ARCHETYPE', `${(cls as { name?: string }).name} is not a Node or Edge class`);
+}
+
+/** The full schema of a class: its ancestors' `has` fields, then its own (which win). */
+function mergedSchema(cls: ArchetypeClass): TObject | undefined {
+  const chain: TObject[] = [];
+  for (let p: unknown = cls; p && p !== Function.prototype; p = Object.getPrototypeOf(p)) {
+    if (Object.hasOwn(p as object, 'has') && (p as { has?: TObject }).has) chain.unshift((p as { has: TObject }).has);
+  }
+  if (chain.length === 0) return undefined;
+  if (chain.length === 1) return chain[0] as TObject;
+  const properties: Record<string, TSchema> = {};
+  for (const schema of chain) Object.assign(properties, schema.properties);
+  return Type.Object(properties);
+}
+
+function compileCheck(schema: TSchema): FieldCheck {
+  const compiled = Compile(schema);
+  return (value) => compiled.Check(value);
+}
+
+/**
+ * Compute and cache what the runtime needs of an archetype class, install
+ * its field accessors, and make it findable by name.
+ */
+export function prepare(cls: ArchetypeClass): ClassInfo {
+  const cached = infos.get(cls);
+  if (cached) return cached;
+  const info = buildInfo(cls, kindOf(cls));
+  installAccessors(cls, info);
+  knownClasses.set(cls.name, cls);
+  return info;
+}
+
+/** The schema, checks and fingerprint of a node, edge or walker class (cached). */
+export function buildInfo(cls: { name: string; has?: TObject }, kind: AnchorKind | 'walker' | 'function'): ClassInfo {
+  const cached = infos.get(cls);
+  if (cached) return cached;
+  const schema = mergedSchema(cls as ArchetypeClass) ?? Type.Object({});
+  if (schema.type !== 'object' || typeof schema.properties !== 'object') {
+    throw graphError('SVC_ERR_BAD_ARCHETYPE', `${cls.name}.has must be a T.Object({...}) schema`);
+  }
+  const fields = Object.keys(schema.properties);
+  for (const f of fields) {
+    if (RESERVED[kind].includes(f) || f.startsWith('_')) {
+      throw graphError('SVC_ERR_BAD_ARCHETYPE', `${cls.name}.has declares "${f}", a name reserved by svc (or starting with _)`);
+    }
+  }
+  const fieldChecks: Record<string, FieldCheck> = {};
+  const required = new Set<string>((schema as { required?: string[] }).required ?? []);
+  const properties = schema.properties as Record<string, TSchema>;
+  for (const f of fields) {
+    const check = compileCheck(properties[f] as TSchema);
+    fieldChecks[f] = required.has(f) ? check : (v) => v === undefined || check(v);
+  }
+  const info: ClassInfo = {
+    name: cls.name,
+    kind,
+    schema,
+    fields,
+    fingerprint: createHash('sha256').update(JSON.stringify(schema)).digest('hex').slice(0, 16),
+    check: compileCheck(schema),
+    fieldChecks,
+  };
+  infos.set(cls, info);
+  return info;
+}
+
+function installAccessors(cls: ArchetypeClass, info: ClassInfo): void {
+  for (const name of info.fields) {
+    Object.defineProperty(cls.prototype, name, {
+      configurable: true,
+      enumerable: true,
+      get(this: Archetype) {
+        const anchor = this[ANCHOR];
+        const value = anchor.data[name];
+        if (typeof value === 'object' && value !== null) anchor.home?.currentRun?.touchedObject(anchor);
+        return value;
+      },
+      set(this: Archetype, value: unknown) {
+        writeField(this[ANCHOR], name, value, info);
+      },
+    });
+  }
+}
+
+/** The archetype instance of an anchor (made on first use, without running a constructor). */
+export function viewOf<T extends Archetype = Archetype>(anchor: Anchor): T {
+  let obj = anchor.obj;
+  if (!obj) {
+    obj = Object.create(anchor.cls.prototype) as Archetype;
+    obj[ANCHOR] = anchor;
+    anchor.obj = obj;
+  }
+  return obj as T;
+}
+
+function runFor(anchor: Anchor): GraphRun | null {
+  if (!anchor.home) return null;
+  const run = anchor.home.currentRun as GraphRun | null;
+  if (!run) throw graphError('SVC_ERR_NOT_IN_RUN', `${anchor.cls.name} ${anchor.id} can only change inside a walker run`);
+  return run;
+}
+
+function writeField(anchor: Anchor, name: string, value: unknown, info: ClassInfo): void {
+  const run = runFor(anchor);
+  if (anchor.deleted) throw graphError('SVC_ERR_DESTROYED', `${info.name} ${anchor.id} was destroyed`);
+  if (!(info.fieldChecks[name] as FieldCheck)(value)) {
+    throw graphError('SVC_ERR_INVALID_FIELDS', `${info.name}.${name}: ${describe(value)} does not match its schema`, {
+      details: [...Value.Errors(info.schema.properties[name] as TSchema, value)].map((e) => ({ field: name, message: e.message })),
+    });
+  }
+  run?.beforeWrite(anchor, 'write');
+  anchor.data[name] = value;
+}
+
+function describe(value: unknown): string {
+  const s = JSON.stringify(value);
+  return s === undefined ? String(value) : s.length > 40 ? `${s.slice(0, 40)}…` : s;
+}
+
+/** Validate `fields` against a class schema, with defaults applied; throws `SVC_ERR_INVALID_FIELDS`. */
+export function validateFields(info: ClassInfo, fields: unknown, what = info.name): Record<string, unknown> {
+  if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) {
+    throw graphError('SVC_ERR_INVALID_FIELDS', `${what} takes an object of fields`);
+  }
+  const value = Value.Default(info.schema, structuredClone(fields)) as Record<string, unknown>;
+  if (!info.check(value)) {
+    const details = [...Value.Errors(info.schema, value)].map((e) => ({
+      field: e.instancePath.replace(/^\//, '').replace(/\//g, '.') || fieldOfRequired(e.params),
+      message: e.message,
+    }));
+    throw graphError('SVC_ERR_INVALID_FIELDS', `${what}: ${details.map((d) => `${d.field || '(body)'} ${d.message}`).join('; ')}`, { details });
+  }
+  return value;
+}
+
+function fieldOfRequired(params: unknown): string {
+  const missing = (params as { requiredProperties?: string[] })?.requiredProperties;
+  return missing?.join(', ') ?? '';
+}
+
+/** The common base of nodes and edges. */
+export abstract class Archetype {
+  declare [ANCHOR]: Anchor;
+
+  /** The 32-hex-char id. */
+  get id(): string {
+    return this[ANCHOR].id;
+  }
+
+  /** How a node or edge looks in a report: `{id, type, context}`. */
+  toJSON(): { id: string; type: string; context: Record<string, unknown> } {
+    const anchor = this[ANCHOR];
+    return { id: anchor.id, type: anchor.cls.name, context: { ...anchor.data } };
+  }
+
+  /** Remove this node (with its edges) or edge; needs WRITE. */
+  async destroy(): Promise<void> {
+    const run = runFor(this[ANCHOR]);
+    if (!run) throw graphError('SVC_ERR_NOT_IN_RUN', 'destroy() needs a walker run');
+    await run.destroy(this[ANCHOR]);
+  }
+}
+
+function newAnchor(self: Archetype, cls: ArchetypeClass, kind: AnchorKind, fields: Record<string, unknown>): void {
+  const info = prepare(cls);
+  const data = validateFields(info, fields);
+  const anchor = new Anchor(newId(), kind, cls, '', 0, privateAccess(), data, [], undefined, undefined);
+  anchor.obj = self;
+  self[ANCHOR] = anchor;
+}
+
+/**
+ * A node of the graph. Subclass it, declare `static has`, and `declare` the
+ * fields.
+ *
+ * @example
+ * class Todo extends Node {
+ *   static has = T.Object({ title: T.String(), done: T.Boolean({ default: false }) });
+ *   declare title: string; declare done: boolean;
+ * }
+ * const todo = await here.connect(new Todo({ title: 'milk' }));
+ */
+export class Node extends Archetype {
+  static has?: TObject;
+
+  constructor(fields: Record<string, unknown> = {}) {
+    super();
+    newAnchor(this, new.target as ArchetypeClass, 'node', fields);
+  }
+
+  /**
+   * Connect this node to `node` (outgoing), with a typed edge if given.
+   * Resolves to the connected node.
+   */
+  async connect<N extends Node>(node: N, edge?: Edge): Promise<N> {
+    return this.link(node, edge, 'out');
+  }
+
+  /** Connect `node` to this one (incoming edge). */
+  async connectFrom<N extends Node>(node: N, edge?: Edge): Promise<N> {
+    return this.link(node, edge, 'in');
+  }
+
+  private link<N extends Node>(node: N, edge: Edge | undefined, direction: 'out' | 'in'): N {
+    const from = this[ANCHOR];
+    const run = runFor(from);
+    if (!run) throw graphError('SVC_ERR_NOT_IN_RUN', 'connect() needs a node that belongs to a walker run');
+    if (!(node instanceof Node)) throw graphError('SVC_ERR_INVALID_FIELDS', 'connect() takes a node');
+    const e = edge ?? new GenericEdge();
+    run.connect(from, node[ANCHOR], e[ANCHOR], direction);
+    return node;
+  }
+
+  /** Nodes at the end of outgoing edges; `type` is a node class (the target) or an edge class (the edge). */
+  out<N extends Node = Node>(type?: ArchetypeClass, filter?: NodeFilter): Promise<N[]> {
+    return this.walk('out', type, filter) as Promise<N[]>;
+  }
+
+  /** Nodes at the start of incoming edges. */
+  in<N extends Node = Node>(type?: ArchetypeClass, filter?: NodeFilter): Promise<N[]> {
+    return this.walk('in', type, filter) as Promise<N[]>;
+  }
+
+  /** Outgoing edges, optionally of one edge class. */
+  outEdges<E extends Edge = Edge>(type?: ArchetypeClass<E>): Promise<E[]> {
+    const run = runFor(this[ANCHOR]);
+    if (!run) return Promise.resolve([]);
+    return run.incidentEdges(this[ANCHOR], 'out', type) as Promise<E[]>;
+  }
+
+  /** Incoming edges, optionally of one edge class. */
+  inEdges<E extends Edge = Edge>(type?: ArchetypeClass<E>): Promise<E[]> {
+    const run = runFor(this[ANCHOR]);
+    if (!run) return Promise.resolve([]);
+    return run.incidentEdges(this[ANCHOR], 'in', type) as Promise<E[]>;
+  }
+
+  /** Remove the edges from this node to `node` (of one edge class if given); resolves to how many. */
+  async disconnect(node: Node, type?: ArchetypeClass): Promise<number> {
+    const run = runFor(this[ANCHOR]);
+    if (!run) throw graphError('SVC_ERR_NOT_IN_RUN', 'disconnect() needs a walker run');
+    return run.disconnect(this[ANCHOR], node[ANCHOR], type);
+  }
+
+  private walk(direction: 'out' | 'in', type: ArchetypeClass | undefined, filter: NodeFilter | undefined): Promise<Node[]> {
+    const run = runFor(this[ANCHOR]);
+    if (!run) return Promise.resolve([]);
+    return run.neighbors(this[ANCHOR], direction, type, filter);
+  }
+}
+
+/**
+ * An edge between two nodes; subclass it for typed edges with fields.
+ *
+ * @example
+ * class Likes extends Edge { static has = T.Object({ since: T.Number() }); declare since: number }
+ * await me.connect(other, new Likes({ since: 2024 }));
+ */
+export class Edge extends Archetype {
+  static has?: TObject;
+
+  constructor(fields: Record<string, unknown> = {}) {
+    super();
+    newAnchor(this, new.target as ArchetypeClass, 'edge', fields);
+  }
+
+  /** Id of the node the edge leaves. */
+  get sourceId(): string {
+    return this[ANCHOR].source as string;
+  }
+
+  /** Id of the node the edge reaches. */
+  get targetId(): string {
+    return this[ANCHOR].target as string;
+  }
+}
+
+/** The edge used when `connect` is given none. */
+export class GenericEdge extends Edge {}
+
+/**
+ * The root of a user's graph (or of the shared guest graph). Walkers spawn
+ * here unless told otherwise.
+ */
+export class Root extends Node {
+  /** Id of the shared guest graph, where anonymous callers of public walkers run. */
+  static readonly SHARED_ID = '00000000000000000000000000000000';
+}
+
+/** Grant everyone `level` on a node or edge you own. */
+export function permGrant(target: Archetype, level: AccessLevel): void {
+  changeAccess(target, (a) => {
+    a.anyone = level;
+  });
+}
+
+/** Remove everyone's access (explicit per-root grants stay). */
+export function permRevoke(target: Archetype): void {
+  changeAccess(target, (a) => {
+    a.anyone = -1;
+  });
+}
+
+/** Grant one root `level` on a node or edge you own. */
+export function allowRoot(target: Archetype, rootId: string, level: AccessLevel): void {
+  changeAccess(target, (a) => {
+    a.roots[rootId] = level;
+  });
+}
+
+/** Remove one root's explicit grant. */
+export function disallowRoot(target: Archetype, rootId: string): void {
+  changeAccess(target, (a) => {
+    delete a.roots[rootId];
+  });
+}
+
+function changeAccess(target: Archetype, change: (access: Access) => void): void {
+  const anchor = target[ANCHOR];
+  const run = runFor(anchor);
+  if (!run) {
+    change(anchor.access);
+    return;
+  }
+  run.setAccess(anchor, change);
+}

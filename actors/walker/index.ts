@@ -1,0 +1,21 @@
+/**
+ * The programming model: nodes, edges, walkers, functions, abilities, access
+ * levels, and the walker run that executes them inside a partition.
+ */
+export { Node, Edge, GenericEdge, Root, Archetype, ANCHOR, prepare, viewOf, validateFields, knownClasses } from './archetype.ts';
+export { permGrant, permRevoke, allowRoot, disallowRoot } from './archetype.ts';
+export type { ArchetypeClass, ClassInfo, NodeFilter, GraphRun } from './archetype.ts';
+export { Walker, isWalkerClass, walkerInfo } from './walker.ts';
+export type { WalkerClass } from './walker.ts';
+export { entry, exit, abilitiesOf } from './abilities.ts';
+export { fn, restspec, isFunctionDef, HTTPMethod, APIProtocol } from './fn.ts';
+export type { FunctionDef, FnContext, Caller, RestSpec, Access as EndpointAccess } from './fn.ts';
+export { Registry, typeName } from './registry.ts';
+export { WalkerRun } from './run.ts';
+export type { RunHost, RunChanges } from './run.ts';
+export { Anchor, newId, isAnchorId, FORMAT_VERSION } from './anchor.ts';
+export type { AnchorDoc, AnchorKind, AnchorHome } from './anchor.ts';
+export { AccessLevel, levelOf, privateAccess, isAccessLevel } from './access.ts';
+export type { Access } from './access.ts';
+export { GRAPH_ERRORS, graphError } from './errors.ts';
+export type { GraphErrorCode } from './errors.ts';
