@@ -6,6 +6,7 @@
  */
 import type { ActorSystem, VirtualRef } from '../../kernel/index.ts';
 import { type Caller, graphError, newId, type Registry, Root } from '../walker/index.ts';
+import { decode } from './codec.ts';
 import { type FunctionResult, Partition, type PartitionMsg, type WalkerResult } from './partition.ts';
 import type { AnchorStore } from './store.ts';
 
@@ -76,6 +77,34 @@ export class Graph {
         logic: () => new Partition(root, context),
       }),
     });
+  }
+
+  /** Build a graph, merging the class-rename aliases kept in the store into the registry. */
+  static async open(options: GraphOptions): Promise<Graph> {
+    const graph = new Graph(options);
+    for (const [from, to] of await options.store.aliases()) graph.registry.alias(from, to);
+    return graph;
+  }
+
+  /** Documents stored as class `from` load as class `to` from now on (kept in the store). */
+  async alias(from: string, to: string): Promise<void> {
+    await this.store.addAlias(from, to);
+    this.registry.alias(from, to);
+  }
+
+  /**
+   * Move back every quarantined document that decodes now (after an alias
+   * or a schema fix); resolves to the ids recovered and those still stuck.
+   */
+  async recoverAll(): Promise<{ recovered: string[]; remaining: { id: string; reason: string }[] }> {
+    const recovered: string[] = [];
+    const remaining: { id: string; reason: string }[] = [];
+    for (const entry of await this.store.quarantined()) {
+      const decoded = decode(entry, this.registry);
+      if ('anchor' in decoded && (await this.store.restore(entry.id))) recovered.push(entry.id);
+      else remaining.push({ id: entry.id, reason: 'quarantine' in decoded ? decoded.quarantine : entry.reason });
+    }
+    return { recovered, remaining };
   }
 
   /** A fresh 32-hex-char root id. */

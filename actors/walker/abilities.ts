@@ -9,21 +9,27 @@ const ABILITY = Symbol('svc.ability');
 
 export type AbilityKind = 'entry' | 'exit';
 
+/**
+ * What an ability reacts to: a class; a thunk returning one (`() => Later`,
+ * for classes declared further down); or a class name.
+ */
+export type AbilityType = Function | (() => Function) | string;
+
 interface Mark {
   kind: AbilityKind;
-  types: readonly Function[];
+  types: readonly AbilityType[];
 }
 
 export interface Ability {
   name: string;
   kind: AbilityKind;
-  types: readonly Function[];
+  types: readonly AbilityType[];
   fn: (this: unknown, arg: unknown) => unknown;
 }
 
 type MarkedFunction = Function & { [ABILITY]?: Mark[] };
 
-function mark(kind: AbilityKind, types: Function[]) {
+function mark(kind: AbilityKind, types: AbilityType[]) {
   // Standard decorators call (value, context); legacy ones (target, key, descriptor).
   return function decorate(target: unknown, keyOrContext: unknown, descriptor?: PropertyDescriptor): void {
     const fn = (descriptor ? descriptor.value : target) as MarkedFunction;
@@ -40,18 +46,21 @@ function mark(kind: AbilityKind, types: Function[]) {
  * (any node when none are given); on a node class, when one of the walker
  * `types` arrives.
  *
+ * Types declared further down in the file are given as a thunk
+ * (`@entry(() => Visitor)`) or by name (`@entry('Visitor')`).
+ *
  * @example
  * class ListTodos extends Walker {
  *   @entry(Root) async start(here: Root) { this.visit(await here.out(Todo)) }
  *   @entry(Todo) each(here: Todo) { this.report(here) }
  * }
  */
-export function entry(...types: Function[]) {
+export function entry(...types: AbilityType[]) {
   return mark('entry', types);
 }
 
 /** Run this method when the walker leaves a node of one of `types`. */
-export function exit(...types: Function[]) {
+export function exit(...types: AbilityType[]) {
   return mark('exit', types);
 }
 
@@ -92,6 +101,16 @@ function marksOf(proto: object, name: string): Mark[] | undefined {
 /** Whether an ability applies to `subject` (the node for walker abilities, the walker for node abilities). */
 export function matches(ability: Ability, subject: object): boolean {
   if (ability.types.length === 0) return true;
-  for (const t of ability.types) if (subject instanceof (t as new () => unknown)) return true;
+  for (const t of ability.types) {
+    if (typeof t === 'string') {
+      for (let p = Object.getPrototypeOf(subject); p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+        if (p.constructor?.name === t) return true;
+      }
+      continue;
+    }
+    // A class has a prototype; a thunk (arrow function) has none.
+    const cls = t.prototype ? t : (t as () => Function)();
+    if (subject instanceof (cls as new () => unknown)) return true;
+  }
   return false;
 }

@@ -32,7 +32,7 @@ export interface GraphRun extends AnchorRun {
 }
 
 /** Keep the nodes matching: a predicate, or field values that must be equal. */
-export type NodeFilter = ((node: Node) => boolean) | Record<string, unknown>;
+export type NodeFilter<N extends Node = Node> = ((node: N) => boolean) | { [K in keyof N]?: unknown } | Record<string, unknown>;
 
 type FieldCheck = (value: unknown) => boolean;
 
@@ -251,8 +251,6 @@ function newAnchor(self: Archetype, cls: ArchetypeClass, kind: AnchorKind, field
  * const todo = await here.connect(new Todo({ title: 'milk' }));
  */
 export class Node extends Archetype {
-  static has?: TObject;
-
   constructor(fields: Record<string, unknown> = {}) {
     super();
     newAnchor(this, new.target as ArchetypeClass, 'node', fields);
@@ -281,14 +279,22 @@ export class Node extends Archetype {
     return node;
   }
 
-  /** Nodes at the end of outgoing edges; `type` is a node class (the target) or an edge class (the edge). */
-  out<N extends Node = Node>(type?: ArchetypeClass, filter?: NodeFilter): Promise<N[]> {
-    return this.walk('out', type, filter) as Promise<N[]>;
+  /**
+   * Nodes at the end of outgoing edges. `type` is a node class (keeps those
+   * targets) or an edge class (keeps the targets of those edges); `filter` a
+   * predicate or field values.
+   */
+  out<N extends Node = Node>(type?: ArchetypeClass<N>, filter?: NodeFilter<N>): Promise<N[]>;
+  out(type: ArchetypeClass<Edge>, filter?: NodeFilter): Promise<Node[]>;
+  out(type?: ArchetypeClass, filter?: NodeFilter<never>): Promise<Node[]> {
+    return this.walk('out', type, filter as NodeFilter);
   }
 
-  /** Nodes at the start of incoming edges. */
-  in<N extends Node = Node>(type?: ArchetypeClass, filter?: NodeFilter): Promise<N[]> {
-    return this.walk('in', type, filter) as Promise<N[]>;
+  /** Nodes at the start of incoming edges (same arguments as {@link out}). */
+  in<N extends Node = Node>(type?: ArchetypeClass<N>, filter?: NodeFilter<N>): Promise<N[]>;
+  in(type: ArchetypeClass<Edge>, filter?: NodeFilter): Promise<Node[]>;
+  in(type?: ArchetypeClass, filter?: NodeFilter<never>): Promise<Node[]> {
+    return this.walk('in', type, filter as NodeFilter);
   }
 
   /** Outgoing edges, optionally of one edge class. */
@@ -327,8 +333,6 @@ export class Node extends Archetype {
  * await me.connect(other, new Likes({ since: 2024 }));
  */
 export class Edge extends Archetype {
-  static has?: TObject;
-
   constructor(fields: Record<string, unknown> = {}) {
     super();
     newAnchor(this, new.target as ArchetypeClass, 'edge', fields);

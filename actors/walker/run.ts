@@ -96,7 +96,8 @@ function matchesFilter(node: Node, filter: NodeFilter | undefined): boolean {
   if (!filter) return true;
   if (typeof filter === 'function') return filter(node);
   const data = node[ANCHOR].data;
-  for (const key of Object.keys(filter)) if (!Value.Equal(data[key], filter[key])) return false;
+  const wanted = filter as Record<string, unknown>;
+  for (const key of Object.keys(wanted)) if (!Value.Equal(data[key], wanted[key])) return false;
   return true;
 }
 

@@ -76,12 +76,10 @@ const DISENGAGE = new Signal('disengage');
  * }
  */
 export class Walker {
-  /** Fields taken from the request body, validated (defaults applied). */
-  static has?: TObject;
-  /** `pub`: callable without a token; `priv` (default) and `protect`: a token is required. */
-  static access?: Access;
-  /** How the walker is exposed over HTTP / WebSocket / webhook. */
-  static spec?: RestSpec;
+  // Subclasses declare (no `override` needed, the base declares none):
+  //   static has = T.Object({...})      fields taken from the request body, validated, defaults applied
+  //   static access = 'pub'             callable without a token ('priv', the default, and 'protect' need one)
+  //   static spec = restspec({...})     how the walker is exposed over HTTP / WebSocket / webhook
 
   declare [STATE]: WalkerState;
 

@@ -1,0 +1,124 @@
+// The conformance suite every anchor store passes (memory, SQLite, MongoDB).
+import type { Test } from 'tap';
+import type { AnchorStore, StoredDoc } from 'svc/actors/anchor';
+
+let n = 0;
+function doc(overrides: Partial<StoredDoc> = {}): StoredDoc {
+  n++;
+  const id = (n.toString(16).padStart(8, '0') + 'abcdef0123456789abcdef01').slice(0, 32);
+  return {
+    id,
+    root: 'r'.repeat(32),
+    kind: 'node',
+    arch_module: 'app',
+    arch_type: 'Todo',
+    fingerprint: '0123456789abcdef',
+    format_version: 1,
+    version: 1,
+    body: JSON.stringify({ access: { anyone: -1, roots: {} }, context: { title: `t${n}` }, edges: [] }),
+    ...overrides,
+  };
+}
+
+function bodyOf(d: StoredDoc | undefined): Record<string, unknown> {
+  return (typeof d?.body === 'string' ? JSON.parse(d.body) : d?.body) as Record<string, unknown>;
+}
+
+export function storeConformance(t: Test, open: () => Promise<AnchorStore>): void {
+  t.test('get of unknown ids finds nothing', async (t) => {
+    const store = await open();
+    t.teardown(() => store.close());
+    t.same(await store.get(['f'.repeat(32)]), []);
+    t.same(await store.get([]), []);
+  });
+
+  t.test('a committed document comes back whole, with arch_module, arch_type, fingerprint, format_version, version', async (t) => {
+    const store = await open();
+    t.teardown(() => store.close());
+    const d = doc();
+    await store.commit({ upserts: [d], deletes: [] });
+    const [got] = await store.get([d.id]);
+    t.match(got, { id: d.id, root: d.root, kind: 'node', arch_module: 'app', arch_type: 'Todo', fingerprint: d.fingerprint, format_version: 1, version: 1 });
+    t.same(bodyOf(got), bodyOf(d));
+    t.equal(await store.count(), 1);
+  });
+
+  t.test('versions: an update needs the previous version; a stale one is SVC_ERR_CONFLICT', async (t) => {
+    const store = await open();
+    t.teardown(() => store.close());
+    const d = doc();
+    await store.commit({ upserts: [d], deletes: [] });
+    await store.commit({ upserts: [{ ...d, version: 2 }], deletes: [] });
+    await t.rejects(store.commit({ upserts: [{ ...d, version: 2 }], deletes: [] }), { code: 'SVC_ERR_CONFLICT' });
+    await t.rejects(store.commit({ upserts: [{ ...d, version: 1 }], deletes: [] }), { code: 'SVC_ERR_CONFLICT' }, 'creating an id that exists');
+    t.equal((await store.get([d.id]))[0]?.version, 2);
+  });
+
+  t.test('a batch is all or nothing', async (t) => {
+    const store = await open();
+    t.teardown(() => store.close());
+    const a = doc();
+    const b = doc();
+    await store.commit({ upserts: [a], deletes: [] });
+    const fresh = doc();
+    await t.rejects(store.commit({ upserts: [fresh, { ...a, version: 3 }], deletes: [] }), { code: 'SVC_ERR_CONFLICT' });
+    t.same(await store.get([fresh.id]), [], 'the good half was not applied');
+    await store.commit({ upserts: [b, { ...a, version: 2 }], deletes: [] });
+    t.equal((await store.get([a.id, b.id])).length, 2);
+  });
+
+  t.test('delete checks the version; deleting what is gone is fine', async (t) => {
+    const store = await open();
+    t.teardown(() => store.close());
+    const d = doc();
+    await store.commit({ upserts: [d], deletes: [] });
+    await t.rejects(store.commit({ upserts: [], deletes: [{ id: d.id, version: 7 }] }), { code: 'SVC_ERR_CONFLICT' });
+    await store.commit({ upserts: [], deletes: [{ id: d.id, version: 1 }] });
+    t.same(await store.get([d.id]), []);
+    await store.commit({ upserts: [], deletes: [{ id: d.id, version: 1 }] });
+    t.equal(await store.count(), 0);
+  });
+
+  t.test('commits in one tick: each applied or failed on its own', async (t) => {
+    const store = await open();
+    t.teardown(() => store.close());
+    const docs = Array.from({ length: 50 }, () => doc());
+    const stale = doc();
+    const results = await Promise.allSettled([
+      ...docs.map((d) => store.commit({ upserts: [d], deletes: [] })),
+      store.commit({ upserts: [{ ...stale, version: 5 }], deletes: [] }),
+    ]);
+    t.equal(results.filter((r) => r.status === 'fulfilled').length, 50);
+    t.match(results[50], { status: 'rejected', reason: { code: 'SVC_ERR_CONFLICT' } });
+    t.equal((await store.get(docs.map((d) => d.id))).length, 50);
+  });
+
+  t.test('quarantine moves a document aside, keeps it, and restore brings it back', async (t) => {
+    const store = await open();
+    t.teardown(() => store.close());
+    const d = doc({ body: '{not json' });
+    await store.commit({ upserts: [d], deletes: [] });
+    await store.quarantine(d.id, 'corrupt body');
+    t.same(await store.get([d.id]), []);
+    const q = await store.quarantined();
+    t.equal(q.length, 1);
+    t.match(q[0], { id: d.id, reason: 'corrupt body', arch_type: 'Todo', body: '{not json' });
+    t.ok(await store.restore(d.id));
+    t.equal((await store.get([d.id])).length, 1);
+    t.same(await store.quarantined(), []);
+    t.notOk(await store.restore(d.id), 'nothing left to restore');
+  });
+
+  t.test('aliases are stored', async (t) => {
+    const store = await open();
+    t.teardown(() => store.close());
+    await store.addAlias('app.OldTodo', 'app.Todo');
+    t.same(await store.aliases(), [['app.OldTodo', 'app.Todo']]);
+  });
+
+  t.test('a closed store refuses with SVC_ERR_STORE', async (t) => {
+    const store = await open();
+    await store.close();
+    await t.rejects(async () => store.get(['x']), { code: 'SVC_ERR_STORE' });
+  });
+}
