@@ -17,21 +17,13 @@ import type { StoredDoc } from './store.ts';
 interface Body {
   access: Access;
   context: Record<string, unknown>;
-  edges?: string[];
-  source?: string;
-  target?: string;
 }
 
 /** The stored form of an anchor at its next version. */
 export function encode(anchor: Anchor, module: string): StoredDoc {
   const info = prepare(anchor.cls);
   const body: Body = { access: anchor.access, context: anchor.data };
-  if (anchor.kind === 'node') body.edges = anchor.edges;
-  else {
-    body.source = anchor.source;
-    body.target = anchor.target;
-  }
-  return {
+  const doc: StoredDoc = {
     id: anchor.id,
     root: anchor.root,
     kind: anchor.kind,
@@ -42,13 +34,14 @@ export function encode(anchor: Anchor, module: string): StoredDoc {
     version: anchor.version + 1,
     body: JSON.stringify(body),
   };
+  if (anchor.kind === 'edge') {
+    doc.source = anchor.source ?? null;
+    doc.target = anchor.target ?? null;
+  }
+  return doc;
 }
 
 export type Decoded = { anchor: Anchor } | { quarantine: string };
-
-function isStringArray(x: unknown): x is string[] {
-  return Array.isArray(x) && x.every((v) => typeof v === 'string');
-}
 
 function validAccess(x: unknown): x is Access {
   if (typeof x !== 'object' || x === null) return false;
@@ -78,10 +71,8 @@ export function decode(doc: StoredDoc, registry: Registry): Decoded {
     context = Value.Default(info.schema, context) as Record<string, unknown>;
   }
   if (!info.check(context)) return { quarantine: `context does not fit ${info.name}'s schema` };
-  if (isNode ? !isStringArray(body.edges ?? []) : typeof body.source !== 'string' || typeof body.target !== 'string') {
-    return { quarantine: 'corrupt body: bad edges' };
-  }
+  if (!isNode && (typeof doc.source !== 'string' || typeof doc.target !== 'string')) return { quarantine: 'corrupt edge: missing source or target' };
   return {
-    anchor: new Anchor(doc.id, doc.kind, cls, doc.root, doc.version, body.access, context, isNode ? (body.edges ?? []) : [], body.source, body.target),
+    anchor: new Anchor(doc.id, doc.kind, cls, doc.root, doc.version, body.access, context, [], doc.source ?? undefined, doc.target ?? undefined),
   };
 }

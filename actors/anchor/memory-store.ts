@@ -12,6 +12,8 @@ import type { AnchorStore, CommitBatch, QuarantineEntry, StoredDoc } from './sto
 export class MemoryStore implements AnchorStore {
   readonly kind = 'memory';
   private docs = new Map<string, StoredDoc>();
+  /** Node id → ids of edges that touch it, in insertion order. */
+  private incident = new Map<string, Set<string>>();
   private quarantine_ = new Map<string, QuarantineEntry>();
   private aliases_ = new Map<string, string>();
   private closed = false;
@@ -30,6 +32,42 @@ export class MemoryStore implements AnchorStore {
     return out;
   }
 
+  async edges(nodeId: string): Promise<StoredDoc[]> {
+    this.check();
+    const out: StoredDoc[] = [];
+    for (const id of this.incident.get(nodeId) ?? []) {
+      const doc = this.docs.get(id);
+      if (doc) out.push({ ...doc });
+    }
+    return out;
+  }
+
+  private put(doc: StoredDoc): void {
+    this.unindex(doc.id);
+    this.docs.set(doc.id, doc);
+    for (const end of [doc.source, doc.target]) {
+      if (!end) continue;
+      let set = this.incident.get(end);
+      if (!set) this.incident.set(end, (set = new Set()));
+      set.add(doc.id);
+    }
+  }
+
+  private remove(id: string): void {
+    this.unindex(id);
+    this.docs.delete(id);
+  }
+
+  private unindex(id: string): void {
+    const old = this.docs.get(id);
+    for (const end of [old?.source, old?.target]) {
+      if (!end) continue;
+      const set = this.incident.get(end);
+      set?.delete(id);
+      if (set?.size === 0) this.incident.delete(end);
+    }
+  }
+
   async commit(batch: CommitBatch): Promise<void> {
     this.check();
     for (const doc of batch.upserts) {
@@ -40,8 +78,8 @@ export class MemoryStore implements AnchorStore {
       const have = this.docs.get(del.id)?.version;
       if (have !== undefined && have !== del.version) throw graphError('SVC_ERR_CONFLICT', `${del.id} is at version ${have}, expected ${del.version}`);
     }
-    for (const doc of batch.upserts) this.docs.set(doc.id, { ...doc, body: typeof doc.body === 'string' ? doc.body : JSON.stringify(doc.body) });
-    for (const del of batch.deletes) this.docs.delete(del.id);
+    for (const doc of batch.upserts) this.put({ ...doc, body: typeof doc.body === 'string' ? doc.body : JSON.stringify(doc.body) });
+    for (const del of batch.deletes) this.remove(del.id);
   }
 
   async quarantine(id: string, reason: string): Promise<void> {
@@ -49,7 +87,7 @@ export class MemoryStore implements AnchorStore {
     const doc = this.docs.get(id);
     if (!doc) return;
     this.quarantine_.set(id, { ...doc, reason, at: new Date().toISOString() });
-    this.docs.delete(id);
+    this.remove(id);
   }
 
   async quarantined(): Promise<QuarantineEntry[]> {
@@ -60,7 +98,7 @@ export class MemoryStore implements AnchorStore {
     const q = this.quarantine_.get(id);
     if (!q) return false;
     const { reason: _reason, at: _at, ...doc } = q;
-    this.docs.set(id, doc);
+    this.put(doc);
     this.quarantine_.delete(id);
     return true;
   }
@@ -83,6 +121,6 @@ export class MemoryStore implements AnchorStore {
 
   /** Test hook: put a raw document in place (to simulate old or corrupt data). */
   putRaw(doc: StoredDoc): void {
-    this.docs.set(doc.id, doc);
+    this.put(doc);
   }
 }

@@ -13,6 +13,7 @@ import {
   AccessLevel,
   Archetype,
   type Caller,
+  type ForeignOp,
   graphError,
   levelOf,
   privateAccess,
@@ -26,16 +27,6 @@ import {
 } from '../walker/index.ts';
 import { decode, encode } from './codec.ts';
 import type { AnchorStore, StoredDoc } from './store.ts';
-
-/** Changes to an anchor of this partition, made by a walker of another root under a grant. */
-export interface ForeignOp {
-  id: string;
-  /** The version the writer read. */
-  version: number;
-  data?: Record<string, unknown>;
-  edges?: string[];
-  deleted?: boolean;
-}
 
 export type PartitionMsg =
   | { t: 'spawn'; walker: string; fields: unknown; at?: string; caller: Caller }
@@ -172,61 +163,74 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     this.self?.tell({ t: 'poisoned' });
   }
 
-  /** Send changes made to other roots' anchors to their partitions (each applies them atomically). */
+  /** Send changes made to other roots' anchors to their partitions (each applies its share atomically). */
   private async writeForeign(changes: RunChanges): Promise<void> {
     if (changes.foreign.length === 0) return;
     const byOwner = new Map<string, ForeignOp[]>();
-    for (const { anchor, dataChanged, edgesChanged } of changes.foreign) {
-      const op: ForeignOp = { id: anchor.id, version: anchor.version };
-      if (dataChanged) op.data = anchor.data;
-      if (edgesChanged) op.edges = anchor.edges;
-      if (anchor.deleted) op.deleted = true;
-      const ops = byOwner.get(anchor.root) ?? [];
+    for (const op of changes.foreign) {
+      const ops = byOwner.get(op.root) ?? [];
       ops.push(op);
-      byOwner.set(anchor.root, ops);
+      byOwner.set(op.root, ops);
     }
     for (const [owner, ops] of byOwner) {
       await this.context.partitionOf(owner).ask({ t: 'apply', ops, from: this.rootId });
     }
   }
 
-  /** Another root's walker changed anchors of this root (it had a grant): check, apply, commit. */
+  /**
+   * Another root's walker changed anchors of this root under a grant: check
+   * access (WRITE for data and deletion, CONNECT for edges) and versions,
+   * apply, commit. Edge-list changes need no write: edges are documents of
+   * the walker's own root; only the lists held in memory here are updated.
+   */
   private async applyForeign(ops: ForeignOp[], from: string): Promise<unknown> {
-    const anchors = await this.fetch(ops.map((o) => o.id));
+    await this.fetch(ops.map((o) => o.id));
+    for (const op of ops) {
+      const a = this.l1.get(op.id);
+      if (!a || a.root !== this.rootId) return rejectWith(graphError('SVC_ERR_NODE_NOT_FOUND', `no anchor ${op.id} in ${this.rootId}`));
+      const writes = op.data !== undefined || op.deleted === true;
+      if (writes && a.version !== op.version) return rejectWith(graphError('SVC_ERR_CONFLICT', `${op.id} changed since it was read`));
+      if (levelOf(a.root, a.access, from) < (writes ? AccessLevel.WRITE : AccessLevel.CONNECT)) {
+        return rejectWith(graphError('SVC_ERR_ACCESS_DENIED', `${from} may not change ${op.id}`));
+      }
+    }
     const changed: Anchor[] = [];
     const deleted: Anchor[] = [];
-    for (const op of ops) {
-      const a = this.l1.get(op.id) ?? anchors.get(op.id);
-      if (!a || a.root !== this.rootId) return rejectWith(graphError('SVC_ERR_NODE_NOT_FOUND', `no anchor ${op.id} in ${this.rootId}`));
-      if (a.version !== op.version) return rejectWith(graphError('SVC_ERR_CONFLICT', `${op.id} changed since it was read`));
-      const level = levelOf(a.root, a.access, from);
-      const need = op.data !== undefined || op.deleted ? AccessLevel.WRITE : AccessLevel.CONNECT;
-      if (level < need) return rejectWith(graphError('SVC_ERR_ACCESS_DENIED', `${from} may not change ${op.id}`));
-    }
-    const undo = ops.map((op) => {
-      const a = this.l1.get(op.id) as Anchor;
-      return { a, data: a.data, edges: a.edges, deleted: a.deleted };
-    });
+    const undo: { a: Anchor; data: Record<string, unknown>; deleted: boolean }[] = [];
     for (const op of ops) {
       const a = this.l1.get(op.id) as Anchor;
-      if (op.data) a.data = structuredClone(op.data);
-      if (op.edges) a.edges = op.edges.slice();
+      if (op.data || op.deleted) undo.push({ a, data: a.data, deleted: a.deleted });
+      if (op.data) {
+        a.data = structuredClone(op.data);
+        changed.push(a);
+      }
       if (op.deleted) {
         a.deleted = true;
         deleted.push(a);
-      } else changed.push(a);
+      }
     }
-    try {
-      await this.context.store.commit({
-        upserts: changed.map((a) => encode(a, this.registry.module)),
-        deletes: deleted.map((a) => ({ id: a.id, version: a.version })),
-      });
-    } catch (error) {
-      for (const u of undo) Object.assign(u.a, { data: u.data, edges: u.edges, deleted: u.deleted });
-      return rejectWith(asCallerError(error));
+    if (changed.length || deleted.length) {
+      try {
+        await this.context.store.commit({
+          upserts: changed.filter((a) => !a.deleted).map((a) => encode(a, this.registry.module)),
+          deletes: deleted.map((a) => ({ id: a.id, version: a.version })),
+        });
+      } catch (error) {
+        for (const u of undo) Object.assign(u.a, { data: u.data, deleted: u.deleted });
+        return rejectWith(asCallerError(error));
+      }
+      for (const a of changed) if (!a.deleted) a.version++;
+      for (const a of deleted) this.l1.delete(a.id);
     }
-    for (const a of changed) a.version++;
-    for (const a of deleted) this.l1.delete(a.id);
+    for (const op of ops) {
+      const a = this.l1.get(op.id);
+      if (!a?.edgesLoaded) continue;
+      for (const id of op.addEdges ?? []) if (!a.edges.includes(id)) a.edges.push(id);
+      for (const id of op.removeEdges ?? []) {
+        const i = a.edges.indexOf(id);
+        if (i >= 0) a.edges.splice(i, 1);
+      }
+    }
     return true;
   }
 
@@ -246,25 +250,42 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
       throw graphError('SVC_ERR_STORE', `loading anchors failed: ${(error as Error).message}`, { cause: error });
     }
     for (const doc of docs) {
-      // Resident copies win: they may hold committed changes not yet flushed.
-      const resident = this.l1.get(doc.id);
-      if (resident) {
-        out.set(doc.id, resident);
-        continue;
-      }
-      const decoded = decode(doc, this.registry);
-      if ('quarantine' in decoded) {
-        this.quarantine(doc.id, decoded.quarantine);
-        continue;
-      }
-      const anchor = decoded.anchor;
-      if (anchor.root === this.rootId) {
-        anchor.home = this;
-        this.l1.set(anchor.id, anchor);
-      }
-      out.set(anchor.id, anchor);
+      const anchor = this.materialize(doc);
+      if (anchor) out.set(anchor.id, anchor);
     }
     return out;
+  }
+
+  async fetchEdges(nodeId: string): Promise<Anchor[]> {
+    let docs: StoredDoc[];
+    try {
+      docs = await this.context.store.edges(nodeId);
+    } catch (error) {
+      throw graphError('SVC_ERR_STORE', `loading edges failed: ${(error as Error).message}`, { cause: error });
+    }
+    const out: Anchor[] = [];
+    for (const doc of docs) {
+      const anchor = this.materialize(doc);
+      if (anchor && !anchor.deleted) out.push(anchor);
+    }
+    return out;
+  }
+
+  /** A stored document as an anchor: the resident copy when there is one (it may hold committed changes not yet flushed). */
+  private materialize(doc: StoredDoc): Anchor | undefined {
+    const resident = this.l1.get(doc.id);
+    if (resident) return resident;
+    const decoded = decode(doc, this.registry);
+    if ('quarantine' in decoded) {
+      this.quarantine(doc.id, decoded.quarantine);
+      return undefined;
+    }
+    const anchor = decoded.anchor;
+    if (anchor.root === this.rootId) {
+      anchor.home = this;
+      this.l1.set(anchor.id, anchor);
+    }
+    return anchor;
   }
 
   private quarantine(id: string, reason: string): void {

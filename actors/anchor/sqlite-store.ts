@@ -25,7 +25,7 @@ export function defaultStorePath(projectRoot = process.cwd()): string {
   return join(dir, 'anchor_store.db');
 }
 
-const COLUMNS = 'id, root, kind, arch_module, arch_type, fingerprint, format_version, version, body';
+const COLUMNS = 'id, root, kind, arch_module, arch_type, fingerprint, format_version, version, source, target, body';
 
 interface Pending {
   batch: CommitBatch;
@@ -57,23 +57,29 @@ export class SqliteStore implements AnchorStore {
     this.db.pragma(`synchronous = ${options.synchronous ?? 'NORMAL'}`);
     this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
     this.db.exec(`
+      -- seq keeps insertion order: a node's edges come back in the order they were connected.
       CREATE TABLE IF NOT EXISTS anchors (
-        id TEXT PRIMARY KEY, root TEXT NOT NULL, kind TEXT NOT NULL, arch_module TEXT NOT NULL,
-        arch_type TEXT NOT NULL, fingerprint TEXT NOT NULL, format_version INTEGER NOT NULL,
-        version INTEGER NOT NULL, body TEXT NOT NULL) WITHOUT ROWID;
-      CREATE INDEX IF NOT EXISTS anchors_root ON anchors(root);
+        seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, root TEXT NOT NULL, kind TEXT NOT NULL,
+        arch_module TEXT NOT NULL, arch_type TEXT NOT NULL, fingerprint TEXT NOT NULL,
+        format_version INTEGER NOT NULL, version INTEGER NOT NULL, source TEXT, target TEXT, body TEXT NOT NULL);
+      CREATE INDEX IF NOT EXISTS anchors_source ON anchors(source) WHERE source IS NOT NULL;
+      CREATE INDEX IF NOT EXISTS anchors_target ON anchors(target) WHERE target IS NOT NULL;
       CREATE TABLE IF NOT EXISTS anchors_quarantine (
         id TEXT PRIMARY KEY, root TEXT, kind TEXT, arch_module TEXT, arch_type TEXT, fingerprint TEXT,
-        format_version INTEGER, version INTEGER, body TEXT, reason TEXT NOT NULL, at TEXT NOT NULL);
+        format_version INTEGER, version INTEGER, source TEXT, target TEXT, body TEXT, reason TEXT NOT NULL, at TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS anchors_aliases (old TEXT PRIMARY KEY, new TEXT NOT NULL);
     `);
     this.stmt = {
       getOne: this.db.prepare(`SELECT ${COLUMNS} FROM anchors WHERE id = ?`),
       getMany: this.db.prepare(`SELECT ${COLUMNS} FROM anchors WHERE id IN (SELECT value FROM json_each(?))`),
-      insert: this.db.prepare(`INSERT INTO anchors (${COLUMNS}) VALUES (@id, @root, @kind, @arch_module, @arch_type, @fingerprint, @format_version, @version, @body)`),
+      edges: this.db.prepare(`SELECT ${COLUMNS} FROM anchors WHERE source = @node OR target = @node ORDER BY seq`),
+      insert: this.db.prepare(
+        `INSERT INTO anchors (${COLUMNS}) VALUES (@id, @root, @kind, @arch_module, @arch_type, @fingerprint, @format_version, @version, @source, @target, @body)`,
+      ),
       update: this.db.prepare(
         `UPDATE anchors SET root = @root, kind = @kind, arch_module = @arch_module, arch_type = @arch_type, fingerprint = @fingerprint,
-         format_version = @format_version, version = @version, body = @body WHERE id = @id AND version = @version - 1`,
+         format_version = @format_version, version = @version, source = @source, target = @target, body = @body
+         WHERE id = @id AND version = @version - 1`,
       ),
       remove: this.db.prepare('DELETE FROM anchors WHERE id = ? AND version = ?'),
       exists: this.db.prepare('SELECT version FROM anchors WHERE id = ?'),
@@ -107,6 +113,11 @@ export class SqliteStore implements AnchorStore {
       return row ? [row] : [];
     }
     return this.stmt.getMany.all(JSON.stringify(ids)) as StoredDoc[];
+  }
+
+  async edges(nodeId: string): Promise<StoredDoc[]> {
+    this.check();
+    return this.stmt.edges.all({ node: nodeId }) as StoredDoc[];
   }
 
   commit(batch: CommitBatch): Promise<void> {
@@ -158,10 +169,14 @@ export class SqliteStore implements AnchorStore {
 
   private apply(batch: CommitBatch): void {
     for (const doc of batch.upserts) {
-      const row = { ...doc, body: typeof doc.body === 'string' ? doc.body : JSON.stringify(doc.body) };
+      const row = { ...doc, source: doc.source ?? null, target: doc.target ?? null, body: typeof doc.body === 'string' ? doc.body : JSON.stringify(doc.body) };
       if (doc.version === 1) {
-        if (this.stmt.exists.get(doc.id)) throw new Conflict(`${doc.id} already exists`);
-        this.stmt.insert.run(row);
+        try {
+          this.stmt.insert.run(row);
+        } catch (error) {
+          if ((error as { code?: string }).code === 'SQLITE_CONSTRAINT_UNIQUE') throw new Conflict(`${doc.id} already exists`);
+          throw error;
+        }
       } else if (this.stmt.update.run(row).changes !== 1) {
         const have = (this.stmt.exists.get(doc.id) as { version: number } | undefined)?.version ?? 0;
         throw new Conflict(`${doc.id} is at version ${have}, expected ${doc.version - 1}`);

@@ -19,7 +19,10 @@ export interface StoredDoc {
   fingerprint: string;
   format_version: number;
   version: number;
-  /** `{access, context, edges?, source?, target?}`: JSON text (SQLite, memory) or an object (MongoDB). */
+  /** Edges: the node ids they join (indexed: a node's edges are found through them). */
+  source?: string | null;
+  target?: string | null;
+  /** `{access, context}`: JSON text (SQLite, memory) or an object (MongoDB). */
   body: unknown;
 }
 
@@ -46,6 +49,8 @@ export interface AnchorStore {
   readonly kind: string;
   /** The documents with these ids that exist, in no particular order. */
   get(ids: readonly string[]): Promise<StoredDoc[]>;
+  /** The edges whose source or target is `nodeId`, oldest first. */
+  edges(nodeId: string): Promise<StoredDoc[]>;
   /** Apply atomically, or not at all (`SVC_ERR_CONFLICT` on a version mismatch). */
   commit(batch: CommitBatch): Promise<void>;
   /** Move a document to quarantine with a reason (atomic; the document is kept). */

@@ -25,7 +25,7 @@ export interface GraphRun extends AnchorRun {
   readonly callerRoot: string;
   neighbors(from: Anchor, direction: 'out' | 'in', type: ArchetypeClass | undefined, filter: NodeFilter | undefined): Promise<Node[]>;
   incidentEdges(from: Anchor, direction: 'out' | 'in', type: ArchetypeClass | undefined): Promise<Edge[]>;
-  connect(from: Anchor, to: Anchor, edge: Anchor, direction: 'out' | 'in'): void;
+  connect(from: Anchor, to: Anchor, edge: Anchor, direction: 'out' | 'in'): Promise<void>;
   disconnect(from: Anchor, to: Anchor, type: ArchetypeClass | undefined): Promise<number>;
   destroy(anchor: Anchor): Promise<void>;
   setAccess(anchor: Anchor, change: (access: Access) => void): void;
@@ -269,13 +269,13 @@ export class Node extends Archetype {
     return this.link(node, edge, 'in');
   }
 
-  private link<N extends Node>(node: N, edge: Edge | undefined, direction: 'out' | 'in'): N {
+  private async link<N extends Node>(node: N, edge: Edge | undefined, direction: 'out' | 'in'): Promise<N> {
     const from = this[ANCHOR];
     const run = runFor(from);
     if (!run) throw graphError('SVC_ERR_NOT_IN_RUN', 'connect() needs a node that belongs to a walker run');
     if (!(node instanceof Node)) throw graphError('SVC_ERR_INVALID_FIELDS', 'connect() takes a node');
     const e = edge ?? new GenericEdge();
-    run.connect(from, node[ANCHOR], e[ANCHOR], direction);
+    await run.connect(from, node[ANCHOR], e[ANCHOR], direction);
     return node;
   }
 

@@ -12,7 +12,7 @@ export { fn, restspec, isFunctionDef, HTTPMethod, APIProtocol } from './fn.ts';
 export type { FunctionDef, FnContext, Caller, RestSpec, Access as EndpointAccess } from './fn.ts';
 export { Registry, typeName } from './registry.ts';
 export { WalkerRun } from './run.ts';
-export type { RunHost, RunChanges } from './run.ts';
+export type { RunHost, RunChanges, ForeignOp } from './run.ts';
 export { Anchor, newId, isAnchorId, FORMAT_VERSION } from './anchor.ts';
 export type { AnchorDoc, AnchorKind, AnchorHome } from './anchor.ts';
 export { AccessLevel, levelOf, privateAccess, isAccessLevel } from './access.ts';

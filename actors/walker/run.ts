@@ -36,6 +36,8 @@ export interface RunHost extends AnchorHome {
    * come back as copies for this run only. Missing ids are absent from the map.
    */
   fetch(ids: string[]): Promise<Map<string, Anchor>>;
+  /** The edges touching a node (owned ones become resident; foreign ones are copies). */
+  fetchEdges(nodeId: string): Promise<Anchor[]>;
   /** Hold a new anchor in memory. */
   adopt(anchor: Anchor): void;
   /** Forget an anchor (dropped on rollback, or deleted on commit). */
@@ -45,8 +47,23 @@ export interface RunHost extends AnchorHome {
 interface Undo {
   data: Record<string, unknown>;
   edges: string[];
+  edgesLoaded: boolean;
   access: Access;
   deleted: boolean;
+}
+
+/** A change to an anchor of another root (made under a grant), for its partition to apply. */
+export interface ForeignOp {
+  /** The owner root. */
+  root: string;
+  id: string;
+  /** The version the writer read (checked when data changes or the anchor is deleted). */
+  version: number;
+  data?: Record<string, unknown>;
+  deleted?: boolean;
+  /** Edges (documents of their own) now touching / no longer touching this node. */
+  addEdges?: string[];
+  removeEdges?: string[];
 }
 
 /** What a successful run changed, for the partition to commit. */
@@ -55,8 +72,8 @@ export interface RunChanges {
   upserts: Anchor[];
   /** Owned anchors to delete. */
   deletes: Anchor[];
-  /** Anchors of other partitions that were changed (through grants). */
-  foreign: { anchor: Anchor; dataChanged: boolean; edgesChanged: boolean }[];
+  /** Changes to anchors of other roots. */
+  foreign: ForeignOp[];
   /** New anchors that will not be persisted (destroyed, or never reachable). */
   dropped: Anchor[];
 }
@@ -107,7 +124,13 @@ function snapshot(a: Anchor): Undo {
     const v = a.data[key];
     data[key] = typeof v === 'object' && v !== null ? structuredClone(v) : v;
   }
-  return { data, edges: a.edges.slice(), access: { anyone: a.access.anyone, roots: { ...a.access.roots } }, deleted: a.deleted };
+  return {
+    data,
+    edges: a.edges.slice(),
+    edgesLoaded: a.edgesLoaded,
+    access: { anyone: a.access.anyone, roots: { ...a.access.roots } },
+    deleted: a.deleted,
+  };
 }
 
 export class WalkerRun implements GraphRun, AnchorHome {
@@ -118,6 +141,8 @@ export class WalkerRun implements GraphRun, AnchorHome {
   private readonly written = new Set<Anchor>();
   private readonly created = new Set<Anchor>();
   private readonly foreign = new Map<string, Anchor>();
+  /** Edge ids added to / removed from foreign nodes' edge lists. */
+  private readonly foreignEdges = new Map<Anchor, { add: string[]; remove: string[] }>();
 
   constructor(
     private readonly host: RunHost,
@@ -240,15 +265,29 @@ export class WalkerRun implements GraphRun, AnchorHome {
     for (let i = 0; i < ids.length; i++) {
       if (out[i]) continue;
       const a = fetched.get(ids[i] as string);
-      if (!a) continue;
-      if (a.root !== this.host.rootId) {
-        a.foreign = true;
-        a.home = this;
-        this.foreign.set(a.id, a);
-      }
-      out[i] = a;
+      if (a) out[i] = this.own(a);
     }
     return out;
+  }
+
+  /** A fetched anchor as this run holds it: foreign ones become the run's copies (one per id). */
+  private own(a: Anchor): Anchor {
+    if (a.root === this.host.rootId) return a;
+    const cached = this.foreign.get(a.id);
+    if (cached) return cached;
+    a.foreign = true;
+    a.home = this;
+    this.foreign.set(a.id, a);
+    return a;
+  }
+
+  /** Make sure a node's edge list is complete (stored nodes load it on first use). */
+  private async ensureEdges(node: Anchor): Promise<void> {
+    if (node.edgesLoaded) return;
+    const edges = await this.host.fetchEdges(node.id);
+    if (node.edgesLoaded) return; // loaded meanwhile
+    node.edges = edges.map((e) => this.own(e).id);
+    node.edgesLoaded = true;
   }
 
   private readable(a: Anchor): boolean {
@@ -278,6 +317,7 @@ export class WalkerRun implements GraphRun, AnchorHome {
   }
 
   private async edgesOf(from: Anchor, direction: 'out' | 'in', type: ArchetypeClass | undefined): Promise<Anchor[]> {
+    await this.ensureEdges(from);
     const edges = await this.anchors(from.edges);
     const out: Anchor[] = [];
     for (const e of edges) {
@@ -289,12 +329,16 @@ export class WalkerRun implements GraphRun, AnchorHome {
     return out;
   }
 
-  connect(from: Anchor, to: Anchor, edge: Anchor, direction: 'out' | 'in'): void {
+  async connect(from: Anchor, to: Anchor, edge: Anchor, direction: 'out' | 'in'): Promise<void> {
     if (edge.home || !edge.isNew || edge.kind !== 'edge') throw graphError('SVC_ERR_INVALID_FIELDS', 'connect() takes a new edge that is not connected yet');
     if (to.home && to.home !== this.host && to.home !== this) {
       throw graphError('SVC_ERR_ACCESS_DENIED', `node ${to.id} belongs to another run`);
     }
     if (to === from) throw graphError('SVC_ERR_INVALID_FIELDS', 'a node cannot be connected to itself');
+    this.checkLevel(from, 'connect');
+    this.checkLevel(to, 'connect');
+    await this.ensureEdges(from);
+    await this.ensureEdges(to);
     if (!to.home) this.adoptNew(to);
     this.beforeWrite(from, 'connect');
     this.beforeWrite(to, 'connect');
@@ -305,8 +349,16 @@ export class WalkerRun implements GraphRun, AnchorHome {
     for (const end of [from, to]) {
       if (end.root !== this.callerRoot) edge.access.roots[end.root] = Math.max(edge.access.roots[end.root] ?? -1, AccessLevel.READ) as typeof AccessLevel.READ;
     }
-    from.edges.push(edge.id);
-    to.edges.push(edge.id);
+    for (const end of [from, to]) {
+      end.edges.push(edge.id);
+      if (end.foreign) this.foreignEdgeOp(end).add.push(edge.id);
+    }
+  }
+
+  private foreignEdgeOp(node: Anchor): { add: string[]; remove: string[] } {
+    let op = this.foreignEdges.get(node);
+    if (!op) this.foreignEdges.set(node, (op = { add: [], remove: [] }));
+    return op;
   }
 
   async disconnect(from: Anchor, to: Anchor, type: ArchetypeClass | undefined): Promise<number> {
@@ -320,6 +372,7 @@ export class WalkerRun implements GraphRun, AnchorHome {
     if (anchor.id === this.host.rootId || anchor.cls.name === 'Root') throw graphError('SVC_ERR_ACCESS_DENIED', 'a root cannot be destroyed');
     this.beforeWrite(anchor, 'write');
     if (anchor.kind === 'node') {
+      await this.ensureEdges(anchor);
       const edges = await this.anchors(anchor.edges);
       for (const e of edges) if (e && !e.deleted) await this.destroyEdge(e, anchor);
       anchor.edges.length = 0;
@@ -337,6 +390,7 @@ export class WalkerRun implements GraphRun, AnchorHome {
       this.beforeWrite(end, 'connect');
       const i = end.edges.indexOf(edge.id);
       if (i >= 0) end.edges.splice(i, 1);
+      if (end.foreign) this.foreignEdgeOp(end).remove.push(edge.id);
     }
     if (edge !== except) {
       this.beforeWrite(edge, 'connect');
@@ -350,14 +404,18 @@ export class WalkerRun implements GraphRun, AnchorHome {
     change(anchor.access);
   }
 
-  beforeWrite(anchor: Anchor, level: 'write' | 'connect'): void {
+  private checkLevel(anchor: Anchor, level: 'write' | 'connect'): void {
     if (anchor.deleted) throw graphError('SVC_ERR_DESTROYED', `${anchor.cls.name} ${anchor.id} was destroyed`);
-    if (anchor.root !== this.callerRoot) {
+    if (anchor.root && anchor.root !== this.callerRoot) {
       const need = level === 'write' ? AccessLevel.WRITE : AccessLevel.CONNECT;
       if (levelOf(anchor.root, anchor.access, this.callerRoot) < need) {
         throw graphError('SVC_ERR_ACCESS_DENIED', `no ${level.toUpperCase()} access to ${anchor.cls.name} ${anchor.id}`);
       }
     }
+  }
+
+  beforeWrite(anchor: Anchor, level: 'write' | 'connect'): void {
+    this.checkLevel(anchor, level);
     if (!this.created.has(anchor) && !this.touched.has(anchor)) this.touched.set(anchor, snapshot(anchor));
     this.written.add(anchor);
   }
@@ -386,24 +444,35 @@ export class WalkerRun implements GraphRun, AnchorHome {
 
   // ---- the end of a run ------------------------------------------------------------
 
-  /** What to commit. New nodes persist when they have an edge; destroyed new ones are dropped. */
+  /**
+   * What to commit. New nodes persist when they have an edge; destroyed new
+   * ones are dropped. A node whose only change is its edge list is not
+   * written: edges are documents of their own.
+   */
   changes(): RunChanges {
     const upserts: Anchor[] = [];
     const deletes: Anchor[] = [];
     const dropped: Anchor[] = [];
-    const foreign: RunChanges['foreign'] = [];
+    const foreign: ForeignOp[] = [];
     for (const a of this.created) {
       if (a.deleted || (a.kind === 'node' && a.edges.length === 0)) dropped.push(a);
       else upserts.push(a);
     }
     for (const [a, undo] of this.touched) {
-      const changed = this.written.has(a) || !Value.Equal(undo.data, a.data);
-      if (!changed) continue;
+      const dataChanged = !Value.Equal(undo.data, a.data);
+      const changed = dataChanged || a.deleted !== undo.deleted || !Value.Equal(undo.access, a.access);
       if (a.foreign) {
-        foreign.push({ anchor: a, dataChanged: !Value.Equal(undo.data, a.data), edgesChanged: !Value.Equal(undo.edges, a.edges) || a.deleted });
+        const edges = this.foreignEdges.get(a);
+        if (!dataChanged && !a.deleted && !edges) continue;
+        const op: ForeignOp = { root: a.root, id: a.id, version: a.version };
+        if (dataChanged) op.data = a.data;
+        if (a.deleted) op.deleted = true;
+        if (edges?.add.length) op.addEdges = edges.add;
+        if (edges?.remove.length) op.removeEdges = edges.remove;
+        foreign.push(op);
       } else if (a.deleted) {
         deletes.push(a);
-      } else {
+      } else if (changed) {
         upserts.push(a);
       }
     }
@@ -415,6 +484,7 @@ export class WalkerRun implements GraphRun, AnchorHome {
     for (const [a, undo] of this.touched) {
       a.data = undo.data;
       a.edges = undo.edges;
+      a.edgesLoaded = undo.edgesLoaded;
       a.access = undo.access;
       a.deleted = undo.deleted;
     }
@@ -446,6 +516,7 @@ export class WalkerRun implements GraphRun, AnchorHome {
     this.written.clear();
     this.created.clear();
     this.foreign.clear();
+    this.foreignEdges.clear();
   }
 }
 

@@ -1,6 +1,7 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { KERNEL_ERRORS } from 'svc/kernel';
+import { GRAPH_ERRORS } from 'svc/actors/walker';
 
 const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
 
@@ -13,11 +14,13 @@ function documented(): Map<string, number> {
 
 t.test('every kernel error code is documented with its status', async (t) => {
   const rows = documented();
-  for (const [code, { status }] of Object.entries(KERNEL_ERRORS)) {
+  for (const [code, { status }] of Object.entries({ ...KERNEL_ERRORS, ...GRAPH_ERRORS })) {
     t.equal(rows.get(code), status, `${code} documented as ${status}`);
   }
 });
 
 t.test('codes follow the SVC_ERR_ convention', async (t) => {
-  for (const code of Object.keys(KERNEL_ERRORS)) t.match(code, /^SVC_ERR_[A-Z_]+$/);
+  for (const code of Object.keys({ ...KERNEL_ERRORS, ...GRAPH_ERRORS })) t.match(code, /^SVC_ERR_[A-Z_]+$/);
+  const kernel = new Set(Object.keys(KERNEL_ERRORS));
+  for (const code of Object.keys(GRAPH_ERRORS)) t.notOk(kernel.has(code), `${code} is defined once`);
 });

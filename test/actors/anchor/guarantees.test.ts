@@ -2,6 +2,7 @@
 import t from 'tap';
 import { join } from 'node:path';
 import { Graph, MemoryStore, SqliteStore, type AnchorStore } from 'svc';
+import type { StoredDoc } from 'svc/actors/anchor';
 import { ManualClock, flushMicrotasks } from 'svc/kernel';
 import { newCaller, openGraph } from '../../helpers/graph.ts';
 
@@ -100,19 +101,19 @@ t.test('new nodes persist only when connected', async (t) => {
 
 t.test('undecodable documents go to quarantine, are reported, never dropped; aliases and recover-all', async (t) => {
   const store = new MemoryStore();
-  const { graph, close } = openGraph({ store });
+  const { graph, system, close } = openGraph({ store });
   t.teardown(close);
   const alice = newCaller();
   const keep = await makeTodo(graph, alice, 'fine');
   const corrupt = await makeTodo(graph, alice, 'will be corrupted');
   const renamed = await makeTodo(graph, alice, 'old class name');
-  await graph.system.shutdown(); // drop the partition's memory
+  await system.shutdown(); // drop the partition's memory
   const g2 = openGraph({ store });
   t.teardown(g2.close);
   const [c] = await store.get([corrupt.id]);
-  store.putRaw({ ...(c as never), body: '{"access": broken' });
+  store.putRaw({ ...(c as StoredDoc), body: '{"access": broken' });
   const [r] = await store.get([renamed.id]);
-  store.putRaw({ ...(r as never), arch_type: 'OldTodo' });
+  store.putRaw({ ...(r as StoredDoc), arch_type: 'OldTodo' });
   const listed = (await g2.graph.spawn('ListTodos', {}, { caller: alice })).reports as Reported[];
   t.same(
     listed.map((x) => x.id),

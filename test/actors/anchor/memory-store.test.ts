@@ -1,5 +1,5 @@
 import t from 'tap';
 import { MemoryStore } from 'svc';
-import { storeConformance } from './conformance.ts';
+import { storeConformance } from '../../helpers/store-conformance.ts';
 
 storeConformance(t, async () => new MemoryStore());

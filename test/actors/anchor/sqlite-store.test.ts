@@ -1,7 +1,7 @@
 import t from 'tap';
 import { join } from 'node:path';
 import { SqliteStore, defaultStorePath } from 'svc';
-import { storeConformance } from './conformance.ts';
+import { storeConformance } from '../../helpers/store-conformance.ts';
 
 let n = 0;
 const dir = t.testdir({});
