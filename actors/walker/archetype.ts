@@ -187,12 +187,20 @@ function describe(value: unknown): string {
   return s === undefined ? String(value) : s.length > 40 ? `${s.slice(0, 40)}…` : s;
 }
 
-/** Validate `fields` against a class schema, with defaults applied; throws `SVC_ERR_INVALID_FIELDS`. */
+/**
+ * Validate `fields` against a class schema, with defaults applied; throws
+ * `SVC_ERR_INVALID_FIELDS`. Only declared fields come back: anything else
+ * (`__proto__` included) is dropped, never copied onto an object.
+ */
 export function validateFields(info: ClassInfo, fields: unknown, what = info.name): Record<string, unknown> {
   if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) {
     throw graphError('SVC_ERR_INVALID_FIELDS', `${what} takes an object of fields`);
   }
-  const value = Value.Default(info.schema, structuredClone(fields)) as Record<string, unknown>;
+  const declared: Record<string, unknown> = {};
+  for (const f of info.fields) {
+    if (Object.hasOwn(fields, f)) declared[f] = (fields as Record<string, unknown>)[f];
+  }
+  const value = Value.Default(info.schema, structuredClone(declared)) as Record<string, unknown>;
   if (!info.check(value)) {
     const details = [...Value.Errors(info.schema, value)].map((e) => ({
       field: e.instancePath.replace(/^\//, '').replace(/\//g, '.') || fieldOfRequired(e.params),

@@ -173,9 +173,10 @@ export class WalkerRun implements GraphRun, AnchorHome {
     const cls = typeof walker === 'string' ? this.registry.walker(walker) : walker;
     if (!cls) throw graphError('SVC_ERR_UNKNOWN_WALKER', `no walker named ${String(walker)}`);
     const name = typeof walker === 'string' ? walker : (this.registry.nameOf(cls) ?? cls.name);
-    const values = validateFields(walkerInfo(cls), fields ?? {}, name);
+    const info = walkerInfo(cls);
+    const values = validateFields(info, fields ?? {}, name);
     const instance = new cls();
-    Object.assign(instance, values);
+    for (const f of info.fields) if (Object.hasOwn(values, f)) (instance as unknown as Record<string, unknown>)[f] = values[f];
     const start = at === undefined ? this.rootView() : await this.startNode(at);
     const state = {
       queue: new NodeQueue(),

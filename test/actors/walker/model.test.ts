@@ -122,3 +122,14 @@ t.test('reserved field names are refused at registration', async (t) => {
   }
   t.throws(() => Registry.fromModule({ Clash }), { code: 'SVC_ERR_BAD_ARCHETYPE', message: /connect/ });
 });
+
+t.test('undeclared fields are dropped: __proto__ and method names in a body change nothing', async (t) => {
+  const { graph, close } = openGraph();
+  t.teardown(close);
+  const alice = newCaller();
+  const body = JSON.parse('{"title": "x", "__proto__": {"polluted": true}, "report": 1, "visit": "no", "extra": 5}');
+  const [todo] = (await graph.spawn('CreateTodo', body, { caller: alice })).reports as Reported[];
+  t.same(todo?.context, { title: 'x', done: false }, 'only declared fields reach the node');
+  t.equal(({} as Record<string, unknown>).polluted, undefined, 'no prototype pollution');
+  t.same(((await graph.spawn('ListTodos', {}, { caller: alice })).reports as Reported[]).length, 1);
+});

@@ -1,0 +1,2 @@
+/** Users, tokens and their graphs. */
+export { rootIdFor } from './root-id.ts';

@@ -1,0 +1,21 @@
+/**
+ * The response envelope of every generated endpoint (seed 000 §2.1):
+ * `{ok, type: 'response', data: {result, reports}, error, meta: {request_id}}`.
+ */
+import type { ErrorBody } from './errors.ts';
+
+export interface Envelope {
+  ok: boolean;
+  type: 'response';
+  data: unknown;
+  error: ErrorBody | null;
+  meta: { request_id: string } & Record<string, unknown>;
+}
+
+export function success(data: unknown, requestId: string, meta?: Record<string, unknown>): string {
+  return JSON.stringify({ ok: true, type: 'response', data, error: null, meta: { request_id: requestId, ...meta } } satisfies Envelope);
+}
+
+export function failure(error: ErrorBody, requestId: string, meta?: Record<string, unknown>): string {
+  return JSON.stringify({ ok: false, type: 'response', data: null, error, meta: { request_id: requestId, ...meta } } satisfies Envelope);
+}

@@ -1,0 +1,80 @@
+/**
+ * The error codes clients see in the response envelope, with their HTTP
+ * status. The seed's codes where it names one (`UNAUTHORIZED`, `NOT_FOUND`,
+ * `VALIDATION_ERROR`, …), svc's own `SVC_ERR_*` where it does not. Every
+ * code is listed in docs/errors.md.
+ */
+import { SvcError } from '../../kernel/index.ts';
+
+export const HTTP_ERRORS = {
+  UNAUTHORIZED: { status: 401, message: 'a valid bearer token is required' },
+  FORBIDDEN: { status: 403, message: 'not allowed' },
+  NOT_FOUND: { status: 404, message: 'no such route, walker, function or node' },
+  METHOD_NOT_ALLOWED: { status: 405, message: 'that method is not served on this path' },
+  VALIDATION_ERROR: { status: 400, message: 'the request does not match the declared fields' },
+  INVALID_JSON: { status: 400, message: 'the body is not valid JSON' },
+  PAYLOAD_TOO_LARGE: { status: 413, message: 'the body is larger than the server accepts' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'send application/json (or multipart/form-data for uploads)' },
+  CONFLICT: { status: 409, message: 'a concurrent change conflicted; retry' },
+  EXECUTION_ERROR: { status: 500, message: 'the walker or function failed' },
+  INTERNAL_ERROR: { status: 500, message: 'internal error' },
+  SERVICE_UNAVAILABLE: { status: 503, message: 'the server is busy or shutting down; retry' },
+  TIMEOUT: { status: 504, message: 'the request took too long' },
+} as const;
+
+export type HttpErrorCode = keyof typeof HTTP_ERRORS;
+
+/** What goes in `error` of the envelope. */
+export interface ErrorBody {
+  code: string;
+  message: string;
+  details?: unknown;
+}
+
+export class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly body: ErrorBody,
+  ) {
+    super(body.message);
+  }
+}
+
+/**
+ * @example
+ * throw httpError('UNAUTHORIZED', 'token expired')
+ */
+export function httpError(code: HttpErrorCode, message?: string, details?: unknown): HttpError {
+  const body: ErrorBody = { code, message: message ?? HTTP_ERRORS[code].message };
+  if (details !== undefined) body.details = details;
+  return new HttpError(HTTP_ERRORS[code].status, body);
+}
+
+/** Codes of the graph and kernel that become a seed code on the wire. */
+const MAPPED: Record<string, HttpErrorCode> = {
+  SVC_ERR_INVALID_FIELDS: 'VALIDATION_ERROR',
+  SVC_ERR_UNKNOWN_WALKER: 'NOT_FOUND',
+  SVC_ERR_NODE_NOT_FOUND: 'NOT_FOUND',
+  SVC_ERR_ACCESS_DENIED: 'FORBIDDEN',
+  SVC_ERR_WALKER_FAILED: 'EXECUTION_ERROR',
+  SVC_ERR_CONFLICT: 'CONFLICT',
+  SVC_ERR_ASK_TIMEOUT: 'TIMEOUT',
+};
+
+/**
+ * Any error as the client sees it: mapped codes, `SVC_ERR_*` and app codes
+ * with their own status; anything unknown is a 500 that says nothing more
+ * (the stack goes to the log, and to the client only in `--dev`).
+ */
+export function toHttpError(error: unknown, dev = false): HttpError {
+  if (error instanceof HttpError) return error;
+  if (error instanceof SvcError) {
+    const mapped = MAPPED[error.code];
+    const details = error.details ?? (dev && error.stack ? { stack: error.stack } : undefined);
+    if (mapped) return httpError(mapped, error.message, details);
+    const body: ErrorBody = { code: error.code, message: error.message };
+    if (details !== undefined) body.details = details;
+    return new HttpError(error.status >= 400 && error.status < 600 ? error.status : 500, body);
+  }
+  return httpError('INTERNAL_ERROR', dev && error instanceof Error ? error.message : undefined, dev && error instanceof Error ? { stack: error.stack } : undefined);
+}

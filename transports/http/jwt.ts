@@ -1,0 +1,112 @@
+/**
+ * JWT verification on the request path: HMAC (HS256/384/512) checked
+ * synchronously with node:crypto — no promise, no event-loop hop — with a
+ * constant-time signature comparison, the algorithm pinned by configuration
+ * (`alg: none` and any other algorithm are refused), `exp` required. Verified
+ * tokens are cached until they expire; revocation is checked on every use,
+ * cache hit or not.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { httpError } from './errors.ts';
+
+export type HmacAlgorithm = 'HS256' | 'HS384' | 'HS512';
+const HASH: Record<HmacAlgorithm, string> = { HS256: 'sha256', HS384: 'sha384', HS512: 'sha512' };
+
+export function isHmacAlgorithm(x: string): x is HmacAlgorithm {
+  return x in HASH;
+}
+
+export interface Claims {
+  user_id: string;
+  role?: string;
+  exp: number;
+  iat?: number;
+  [key: string]: unknown;
+}
+
+/** Tells whether tokens of a user issued before some moment are revoked (password change, logout-all). */
+export interface RevocationList {
+  /** Milliseconds since epoch before which this user's tokens are invalid, if any. */
+  validAfter(userId: string): number | undefined;
+}
+
+const noRevocations: RevocationList = { validAfter: () => undefined };
+
+function b64json(part: string): unknown {
+  return JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
+}
+
+/**
+ * @example
+ * const jwt = new JwtVerifier({ secret, algorithm: 'HS256' });
+ * const claims = jwt.verify(token);   // throws UNAUTHORIZED
+ */
+export class JwtVerifier {
+  private readonly key: Buffer;
+  private readonly hash: string;
+  private readonly cache = new Map<string, Claims>();
+  revocations: RevocationList;
+
+  constructor(
+    private readonly options: { secret: string; algorithm: HmacAlgorithm; cacheSize?: number; now?: () => number; revocations?: RevocationList },
+  ) {
+    this.key = Buffer.from(options.secret, 'utf8');
+    this.hash = HASH[options.algorithm];
+    this.revocations = options.revocations ?? noRevocations;
+  }
+
+  private now(): number {
+    return this.options.now ? this.options.now() : Date.now();
+  }
+
+  /** The claims of a valid token; otherwise throws a 401 `UNAUTHORIZED` with the reason. */
+  verify(token: string): Claims {
+    const nowMs = this.now();
+    let claims = this.cache.get(token);
+    if (!claims) {
+      claims = this.check(token, nowMs);
+      if (this.cache.size >= (this.options.cacheSize ?? 10_000)) this.cache.delete(this.cache.keys().next().value as string);
+      this.cache.set(token, claims);
+    } else if (claims.exp * 1000 <= nowMs) {
+      this.cache.delete(token);
+      throw httpError('UNAUTHORIZED', 'token expired');
+    }
+    const after = this.revocations.validAfter(claims.user_id);
+    if (after !== undefined && (claims.iat ?? 0) * 1000 < after) throw httpError('UNAUTHORIZED', 'token revoked');
+    return claims;
+  }
+
+  private check(token: string, nowMs: number): Claims {
+    const parts = token.split('.');
+    if (parts.length !== 3) throw httpError('UNAUTHORIZED', 'malformed token');
+    const [h, p, s] = parts as [string, string, string];
+    let header: { alg?: unknown };
+    let payload: Claims;
+    try {
+      header = b64json(h) as { alg?: unknown };
+      payload = b64json(p) as Claims;
+    } catch {
+      throw httpError('UNAUTHORIZED', 'malformed token');
+    }
+    if (header?.alg !== this.options.algorithm) throw httpError('UNAUTHORIZED', `token algorithm must be ${this.options.algorithm}`);
+    const expected = createHmac(this.hash, this.key).update(`${h}.${p}`).digest();
+    const given = Buffer.from(s, 'base64url');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw httpError('UNAUTHORIZED', 'bad token signature');
+    if (typeof payload !== 'object' || payload === null) throw httpError('UNAUTHORIZED', 'malformed token');
+    if (typeof payload.exp !== 'number') throw httpError('UNAUTHORIZED', 'token has no expiry');
+    if (payload.exp * 1000 <= nowMs) throw httpError('UNAUTHORIZED', 'token expired');
+    if (typeof payload.nbf === 'number' && payload.nbf * 1000 > nowMs) throw httpError('UNAUTHORIZED', 'token not valid yet');
+    if (typeof payload.user_id !== 'string' || payload.user_id === '') throw httpError('UNAUTHORIZED', 'token has no user_id');
+    return payload;
+  }
+
+  /** Sign claims (for tests, tools and the login endpoint). `exp` defaults to `expDays` from now. */
+  sign(claims: Omit<Claims, 'exp' | 'iat'> & { exp?: number; iat?: number }, expDays = 7): string {
+    const iat = claims.iat ?? Math.floor(this.now() / 1000);
+    const body = { ...claims, iat, exp: claims.exp ?? iat + Math.round(expDays * 86400) };
+    const h = Buffer.from(JSON.stringify({ alg: this.options.algorithm, typ: 'JWT' })).toString('base64url');
+    const p = Buffer.from(JSON.stringify(body)).toString('base64url');
+    const s = createHmac(this.hash, this.key).update(`${h}.${p}`).digest('base64url');
+    return `${h}.${p}.${s}`;
+  }
+}

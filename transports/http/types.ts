@@ -1,0 +1,21 @@
+/** The request and response a transport hands the front, whatever the socket layer. */
+
+export interface HttpRequest {
+  /** Upper case. */
+  method: string;
+  /** Decoded path, without the query. */
+  path: string;
+  /** The raw query string (no `?`). */
+  query: string;
+  /** Lower-case names. */
+  headers: Record<string, string>;
+  /** The raw body (empty for GET). */
+  body: Buffer;
+  remoteAddress: string;
+}
+
+export interface HttpResponse {
+  status: number;
+  headers: Record<string, string>;
+  body: string | Buffer;
+}
