@@ -5,7 +5,7 @@
  * partition that owns the root.
  */
 import type { ActorSystem, VirtualRef } from '../../kernel/index.ts';
-import { type Caller, graphError, newId, type Registry, Root } from '../walker/index.ts';
+import { type Caller, graphError, isAnchorId, newId, type Registry, Root } from '../walker/index.ts';
 import { decode } from './codec.ts';
 import { type FunctionResult, Partition, type PartitionMsg, type WalkerResult } from './partition.ts';
 import type { AnchorStore } from './store.ts';
@@ -26,6 +26,8 @@ export interface GraphOptions {
   onQuarantine?: (id: string, reason: string) => void;
   /** Default timeout of a walker request (default 30 s). */
   timeoutMs?: number;
+  /** A run that takes longer is abandoned, its changes dropped, its partition restarted (default 25 s). */
+  runTimeoutMs?: number;
 }
 
 /** FNV-1a over the root id, spread over worker threads (the main thread when there are none). */
@@ -34,6 +36,10 @@ export function spreadOverWorkers(root: string, nodes: readonly string[]): strin
   let h = 0x811c9dc5;
   for (let i = 0; i < root.length; i++) h = Math.imul(h ^ root.charCodeAt(i), 0x01000193);
   return workers[(h >>> 0) % workers.length] as string;
+}
+
+function checkRoot(rootId: string): void {
+  if (!isAnchorId(rootId)) throw graphError('SVC_ERR_INVALID_FIELDS', 'a root id is 32 lower-case hex characters');
 }
 
 export interface SpawnOptions {
@@ -68,6 +74,7 @@ export class Graph {
       store: this.store,
       partitionOf: (root: string) => this.partition(root),
       onQuarantine,
+      runTimeoutMs: options.runTimeoutMs,
     };
     this.system.defineKind<PartitionMsg, unknown>(this.kind, {
       idleAfterMs: options.idleAfterMs ?? 300_000,
@@ -126,6 +133,7 @@ export class Graph {
    */
   async spawn(walker: string, fields: unknown, options: SpawnOptions): Promise<WalkerResult> {
     if (!this.registry.walker(walker)) throw graphError('SVC_ERR_UNKNOWN_WALKER', `no walker named ${walker}`);
+    checkRoot(options.caller.rootId);
     const msg: PartitionMsg = { t: 'spawn', walker, fields, caller: options.caller };
     if (options.at !== undefined) msg.at = options.at;
     return (await this.partition(options.caller.rootId).ask(msg, options.timeoutMs ?? this.timeoutMs)) as WalkerResult;
@@ -134,6 +142,7 @@ export class Graph {
   /** Call a function for `caller`; resolves to its return value. */
   async call(fn: string, args: unknown, options: SpawnOptions): Promise<FunctionResult> {
     if (!this.registry.fn(fn)) throw graphError('SVC_ERR_UNKNOWN_WALKER', `no function named ${fn}`);
+    checkRoot(options.caller.rootId);
     return (await this.partition(options.caller.rootId).ask({ t: 'call', fn, args, caller: options.caller }, options.timeoutMs ?? this.timeoutMs)) as FunctionResult;
   }
 }

@@ -2,20 +2,21 @@
  * The partition actor: one per root (a user's graph, or the shared guest
  * graph), the single writer of the anchors that root owns. It holds them in
  * memory once loaded, runs walkers one at a time against them, and commits
- * each run's changes to the store: the reply is sent when the commit is
- * durable, while the next run may already start on the committed-in-memory
- * state (group commit). A store failure poisons the partition: it restarts
- * and reloads from the store.
+ * each run's changes to the store in one atomic batch — changes made under a
+ * grant to other roots' anchors included, version-checked — replying when
+ * the batch is durable while the next run may already start (group commit).
+ * Partitions never wait for one another: once a batch with other roots'
+ * anchors is durable, their partitions are told to refresh them.
+ *
+ * A store failure poisons the partition: it restarts and reloads.
  */
 import { type ActorContext, type ActorLogic, type ActorRef, rejectWith, replyLater, SvcError } from '../../kernel/index.ts';
 import {
   Anchor,
-  AccessLevel,
   Archetype,
   type Caller,
-  type ForeignOp,
+  GRAPH_ERRORS,
   graphError,
-  levelOf,
   privateAccess,
   type Registry,
   Root,
@@ -31,7 +32,8 @@ import type { AnchorStore, StoredDoc } from './store.ts';
 export type PartitionMsg =
   | { t: 'spawn'; walker: string; fields: unknown; at?: string; caller: Caller }
   | { t: 'call'; fn: string; args: unknown; caller: Caller }
-  | { t: 'apply'; ops: ForeignOp[]; from: string }
+  /** Another root's run changed these anchors of this root (now durable): refresh them. */
+  | { t: 'invalidate'; ids: string[]; edgeNodes: string[] }
   | { t: 'poisoned' };
 
 export interface WalkerResult {
@@ -46,27 +48,54 @@ export interface FunctionResult {
 export interface PartitionContext {
   registry: Registry;
   store: AnchorStore;
-  /** The partition of another root (for writes under a grant). */
+  /** The partition of another root. */
   partitionOf(root: string): ActorRef<PartitionMsg, unknown>;
   onQuarantine(id: string, reason: string): void;
+  /** A run that takes longer is abandoned and the partition restarts (default 25 s). */
+  runTimeoutMs?: number;
 }
 
+const MAX_REPORT_VALUES = 1_000_000;
+
 /** Deep copy of what a walker reported, with nodes and edges as `{id, type, context}`. */
-export function toPlain(value: unknown, depth = 0): unknown {
-  if (depth > 64) throw graphError('SVC_ERR_INVALID_FIELDS', 'reported value is nested too deeply (or circular)');
-  if (value === null || typeof value !== 'object') return value;
-  if (value instanceof Archetype) {
-    const json = value.toJSON();
-    return { id: json.id, type: json.type, context: structuredClone(json.context) };
-  }
-  if (value instanceof Walker) return toPlain(value.toJSON(), depth + 1);
-  if (Array.isArray(value)) return value.map((v) => toPlain(v, depth + 1));
-  if (value instanceof Date) return new Date(value.getTime());
-  if (value instanceof Map) return toPlain(Object.fromEntries(value), depth + 1);
-  if (value instanceof Set) return toPlain([...value], depth + 1);
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value)) out[key] = toPlain((value as Record<string, unknown>)[key], depth + 1);
-  return out;
+export function toPlain(value: unknown): unknown {
+  let budget = MAX_REPORT_VALUES;
+  const seen = new Set<object>();
+  const walk = (v: unknown, depth: number): unknown => {
+    if (--budget < 0) throw graphError('SVC_ERR_INVALID_FIELDS', `reported values hold more than ${MAX_REPORT_VALUES} items`);
+    if (depth > 64) throw graphError('SVC_ERR_INVALID_FIELDS', 'a reported value is nested more than 64 deep');
+    if (v === null || v === undefined) return v;
+    switch (typeof v) {
+      case 'string':
+      case 'number':
+      case 'boolean':
+        return v;
+      case 'bigint':
+      case 'function':
+      case 'symbol':
+        throw graphError('SVC_ERR_INVALID_FIELDS', `a reported value is a ${typeof v}; report JSON values, nodes and edges`);
+    }
+    const o = v as object;
+    if (seen.has(o)) throw graphError('SVC_ERR_INVALID_FIELDS', 'a reported value contains itself');
+    seen.add(o);
+    let out: unknown;
+    if (o instanceof Archetype) {
+      const json = o.toJSON();
+      out = { id: json.id, type: json.type, context: walk(json.context, depth + 1) };
+    } else if (o instanceof Walker) out = walk(o.toJSON(), depth + 1);
+    else if (Array.isArray(o)) out = o.map((x) => walk(x, depth + 1));
+    else if (o instanceof Date) out = new Date(o.getTime());
+    else if (o instanceof Map) out = walk(Object.fromEntries(o), depth + 1);
+    else if (o instanceof Set) out = walk([...o], depth + 1);
+    else {
+      const copy: Record<string, unknown> = {};
+      for (const key of Object.keys(o)) copy[key] = walk((o as Record<string, unknown>)[key], depth + 1);
+      out = copy;
+    }
+    seen.delete(o);
+    return out;
+  };
+  return walk(value, 0);
 }
 
 /** Errors a caller may see as they are; anything else is the walker's own failure. */
@@ -79,6 +108,10 @@ function asCallerError(error: unknown): SvcError {
 export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
   currentRun: WalkerRun | null = null;
   private readonly l1 = new Map<string, Anchor>();
+  /** Ids deleted in memory whose deletion is not durable yet: the store still has them. */
+  private readonly pendingDeletes = new Set<string>();
+  /** New edges not durable yet, by id: a node reloading its edges must still see them. */
+  private readonly pendingEdges = new Map<string, Anchor>();
   private poisoned: unknown = undefined;
   private self: ActorRef<PartitionMsg, unknown> | undefined;
 
@@ -110,51 +143,81 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
 
   async receive(msg: PartitionMsg): Promise<unknown> {
     if (this.poisoned !== undefined) throw this.poisoned; // restart: memory no longer matches the store
-    if (msg.t === 'poisoned') return undefined;
-    if (msg.t === 'apply') return this.applyForeign(msg.ops, msg.from);
+    switch (msg.t) {
+      case 'poisoned':
+        return undefined;
+      case 'invalidate':
+        return this.invalidate(msg.ids, msg.edgeNodes);
+      default:
+        return this.run(msg);
+    }
+  }
+
+  private async run(msg: Extract<PartitionMsg, { t: 'spawn' } | { t: 'call' }>): Promise<unknown> {
     if (msg.caller.rootId !== this.rootId) {
-      return rejectWith(graphError('SVC_ERR_ACCESS_DENIED', `a run for ${msg.caller.rootId} reached the partition of ${this.rootId}`));
+      return rejectWith(graphError('SVC_ERR_ACCESS_DENIED', 'a run reached the partition of another root'));
     }
     const run = new WalkerRun(this, msg.caller);
     this.currentRun = run;
     let value: WalkerResult | FunctionResult;
+    let changes: RunChanges;
+    let batch: { upserts: StoredDoc[]; deletes: { id: string; version: number }[] };
     try {
-      value =
-        msg.t === 'spawn'
-          ? { reports: toPlain(await run.spawnWalker(msg.walker, msg.fields, msg.at)) as unknown[] }
-          : { result: toPlain(await run.callFunction(msg.fn, msg.args)) };
+      const work = msg.t === 'spawn' ? run.spawnWalker(msg.walker, msg.fields, msg.at) : run.callFunction(msg.fn, msg.args);
+      const outcome = await this.withDeadline(work);
+      value = msg.t === 'spawn' ? { reports: toPlain(outcome) as unknown[] } : { result: toPlain(outcome) };
+      changes = run.changes();
+      batch = {
+        upserts: changes.upserts.map((a) => encode(a, this.registry.module)),
+        deletes: changes.deletes.map((a) => ({ id: a.id, version: a.version })),
+      };
     } catch (error) {
       run.rollback();
       this.currentRun = null;
-      return rejectWith(asCallerError(error));
-    }
-    const changes = run.changes();
-    try {
-      await this.writeForeign(changes);
-    } catch (error) {
-      run.rollback();
-      this.currentRun = null;
+      if (error instanceof RunTimeout) throw error; // the run may still be going: restart with clean memory
       return rejectWith(asCallerError(error));
     }
     this.currentRun = null;
-    if (changes.upserts.length === 0 && changes.deletes.length === 0) {
+    if (batch.upserts.length === 0 && batch.deletes.length === 0) {
       run.committed(changes);
       return value;
     }
-    const batch = {
-      upserts: changes.upserts.map((a) => encode(a, this.registry.module)),
-      deletes: changes.deletes.map((a) => ({ id: a.id, version: a.version })),
-    };
     // Memory moves on now; the caller hears back once the store has it.
+    for (const a of changes.deletes) if (a.root === this.rootId) this.pendingDeletes.add(a.id);
+    for (const a of changes.upserts) if (a.kind === 'edge' && a.isNew && a.root === this.rootId) this.pendingEdges.set(a.id, a);
     run.committed(changes);
     const durable = this.context.store.commit(batch).then(
-      () => value,
+      () => {
+        this.settle(changes);
+        for (const [root, { ids, edgeNodes }] of changes.invalidate) {
+          this.context.partitionOf(root).tell({ t: 'invalidate', ids: [...ids], edgeNodes: [...edgeNodes] });
+        }
+        return value;
+      },
       (error: unknown) => {
+        this.settle(changes);
         this.poison(error);
         throw asCallerError(error);
       },
     );
     return replyLater(durable);
+  }
+
+  private withDeadline<T>(work: Promise<T>): Promise<T> {
+    const ms = this.context.runTimeoutMs ?? 25_000;
+    let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new RunTimeout(ms)), ms);
+    });
+    // Past the deadline the run is abandoned: whatever it throws later is of no interest.
+    work.catch(() => undefined);
+    return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+  }
+
+  /** A batch is durable (or failed): its ids leave the pending sets. */
+  private settle(changes: RunChanges): void {
+    for (const a of changes.deletes) this.pendingDeletes.delete(a.id);
+    for (const a of changes.upserts) if (this.pendingEdges.get(a.id) === a) this.pendingEdges.delete(a.id);
   }
 
   private poison(error: unknown): void {
@@ -163,75 +226,24 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     this.self?.tell({ t: 'poisoned' });
   }
 
-  /** Send changes made to other roots' anchors to their partitions (each applies its share atomically). */
-  private async writeForeign(changes: RunChanges): Promise<void> {
-    if (changes.foreign.length === 0) return;
-    const byOwner = new Map<string, ForeignOp[]>();
-    for (const op of changes.foreign) {
-      const ops = byOwner.get(op.root) ?? [];
-      ops.push(op);
-      byOwner.set(op.root, ops);
-    }
-    for (const [owner, ops] of byOwner) {
-      await this.context.partitionOf(owner).ask({ t: 'apply', ops, from: this.rootId });
-    }
-  }
-
   /**
-   * Another root's walker changed anchors of this root under a grant: check
-   * access (WRITE for data and deletion, CONNECT for edges) and versions,
-   * apply, commit. Edge-list changes need no write: edges are documents of
-   * the walker's own root; only the lists held in memory here are updated.
+   * Another root's run changed anchors of this root (under a grant) and its
+   * batch is durable: drop the copies held here (they reload from the
+   * store), and reload the edge lists of nodes it connected or disconnected.
    */
-  private async applyForeign(ops: ForeignOp[], from: string): Promise<unknown> {
-    await this.fetch(ops.map((o) => o.id));
-    for (const op of ops) {
-      const a = this.l1.get(op.id);
-      if (!a || a.root !== this.rootId) return rejectWith(graphError('SVC_ERR_NODE_NOT_FOUND', `no anchor ${op.id} in ${this.rootId}`));
-      const writes = op.data !== undefined || op.deleted === true;
-      if (writes && a.version !== op.version) return rejectWith(graphError('SVC_ERR_CONFLICT', `${op.id} changed since it was read`));
-      if (levelOf(a.root, a.access, from) < (writes ? AccessLevel.WRITE : AccessLevel.CONNECT)) {
-        return rejectWith(graphError('SVC_ERR_ACCESS_DENIED', `${from} may not change ${op.id}`));
+  private async invalidate(ids: string[], edgeNodes: string[]): Promise<void> {
+    for (const id of ids) {
+      const a = this.l1.get(id);
+      if (a) this.l1.delete(id);
+    }
+    for (const id of edgeNodes) {
+      const node = this.l1.get(id);
+      if (node) {
+        node.edges = [];
+        node.edgesLoaded = false;
       }
     }
-    const changed: Anchor[] = [];
-    const deleted: Anchor[] = [];
-    const undo: { a: Anchor; data: Record<string, unknown>; deleted: boolean }[] = [];
-    for (const op of ops) {
-      const a = this.l1.get(op.id) as Anchor;
-      if (op.data || op.deleted) undo.push({ a, data: a.data, deleted: a.deleted });
-      if (op.data) {
-        a.data = structuredClone(op.data);
-        changed.push(a);
-      }
-      if (op.deleted) {
-        a.deleted = true;
-        deleted.push(a);
-      }
-    }
-    if (changed.length || deleted.length) {
-      try {
-        await this.context.store.commit({
-          upserts: changed.filter((a) => !a.deleted).map((a) => encode(a, this.registry.module)),
-          deletes: deleted.map((a) => ({ id: a.id, version: a.version })),
-        });
-      } catch (error) {
-        for (const u of undo) Object.assign(u.a, { data: u.data, deleted: u.deleted });
-        return rejectWith(asCallerError(error));
-      }
-      for (const a of changed) if (!a.deleted) a.version++;
-      for (const a of deleted) this.l1.delete(a.id);
-    }
-    for (const op of ops) {
-      const a = this.l1.get(op.id);
-      if (!a?.edgesLoaded) continue;
-      for (const id of op.addEdges ?? []) if (!a.edges.includes(id)) a.edges.push(id);
-      for (const id of op.removeEdges ?? []) {
-        const i = a.edges.indexOf(id);
-        if (i >= 0) a.edges.splice(i, 1);
-      }
-    }
-    return true;
+    if (!this.l1.has(this.rootId)) await this.fetch([this.rootId]);
   }
 
   // ---- RunHost -------------------------------------------------------------
@@ -264,17 +276,30 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
       throw graphError('SVC_ERR_STORE', `loading edges failed: ${(error as Error).message}`, { cause: error });
     }
     const out: Anchor[] = [];
+    const seen = new Set<string>();
     for (const doc of docs) {
       const anchor = this.materialize(doc);
-      if (anchor && !anchor.deleted) out.push(anchor);
+      if (anchor && !anchor.deleted) {
+        out.push(anchor);
+        seen.add(anchor.id);
+      }
+    }
+    // New edges of this root not durable yet are not in the store: add them.
+    for (const edge of this.pendingEdges.values()) {
+      if (!seen.has(edge.id) && !edge.deleted && (edge.source === nodeId || edge.target === nodeId)) out.push(edge);
     }
     return out;
   }
 
-  /** A stored document as an anchor: the resident copy when there is one (it may hold committed changes not yet flushed). */
+  /**
+   * A stored document as an anchor: the resident copy when there is one (it
+   * may hold committed changes not yet durable); nothing for one deleted in
+   * memory whose deletion is not durable yet.
+   */
   private materialize(doc: StoredDoc): Anchor | undefined {
     const resident = this.l1.get(doc.id);
     if (resident) return resident;
+    if (this.pendingDeletes.has(doc.id)) return undefined;
     const decoded = decode(doc, this.registry);
     if ('quarantine' in decoded) {
       this.quarantine(doc.id, decoded.quarantine);
@@ -308,5 +333,12 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
   root(): Root | undefined {
     const a = this.l1.get(this.rootId);
     return a ? viewOf<Root>(a) : undefined;
+  }
+}
+
+/** A run past its deadline: the partition restarts, the caller gets this error. */
+class RunTimeout extends SvcError {
+  constructor(ms: number) {
+    super('SVC_ERR_WALKER_TIMEOUT', `the walker did not finish within ${ms} ms; its changes were dropped`, { status: GRAPH_ERRORS.SVC_ERR_WALKER_TIMEOUT.status });
   }
 }

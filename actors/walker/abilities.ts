@@ -30,6 +30,11 @@ export interface Ability {
 type MarkedFunction = Function & { [ABILITY]?: Mark[] };
 
 function mark(kind: AbilityKind, types: AbilityType[]) {
+  for (const t of types) {
+    if (typeof t !== 'function' && typeof t !== 'string') {
+      throw new TypeError(`@${kind}() takes classes, thunks (() => Class) or class names; got ${String(t)} (is the class exported and declared above?)`);
+    }
+  }
   // Standard decorators call (value, context); legacy ones (target, key, descriptor).
   return function decorate(target: unknown, keyOrContext: unknown, descriptor?: PropertyDescriptor): void {
     const fn = (descriptor ? descriptor.value : target) as MarkedFunction;

@@ -13,7 +13,7 @@ import type { TObject, TSchema } from 'typebox';
 import Type from 'typebox';
 import { Compile } from 'typebox/compile';
 import { Value } from 'typebox/value';
-import { type Access, type AccessLevel, privateAccess } from './access.ts';
+import { type Access, type AccessLevel, isAccessLevel, privateAccess } from './access.ts';
 import { Anchor, type AnchorKind, type AnchorRun, newId } from './anchor.ts';
 import { graphError } from './errors.ts';
 
@@ -54,12 +54,23 @@ const infos = new WeakMap<object, ClassInfo>();
 /** Every prepared class by name, so stored documents can find their class. */
 export const knownClasses = new Map<string, ArchetypeClass>();
 
-const RESERVED: Record<AnchorKind | 'walker' | 'function', readonly string[]> = {
-  function: [],
-  node: ['id', 'connect', 'disconnect', 'out', 'in', 'outEdges', 'inEdges', 'destroy', 'toJSON', 'constructor'],
-  edge: ['id', 'sourceId', 'targetId', 'source', 'target', 'destroy', 'toJSON', 'constructor'],
-  walker: ['report', 'visit', 'disengage', 'skip', 'spawn', 'root', 'caller', 'reports', 'toJSON', 'constructor'],
-};
+/** Base prototypes whose member names a `has` field may not take. */
+const bases: Partial<Record<AnchorKind | 'walker' | 'function', object>> = {};
+
+/** Register the base class of a kind (the walker module does, to avoid an import cycle). */
+export function registerBase(kind: 'walker', proto: object): void {
+  bases[kind] = proto;
+}
+
+/** Every member name of a kind's base classes (public or not): a field of that name would shadow it. */
+function reserved(kind: AnchorKind | 'walker' | 'function'): Set<string> {
+  const names = new Set<string>(kind === 'function' ? [] : ['constructor', 'toJSON', 'source', 'target']);
+  const base = kind === 'node' ? Node.prototype : kind === 'edge' ? Edge.prototype : bases[kind];
+  for (let p = base; p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+    for (const name of Object.getOwnPropertyNames(p)) names.add(name);
+  }
+  return names;
+}
 
 function kindOf(cls: object): AnchorKind {
   for (let p = cls; p; p = Object.getPrototypeOf(p)) {
@@ -109,8 +120,9 @@ export function buildInfo(cls: { name: string; has?: TObject }, kind: AnchorKind
     throw graphError('SVC_ERR_BAD_ARCHETYPE', `${cls.name}.has must be a T.Object({...}) schema`);
   }
   const fields = Object.keys(schema.properties);
+  const taken = reserved(kind);
   for (const f of fields) {
-    if (RESERVED[kind].includes(f) || f.startsWith('_')) {
+    if (taken.has(f) || f.startsWith('_')) {
       throw graphError('SVC_ERR_BAD_ARCHETYPE', `${cls.name}.has declares "${f}", a name reserved by svc (or starting with _)`);
     }
   }
@@ -371,6 +383,7 @@ export class Root extends Node {
 
 /** Grant everyone `level` on a node or edge you own. */
 export function permGrant(target: Archetype, level: AccessLevel): void {
+  checkedLevel(level);
   changeAccess(target, (a) => {
     a.anyone = level;
   });
@@ -385,6 +398,7 @@ export function permRevoke(target: Archetype): void {
 
 /** Grant one root `level` on a node or edge you own. */
 export function allowRoot(target: Archetype, rootId: string, level: AccessLevel): void {
+  checkedLevel(level);
   changeAccess(target, (a) => {
     a.roots[rootId] = level;
   });
@@ -395,6 +409,11 @@ export function disallowRoot(target: Archetype, rootId: string): void {
   changeAccess(target, (a) => {
     delete a.roots[rootId];
   });
+}
+
+function checkedLevel(level: AccessLevel): AccessLevel {
+  if (!isAccessLevel(level)) throw graphError('SVC_ERR_INVALID_FIELDS', `access level must be AccessLevel.NO_ACCESS, READ, CONNECT or WRITE, not ${String(level)}`);
+  return level;
 }
 
 function changeAccess(target: Archetype, change: (access: Access) => void): void {

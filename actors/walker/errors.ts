@@ -15,6 +15,7 @@ export const GRAPH_ERRORS = {
   SVC_ERR_DESTROYED: { status: 409, message: 'the node or edge was destroyed' },
   SVC_ERR_BAD_ARCHETYPE: { status: 500, message: 'a node, edge or walker class is declared wrongly' },
   SVC_ERR_STORE: { status: 500, message: 'the anchor store failed' },
+  SVC_ERR_WALKER_TIMEOUT: { status: 504, message: 'the walker ran past its deadline; its changes were dropped' },
 } as const;
 
 export type GraphErrorCode = keyof typeof GRAPH_ERRORS;

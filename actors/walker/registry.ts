@@ -69,6 +69,11 @@ export class Registry {
     return this.archetypes.get(name) ?? knownClasses.get(name);
   }
 
+  /** Whether documents of this class will load: it is registered (exported by the app). */
+  owns(cls: ArchetypeClass): boolean {
+    return this.archetypes.get(cls.name) === cls;
+  }
+
   walker(name: string): WalkerClass | undefined {
     return this.walkers.get(name);
   }

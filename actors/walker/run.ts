@@ -1,29 +1,23 @@
 /**
  * One walker run: executes walkers (and functions) for one caller inside the
- * caller's partition, and is the transaction of everything they change. It
- * keeps an undo copy of each anchor before its first change, so a failed run
- * puts memory back as it was; a successful one hands its changes to the
- * partition to commit.
+ * caller's partition, and carries out the graph operations of their nodes
+ * with access checks. Everything changed goes through the run's
+ * {@link Transaction}: a failed run puts memory back as it was, a failed
+ * nested walker puts it back as it was before that walker, a successful run
+ * hands its changes to the partition to commit.
  */
 import { Value } from 'typebox/value';
-import { type Access, AccessLevel, levelOf } from './access.ts';
+import { type Access, AccessLevel, isAccessLevel, levelOf } from './access.ts';
 import { abilitiesOf, matches, type Ability } from './abilities.ts';
-import { Anchor, type AnchorHome } from './anchor.ts';
-import {
-  ANCHOR,
-  Edge,
-  type ArchetypeClass,
-  type GraphRun,
-  Node,
-  type NodeFilter,
-  type Root,
-  validateFields,
-  viewOf,
-} from './archetype.ts';
+import type { Anchor, AnchorHome } from './anchor.ts';
+import { ANCHOR, Edge, type ArchetypeClass, type GraphRun, Node, type NodeFilter, type Root, validateFields, viewOf } from './archetype.ts';
 import { graphError } from './errors.ts';
 import type { Caller, FnContext } from './fn.ts';
 import type { Registry } from './registry.ts';
+import { type RunChanges, Transaction } from './transaction.ts';
 import { NodeQueue, Signal, STATE, type Walker, type WalkerClass, walkerInfo } from './walker.ts';
+
+export type { RunChanges } from './transaction.ts';
 
 /** What a run needs from the partition it runs in. */
 export interface RunHost extends AnchorHome {
@@ -42,40 +36,6 @@ export interface RunHost extends AnchorHome {
   adopt(anchor: Anchor): void;
   /** Forget an anchor (dropped on rollback, or deleted on commit). */
   evict(anchor: Anchor): void;
-}
-
-interface Undo {
-  data: Record<string, unknown>;
-  edges: string[];
-  edgesLoaded: boolean;
-  access: Access;
-  deleted: boolean;
-}
-
-/** A change to an anchor of another root (made under a grant), for its partition to apply. */
-export interface ForeignOp {
-  /** The owner root. */
-  root: string;
-  id: string;
-  /** The version the writer read (checked when data changes or the anchor is deleted). */
-  version: number;
-  data?: Record<string, unknown>;
-  deleted?: boolean;
-  /** Edges (documents of their own) now touching / no longer touching this node. */
-  addEdges?: string[];
-  removeEdges?: string[];
-}
-
-/** What a successful run changed, for the partition to commit. */
-export interface RunChanges {
-  /** Owned anchors to write (new or changed). */
-  upserts: Anchor[];
-  /** Owned anchors to delete. */
-  deletes: Anchor[];
-  /** Changes to anchors of other roots. */
-  foreign: ForeignOp[];
-  /** New anchors that will not be persisted (destroyed, or never reachable). */
-  dropped: Anchor[];
 }
 
 interface Plan {
@@ -118,58 +78,54 @@ function matchesFilter(node: Node, filter: NodeFilter | undefined): boolean {
   return true;
 }
 
-function snapshot(a: Anchor): Undo {
-  const data: Record<string, unknown> = {};
-  for (const key of Object.keys(a.data)) {
-    const v = a.data[key];
-    data[key] = typeof v === 'object' && v !== null ? structuredClone(v) : v;
-  }
-  return {
-    data,
-    edges: a.edges.slice(),
-    edgesLoaded: a.edgesLoaded,
-    access: { anyone: a.access.anyone, roots: { ...a.access.roots } },
-    deleted: a.deleted,
-  };
+function call(ability: Ability, self: unknown, arg: unknown): Promise<unknown> | undefined {
+  const r = ability.fn.call(self, arg);
+  return r instanceof Promise ? r : undefined;
 }
 
 export class WalkerRun implements GraphRun, AnchorHome {
   readonly callerRoot: string;
-  /** Anchors changed (or possibly changed in place) in this run, with their state before. */
-  private readonly touched = new Map<Anchor, Undo>();
-  /** Of those, the ones changed through a setter or a graph operation (no comparison needed). */
-  private readonly written = new Set<Anchor>();
-  private readonly created = new Set<Anchor>();
+  private readonly tx: Transaction;
   private readonly foreign = new Map<string, Anchor>();
-  /** Edge ids added to / removed from foreign nodes' edge lists. */
-  private readonly foreignEdges = new Map<Anchor, { add: string[]; remove: string[] }>();
+  private closed = false;
 
   constructor(
     private readonly host: RunHost,
     readonly caller: Caller,
   ) {
     this.callerRoot = caller.rootId;
+    this.tx = new Transaction((a) => host.evict(a));
   }
 
-  /** Foreign copies live in the run: writes to them are allowed while it runs. */
-  get currentRun(): WalkerRun {
-    return this;
+  /** Foreign copies live in the run: changes to them are allowed while it is open. */
+  get currentRun(): WalkerRun | null {
+    return this.closed ? null : this;
   }
 
   private get registry(): Registry {
     return this.host.registry;
   }
 
+  /** Refuse work once the run has ended (an operation that was not awaited, a timer firing later). */
+  private open(): void {
+    if (this.closed) throw graphError('SVC_ERR_NOT_IN_RUN', 'the walker run has ended; await graph operations inside the ability');
+  }
+
   private rootView(): Root {
     const root = this.host.resident(this.host.rootId);
-    if (!root) throw graphError('SVC_ERR_STORE', `the root ${this.host.rootId} is not loaded`);
+    if (!root) throw graphError('SVC_ERR_STORE', 'the caller’s root is not loaded');
     return viewOf<Root>(root);
   }
 
   // ---- running walkers and functions ---------------------------------------
 
-  /** Spawn a walker (by exported name or class) at `at` (the caller's root by default); resolves to its reports. */
-  async spawnWalker(walker: string | WalkerClass, fields: unknown, at?: Node | string): Promise<unknown[]> {
+  /**
+   * Spawn a walker (by exported name or class) at `at` (the caller's root by
+   * default); resolves to its reports. A nested walker that fails leaves no
+   * change behind, even if its parent catches the error.
+   */
+  async spawnWalker(walker: string | WalkerClass, fields: unknown, at?: Node | string, nested = false): Promise<unknown[]> {
+    this.open();
     const cls = typeof walker === 'string' ? this.registry.walker(walker) : walker;
     if (!cls) throw graphError('SVC_ERR_UNKNOWN_WALKER', `no walker named ${String(walker)}`);
     const name = typeof walker === 'string' ? walker : (this.registry.nameOf(cls) ?? cls.name);
@@ -177,30 +133,37 @@ export class WalkerRun implements GraphRun, AnchorHome {
     const values = validateFields(info, fields ?? {}, name);
     const instance = new cls();
     for (const f of info.fields) if (Object.hasOwn(values, f)) (instance as unknown as Record<string, unknown>)[f] = values[f];
-    const start = at === undefined ? this.rootView() : await this.startNode(at);
-    const state = {
-      queue: new NodeQueue(),
-      reports: [] as unknown[],
-      disengaged: false,
-      root: this.rootView(),
-      caller: this.caller,
-      spawn: (w: string | WalkerClass, f: Record<string, unknown>, a: Node | string | undefined) => this.spawnWalker(w, f, a),
-    };
-    instance[STATE] = state;
-    state.queue.push([start]);
-    await this.execute(instance, state.queue);
-    return state.reports;
+    const savepoint = nested ? this.tx.savepoint() : undefined;
+    try {
+      const start = at === undefined ? this.rootView() : await this.startNode(at);
+      const state = {
+        queue: new NodeQueue(),
+        reports: [] as unknown[],
+        disengaged: false,
+        root: this.rootView(),
+        caller: this.caller,
+        spawn: (w: string | WalkerClass, f: Record<string, unknown>, a: Node | string | undefined) => this.spawnWalker(w, f, a, true),
+      };
+      instance[STATE] = state;
+      state.queue.push([start]);
+      await this.execute(instance, state.queue);
+      return state.reports;
+    } catch (error) {
+      if (savepoint && !this.closed) this.tx.rollbackTo(savepoint);
+      throw error;
+    }
   }
 
   /** Call a function (by exported name); resolves to its return value. */
   async callFunction(name: string, args: unknown): Promise<unknown> {
+    this.open();
     const def = this.registry.fn(name);
     if (!def) throw graphError('SVC_ERR_UNKNOWN_WALKER', `no function named ${name}`);
     const values = validateFields(def.info, args ?? {}, name);
     const ctx: FnContext = {
       root: this.rootView(),
       caller: this.caller,
-      spawn: (w, f, a) => this.spawnWalker(w as string | WalkerClass, f ?? {}, a),
+      spawn: (w, f, a) => this.spawnWalker(w as string | WalkerClass, f ?? {}, a, true),
     };
     return def.handler(values, ctx);
   }
@@ -263,6 +226,7 @@ export class WalkerRun implements GraphRun, AnchorHome {
     }
     if (!missing) return out;
     const fetched = await this.host.fetch(missing);
+    this.open();
     for (let i = 0; i < ids.length; i++) {
       if (out[i]) continue;
       const a = fetched.get(ids[i] as string);
@@ -286,6 +250,7 @@ export class WalkerRun implements GraphRun, AnchorHome {
   private async ensureEdges(node: Anchor): Promise<void> {
     if (node.edgesLoaded) return;
     const edges = await this.host.fetchEdges(node.id);
+    this.open();
     if (node.edgesLoaded) return; // loaded meanwhile
     node.edges = edges.map((e) => this.own(e).id);
     node.edgesLoaded = true;
@@ -318,6 +283,7 @@ export class WalkerRun implements GraphRun, AnchorHome {
   }
 
   private async edgesOf(from: Anchor, direction: 'out' | 'in', type: ArchetypeClass | undefined): Promise<Anchor[]> {
+    this.open();
     await this.ensureEdges(from);
     const edges = await this.anchors(from.edges);
     const out: Anchor[] = [];
@@ -331,35 +297,27 @@ export class WalkerRun implements GraphRun, AnchorHome {
   }
 
   async connect(from: Anchor, to: Anchor, edge: Anchor, direction: 'out' | 'in'): Promise<void> {
+    this.open();
     if (edge.home || !edge.isNew || edge.kind !== 'edge') throw graphError('SVC_ERR_INVALID_FIELDS', 'connect() takes a new edge that is not connected yet');
-    if (to.home && to.home !== this.host && to.home !== this) {
-      throw graphError('SVC_ERR_ACCESS_DENIED', `node ${to.id} belongs to another run`);
-    }
+    if (to.home && to.home !== this.host && to.home !== this) throw graphError('SVC_ERR_ACCESS_DENIED', 'that node belongs to another run');
     if (to === from) throw graphError('SVC_ERR_INVALID_FIELDS', 'a node cannot be connected to itself');
     this.checkLevel(from, 'connect');
     this.checkLevel(to, 'connect');
     await this.ensureEdges(from);
     await this.ensureEdges(to);
+    this.open();
     if (!to.home) this.adoptNew(to);
     this.beforeWrite(from, 'connect');
     this.beforeWrite(to, 'connect');
     this.adoptNew(edge);
     edge.source = direction === 'out' ? from.id : to.id;
     edge.target = direction === 'out' ? to.id : from.id;
-    // The owner of a foreign endpoint may read the edge that now reaches its node.
     for (const end of [from, to]) {
-      if (end.root !== this.callerRoot) edge.access.roots[end.root] = Math.max(edge.access.roots[end.root] ?? -1, AccessLevel.READ) as typeof AccessLevel.READ;
-    }
-    for (const end of [from, to]) {
+      // The owner of a foreign endpoint may read the edge that now reaches its node.
+      if (end.root !== this.callerRoot && (edge.access.roots[end.root] ?? -1) < AccessLevel.READ) edge.access.roots[end.root] = AccessLevel.READ;
       end.edges.push(edge.id);
-      if (end.foreign) this.foreignEdgeOp(end).add.push(edge.id);
+      if (end.foreign) this.tx.foreignEdgesChanged(end);
     }
-  }
-
-  private foreignEdgeOp(node: Anchor): { add: string[]; remove: string[] } {
-    let op = this.foreignEdges.get(node);
-    if (!op) this.foreignEdges.set(node, (op = { add: [], remove: [] }));
-    return op;
   }
 
   async disconnect(from: Anchor, to: Anchor, type: ArchetypeClass | undefined): Promise<number> {
@@ -369,66 +327,79 @@ export class WalkerRun implements GraphRun, AnchorHome {
   }
 
   async destroy(anchor: Anchor): Promise<void> {
+    this.open();
     if (anchor.deleted) return;
     if (anchor.id === this.host.rootId || anchor.cls.name === 'Root') throw graphError('SVC_ERR_ACCESS_DENIED', 'a root cannot be destroyed');
-    this.beforeWrite(anchor, 'write');
     if (anchor.kind === 'node') {
+      this.beforeWrite(anchor, 'write');
       await this.ensureEdges(anchor);
+      // Whoever may destroy a node removes every edge touching it, whoever owns them.
       const edges = await this.anchors(anchor.edges);
-      for (const e of edges) if (e && !e.deleted) await this.destroyEdge(e, anchor);
+      for (const e of edges) if (e && !e.deleted) await this.removeEdge(e, anchor);
       anchor.edges.length = 0;
-    } else {
-      await this.destroyEdge(anchor, undefined);
+      anchor.deleted = true;
+      return;
     }
-    anchor.deleted = true;
+    const ends = await this.anchors([anchor.source as string, anchor.target as string]);
+    // The owner of an endpoint may remove an edge touching its node; anyone else needs WRITE on the edge.
+    const ownsEnd = ends.some((end) => end?.root === this.callerRoot);
+    if (!ownsEnd) this.checkLevel(anchor, 'write');
+    await this.removeEdge(anchor, undefined);
   }
 
-  /** Remove an edge and its id from both endpoints (`except`: the node being destroyed). */
-  private async destroyEdge(edge: Anchor, except: Anchor | undefined): Promise<void> {
+  /** Delete an edge and take it off its endpoints' lists (`gone`: the node being destroyed). */
+  private async removeEdge(edge: Anchor, gone: Anchor | undefined): Promise<void> {
     const ends = await this.anchors([edge.source as string, edge.target as string]);
+    this.open();
     for (const end of ends) {
-      if (!end || end === except || end.deleted) continue;
-      this.beforeWrite(end, 'connect');
+      if (!end || end === gone || end.deleted) continue;
+      this.tx.touch(end);
       const i = end.edges.indexOf(edge.id);
       if (i >= 0) end.edges.splice(i, 1);
-      if (end.foreign) this.foreignEdgeOp(end).remove.push(edge.id);
+      if (end.foreign) this.tx.foreignEdgesChanged(end);
     }
-    if (edge !== except) {
-      this.beforeWrite(edge, 'connect');
-      edge.deleted = true;
-    }
+    this.tx.touch(edge);
+    edge.deleted = true;
   }
 
   setAccess(anchor: Anchor, change: (access: Access) => void): void {
-    if (anchor.root !== this.callerRoot) throw graphError('SVC_ERR_ACCESS_DENIED', `only the owner changes access of ${anchor.id}`);
+    this.open();
+    if (anchor.root !== this.callerRoot) throw graphError('SVC_ERR_ACCESS_DENIED', `only its owner changes the access of a ${anchor.cls.name}`);
     this.beforeWrite(anchor, 'write');
     change(anchor.access);
+    const levels = [anchor.access.anyone, ...Object.values(anchor.access.roots)];
+    if (!levels.every(isAccessLevel)) throw graphError('SVC_ERR_INVALID_FIELDS', 'access levels are AccessLevel.NO_ACCESS, READ, CONNECT or WRITE');
   }
 
   private checkLevel(anchor: Anchor, level: 'write' | 'connect'): void {
-    if (anchor.deleted) throw graphError('SVC_ERR_DESTROYED', `${anchor.cls.name} ${anchor.id} was destroyed`);
+    if (anchor.deleted) throw graphError('SVC_ERR_DESTROYED', `that ${anchor.cls.name} was destroyed`);
     if (anchor.root && anchor.root !== this.callerRoot) {
       const need = level === 'write' ? AccessLevel.WRITE : AccessLevel.CONNECT;
       if (levelOf(anchor.root, anchor.access, this.callerRoot) < need) {
-        throw graphError('SVC_ERR_ACCESS_DENIED', `no ${level.toUpperCase()} access to ${anchor.cls.name} ${anchor.id}`);
+        throw graphError('SVC_ERR_ACCESS_DENIED', `no ${level.toUpperCase()} access to that ${anchor.cls.name}`);
       }
     }
   }
 
   beforeWrite(anchor: Anchor, level: 'write' | 'connect'): void {
+    this.open();
     this.checkLevel(anchor, level);
-    if (!this.created.has(anchor) && !this.touched.has(anchor)) this.touched.set(anchor, snapshot(anchor));
-    this.written.add(anchor);
+    this.tx.touch(anchor);
   }
 
   touchedObject(anchor: Anchor): void {
-    if (this.created.has(anchor) || this.touched.has(anchor)) return;
-    this.touched.set(anchor, snapshot(anchor));
+    if (!this.closed) this.tx.touch(anchor);
   }
 
   /** A node or edge created with `new` joins this run's partition. */
   private adoptNew(anchor: Anchor): void {
-    if (!anchor.isNew) throw graphError('SVC_ERR_INVALID_FIELDS', `${anchor.id} already belongs to a graph`);
+    if (!anchor.isNew) throw graphError('SVC_ERR_INVALID_FIELDS', 'that node already belongs to a graph');
+    if (!this.registry.owns(anchor.cls)) {
+      throw graphError(
+        'SVC_ERR_BAD_ARCHETYPE',
+        `${anchor.cls.name} is not exported by the app module, so it could not be loaded after a restart; export it`,
+      );
+    }
     for (const key of Object.keys(anchor.obj ?? {})) {
       if (Object.hasOwn(anchor.data, key)) {
         throw graphError(
@@ -439,89 +410,31 @@ export class WalkerRun implements GraphRun, AnchorHome {
     }
     anchor.root = this.callerRoot;
     anchor.home = this.host;
-    this.created.add(anchor);
+    this.tx.adopt(anchor);
     this.host.adopt(anchor);
   }
 
   // ---- the end of a run ------------------------------------------------------------
 
-  /**
-   * What to commit. New nodes persist when they have an edge; destroyed new
-   * ones are dropped. A node whose only change is its edge list is not
-   * written: edges are documents of their own.
-   */
+  /** What to commit; throws `SVC_ERR_INVALID_FIELDS` when a changed anchor no longer fits its schema. */
   changes(): RunChanges {
-    const upserts: Anchor[] = [];
-    const deletes: Anchor[] = [];
-    const dropped: Anchor[] = [];
-    const foreign: ForeignOp[] = [];
-    for (const a of this.created) {
-      if (a.deleted || (a.kind === 'node' && a.edges.length === 0)) dropped.push(a);
-      else upserts.push(a);
-    }
-    for (const [a, undo] of this.touched) {
-      const dataChanged = !Value.Equal(undo.data, a.data);
-      const changed = dataChanged || a.deleted !== undo.deleted || !Value.Equal(undo.access, a.access);
-      if (a.foreign) {
-        const edges = this.foreignEdges.get(a);
-        if (!dataChanged && !a.deleted && !edges) continue;
-        const op: ForeignOp = { root: a.root, id: a.id, version: a.version };
-        if (dataChanged) op.data = a.data;
-        if (a.deleted) op.deleted = true;
-        if (edges?.add.length) op.addEdges = edges.add;
-        if (edges?.remove.length) op.removeEdges = edges.remove;
-        foreign.push(op);
-      } else if (a.deleted) {
-        deletes.push(a);
-      } else if (changed) {
-        upserts.push(a);
-      }
-    }
-    return { upserts, deletes, foreign, dropped };
+    return this.tx.changes(this.callerRoot);
   }
 
-  /** Put memory back as it was before the run. */
+  /** Put memory back as it was before the run, and close it. */
   rollback(): void {
-    for (const [a, undo] of this.touched) {
-      a.data = undo.data;
-      a.edges = undo.edges;
-      a.edgesLoaded = undo.edgesLoaded;
-      a.access = undo.access;
-      a.deleted = undo.deleted;
-    }
-    for (const a of this.created) {
-      this.host.evict(a);
-      a.home = null;
-      a.root = '';
-      a.edges = [];
-    }
-    this.clear();
+    this.tx.rollback();
+    this.close();
   }
 
-  /** The commit succeeded: versions move on, dropped and deleted anchors leave memory. */
+  /** The commit is under way: versions move on; the run closes. */
   committed(changes: RunChanges): void {
-    for (const a of changes.upserts) {
-      a.version++;
-      a.isNew = false;
-    }
-    for (const a of changes.deletes) this.host.evict(a);
-    for (const a of changes.dropped) {
-      this.host.evict(a);
-      a.home = null;
-    }
-    this.clear();
+    this.tx.committed(changes);
+    this.close();
   }
 
-  private clear(): void {
-    this.touched.clear();
-    this.written.clear();
-    this.created.clear();
+  private close(): void {
+    this.closed = true;
     this.foreign.clear();
-    this.foreignEdges.clear();
   }
-}
-
-function call(ability: Ability, self: unknown, arg: unknown): Promise<unknown> | undefined {
-  const r = ability.fn.call(self, arg);
-  return r instanceof Promise ? r : undefined;
 }

@@ -6,7 +6,7 @@
  * node or `disengage` entirely.
  */
 import type { TObject } from 'typebox';
-import { ANCHOR, type Node, type Root, buildInfo, type ClassInfo } from './archetype.ts';
+import { ANCHOR, type Node, type Root, buildInfo, type ClassInfo, registerBase } from './archetype.ts';
 import type { Access, Caller, RestSpec } from './fn.ts';
 import { graphError } from './errors.ts';
 
@@ -143,6 +143,8 @@ export class Walker {
     return out;
   }
 }
+
+registerBase('walker', Walker.prototype);
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type WalkerClass<W extends Walker = Walker> = (new () => W) & { has?: TObject; access?: Access; spec?: RestSpec; name: string };

@@ -11,7 +11,7 @@ export interface TestGraph {
 }
 
 /** A graph over the todo fixture app (memory store unless one is given). */
-export function openGraph(options: { store?: AnchorStore; app?: Record<string, unknown>; idleAfterMs?: number; clock?: Clock } = {}): TestGraph {
+export function openGraph(options: { store?: AnchorStore; app?: Record<string, unknown>; idleAfterMs?: number; clock?: Clock; runTimeoutMs?: number } = {}): TestGraph {
   const system = new ActorSystem(options.clock ? { clock: options.clock } : {});
   const store = options.store ?? new MemoryStore();
   const quarantined: { id: string; reason: string }[] = [];
@@ -20,6 +20,7 @@ export function openGraph(options: { store?: AnchorStore; app?: Record<string, u
     registry: Registry.fromModule(options.app ?? todoApp),
     store,
     idleAfterMs: options.idleAfterMs,
+    runTimeoutMs: options.runTimeoutMs,
     onQuarantine: (id, reason) => quarantined.push({ id, reason }),
   });
   return {

@@ -1,0 +1,213 @@
+/**
+ * The transaction of a walker run: an undo copy of every anchor before its
+ * first change, the anchors created, savepoints for nested walkers, and —
+ * at the end — the changes to commit, checked against their schemas.
+ */
+import { Value } from 'typebox/value';
+import type { Access } from './access.ts';
+import type { Anchor } from './anchor.ts';
+import { prepare } from './archetype.ts';
+import { graphError } from './errors.ts';
+
+interface Undo {
+  data: Record<string, unknown>;
+  edges: string[];
+  edgesLoaded: boolean;
+  access: Access;
+  deleted: boolean;
+}
+
+function snapshot(a: Anchor): Undo {
+  const data: Record<string, unknown> = {};
+  for (const key of Object.keys(a.data)) {
+    const v = a.data[key];
+    data[key] = typeof v === 'object' && v !== null ? structuredClone(v) : v;
+  }
+  return {
+    data,
+    edges: a.edges.slice(),
+    edgesLoaded: a.edgesLoaded,
+    access: { anyone: a.access.anyone, roots: { ...a.access.roots } },
+    deleted: a.deleted,
+  };
+}
+
+function restore(a: Anchor, undo: Undo): void {
+  a.data = undo.data;
+  a.edges = undo.edges;
+  a.edgesLoaded = undo.edgesLoaded;
+  a.access = undo.access;
+  a.deleted = undo.deleted;
+}
+
+/** What a successful run changed, for the partition to commit. */
+export interface RunChanges {
+  /** Anchors to write (new or changed), the caller's own and — under a WRITE grant — other roots'. */
+  upserts: Anchor[];
+  /** Anchors to delete (version-checked). */
+  deletes: Anchor[];
+  /** New anchors that will not be persisted (destroyed, or never connected). */
+  dropped: Anchor[];
+  /**
+   * Per other root: anchors of it that this run wrote or deleted, and its
+   * nodes whose edge lists changed — its partition refreshes them once the
+   * commit is durable.
+   */
+  invalidate: Map<string, { ids: Set<string>; edgeNodes: Set<string> }>;
+}
+
+export interface Savepoint {
+  state: Map<Anchor, Undo>;
+  created: Set<Anchor>;
+  edgeNodes: Set<Anchor>;
+}
+
+/** Values a stored field may hold: what JSON keeps as it is. */
+function jsonSafe(value: unknown, depth = 0): boolean {
+  if (depth > 64) return false;
+  if (value === null) return true;
+  switch (typeof value) {
+    case 'string':
+    case 'boolean':
+      return true;
+    case 'number':
+      return Number.isFinite(value);
+    case 'object': {
+      if (Array.isArray(value)) return value.every((v) => jsonSafe(v, depth + 1));
+      const proto = Object.getPrototypeOf(value);
+      if (proto !== Object.prototype && proto !== null) return false;
+      return Object.values(value as Record<string, unknown>).every((v) => v !== undefined && jsonSafe(v, depth + 1));
+    }
+    default:
+      return false;
+  }
+}
+
+export class Transaction {
+  private readonly touched = new Map<Anchor, Undo>();
+  private readonly created = new Set<Anchor>();
+  /** Other roots' nodes whose edge lists this run changed. */
+  private readonly edgeNodes = new Set<Anchor>();
+
+  constructor(private readonly evict: (a: Anchor) => void) {}
+
+  isCreated(a: Anchor): boolean {
+    return this.created.has(a);
+  }
+
+  /** Keep an undo copy before the first change (or possible in-place change) of an anchor. */
+  touch(a: Anchor): void {
+    if (!this.created.has(a) && !this.touched.has(a)) this.touched.set(a, snapshot(a));
+  }
+
+  adopt(a: Anchor): void {
+    this.created.add(a);
+  }
+
+  foreignEdgesChanged(node: Anchor): void {
+    this.edgeNodes.add(node);
+  }
+
+  /** Where a nested walker starts: its failure comes back to this point. */
+  savepoint(): Savepoint {
+    const state = new Map<Anchor, Undo>();
+    for (const a of this.touched.keys()) state.set(a, snapshot(a));
+    for (const a of this.created) state.set(a, snapshot(a));
+    return { state, created: new Set(this.created), edgeNodes: new Set(this.edgeNodes) };
+  }
+
+  rollbackTo(sp: Savepoint): void {
+    for (const [a, undo] of [...this.touched]) {
+      const at = sp.state.get(a);
+      if (at) restore(a, at);
+      else {
+        restore(a, undo);
+        this.touched.delete(a);
+      }
+    }
+    for (const a of [...this.created]) {
+      const at = sp.state.get(a);
+      if (at) restore(a, at);
+      else {
+        this.created.delete(a);
+        this.forget(a);
+      }
+    }
+    this.edgeNodes.clear();
+    for (const a of sp.edgeNodes) this.edgeNodes.add(a);
+  }
+
+  /** Put memory back as it was before the run. */
+  rollback(): void {
+    for (const [a, undo] of this.touched) restore(a, undo);
+    for (const a of this.created) this.forget(a);
+    this.clear();
+  }
+
+  private forget(a: Anchor): void {
+    this.evict(a);
+    a.home = null;
+    a.root = '';
+    a.edges = [];
+  }
+
+  /**
+   * What to commit. New nodes persist when they have an edge. A node whose
+   * only change is its edge list is not written: edges are documents of
+   * their own. Every anchor written is checked against its schema and must
+   * hold JSON values only (in-place changes to arrays are checked here).
+   */
+  changes(callerRoot: string): RunChanges {
+    const upserts: Anchor[] = [];
+    const deletes: Anchor[] = [];
+    const dropped: Anchor[] = [];
+    const invalidate: RunChanges['invalidate'] = new Map();
+    const note = (root: string, kind: 'ids' | 'edgeNodes', id: string) => {
+      let entry = invalidate.get(root);
+      if (!entry) invalidate.set(root, (entry = { ids: new Set(), edgeNodes: new Set() }));
+      entry[kind].add(id);
+    };
+    for (const a of this.created) {
+      if (a.deleted || (a.kind === 'node' && a.edges.length === 0)) dropped.push(a);
+      else upserts.push(a);
+    }
+    for (const [a, undo] of this.touched) {
+      if (a.deleted) {
+        if (!undo.deleted) deletes.push(a);
+      } else if (!Value.Equal(undo.data, a.data) || !Value.Equal(undo.access, a.access)) {
+        upserts.push(a);
+      } else continue;
+      if (a.root !== callerRoot) note(a.root, 'ids', a.id);
+    }
+    for (const node of this.edgeNodes) if (node.root !== callerRoot) note(node.root, 'edgeNodes', node.id);
+    for (const a of upserts) {
+      const info = prepare(a.cls);
+      if (!info.check(a.data)) {
+        const details = [...Value.Errors(info.schema, a.data)].map((e) => ({ field: e.instancePath.slice(1) || '(fields)', message: e.message }));
+        throw graphError('SVC_ERR_INVALID_FIELDS', `${info.name} no longer fits its schema: ${details.map((d) => `${d.field} ${d.message}`).join('; ')}`, { details });
+      }
+      if (!jsonSafe(a.data)) throw graphError('SVC_ERR_INVALID_FIELDS', `${info.name} holds a value that is not JSON (a function, BigInt, Date, undefined or a cycle)`);
+    }
+    return { upserts, deletes, dropped, invalidate };
+  }
+
+  /** The commit is under way: versions move on, dropped and deleted anchors leave memory. */
+  committed(changes: RunChanges): void {
+    for (const a of changes.upserts) {
+      a.version++;
+      a.isNew = false;
+    }
+    for (const a of changes.deletes) this.evict(a);
+    for (const a of changes.dropped) {
+      this.evict(a);
+      a.home = null;
+    }
+    this.clear();
+  }
+
+  private clear(): void {
+    this.touched.clear();
+    this.created.clear();
+    this.edgeNodes.clear();
+  }
+}

@@ -1,0 +1,162 @@
+/**
+ * The endpoints an app gets (seed 000 §4.1–4.2): `POST /walker/<Name>`,
+ * `/walker/<Name>/{node_id}` (spawn at a node, always served),
+ * `POST /function/<name>`, or the method and path a `restspec` gives. Hook
+ * walkers (`_Name`) and WebSocket / webhook walkers are not served here.
+ */
+import type { TObject, TSchema } from 'typebox';
+import { APIProtocol, type EndpointAccess, type FunctionDef, type Registry, walkerInfo } from '../../actors/walker/index.ts';
+
+export interface EndpointRoute {
+  kind: 'walker' | 'function';
+  name: string;
+  method: string;
+  /** The path as declared, `{name}` for parameters. */
+  template: string;
+  pathParams: string[];
+  /** The `/walker/<Name>/{node_id}` variant. */
+  spawnAt: boolean;
+  access: EndpointAccess;
+  schema: TObject;
+  /** Fields of type `T.Upload()` (multipart parts). */
+  fileFields: string[];
+  envelope: boolean;
+  produces: string | undefined;
+  /** Literal segments, or null where a parameter goes. */
+  segments: (string | null)[];
+}
+
+export interface RouteMatch {
+  route: EndpointRoute;
+  params: Record<string, string>;
+}
+
+function isUpload(schema: TSchema | undefined): boolean {
+  return !!schema && (schema as { 'x-svc-upload'?: boolean })['x-svc-upload'] === true;
+}
+
+function parseTemplate(template: string): { segments: (string | null)[]; params: string[] } {
+  const params: string[] = [];
+  const segments = template
+    .split('/')
+    .slice(1)
+    .map((seg) => {
+      const m = /^\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(seg);
+      if (m) {
+        params.push(m[1] as string);
+        return null;
+      }
+      if (seg.includes('{') || seg.includes('}')) throw new Error(`path ${template}: a {parameter} must be a whole segment`);
+      return seg;
+    });
+  return { segments, params };
+}
+
+function route(partial: Omit<EndpointRoute, 'segments' | 'pathParams' | 'fileFields'>): EndpointRoute {
+  if (!partial.template.startsWith('/')) throw new Error(`path of ${partial.name} must start with /: ${partial.template}`);
+  const { segments, params } = parseTemplate(partial.template);
+  const props = partial.schema.properties as Record<string, TSchema>;
+  const fileFields = Object.keys(props).filter((k) => isUpload(props[k]));
+  return { ...partial, segments, pathParams: params, fileFields };
+}
+
+/** Every HTTP endpoint of an app. Throws on two endpoints with one method and path. */
+export function buildRoutes(registry: Registry): EndpointRoute[] {
+  const routes: EndpointRoute[] = [];
+  for (const [name, def] of registry.functions) routes.push(functionRoute(name, def));
+  for (const [name, cls] of registry.walkers) {
+    if (name.startsWith('_')) continue; // hook walkers run before routes; they are not routes
+    const spec = cls.spec ?? {};
+    if (spec.protocol && spec.protocol !== APIProtocol.HTTP) continue;
+    const method = spec.method ?? 'POST';
+    const base = {
+      kind: 'walker' as const,
+      name,
+      method,
+      access: cls.access ?? 'priv',
+      schema: walkerInfo(cls).schema,
+      envelope: true,
+      produces: undefined,
+    };
+    routes.push(route({ ...base, template: spec.path ?? `/walker/${name}`, spawnAt: false }));
+    routes.push(route({ ...base, template: `/walker/${name}/{node_id}`, spawnAt: true }));
+  }
+  const seen = new Map<string, string>();
+  for (const r of routes) {
+    const key = `${r.method} ${r.segments.map((s) => s ?? '{}').join('/')}`;
+    const other = seen.get(key);
+    if (other) throw new Error(`${r.kind} ${r.name} and ${other} are both served at ${r.method} ${r.template}`);
+    seen.set(key, `${r.kind} ${r.name}`);
+  }
+  return routes;
+}
+
+function functionRoute(name: string, def: FunctionDef): EndpointRoute {
+  return route({
+    kind: 'function',
+    name,
+    method: def.spec.method ?? 'POST',
+    template: def.spec.path ?? `/function/${name}`,
+    spawnAt: false,
+    access: def.access,
+    schema: def.params,
+    envelope: def.spec.envelope !== false,
+    produces: def.spec.produces,
+  });
+}
+
+/**
+ * Finds the route of a method and path: an exact lookup for literal paths,
+ * segment matching for the rest.
+ */
+export class Router {
+  private readonly exact = new Map<string, EndpointRoute>();
+  private readonly templated: EndpointRoute[] = [];
+  /** Methods served per literal path, for 405 answers. */
+  private readonly literalMethods = new Map<string, Set<string>>();
+
+  constructor(readonly routes: EndpointRoute[]) {
+    for (const r of routes) {
+      if (r.pathParams.length === 0) {
+        this.exact.set(`${r.method} ${r.template}`, r);
+        const methods = this.literalMethods.get(r.template) ?? new Set();
+        methods.add(r.method);
+        this.literalMethods.set(r.template, methods);
+      } else {
+        this.templated.push(r);
+      }
+    }
+  }
+
+  /** The route, or the methods allowed on that path (405), or nothing (404). */
+  match(method: string, path: string): RouteMatch | { allowed: string[] } | undefined {
+    const hit = this.exact.get(`${method} ${path}`);
+    if (hit) return { route: hit, params: {} };
+    const allowed = new Set(this.literalMethods.get(path));
+    const parts = path.split('/').slice(1);
+    for (const r of this.templated) {
+      if (r.segments.length !== parts.length) continue;
+      const params: Record<string, string> = {};
+      let ok = true;
+      let p = 0;
+      for (let i = 0; i < parts.length; i++) {
+        const seg = r.segments[i];
+        const part = parts[i] as string;
+        if (seg === null) {
+          if (part === '') {
+            ok = false;
+            break;
+          }
+          params[r.pathParams[p++] as string] = part;
+        } else if (seg !== part) {
+          ok = false;
+          break;
+        }
+      }
+      if (!ok) continue;
+      if (r.method === method) return { route: r, params };
+      allowed.add(r.method);
+    }
+    return allowed.size ? { allowed: [...allowed] } : undefined;
+  }
+}
