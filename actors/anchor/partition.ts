@@ -204,14 +204,7 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
   }
 
   private withDeadline<T>(work: Promise<T>): Promise<T> {
-    const ms = this.context.runTimeoutMs ?? 25_000;
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new RunTimeout(ms)), ms);
-    });
-    // Past the deadline the run is abandoned: whatever it throws later is of no interest.
-    work.catch(() => undefined);
-    return Promise.race([work, deadline]).finally(() => clearTimeout(timer));
+    return watchdog.guard(work, this.context.runTimeoutMs ?? 25_000);
   }
 
   /** A batch is durable (or failed): its ids leave the pending sets. */
@@ -335,6 +328,48 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     return a ? viewOf<Root>(a) : undefined;
   }
 }
+
+/**
+ * Run deadlines for every partition of the thread with one timer, not one
+ * per run: runs in flight are few, and the timer only ticks while there are.
+ */
+class Watchdog {
+  private readonly running = new Set<{ due: number; ms: number; reject: (e: unknown) => void }>();
+  private timer: NodeJS.Timeout | null = null;
+
+  guard<T>(work: Promise<T>, ms: number): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      const entry = { due: Date.now() + ms, ms, reject };
+      this.running.add(entry);
+      if (!this.timer) this.timer = setInterval(this.tick, Math.min(ms, 1000));
+      work.then(
+        (v) => {
+          this.running.delete(entry);
+          resolve(v);
+        },
+        (e: unknown) => {
+          this.running.delete(entry);
+          reject(e);
+        },
+      );
+    });
+  }
+
+  private readonly tick = (): void => {
+    const now = Date.now();
+    for (const entry of this.running) {
+      if (entry.due > now) continue;
+      this.running.delete(entry);
+      entry.reject(new RunTimeout(entry.ms));
+    }
+    if (this.running.size === 0 && this.timer) {
+      clearInterval(this.timer);
+      this.timer = null;
+    }
+  };
+}
+
+const watchdog = new Watchdog();
 
 /** A run past its deadline: the partition restarts, the caller gets this error. */
 class RunTimeout extends SvcError {
