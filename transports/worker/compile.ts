@@ -47,25 +47,37 @@ const built = new Map<string, Promise<string>>();
  * @example
  * const file = await compileWorker('/app/actors.ts'); new Worker(file, { workerData })
  */
-export function compileWorker(module: string): Promise<string> {
-  const path = module.startsWith('file:') ? fileURLToPath(module) : resolve(module);
-  let pending = built.get(path);
+export function compileWorker(module: string, app?: string): Promise<string> {
+  const path = toPath(module);
+  const appPath = app === undefined ? undefined : toPath(app);
+  const key = `${path}\0${appPath ?? ''}`;
+  let pending = built.get(key);
   if (!pending) {
-    pending = bundle(path);
-    built.set(path, pending);
-    pending.catch(() => built.delete(path));
+    pending = bundle(path, appPath);
+    built.set(key, pending);
+    pending.catch(() => built.delete(key));
   }
   return pending;
 }
 
-async function bundle(path: string): Promise<string> {
+/** Forget what was built (the sources changed: `svc start --dev`). */
+export function forgetBuilds(): void {
+  built.clear();
+}
+
+function toPath(module: string): string {
+  return module.startsWith('file:') ? fileURLToPath(module) : resolve(module);
+}
+
+async function bundle(path: string, app: string | undefined): Promise<string> {
   const contents = [
-    `import * as userModule from ${JSON.stringify(path)};`,
+    `import * as setupModule from ${JSON.stringify(path)};`,
+    app ? `import * as appModule from ${JSON.stringify(app)};` : 'const appModule = undefined;',
     `import { runWorker } from ${JSON.stringify(WORKER_MAIN)};`,
-    `await runWorker(userModule);`,
+    `await runWorker(setupModule, appModule);`,
   ].join('\n');
   const result = await build({
-    stdin: { contents, resolveDir: dirname(path), sourcefile: 'svc-worker-entry.ts', loader: 'ts' },
+    stdin: { contents, resolveDir: dirname(app ?? path), sourcefile: 'svc-worker-entry.ts', loader: 'ts' },
     bundle: true,
     platform: 'node',
     format: 'esm',
@@ -78,7 +90,7 @@ async function bundle(path: string): Promise<string> {
   });
   const code = result.outputFiles[0]?.contents;
   if (!code) throw new Error(`esbuild produced no output for ${path}`);
-  const dir = cacheDir(path);
+  const dir = cacheDir(app ?? path);
   mkdirSync(dir, { recursive: true });
   const file = join(dir, `${createHash('sha256').update(code).digest('hex').slice(0, 16)}.mjs`);
   if (!existsSync(file)) writeFileSync(file, code);

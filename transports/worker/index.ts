@@ -9,3 +9,4 @@ export { PortLink } from './port-link.ts';
 export type { PortLike } from './port-link.ts';
 export { encodeFrames, decodeFrames } from './codec.ts';
 export type { WorkerSetup } from './protocol.ts';
+export { compileWorker, forgetBuilds } from './compile.ts';

@@ -15,6 +15,8 @@ export interface WorkerPoolOptions {
   size: number;
   /** Module (path or file URL) whose `setup(system, ctx)` runs in every worker. */
   module: string | URL;
+  /** An app module bundled with it and handed to `setup` as `ctx.app`. */
+  app?: string | URL;
   /** Passed to each worker's setup as `ctx.data` (structured-cloneable). */
   data?: unknown;
   /** Options of the main thread's system (its transport is made here). */
@@ -65,7 +67,7 @@ export class WorkerPool {
       }
     }
     const module = options.module instanceof URL ? options.module.href : options.module;
-    const entry = await compileWorker(module);
+    const entry = await compileWorker(module, options.app instanceof URL ? options.app.href : options.app);
     // Loader flags of this process (tsx) are of no use in a worker running plain JavaScript.
     const execArgv = withoutTsx(process.execArgv).concat('--enable-source-maps');
     const ready: Promise<void>[] = [];

@@ -22,9 +22,13 @@ export type Control =
   | { ctl: 'stopped' };
 
 /**
- * The function a worker module exports to define its actors.
+ * The function a worker module exports to define its actors. It may return
+ * a cleanup function, run after the worker's actor system has shut down.
  *
  * @example
  * export function setup(system: ActorSystem) { system.spawn(echoProps, 'echo') }
  */
-export type WorkerSetup = (system: ActorSystem, context: { nodeId: string; nodes: readonly string[]; data: unknown }) => void | Promise<void>;
+export type WorkerSetup = (
+  system: ActorSystem,
+  context: { nodeId: string; nodes: readonly string[]; data: unknown; app: Record<string, unknown> | undefined },
+) => void | (() => Promise<void> | void) | Promise<void | (() => Promise<void> | void)>;

@@ -8,21 +8,25 @@ import { ThreadTransport } from './thread-transport.ts';
 import type { Control, WorkerBoot, WorkerSetup } from './protocol.ts';
 
 /** Start the worker: called by the bundled entry with the user's module. */
-export async function runWorker(mod: { setup?: WorkerSetup; default?: WorkerSetup }): Promise<void> {
+export async function runWorker(mod: { setup?: WorkerSetup; default?: WorkerSetup }, app?: Record<string, unknown>): Promise<void> {
   const boot = workerData as WorkerBoot;
   if (!parentPort) throw new Error('runWorker must run in a worker thread');
   const port = parentPort;
   const transport = new ThreadTransport(boot.nodeId, boot.nodes);
   let system: ActorSystem | undefined;
+  let cleanup: (() => Promise<void> | void) | undefined;
 
   const onControl = (msg: unknown): void => {
     const ctl = msg as Control;
     if (ctl.ctl === 'down') transport.markDown(ctl.node);
     else if (ctl.ctl === 'shutdown') {
-      void (system?.shutdown({ deadlineMs: ctl.deadlineMs }) ?? Promise.resolve()).then(() => {
-        port.postMessage({ ctl: 'stopped' } satisfies Control);
-        process.exit(0);
-      });
+      void (system?.shutdown({ deadlineMs: ctl.deadlineMs }) ?? Promise.resolve())
+        .then(() => cleanup?.())
+        .catch((error: unknown) => console.error('[svc worker] cleanup failed:', error))
+        .then(() => {
+          port.postMessage({ ctl: 'stopped' } satisfies Control);
+          process.exit(0);
+        });
     }
   };
   transport.addPeer('main', port, onControl);
@@ -32,7 +36,8 @@ export async function runWorker(mod: { setup?: WorkerSetup; default?: WorkerSetu
     system = new ActorSystem({ transport, ...boot.system });
     const setup = mod.setup ?? mod.default;
     if (typeof setup !== 'function') throw new Error(`${boot.module} exports no setup function (export "setup" or a default function)`);
-    await setup(system, { nodeId: boot.nodeId, nodes: boot.nodes, data: boot.data });
+    const done = await setup(system, { nodeId: boot.nodeId, nodes: boot.nodes, data: boot.data, app });
+    if (typeof done === 'function') cleanup = done;
     port.postMessage({ ctl: 'ready' } satisfies Control);
   } catch (error) {
     port.postMessage({ ctl: 'failed', error: encodeError(error) } satisfies Control);

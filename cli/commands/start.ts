@@ -1,0 +1,247 @@
+/**
+ * `svc start [entry]`: serve every walker and function of an app.
+ *
+ * The main thread never loads the app itself: it bundles it for the worker
+ * threads (a syntax error is reported here, with its location), starts them,
+ * and supervises — ready line, signals, `--dev` reloads.
+ */
+import { existsSync, readFileSync, watch, type FSWatcher } from 'node:fs';
+import { availableParallelism } from 'node:os';
+import { basename, dirname, extname, isAbsolute, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { WorkerPool, forgetBuilds, compileWorker } from '../../transports/worker/index.ts';
+import { loadUws } from '../../transports/http/index.ts';
+import { ConfigError, loadConfig } from '../config.ts';
+import { freePort } from '../ports.ts';
+import { jwtSecret, SecretError } from '../secrets.ts';
+import type { HttpControl, RouteSummary, ServeBoot } from '../serve-worker.ts';
+
+export interface StartFlags {
+  port?: number | string;
+  host?: string;
+  faux?: boolean;
+  dev?: boolean;
+  client?: boolean;
+  profile?: string;
+  api_port?: number | string;
+  apiPort?: number | string;
+  main?: boolean;
+  workers?: number | string;
+}
+
+const SERVE_WORKER = fileURLToPath(new URL('../serve-worker.ts', import.meta.url));
+const PACKAGE = JSON.parse(readFileSync(fileURLToPath(new URL('../../package.json', import.meta.url)), 'utf8')) as { version: string };
+
+class StartError extends Error {}
+
+function say(line: string): void {
+  process.stdout.write(`${line}\n`);
+}
+
+function int(value: unknown, flag: string): number | undefined {
+  if (value === undefined || value === '' || value === true) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0) throw new StartError(`${flag} must be a whole number, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+function resolveEntry(entry: string | undefined): string {
+  const path = resolve(entry ?? 'main.ts');
+  if (!existsSync(path)) {
+    throw new StartError(entry ? `entry file not found: ${entry}` : 'no entry file given and no main.ts in the current folder (svc start <entry.ts>)');
+  }
+  if (!['.ts', '.mts', '.js', '.mjs'].includes(extname(path))) throw new StartError(`the entry file must be a .ts, .mts, .js or .mjs module: ${entry}`);
+  return path;
+}
+
+/** esbuild's errors as `file:line:col: message` lines. */
+function buildErrors(error: unknown): string | undefined {
+  const errors = (error as { errors?: { text: string; location?: { file: string; line: number; column: number } | null }[] }).errors;
+  if (!Array.isArray(errors)) return undefined;
+  return errors.map((e) => (e.location ? `${e.location.file}:${e.location.line}:${e.location.column}: ${e.text}` : e.text)).join('\n');
+}
+
+interface Running {
+  pool: WorkerPool;
+  port: number;
+}
+
+export async function start(entryArg: string | undefined, flags: StartFlags): Promise<void> {
+  try {
+    await run(entryArg, flags);
+  } catch (error) {
+    const message = error instanceof StartError || error instanceof ConfigError || error instanceof SecretError ? error.message : (buildErrors(error) ?? (error as Error).message);
+    process.stderr.write(`svc: ${message}\n`);
+    process.exit(1);
+  }
+}
+
+async function run(entryArg: string | undefined, flags: StartFlags): Promise<void> {
+  const entry = resolveEntry(entryArg);
+  const projectRoot = dirname(entry);
+  const profile = flags.profile;
+  const production = profile === 'prod' || profile === 'production' || process.env.NODE_ENV === 'production';
+  const flagValues: Record<string, unknown> = {};
+  const port = int(flags.api_port ?? flags.apiPort, '--api_port') || int(flags.port, '--port');
+  if (port !== undefined) flagValues['scale.server.port'] = port;
+  if (typeof flags.host === 'string') flagValues['scale.server.host'] = flags.host;
+  const workersFlag = int(flags.workers, '--workers');
+  if (workersFlag !== undefined) flagValues['scale.server.workers'] = workersFlag;
+  const { config, warnings } = loadConfig({ dir: projectRoot, profile, env: process.env, flags: flagValues });
+  for (const w of warnings) process.stderr.write(`svc: warning: ${w}\n`);
+
+  const server = config['scale.server'];
+  let transport: 'uws' | 'node' = server.transport === 'node' ? 'node' : 'uws';
+  if (transport === 'uws') {
+    const uws = loadUws();
+    if (uws instanceof Error) {
+      if (server.transport === 'uws') throw new StartError(`uWebSockets.js cannot load here: ${uws.message}`);
+      say(`svc: uWebSockets.js cannot load on this platform (${uws.message.split('\n')[0]}); serving with node:http`);
+      transport = 'node';
+    }
+  }
+  const workers = server.workers || Math.max(1, availableParallelism());
+  const moduleName = relative(process.cwd(), entry).replace(/\.[mc]?[jt]s$/, '') || basename(entry);
+
+  // Syntax errors surface here, with file and line.
+  await compileWorker(SERVE_WORKER, entry);
+
+  const storePath = config['scale.database'].shelf_db_path
+    ? resolve(projectRoot, config['scale.database'].shelf_db_path)
+    : process.env.SVC_DATA_DIR
+      ? join(resolve(process.env.SVC_DATA_DIR), 'anchor_store.db')
+      : join(projectRoot, '.svc', 'data', 'anchor_store.db');
+  const boot = (extra: Partial<ServeBoot>): ServeBoot => ({
+    faux: false,
+    moduleName,
+    title: basename(projectRoot),
+    projectRoot,
+    config,
+    jwtSecret: '',
+    dev: flags.dev === true,
+    transport,
+    port: server.port,
+    listeners: [],
+    storePath,
+    version: PACKAGE.version,
+    ...extra,
+  });
+
+  if (flags.faux) {
+    const pool = await WorkerPool.start({ size: 1, module: SERVE_WORKER, app: entry, data: boot({ faux: true }) });
+    const routes = (await pool.system.refFromAddress({ node: 'w1', path: '/user/http' }).ask({ t: 'describe' } satisfies HttpControl)) as RouteSummary[];
+    await pool.close({ deadlineMs: 1000 });
+    printRoutes(routes);
+    return;
+  }
+
+  const secret = jwtSecret({ configured: config['scale.jwt'].secret, production, projectRoot });
+  const host = server.host;
+  const chosen = await freePort(host, server.port);
+  if (server.port !== 0 && chosen !== server.port) say(`svc: port ${server.port} is in use; using ${chosen}`);
+  const bootData = boot({ jwtSecret: secret.secret, port: chosen, listeners: transport === 'uws' ? workerIds(workers) : ['w1'] });
+
+  const launch = async (): Promise<Running> => {
+    const pool = await WorkerPool.start({
+      size: workers,
+      module: SERVE_WORKER,
+      app: entry,
+      data: bootData,
+      onExit: (node, code) => process.stderr.write(`svc: worker ${node} exited with code ${code}\n`),
+    });
+    return { pool, port: chosen };
+  };
+
+  let current = await launch();
+  const routes = (await current.pool.system.refFromAddress({ node: 'w1', path: '/user/http' }).ask({ t: 'describe' } satisfies HttpControl)) as RouteSummary[];
+  say(`svc: ${routes.length} endpoints from ${relative(process.cwd(), entry) || entry}`);
+  say(`svc: store sqlite at ${relative(process.cwd(), storePath) || storePath}; jwt: ${secret.source}`);
+  say(`svc: ${workers} worker thread${workers === 1 ? '' : 's'}, transport ${transport === 'uws' ? 'uWebSockets.js' : 'node:http'}${production ? ', production' : ''}${flags.dev ? ', dev (reloading on change)' : ''}`);
+  say(`Server ready at http://${host}:${chosen}`);
+
+  let stopping = false;
+  const drain = async (running: Running, deadlineMs: number): Promise<void> => {
+    await Promise.allSettled(
+      running.pool.workers.map((node) =>
+        running.pool.system.refFromAddress({ node, path: '/user/http' }).ask({ t: 'drain', deadlineMs } satisfies HttpControl, deadlineMs + 1000),
+      ),
+    );
+    await running.pool.close({ deadlineMs });
+  };
+  const shutdown = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    say(`svc: ${signal}: draining (up to ${server.shutdown_timeout_ms} ms)`);
+    void drain(current, server.shutdown_timeout_ms).then(
+      () => {
+        say('svc: stopped');
+        process.exit(0);
+      },
+      (error: unknown) => {
+        process.stderr.write(`svc: shutdown failed: ${(error as Error).message}\n`);
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+
+  if (flags.dev) watchAndReload(projectRoot, async () => {
+    forgetBuilds();
+    await compileWorker(SERVE_WORKER, entry);
+    if (transport === 'node') {
+      // node:http cannot share the port: the old server lets go first.
+      await drain(current, 2000);
+      current = await launch();
+    } else {
+      const next = await launch();
+      const old = current;
+      current = next;
+      await drain(old, 2000);
+    }
+    say(`svc: reloaded ${relative(process.cwd(), entry) || entry}`);
+  }, () => stopping);
+}
+
+function workerIds(n: number): string[] {
+  return Array.from({ length: n }, (_, i) => `w${i + 1}`);
+}
+
+function printRoutes(routes: RouteSummary[]): void {
+  const width = Math.max(...routes.map((r) => r.method.length + 1 + r.path.length));
+  for (const r of routes) say(`${`${r.method} ${r.path}`.padEnd(width)}  ${r.kind} ${r.name}${r.access === 'pub' ? '' : '  (token)'}`);
+  say(`${routes.length} endpoints`);
+}
+
+/** Reload on changes under the project folder (not .svc, node_modules, dot folders); one reload at a time. */
+function watchAndReload(root: string, reload: () => Promise<void>, stopped: () => boolean): FSWatcher {
+  let timer: NodeJS.Timeout | undefined;
+  let busy = false;
+  let again = false;
+  const go = async (): Promise<void> => {
+    if (busy) {
+      again = true;
+      return;
+    }
+    busy = true;
+    try {
+      await reload();
+    } catch (error) {
+      process.stderr.write(`svc: reload failed, still serving the previous version:\n${buildErrors(error) ?? (error as Error).message}\n`);
+    }
+    busy = false;
+    if (again && !stopped()) {
+      again = false;
+      void go();
+    }
+  };
+  const watcher = watch(root, { recursive: true }, (_event, file) => {
+    if (!file || stopped()) return;
+    const rel = isAbsolute(file) ? relative(root, file) : file;
+    if (/(^|[\\/])(\.svc|node_modules|\.git|\.tap)([\\/]|$)/.test(rel) || /(^|[\\/])\./.test(rel)) return;
+    if (!/\.(m?[jt]s|json|toml)$/.test(rel)) return;
+    clearTimeout(timer);
+    timer = setTimeout(() => void go(), 100);
+  });
+  return watcher;
+}

@@ -1,0 +1,46 @@
+/**
+ * The `svc` command. Each subcommand lives in `cli/commands/` and is loaded
+ * only when used.
+ */
+import { cac } from 'cac';
+import { readFileSync } from 'node:fs';
+
+const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+
+const cli = cac('svc');
+
+cli
+  .command('start [entry]', 'Serve every walker and function of an app (default entry: main.ts)')
+  .option('-p, --port <port>', 'Port (the next free one if taken)', { default: undefined })
+  .option('--host <host>', 'Bind address (default 0.0.0.0)')
+  .option('-f, --faux', 'Print the generated endpoints and exit')
+  .option('-d, --dev', 'Reload on file changes, keeping the port')
+  .option('-n, --no-client', 'Serve the API only (static files from public/ are still served)')
+  .option('--profile <name>', 'Layer svc.<name>.toml; prod also demands real secrets')
+  .option('-a, --api_port <port>', 'Port for the API (overrides --port when set)')
+  .option('-m, --main', 'Treat the entry as the main module (always true)', { default: true })
+  .option('--workers <n>', 'Worker threads (default: one per core)')
+  .example('svc start examples/todo/app.ts --port 8000')
+  .action(async (entry: string | undefined, options: Record<string, unknown>) => {
+    const { start } = await import('./commands/start.ts');
+    await start(entry, options);
+  });
+
+cli.help();
+cli.version(version);
+
+try {
+  cli.parse(process.argv, { run: false });
+  if (!cli.matchedCommand) {
+    if (cli.args.length > 0) {
+      process.stderr.write(`svc: unknown command ${cli.args[0]} (try svc --help)\n`);
+      process.exit(1);
+    }
+    if (!cli.options.help && !cli.options.version) cli.outputHelp();
+  } else {
+    await cli.runMatchedCommand();
+  }
+} catch (error) {
+  process.stderr.write(`svc: ${(error as Error).message}\n`);
+  process.exit(1);
+}

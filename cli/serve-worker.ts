@@ -1,0 +1,131 @@
+/**
+ * What each worker thread of `svc start` runs: the app's registry, a graph
+ * over the shared store, the front, and — on the threads that listen — the
+ * HTTP server. A `/user/http` actor takes the main thread's orders (drain,
+ * describe).
+ */
+import pino from 'pino';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { fromReceive, type ActorSystem } from '../kernel/index.ts';
+import { Graph, SqliteStore, spreadOverWorkers } from '../actors/anchor/index.ts';
+import { Registry } from '../actors/walker/index.ts';
+import {
+  buildRoutes,
+  Docs,
+  Front,
+  type HttpServer,
+  JwtVerifier,
+  listenNode,
+  listenUws,
+  loadUws,
+  openApiDocument,
+  StaticFiles,
+} from '../transports/http/index.ts';
+import type { SvcConfig } from './config.ts';
+
+export interface ServeBoot {
+  /** Only build the routes and answer `describe` (for `--faux`). */
+  faux: boolean;
+  moduleName: string;
+  title: string;
+  projectRoot: string;
+  config: SvcConfig;
+  jwtSecret: string;
+  dev: boolean;
+  transport: 'uws' | 'node';
+  port: number;
+  /** Worker node ids that open the port (every one with uWebSockets.js, the first with node:http). */
+  listeners: string[];
+  storePath: string;
+  version: string;
+}
+
+export type HttpControl = { t: 'drain'; deadlineMs: number } | { t: 'describe' };
+
+export interface RouteSummary {
+  method: string;
+  path: string;
+  kind: string;
+  name: string;
+  access: string;
+}
+
+export async function setup(
+  system: ActorSystem,
+  ctx: { nodeId: string; data: unknown; app: Record<string, unknown> | undefined },
+): Promise<() => Promise<void>> {
+  const boot = ctx.data as ServeBoot;
+  if (!ctx.app) throw new Error('no app module was bundled');
+  const registry = Registry.fromModule(ctx.app, boot.moduleName);
+  const routes = buildRoutes(registry);
+  if (routes.length === 0) throw new Error(`${boot.moduleName} exports no walker and no function: nothing to serve`);
+  const describe = (): RouteSummary[] => routes.map((r) => ({ method: r.method, path: r.template, kind: r.kind, name: r.name, access: r.access }));
+
+  if (boot.faux) {
+    system.spawn(fromReceive(() => describe()), 'http');
+    return async () => undefined;
+  }
+
+  const { config } = boot;
+  const log = pino({ base: { worker: ctx.nodeId }, level: 'info' }, pino.destination({ fd: 1, sync: false }));
+  process.on('unhandledRejection', (error) => log.error({ err: error }, 'unhandled rejection (an operation that was not awaited?)'));
+
+  const store = SqliteStore.open(boot.storePath, { synchronous: config['scale.database'].synchronous as 'NORMAL' | 'FULL' });
+  const graph = await Graph.open({
+    system,
+    registry,
+    store,
+    placement: spreadOverWorkers,
+    timeoutMs: config['scale.server'].request_timeout_ms,
+    onQuarantine: (id, reason) => log.warn({ anchor: id, reason }, 'anchor moved to quarantine'),
+  });
+  const docsEnabled = config['scale.server'].docs_enabled;
+  const publicDir = join(boot.projectRoot, 'public');
+  const front = new Front({
+    graph,
+    registry,
+    routes,
+    jwt: new JwtVerifier({ secret: boot.jwtSecret, algorithm: config['scale.jwt'].algorithm as 'HS256' }),
+    openapi: openApiDocument(routes, { title: boot.title, version: boot.version }),
+    docs: docsEnabled ? new Docs(boot.title) : undefined,
+    statics: existsSync(publicDir) ? new StaticFiles(publicDir) : undefined,
+    requestTimeoutMs: config['scale.server'].request_timeout_ms,
+    dev: boot.dev,
+    accessLog: config['scale.server'].access_log ? (entry) => log.info(entry, 'request') : undefined,
+    suppressHealthLogs: config['scale.server'].suppress_health_check_logs,
+    onError: (error, requestId) => log.error({ err: error, req_id: requestId }, 'request failed'),
+  });
+
+  let server: HttpServer | undefined;
+  if (boot.listeners.includes(ctx.nodeId)) {
+    const options = { host: config['scale.server'].host, port: boot.port, maxBodyBytes: config['scale.server'].max_body_bytes };
+    if (boot.transport === 'uws') {
+      const uws = loadUws();
+      if (uws instanceof Error) throw new Error(`uWebSockets.js cannot load in this worker: ${uws.message}`);
+      server = await listenUws(uws, front, options);
+    } else {
+      server = await listenNode(front, options);
+    }
+  }
+  front.markReady();
+
+  system.spawn(
+    fromReceive(async (msg: HttpControl) => {
+      if (msg.t === 'describe') return describe();
+      front.startDraining();
+      server?.stopAccepting();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([server?.whenIdle(), new Promise((resolve) => (timer = setTimeout(resolve, msg.deadlineMs)))]);
+      clearTimeout(timer);
+      return true;
+    }),
+    'http',
+  );
+
+  return async () => {
+    server?.close();
+    await store.close();
+    log.flush();
+  };
+}

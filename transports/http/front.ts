@@ -1,0 +1,218 @@
+/**
+ * The front: turns a request into a walker or function run on the caller's
+ * partition and writes the reply as the response envelope. Knows nothing of
+ * sockets — the uWebSockets.js and node:http servers both hand it an
+ * {@link HttpRequest} and write back the {@link HttpResponse}.
+ */
+import { STATUS_CODES } from 'node:http';
+import type { Graph } from '../../actors/anchor/index.ts';
+import { rootIdFor } from '../../actors/identity/index.ts';
+import { type Caller, type Registry, Root, walkerInfo } from '../../actors/walker/index.ts';
+import type { Docs } from './docs.ts';
+import { failure, success } from './envelope.ts';
+import { httpError, HttpError, toHttpError } from './errors.ts';
+import type { JwtVerifier } from './jwt.ts';
+import { collectFields } from './params.ts';
+import { type EndpointRoute, Router } from './router.ts';
+import type { StaticFiles } from './static.ts';
+import type { HttpRequest, HttpResponse } from './types.ts';
+
+/** One access-log line. */
+export interface AccessEntry {
+  req_id: string;
+  method: string;
+  path: string;
+  /** The route template (bounded: never a raw id). */
+  route: string;
+  status: number;
+  ms: number;
+}
+
+export interface FrontOptions {
+  graph: Graph;
+  registry: Registry;
+  routes: EndpointRoute[];
+  jwt: JwtVerifier;
+  openapi: Record<string, unknown>;
+  docs: Docs | undefined;
+  statics: StaticFiles | undefined;
+  requestTimeoutMs: number;
+  /** Stack traces in error envelopes (never outside `--dev`). */
+  dev: boolean;
+  accessLog: ((entry: AccessEntry) => void) | undefined;
+  suppressHealthLogs: boolean;
+  /** Reports unexpected errors (500s) with their stack. */
+  onError: (error: unknown, requestId: string) => void;
+}
+
+const QUIET_PATHS = new Set(['/', '/docs', '/redoc', '/openapi.json', '/health', '/ready', '/healthz', '/healthz/ready', '/healthz/live']);
+
+const CORS = {
+  'access-control-allow-origin': '*',
+  'access-control-expose-headers': 'x-request-id',
+};
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+let seq = 0;
+const prefix = Math.random().toString(36).slice(2, 8);
+
+function requestId(given: string | undefined): string {
+  if (given && given.length <= 128 && /^[\w.:-]+$/.test(given)) return given;
+  return `${prefix}-${(++seq).toString(36)}`;
+}
+
+export class Front {
+  readonly router: Router;
+  private ready = false;
+  private draining = false;
+  private readonly builtins = new Map<string, () => HttpResponse>();
+  private readonly hooks: [string, ReturnType<Registry['hooks']>[number][1]][];
+
+  constructor(private readonly o: FrontOptions) {
+    this.router = new Router(o.routes);
+    this.hooks = o.registry.hooks();
+    const json = (status: number, body: unknown): HttpResponse => ({ status, headers: { 'content-type': JSON_TYPE }, body: JSON.stringify(body) });
+    const readiness = (ok: unknown) => () => (this.isReady ? json(200, ok) : json(503, { status: this.draining ? 'draining' : 'starting', ready: false }));
+    this.builtins.set('/health', () => json(200, { status: 'ok' }));
+    this.builtins.set('/healthz', () => json(200, { status: 'ok' }));
+    this.builtins.set('/healthz/live', () => json(200, { status: 'alive' }));
+    this.builtins.set('/ready', readiness({ status: 'ready', ready: true }));
+    this.builtins.set('/healthz/ready', readiness({ status: 'ready' }));
+    if (o.docs) {
+      const spec = JSON.stringify(o.openapi);
+      this.builtins.set('/openapi.json', () => ({ status: 200, headers: { 'content-type': JSON_TYPE }, body: spec }));
+    }
+  }
+
+  get isReady(): boolean {
+    return this.ready && !this.draining;
+  }
+
+  /** The store and actors are up: readiness turns true. */
+  markReady(): void {
+    this.ready = true;
+  }
+
+  /** Shutting down: readiness turns false, new requests get 503. */
+  startDraining(): void {
+    this.draining = true;
+  }
+
+  /** Answer one request. Never rejects. */
+  async handle(req: HttpRequest): Promise<HttpResponse> {
+    const started = performance.now();
+    const rid = requestId(req.headers['x-request-id']);
+    let route = req.path;
+    let res: HttpResponse;
+    try {
+      const out = await this.dispatch(req, rid, (r) => (route = r));
+      res = out;
+    } catch (error) {
+      const e = toHttpError(error, this.o.dev);
+      if (e.status >= 500 && !(error instanceof HttpError) && e.body.code !== 'EXECUTION_ERROR') this.o.onError(error, rid);
+      res = { status: e.status, headers: { 'content-type': JSON_TYPE }, body: failure(e.body, rid) };
+      if (e.status === 405) res.headers.allow = (e.body.details as { allowed?: string[] })?.allowed?.join(', ') ?? '';
+      if (e.status === 503 && this.draining) res.headers.connection = 'close';
+    }
+    Object.assign(res.headers, CORS);
+    res.headers['x-request-id'] = rid;
+    if (this.o.accessLog && !(this.o.suppressHealthLogs && QUIET_PATHS.has(req.path))) {
+      this.o.accessLog({ req_id: rid, method: req.method, path: req.path, route, status: res.status, ms: Math.round((performance.now() - started) * 100) / 100 });
+    }
+    return res;
+  }
+
+  private async dispatch(req: HttpRequest, rid: string, setRoute: (r: string) => void): Promise<HttpResponse> {
+    if (req.method === 'OPTIONS') return preflight(req);
+    if (this.draining) throw httpError('SERVICE_UNAVAILABLE', 'the server is shutting down');
+    if (req.method === 'GET' || req.method === 'HEAD') {
+      const builtin = this.builtins.get(req.path);
+      if (builtin) return builtin();
+      const doc = this.o.docs?.serve(req.path);
+      if (doc) return doc;
+    }
+    const match = this.router.match(req.method, req.path);
+    if (!match || 'allowed' in match) {
+      if (req.method === 'GET' || req.method === 'HEAD') {
+        const file = await this.o.statics?.serve(req.path === '/' ? '/index.html' : req.path, req.method === 'HEAD');
+        if (file) {
+          setRoute('static');
+          return file;
+        }
+        if (req.path === '/') return { status: 200, headers: { 'content-type': JSON_TYPE }, body: success({ result: { service: 'svc', docs: this.o.docs ? '/docs' : null }, reports: [] }, rid) };
+      }
+      if (match) throw httpError('METHOD_NOT_ALLOWED', `${req.method} is not served on ${req.path}`, { allowed: match.allowed });
+      throw httpError('NOT_FOUND', `no route ${req.method} ${req.path}`);
+    }
+    const { route, params } = match;
+    setRoute(route.template);
+    const caller = this.authenticate(req, route);
+    const { fields, at } = collectFields(route, req, params);
+    await this.runHooks(req, caller);
+    const options = { caller, timeoutMs: this.o.requestTimeoutMs, ...(at === undefined ? {} : { at }) };
+    if (route.kind === 'walker') {
+      const { reports } = await this.o.graph.spawn(route.name, fields, options);
+      return { status: 200, headers: { 'content-type': JSON_TYPE }, body: success({ result: null, reports }, rid) };
+    }
+    const { result } = await this.o.graph.call(route.name, fields, options);
+    if (!route.envelope) {
+      return {
+        status: 200,
+        headers: { 'content-type': `${route.produces ?? 'text/plain'}; charset=utf-8` },
+        body: typeof result === 'string' ? result : (JSON.stringify(result) ?? ''),
+      };
+    }
+    return { status: 200, headers: { 'content-type': JSON_TYPE }, body: success({ result, reports: [] }, rid) };
+  }
+
+  /** The caller of a request: the token's user, or the guest graph for public endpoints without one. */
+  private authenticate(req: HttpRequest, route: EndpointRoute): Caller {
+    const header = req.headers.authorization;
+    if (!header) {
+      if (route.access === 'pub') return { rootId: Root.SHARED_ID };
+      throw httpError('UNAUTHORIZED', `${route.kind} ${route.name} needs a bearer token`);
+    }
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!m) throw httpError('UNAUTHORIZED', 'the Authorization header must be "Bearer <token>"');
+    const claims = this.o.jwt.verify(m[1] as string);
+    const caller: Caller = { userId: claims.user_id, rootId: rootIdFor(claims.user_id) };
+    if (typeof claims.role === 'string') caller.role = claims.role;
+    return caller;
+  }
+
+  /** Hook walkers (`_Name`) run before the route; a report with a status ≥ 400 ends the request. */
+  private async runHooks(req: HttpRequest, caller: Caller): Promise<void> {
+    for (const [name, cls] of this.hooks) {
+      const declared = walkerInfo(cls).fields;
+      const fields: Record<string, unknown> = {};
+      if (declared.includes('headers')) fields.headers = req.headers;
+      if (declared.includes('request')) fields.request = { method: req.method, path: req.path };
+      const { reports } = await this.o.graph.spawn(name, fields, { caller, timeoutMs: this.o.requestTimeoutMs });
+      for (const r of reports) {
+        if (typeof r !== 'object' || r === null) continue;
+        const status = (r as { status?: unknown }).status;
+        if (typeof status !== 'number' || status < 400 || status > 599) continue;
+        const { code, message, details } = r as { code?: unknown; message?: unknown; details?: unknown };
+        const body = {
+          code: typeof code === 'string' ? code : (STATUS_CODES[status] ?? 'ERROR').toUpperCase().replace(/[^A-Z]+/g, '_'),
+          message: typeof message === 'string' ? message : (STATUS_CODES[status] ?? 'error'),
+          ...(details === undefined ? {} : { details }),
+        };
+        throw new HttpError(status, body);
+      }
+    }
+  }
+}
+
+function preflight(req: HttpRequest): HttpResponse {
+  return {
+    status: 204,
+    headers: {
+      'access-control-allow-methods': 'GET, POST, PUT, PATCH, DELETE, OPTIONS',
+      'access-control-allow-headers': req.headers['access-control-request-headers'] ?? '*',
+      'access-control-max-age': '600',
+    },
+    body: '',
+  };
+}

@@ -1,0 +1,19 @@
+/**
+ * The HTTP front: generated endpoints, the envelope, JWT checks, OpenAPI and
+ * docs, static files, over uWebSockets.js or node:http.
+ */
+export { Front } from './front.ts';
+export type { FrontOptions, AccessEntry } from './front.ts';
+export { buildRoutes, Router } from './router.ts';
+export type { EndpointRoute } from './router.ts';
+export { JwtVerifier, isHmacAlgorithm } from './jwt.ts';
+export type { Claims, RevocationList, HmacAlgorithm } from './jwt.ts';
+export { HTTP_ERRORS, httpError, HttpError, toHttpError } from './errors.ts';
+export type { ErrorBody, HttpErrorCode } from './errors.ts';
+export { openApiDocument } from './openapi.ts';
+export { Docs } from './docs.ts';
+export { StaticFiles } from './static.ts';
+export { listenUws, loadUws } from './uws-server.ts';
+export { listenNode } from './node-server.ts';
+export type { HttpServer, ListenOptions } from './server.ts';
+export type { HttpRequest, HttpResponse } from './types.ts';

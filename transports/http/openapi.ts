@@ -1,0 +1,116 @@
+/**
+ * OpenAPI 3.1 for an app: every generated endpoint with its fields (the
+ * `has` schemas are JSON Schema already), the response envelope, and the
+ * built-in routes.
+ */
+import type { TSchema } from 'typebox';
+import { HTTP_ERRORS } from './errors.ts';
+import type { EndpointRoute } from './router.ts';
+
+type Json = Record<string, unknown>;
+
+/** A TypeBox schema as plain JSON Schema (no symbols, upload markers turned into binary strings). */
+function plain(schema: TSchema): Json {
+  return JSON.parse(JSON.stringify(schema), (_k, v: unknown) => {
+    if (v && typeof v === 'object' && (v as Json)['x-svc-upload']) return { type: 'string', format: 'binary' };
+    return v;
+  }) as Json;
+}
+
+const ENVELOPE = {
+  type: 'object',
+  required: ['ok', 'type', 'data', 'error', 'meta'],
+  properties: {
+    ok: { type: 'boolean' },
+    type: { const: 'response' },
+    data: {
+      type: ['object', 'null'],
+      properties: { result: {}, reports: { type: 'array', items: {} } },
+    },
+    error: { oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/Error' }] },
+    meta: { type: 'object', properties: { request_id: { type: 'string' } }, required: ['request_id'] },
+  },
+};
+
+const ERROR = {
+  type: 'object',
+  required: ['code', 'message'],
+  properties: {
+    code: { type: 'string', examples: Object.keys(HTTP_ERRORS) },
+    message: { type: 'string' },
+    details: {},
+  },
+};
+
+function errorResponse(description: string): Json {
+  return { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } } };
+}
+
+function operation(route: EndpointRoute): Json {
+  const props = (route.schema.properties ?? {}) as Record<string, TSchema>;
+  const required = new Set<string>((route.schema as { required?: string[] }).required ?? []);
+  const parameters: Json[] = [];
+  for (const name of route.pathParams) {
+    const schema = name === 'node_id' && route.spawnAt ? { type: 'string', pattern: '^[0-9a-f]{32}$' } : props[name] ? plain(props[name]) : { type: 'string' };
+    parameters.push({ name, in: 'path', required: true, schema, description: name === 'node_id' && route.spawnAt ? 'spawn the walker at this node' : undefined });
+  }
+  const rest = Object.keys(props).filter((k) => !route.pathParams.includes(k));
+  const files = rest.filter((k) => route.fileFields.includes(k));
+  const isGet = route.method === 'GET' || route.method === 'HEAD';
+  const op: Json = {
+    operationId: `${route.kind}_${route.name}${route.spawnAt ? '_at_node' : ''}`,
+    summary: `${route.kind === 'walker' ? 'Walker' : 'Function'} ${route.name}${route.spawnAt ? ' (spawned at a node)' : ''}`,
+    tags: [route.kind === 'walker' ? 'walkers' : 'functions'],
+    parameters,
+    responses: {
+      '200': route.envelope
+        ? { description: 'success', content: { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } } }
+        : { description: 'the return value as the body', content: { [route.produces ?? 'text/plain']: { schema: { type: 'string' } } } },
+      '400': errorResponse('VALIDATION_ERROR or INVALID_JSON'),
+      ...(route.access === 'pub' ? {} : { '401': errorResponse('UNAUTHORIZED') }),
+      '404': errorResponse('NOT_FOUND'),
+      '413': errorResponse('PAYLOAD_TOO_LARGE'),
+      '500': errorResponse('EXECUTION_ERROR'),
+      '503': errorResponse('SERVICE_UNAVAILABLE or SVC_ERR_MAILBOX_FULL'),
+    },
+  };
+  if (route.access !== 'pub') op.security = [{ bearerAuth: [] }];
+  if (isGet) {
+    for (const name of rest) parameters.push({ name, in: 'query', required: required.has(name), schema: plain(props[name] as TSchema) });
+  } else if (rest.length > 0) {
+    const body = { type: 'object', properties: Object.fromEntries(rest.map((k) => [k, plain(props[k] as TSchema)])), required: rest.filter((k) => required.has(k)) };
+    op.requestBody = {
+      required: body.required.length > 0,
+      content: files.length ? { 'multipart/form-data': { schema: body } } : { 'application/json': { schema: body } },
+    };
+  }
+  return op;
+}
+
+/** The OpenAPI 3.1 document. */
+export function openApiDocument(routes: EndpointRoute[], info: { title: string; version: string }): Json {
+  const paths: Record<string, Json> = {};
+  for (const route of routes) {
+    const entry = (paths[route.template] ??= {});
+    entry[route.method.toLowerCase()] = operation(route);
+  }
+  const builtin = (summary: string, schema: Json = { type: 'object' }) => ({
+    get: { summary, tags: ['built-in'], responses: { '200': { description: summary, content: { 'application/json': { schema } } } } },
+  });
+  Object.assign(paths, {
+    '/health': builtin('liveness'),
+    '/ready': builtin('readiness (503 while starting or draining)'),
+    '/healthz': builtin('liveness', { type: 'object', properties: { status: { const: 'ok' } } }),
+    '/healthz/live': builtin('liveness', { type: 'object', properties: { status: { const: 'alive' } } }),
+    '/healthz/ready': builtin('readiness (503 while starting or draining)', { type: 'object', properties: { status: { type: 'string' } } }),
+  });
+  return {
+    openapi: '3.1.0',
+    info,
+    paths,
+    components: {
+      schemas: { Envelope: ENVELOPE, Error: ERROR },
+      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+    },
+  };
+}

@@ -1,0 +1,19 @@
+/** What the socket layers (uWebSockets.js, node:http) give the runtime. */
+
+export interface ListenOptions {
+  host: string;
+  port: number;
+  maxBodyBytes: number;
+}
+
+export interface HttpServer {
+  readonly kind: 'uws' | 'node';
+  /** The port actually bound. */
+  readonly port: number;
+  /** Close the listening socket: no new connections. */
+  stopAccepting(): void;
+  /** Resolves when no request is in flight. */
+  whenIdle(): Promise<void>;
+  /** Close everything now. */
+  close(): void;
+}
