@@ -5,6 +5,7 @@
  * {@link HttpRequest} and write back the {@link HttpResponse}.
  */
 import { STATUS_CODES } from 'node:http';
+import type { TSchema } from 'typebox';
 import type { Graph } from '../../actors/anchor/index.ts';
 import { rootIdFor } from '../../actors/identity/index.ts';
 import { type Caller, type Registry, Root, walkerInfo } from '../../actors/walker/index.ts';
@@ -149,6 +150,7 @@ export class Front {
     setRoute(route.template);
     const caller = this.authenticate(req, route);
     const { fields, at } = collectFields(route, req, params);
+    fillRequestFields(route.schema.properties as Record<string, TSchema>, fields, req);
     await this.runHooks(req, caller);
     const options = { caller, timeoutMs: this.o.requestTimeoutMs, ...(at === undefined ? {} : { at }) };
     if (route.kind === 'walker') {
@@ -184,10 +186,8 @@ export class Front {
   /** Hook walkers (`_Name`) run before the route; a report with a status ≥ 400 ends the request. */
   private async runHooks(req: HttpRequest, caller: Caller): Promise<void> {
     for (const [name, cls] of this.hooks) {
-      const declared = walkerInfo(cls).fields;
       const fields: Record<string, unknown> = {};
-      if (declared.includes('headers')) fields.headers = req.headers;
-      if (declared.includes('request')) fields.request = { method: req.method, path: req.path };
+      fillRequestFields(walkerInfo(cls).schema.properties as Record<string, TSchema>, fields, req);
       const { reports } = await this.o.graph.spawn(name, fields, { caller, timeoutMs: this.o.requestTimeoutMs });
       for (const r of reports) {
         if (typeof r !== 'object' || r === null) continue;
@@ -202,6 +202,24 @@ export class Front {
         throw new HttpError(status, body);
       }
     }
+  }
+}
+
+/**
+ * A walker or function that declares `headers` gets the request headers
+ * (lower-case names); one that declares `request` gets `{method, path}`, and
+ * `query` and the raw `body` text when its schema asks for them (webhook
+ * signatures are computed over the raw body).
+ */
+function fillRequestFields(props: Record<string, TSchema>, fields: Record<string, unknown>, req: HttpRequest): void {
+  if (props.headers) fields.headers = req.headers;
+  const request = props.request as { properties?: Record<string, unknown> } | undefined;
+  if (request) {
+    const wanted = request.properties ?? {};
+    const value: Record<string, unknown> = { method: req.method, path: req.path };
+    if ('query' in wanted) value.query = req.query;
+    if ('body' in wanted) value.body = req.body.toString('utf8');
+    fields.request = value;
   }
 }
 

@@ -56,7 +56,7 @@ export class StaticFiles {
       const body = head ? Buffer.alloc(0) : await readFile(file);
       return {
         status: 200,
-        headers: { 'content-type': TYPES[extname(file).toLowerCase()] ?? 'application/octet-stream', 'content-length': String(info.size) },
+        headers: { 'content-type': TYPES[extname(file).toLowerCase()] ?? 'application/octet-stream' },
         body,
       };
     } catch {

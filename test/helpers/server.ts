@@ -1,0 +1,93 @@
+// Start `svc start` as a child process on a free port, the way a user would.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { SignJWT } from 'jose';
+
+export const TEST_SECRET = 'test-secret-test-secret-test-secret-0123456789';
+const BIN = new URL('../../bin/svc.mjs', import.meta.url).pathname;
+
+export interface Server {
+  url: string;
+  port: number;
+  proc: ChildProcess;
+  dataDir: string;
+  /** Everything the process printed so far. */
+  output(): string;
+  /** Resolves with the exit code (or signal) once the process ends. */
+  exited: Promise<number | NodeJS.Signals | null>;
+  stop(signal?: NodeJS.Signals): Promise<number | NodeJS.Signals | null>;
+}
+
+/** The transport under test: `SVC_TRANSPORT` (CI runs the HTTP tests once per transport). */
+export function transport(): string {
+  return process.env.SVC_TRANSPORT ?? 'auto';
+}
+
+export async function startServer(options: {
+  entry: string;
+  args?: string[];
+  env?: Record<string, string>;
+  workers?: number;
+  cwd?: string;
+  /** Wait for this line instead of the ready line (for commands that exit). */
+  until?: RegExp;
+}): Promise<Server> {
+  const dataDir = options.env?.SVC_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'svc-test-'));
+  const args = [BIN, 'start', options.entry, '--host', '127.0.0.1', '--port', '0', '--workers', String(options.workers ?? 1), ...(options.args ?? [])];
+  const proc = spawn(process.execPath, args, {
+    cwd: options.cwd,
+    env: { ...process.env, SVC_DATA_DIR: dataDir, JWT_SECRET: TEST_SECRET, SVC_TRANSPORT: transport(), SVC_ACCESS_LOG: 'false', ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  const exited = new Promise<number | NodeJS.Signals | null>((resolve) => proc.once('exit', (code, signal) => resolve(code ?? signal)));
+  const ready = new Promise<string>((resolve, reject) => {
+    const lines = createInterface({ input: proc.stdout as NodeJS.ReadableStream });
+    lines.on('line', (line) => {
+      out += `${line}\n`;
+      const m = /Server ready at (http:\/\/\S+)/.exec(line);
+      if (m) resolve(m[1] as string);
+      if (options.until?.test(line)) resolve('');
+    });
+    proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+    void exited.then((code) => reject(new Error(`svc start exited (${code}) before it was ready:\n${out}`)));
+  });
+  const url = await ready;
+  return {
+    url,
+    port: url ? Number(new URL(url).port) : 0,
+    proc,
+    dataDir,
+    output: () => out,
+    exited,
+    async stop(signal: NodeJS.Signals = 'SIGTERM') {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);
+      return exited;
+    },
+  };
+}
+
+/** A token for `userId` signed with the test secret (by jose, as another service would). */
+export async function tokenFor(userId: string, options: { role?: string; expiresIn?: string | number; secret?: string; alg?: string } = {}): Promise<string> {
+  return new SignJWT({ user_id: userId, role: options.role ?? 'user' })
+    .setProtectedHeader({ alg: options.alg ?? 'HS256' })
+    .setIssuedAt()
+    .setExpirationTime(options.expiresIn ?? '1h')
+    .sign(new TextEncoder().encode(options.secret ?? TEST_SECRET));
+}
+
+/** POST JSON and parse the envelope. */
+export async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: res.status, body: parsed, headers: res.headers };
+}

@@ -1,0 +1,186 @@
+// Every generation rule and the envelope, against a real listening server.
+import t from 'tap';
+import { post, startServer, tokenFor, transport, type Server } from '../../helpers/server.ts';
+
+const entry = new URL('../../fixtures/http-app.ts', import.meta.url).pathname;
+let server: Server;
+
+t.before(async () => {
+  server = await startServer({ entry, workers: 2 });
+});
+t.teardown(() => server.stop());
+t.comment(`transport: ${transport()}`);
+
+const envelopeKeys = ['data', 'error', 'meta', 'ok', 'type'];
+
+t.test('POST /walker/<Name>: fields in, reports out, in the envelope', async (t) => {
+  const res = await post(`${server.url}/walker/Echo`, { msg: 'hi', times: 2 });
+  t.equal(res.status, 200);
+  t.same(Object.keys(res.body).sort(), envelopeKeys);
+  t.match(res.body, { ok: true, type: 'response', data: { result: null, reports: ['hi', 'hi'] }, error: null });
+  t.match(res.body.meta.request_id, /\S+/);
+  t.equal(res.headers.get('x-request-id'), res.body.meta.request_id);
+  t.equal(res.headers.get('access-control-allow-origin'), '*');
+  const given = await post(`${server.url}/walker/Echo`, { msg: 'x' }, { 'x-request-id': 'my-trace-123' });
+  t.equal(given.body.meta.request_id, 'my-trace-123', 'a caller request id is kept');
+});
+
+t.test('POST /function/<name>: the return value in data.result', async (t) => {
+  const res = await post(`${server.url}/function/add`, { a: 2, b: 40 });
+  t.match(res.body, { ok: true, data: { result: 42, reports: [] } });
+});
+
+t.test('private walkers and functions need a token; with one they run on the user’s own root', async (t) => {
+  const anon = await post(`${server.url}/walker/Whoami`, {});
+  t.equal(anon.status, 401);
+  t.match(anon.body, { ok: false, data: null, error: { code: 'UNAUTHORIZED' } });
+  t.equal((await post(`${server.url}/function/secret`, {})).status, 401);
+  const token = await tokenFor('alice', { role: 'admin' });
+  const me = await post(`${server.url}/walker/Whoami`, {}, { authorization: `Bearer ${token}` });
+  t.equal(me.status, 200);
+  t.match(me.body.data.reports[0], { user: 'alice', role: 'admin', root: /^[0-9a-f]{32}$/ });
+  const bob = await post(`${server.url}/walker/Whoami`, {}, { authorization: `Bearer ${await tokenFor('bob')}` });
+  t.not(bob.body.data.reports[0].root, me.body.data.reports[0].root, 'each user has a root');
+  const fnRes = await post(`${server.url}/function/secret`, {}, { authorization: `Bearer ${token}` });
+  t.equal(fnRes.body.data.result.root, me.body.data.reports[0].root);
+});
+
+t.test('unknown walkers and functions are 404 with or without a token', async (t) => {
+  const token = await tokenFor('alice');
+  for (const path of ['/walker/Nope', '/function/nope', '/walker/_Guard']) {
+    t.equal((await post(`${server.url}${path}`, {})).status, 404, `${path} anonymous`);
+    const withToken = await post(`${server.url}${path}`, {}, { authorization: `Bearer ${token}` });
+    t.equal(withToken.status, 404, `${path} with token`);
+    t.match(withToken.body, { ok: false, error: { code: 'NOT_FOUND' } });
+  }
+});
+
+t.test('/walker/<Name>/<node_id> spawns at a node; another user gets 404', async (t) => {
+  const alice = { authorization: `Bearer ${await tokenFor('alice')}` };
+  const made = await post(`${server.url}/walker/AddNote`, { text: 'note one' }, alice);
+  const id = made.body.data.reports[0].id as string;
+  t.match(id, /^[0-9a-f]{32}$/);
+  const read = await post(`${server.url}/walker/ReadNote/${id}`, {}, alice);
+  t.match(read.body, { ok: true, data: { reports: [{ id, type: 'Note', context: { text: 'note one' } }] } });
+  const bob = await post(`${server.url}/walker/ReadNote/${id}`, {}, { authorization: `Bearer ${await tokenFor('bob')}` });
+  t.equal(bob.status, 404, 'not readable by bob: 404, never the data');
+  t.notOk(JSON.stringify(bob.body).includes('note one'));
+  t.equal((await post(`${server.url}/walker/ReadNote/${'0'.repeat(31)}f`, {}, alice)).status, 404);
+});
+
+t.test('restspec: GET with a path parameter and query parameters converted to their types', async (t) => {
+  const res = await fetch(`${server.url}/items/42?q=milk&limit=5&exact=true`);
+  const body = (await res.json()) as { data: { reports: unknown[] } };
+  t.equal(res.status, 200);
+  t.same(body.data.reports, [{ item_id: 42, q: 'milk', limit: 5, exact: true }]);
+  const bad = await fetch(`${server.url}/items/not-a-number`);
+  t.equal(bad.status, 400);
+  t.match(await bad.json(), { error: { code: 'VALIDATION_ERROR' } });
+  const put = await fetch(`${server.url}/things/pi`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ value: 3.14 }) });
+  t.same(((await put.json()) as { data: { reports: unknown[] } }).data.reports, [{ name: 'pi', value: 3.14 }]);
+  const wrongMethod = await fetch(`${server.url}/things/pi`, { method: 'POST', body: '{}' });
+  t.equal(wrongMethod.status, 405);
+  t.match(wrongMethod.headers.get('allow'), /PUT/);
+  t.match(await wrongMethod.json(), { ok: false, error: { code: 'METHOD_NOT_ALLOWED' } });
+});
+
+t.test('multipart uploads for T.Upload() fields', async (t) => {
+  const form = new FormData();
+  form.append('file', new Blob(['hello upload'], { type: 'text/plain' }), 'greeting.txt');
+  form.append('note', 'a note');
+  form.append('copies', '3');
+  const res = await fetch(`${server.url}/walker/Upload`, { method: 'POST', body: form });
+  t.equal(res.status, 200);
+  t.same(((await res.json()) as { data: { reports: unknown[] } }).data.reports, [
+    { filename: 'greeting.txt', mimetype: 'text/plain', size: 12, text: 'hello upload', note: 'a note', copies: 3 },
+  ]);
+});
+
+t.test('envelope: false with produces; functions are served ahead of static files', async (t) => {
+  const res = await fetch(`${server.url}/install.sh`);
+  t.equal(res.status, 200);
+  t.equal(res.headers.get('content-type'), 'text/x-shellscript; charset=utf-8');
+  t.equal(await res.text(), '#!/bin/sh\necho installed\n', 'the function wins over public/install.sh');
+  const file = await fetch(`${server.url}/hello.txt`);
+  t.equal(await file.text(), 'hello static\n');
+  t.match(file.headers.get('content-type'), /text\/plain/);
+  const home = await fetch(`${server.url}/`);
+  t.match(await home.text(), /static home/);
+  for (const path of ['/../package.json', '/..%2f..%2fpackage.json', '/%2e%2e/%2e%2e/package.json', '/hello.txt%00.js']) {
+    const r = await fetch(`${server.url}${path}`);
+    t.not(r.status, 200, `${path} does not leave public/`);
+    t.notOk((await r.text()).includes('"name"'));
+  }
+});
+
+t.test('the raw body reaches a walker that asks for it', async (t) => {
+  const raw = '{"x": 1,   "request": "ignored"}';
+  const res = await post(`${server.url}/walker/RawBody`, raw);
+  t.same(res.body.data.reports, [{ method: 'POST', path: '/walker/RawBody', body: raw }]);
+});
+
+t.test('hook walkers run before every generated route and can answer early', async (t) => {
+  const blocked = await post(`${server.url}/walker/Echo`, { msg: 'x' }, { 'x-block': 'yes' });
+  t.equal(blocked.status, 418);
+  t.match(blocked.body, { ok: false, error: { code: 'BLOCKED_BY_HOOK', message: 'blocked POST /walker/Echo' } });
+  t.equal((await post(`${server.url}/function/add`, { a: 1, b: 2 }, { 'x-block': 'yes' })).status, 418, 'functions too');
+  t.equal((await post(`${server.url}/walker/Echo`, { msg: 'x' }, { 'x-block': 'no' })).status, 200);
+});
+
+t.test('failures: each class answers a 4xx/5xx envelope with a stable code, and the server keeps serving', async (t) => {
+  const cases: [string, () => Promise<{ status: number; body: any }>, number, string][] = [
+    ['malformed JSON', () => post(`${server.url}/walker/Echo`, '{"msg": '), 400, 'INVALID_JSON'],
+    ['a JSON array', () => post(`${server.url}/walker/Echo`, '[1,2]'), 400, 'VALIDATION_ERROR'],
+    ['wrong type (no coercion)', () => post(`${server.url}/walker/Echo`, { msg: 5 }), 400, 'VALIDATION_ERROR'],
+    ['"3" is not a number', () => post(`${server.url}/function/add`, { a: '3', b: 1 }), 400, 'VALIDATION_ERROR'],
+    ['missing field', () => post(`${server.url}/walker/Echo`, {}), 400, 'VALIDATION_ERROR'],
+    ['out of range', () => post(`${server.url}/walker/Echo`, { msg: 'x', times: 1000 }), 400, 'VALIDATION_ERROR'],
+    ['unknown route', () => post(`${server.url}/nowhere`, {}), 404, 'NOT_FOUND'],
+    ['walker throws', () => post(`${server.url}/walker/Boom`, {}), 500, 'EXECUTION_ERROR'],
+    ['function throws', () => post(`${server.url}/function/failing`, {}), 500, 'EXECUTION_ERROR'],
+  ];
+  for (const [name, call, status, code] of cases) {
+    const res = await call();
+    t.equal(res.status, status, `${name}: ${status}`);
+    t.match(res.body, { ok: false, type: 'response', data: null, error: { code, message: String } }, `${name}: ${code}`);
+    t.notOk(JSON.stringify(res.body).includes('    at '), `${name}: no stack trace`);
+  }
+  const boom = await post(`${server.url}/walker/Boom`, {});
+  t.equal(boom.body.error.message, 'kaboom from the walker');
+  const fields = await post(`${server.url}/walker/Echo`, { msg: 5 });
+  t.match(fields.body.error.details, [{ field: 'msg' }], 'details name the field');
+  t.equal((await post(`${server.url}/walker/Echo`, { msg: 'still up' })).status, 200);
+});
+
+t.test('a body over the limit is 413', async (t) => {
+  const big = JSON.stringify({ msg: 'x'.repeat(1024 * 1024 + 10) });
+  const res = await post(`${server.url}/walker/Echo`, big);
+  t.equal(res.status, 413);
+  t.match(res.body, { ok: false, error: { code: 'PAYLOAD_TOO_LARGE' } });
+  t.equal((await post(`${server.url}/walker/Echo`, { msg: 'after' })).status, 200);
+});
+
+t.test('CORS: permissive, with preflight', async (t) => {
+  const res = await fetch(`${server.url}/walker/Echo`, {
+    method: 'OPTIONS',
+    headers: { origin: 'https://example.org', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization, content-type' },
+  });
+  t.equal(res.status, 204);
+  t.equal(res.headers.get('access-control-allow-origin'), '*');
+  t.match(res.headers.get('access-control-allow-methods'), /POST/);
+  t.equal(res.headers.get('access-control-allow-headers'), 'authorization, content-type');
+});
+
+t.test('health and readiness', async (t) => {
+  for (const [path, body] of [
+    ['/healthz', { status: 'ok' }],
+    ['/healthz/live', { status: 'alive' }],
+    ['/healthz/ready', { status: 'ready' }],
+    ['/health', { status: 'ok' }],
+    ['/ready', { status: 'ready' }],
+  ] as const) {
+    const res = await fetch(`${server.url}${path}`);
+    t.equal(res.status, 200, path);
+    t.match(await res.json(), body, path);
+  }
+});
