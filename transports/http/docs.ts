@@ -21,6 +21,13 @@ const ASSETS: Record<string, { pkg: string; file: string; type: string }> = {
   '/redoc/redoc.standalone.js': { pkg: 'redoc', file: 'bundles/redoc.standalone.js', type: 'application/javascript' },
 };
 
+/** ReDoc's bundle fetches its logo from a CDN: point it at a local copy (the machine may be offline). */
+const REWRITES: Record<string, [string, string][]> = {
+  '/redoc/redoc.standalone.js': [['https://cdn.redoc.ly/redoc/logo-mini.svg', '/redoc/logo-mini.svg']],
+};
+
+const REDOC_LOGO = '<svg xmlns="http://www.w3.org/2000/svg" width="16" height="16" viewBox="0 0 16 16"><circle cx="8" cy="8" r="7" fill="#e53935"/></svg>';
+
 const SWAGGER_PAGE = (title: string) => `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>${title} — API docs</title>
 <link rel="stylesheet" href="/docs/swagger-ui.css"></head>
@@ -47,11 +54,18 @@ export class Docs {
   serve(path: string): HttpResponse | undefined {
     if (path === '/docs' || path === '/docs/') return page(SWAGGER_PAGE(this.title));
     if (path === '/redoc' || path === '/redoc/') return page(REDOC_PAGE(this.title));
+    if (path === '/redoc/logo-mini.svg') return { status: 200, headers: { 'content-type': 'image/svg+xml' }, body: REDOC_LOGO };
     const asset = ASSETS[path];
     if (!asset) return undefined;
     let body = this.cache.get(path);
     if (!body) {
       body = readFileSync(join(packageDir(asset.pkg), asset.file));
+      const rewrites = REWRITES[path];
+      if (rewrites) {
+        let text = body.toString('utf8');
+        for (const [from, to] of rewrites) text = text.split(from).join(to);
+        body = Buffer.from(text);
+      }
       this.cache.set(path, body);
     }
     return { status: 200, headers: { 'content-type': `${asset.type}; charset=utf-8`, 'cache-control': 'public, max-age=86400' }, body };
