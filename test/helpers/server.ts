@@ -31,12 +31,15 @@ export async function startServer(options: {
   args?: string[];
   env?: Record<string, string>;
   workers?: number;
+  port?: number;
+  /** Leave out the entry argument (svc start falls back to main.ts). */
+  noEntry?: boolean;
   cwd?: string;
   /** Wait for this line instead of the ready line (for commands that exit). */
   until?: RegExp;
 }): Promise<Server> {
   const dataDir = options.env?.SVC_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'svc-test-'));
-  const args = [BIN, 'start', options.entry, '--host', '127.0.0.1', '--port', '0', '--workers', String(options.workers ?? 1), ...(options.args ?? [])];
+  const args = [BIN, 'start', ...(options.noEntry ? [] : [options.entry]), '--host', '127.0.0.1', '--port', String(options.port ?? 0), '--workers', String(options.workers ?? 1), ...(options.args ?? [])];
   const proc = spawn(process.execPath, args, {
     cwd: options.cwd,
     env: { ...process.env, SVC_DATA_DIR: dataDir, JWT_SECRET: TEST_SECRET, SVC_TRANSPORT: transport(), SVC_ACCESS_LOG: 'false', ...options.env },

@@ -1,0 +1,60 @@
+// svc.toml, profiles, environment and flags, in that order; unknown keys warned, wrong types named.
+import t from 'tap';
+import { ConfigError, loadConfig } from 'svc/cli/config';
+
+t.test('defaults without any file', async (t) => {
+  const dir = t.testdir({});
+  const { config, warnings, files } = loadConfig({ dir });
+  t.equal(config['scale.server'].port, 8000);
+  t.equal(config['scale.server'].host, '0.0.0.0');
+  t.equal(config['scale.server'].docs_enabled, true);
+  t.equal(config['scale.server'].max_body_bytes, 1024 * 1024);
+  t.equal(config['scale.jwt'].algorithm, 'HS256');
+  t.equal(config['scale.jwt'].exp_delta_days, 7);
+  t.same(warnings, []);
+  t.same(files, []);
+});
+
+t.test('svc.toml < svc.<profile>.toml < environment < flags', async (t) => {
+  const dir = t.testdir({
+    'svc.toml': '[scale.server]\nport = 9000\nhost = "127.0.0.1"\ndocs_enabled = false\nsuppress_health_check_logs = true\n[scale.jwt]\nexp_delta_days = 3\n',
+    'svc.prod.toml': '[scale.server]\nport = 9100\n',
+  });
+  t.equal(loadConfig({ dir }).config['scale.server'].port, 9000);
+  const layered = loadConfig({ dir, profile: 'prod' });
+  t.equal(layered.config['scale.server'].port, 9100);
+  t.equal(layered.config['scale.server'].host, '127.0.0.1', 'keys the profile does not set come from svc.toml');
+  t.equal(layered.config['scale.server'].suppress_health_check_logs, true);
+  const env = loadConfig({ dir, profile: 'prod', env: { SVC_PORT: '9200', SVC_DOCS_ENABLED: 'true', JWT_EXP_DELTA_DAYS: '1' } });
+  t.equal(env.config['scale.server'].port, 9200);
+  t.equal(env.config['scale.server'].docs_enabled, true);
+  t.equal(env.config['scale.jwt'].exp_delta_days, 1);
+  const flags = loadConfig({ dir, profile: 'prod', env: { SVC_PORT: '9200' }, flags: { 'scale.server.port': 9300 } });
+  t.equal(flags.config['scale.server'].port, 9300);
+  t.equal(loadConfig({ dir, env: { PORT: '7000' } }).config['scale.server'].port, 7000, 'PORT is honoured');
+  t.equal(loadConfig({ dir, env: { PORT: '7000', SVC_PORT: '7100' } }).config['scale.server'].port, 7100, 'SVC_PORT wins over PORT');
+});
+
+t.test('unknown keys are warned about, not fatal', async (t) => {
+  const dir = t.testdir({ 'svc.toml': '[scale.server]\nport = 8100\nportt = 1\n[somethingelse]\nx = 1\n' });
+  const { config, warnings } = loadConfig({ dir });
+  t.equal(config['scale.server'].port, 8100);
+  t.match(warnings, [/scale\.server\.portt/, /somethingelse\.x/]);
+});
+
+t.test('wrong types are an error naming the key', async (t) => {
+  const cases: [Record<string, string>, RegExp][] = [
+    [{ 'svc.toml': '[scale.server]\nport = "eighty"\n' }, /\[scale\.server\] port must be an integer/],
+    [{ 'svc.toml': '[scale.server]\ndocs_enabled = "yes"\n' }, /docs_enabled must be true or false/],
+    [{ 'svc.toml': '[scale.jwt]\nalgorithm = "none"\n' }, /algorithm must be one of HS256, HS384, HS512/],
+    [{ 'svc.toml': '[scale.server\nport = 1\n' }, /svc\.toml/],
+  ];
+  for (const [files, message] of cases) {
+    const dir = t.testdir(files);
+    t.throws(() => loadConfig({ dir }), { constructor: ConfigError, message });
+  }
+  const dir = t.testdir({});
+  t.throws(() => loadConfig({ dir, env: { SVC_PORT: 'abc' } }), { message: /environment SVC_PORT must be an integer/ });
+  t.throws(() => loadConfig({ dir, env: { SVC_DOCS_ENABLED: 'maybe' } }), { message: /SVC_DOCS_ENABLED/ });
+  t.throws(() => loadConfig({ dir, profile: '../etc' }), { message: /--profile/ });
+});

@@ -1,0 +1,122 @@
+// `svc start` as a user runs it: clear errors, --faux, port fallback, main.ts default, production secrets.
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { startServer } from '../helpers/server.ts';
+
+const BIN = new URL('../../bin/svc.mjs', import.meta.url).pathname;
+const entry = new URL('../fixtures/http-app.ts', import.meta.url).pathname;
+
+/** Run svc to completion; resolves with its exit code and output. */
+function svc(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd, env: { ...process.env, SVC_ACCESS_LOG: 'false', ...options.env } });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d: Buffer) => (stdout += d));
+    p.stderr.on('data', (d: Buffer) => (stderr += d));
+    p.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+const APP = `import { entry, Root, T, Walker } from 'svc';
+export class Hello extends Walker {
+  static access = 'pub' as const;
+  @entry(Root) hi() { this.report('hello'); }
+}
+`;
+
+t.test('a missing entry file is one clear line and exit code 1', async (t) => {
+  const r = await svc(['start', 'does-not-exist.ts']);
+  t.equal(r.code, 1);
+  t.match(r.stderr, /^svc: entry file not found: does-not-exist\.ts\n$/);
+  const dir = t.testdir({});
+  const none = await svc(['start'], { cwd: dir });
+  t.equal(none.code, 1);
+  t.match(none.stderr, /no main\.ts in the current folder/);
+});
+
+t.test('a syntax error names the file and line, without a stack trace', async (t) => {
+  const dir = t.testdir({ 'app.ts': `${APP}\nexport const broken = (;\n` });
+  const r = await svc(['start', join(dir, 'app.ts'), '--workers', '1']);
+  t.equal(r.code, 1);
+  t.match(r.stderr, /app\.ts:\d+:\d+: /);
+  t.notMatch(r.stderr, /\n\s+at /);
+});
+
+t.test('a bad export is one clear message', async (t) => {
+  const dir = t.testdir({
+    'reserved.ts': `import { Node, T } from 'svc';\nexport class Bad extends Node { static has = T.Object({ connect: T.String() }); }\n${APP}`,
+    'empty.ts': 'export const nothing = 1;\n',
+    'throws.ts': `${APP}\nthrow new Error('top-level failure in the app');\n`,
+  });
+  const reserved = await svc(['start', join(dir, 'reserved.ts'), '--workers', '1', '--port', '0']);
+  t.equal(reserved.code, 1);
+  t.match(reserved.stderr, /svc: Bad\.has declares "connect", a name reserved by svc/);
+  const empty = await svc(['start', join(dir, 'empty.ts'), '--workers', '1', '--port', '0']);
+  t.equal(empty.code, 1);
+  t.match(empty.stderr, /exports no walker and no function/);
+  const throws = await svc(['start', join(dir, 'throws.ts'), '--workers', '1', '--port', '0']);
+  t.equal(throws.code, 1);
+  t.match(throws.stderr, /top-level failure in the app/);
+  for (const r of [reserved, empty, throws]) t.notMatch(r.stderr, /\n\s+at /, 'no stack trace');
+});
+
+t.test('--faux prints the generated endpoints and exits', async (t) => {
+  const r = await svc(['start', entry, '--faux']);
+  t.equal(r.code, 0, r.stderr);
+  t.match(r.stdout, /POST \/walker\/Echo\s+walker Echo/);
+  t.match(r.stdout, /GET \/items\/\{item_id\}\s+walker Item/);
+  t.match(r.stdout, /POST \/walker\/Whoami\s+walker Whoami\s+\(token\)/);
+  t.match(r.stdout, /POST \/function\/add\s+function add/);
+  t.notMatch(r.stdout, /Server ready/);
+});
+
+t.test('main.ts in the current folder is the default entry; --host is the bind address', async (t) => {
+  const dir = t.testdir({ 'main.ts': APP });
+  const server = await startServer({ entry: '', noEntry: true, cwd: dir });
+  t.teardown(() => server.stop());
+  t.match(server.url, /^http:\/\/127\.0\.0\.1:\d+$/);
+  const res = await fetch(`${server.url}/walker/Hello`, { method: 'POST' });
+  t.match(await res.json(), { ok: true, data: { reports: ['hello'] } });
+});
+
+t.test('a port in use: the next free one, and it says so', async (t) => {
+  const blocker = createServer();
+  await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => blocker.close());
+  const taken = (blocker.address() as { port: number }).port;
+  const server = await startServer({ entry, port: taken });
+  t.teardown(() => server.stop());
+  t.not(server.port, taken);
+  t.match(server.output(), new RegExp(`port ${taken} is in use; using ${server.port}`));
+  t.equal((await fetch(`${server.url}/healthz`)).status, 200);
+});
+
+t.test('production refuses to start without a JWT secret, and with a short one', async (t) => {
+  const noSecret = await svc(['start', entry, '--profile', 'prod', '--port', '0', '--workers', '1'], { env: { JWT_SECRET: '' } });
+  t.equal(noSecret.code, 1);
+  t.match(noSecret.stderr, /JWT_SECRET .* is required in production/);
+  const envProd = await svc(['start', entry, '--port', '0', '--workers', '1'], { env: { JWT_SECRET: '', NODE_ENV: 'production' } });
+  t.equal(envProd.code, 1);
+  const short = await svc(['start', entry, '--profile', 'prod', '--port', '0', '--workers', '1'], { env: { JWT_SECRET: 'short' } });
+  t.equal(short.code, 1);
+  t.match(short.stderr, /shorter than 32/);
+});
+
+t.test('in development without a secret, one is generated once and kept under .svc/', async (t) => {
+  const dir = t.testdir({ 'main.ts': APP });
+  const first = await startServer({ entry: '', noEntry: true, cwd: dir, env: { JWT_SECRET: '' } });
+  await first.stop();
+  t.match(first.output(), /development secret generated in .*\.svc\/jwt_secret/);
+  const second = await startServer({ entry: '', noEntry: true, cwd: dir, env: { JWT_SECRET: '' } });
+  await second.stop();
+  t.match(second.output(), /development secret from .*\.svc\/jwt_secret/);
+});
+
+t.test('SIGTERM on an idle server: exit 0', async (t) => {
+  const server = await startServer({ entry });
+  t.equal(await server.stop('SIGTERM'), 0);
+  t.match(server.output(), /svc: stopped/);
+});
