@@ -37,11 +37,13 @@ export interface ServeBoot {
   port: number;
   /** Worker node ids that open the port (every one with uWebSockets.js, the first with node:http). */
   listeners: string[];
+  /** Open the port at setup (false: wait for a `listen` order — node:http hands the port over on reload). */
+  listenNow: boolean;
   storePath: string;
   version: string;
 }
 
-export type HttpControl = { t: 'drain'; deadlineMs: number } | { t: 'describe' };
+export type HttpControl = { t: 'drain'; deadlineMs: number } | { t: 'describe' } | { t: 'listen' };
 
 export interface RouteSummary {
   method: string;
@@ -98,7 +100,8 @@ export async function setup(
   });
 
   let server: HttpServer | undefined;
-  if (boot.listeners.includes(ctx.nodeId)) {
+  const listen = async (): Promise<void> => {
+    if (server || !boot.listeners.includes(ctx.nodeId)) return;
     const options = { host: config['scale.server'].host, port: boot.port, maxBodyBytes: config['scale.server'].max_body_bytes };
     if (boot.transport === 'uws') {
       const uws = loadUws();
@@ -107,12 +110,14 @@ export async function setup(
     } else {
       server = await listenNode(front, options);
     }
-  }
+  };
+  if (boot.listenNow) await listen();
   front.markReady();
 
   system.spawn(
     fromReceive(async (msg: HttpControl) => {
       if (msg.t === 'describe') return describe();
+      if (msg.t === 'listen') return listen();
       front.startDraining();
       server?.stopAccepting();
       let timer: NodeJS.Timeout | undefined;

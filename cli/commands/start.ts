@@ -122,6 +122,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     transport,
     port: server.port,
     listeners: [],
+    listenNow: true,
     storePath,
     version: PACKAGE.version,
     ...extra,
@@ -141,12 +142,12 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   if (server.port !== 0 && chosen !== server.port) say(`svc: port ${server.port} is in use; using ${chosen}`);
   const bootData = boot({ jwtSecret: secret.secret, port: chosen, listeners: transport === 'uws' ? workerIds(workers) : ['w1'] });
 
-  const launch = async (): Promise<Running> => {
+  const launch = async (listenNow = true): Promise<Running> => {
     const pool = await WorkerPool.start({
       size: workers,
       module: SERVE_WORKER,
       app: entry,
-      data: bootData,
+      data: { ...bootData, listenNow },
       onExit: (node, code) => process.stderr.write(`svc: worker ${node} exited with code ${code}\n`),
     });
     return { pool, port: chosen };
@@ -190,9 +191,11 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     forgetBuilds();
     await compileWorker(SERVE_WORKER, entry);
     if (transport === 'node') {
-      // node:http cannot share the port: the old server lets go first.
+      // node:http cannot share the port: start the new workers, let the old ones go, then open the port again.
+      const next = await launch(false);
       await drain(current, 2000);
-      current = await launch();
+      current = next;
+      await next.pool.system.refFromAddress({ node: 'w1', path: '/user/http' }).ask({ t: 'listen' } satisfies HttpControl);
     } else {
       const next = await launch();
       const old = current;

@@ -16,6 +16,8 @@ export interface Server {
   dataDir: string;
   /** Everything the process printed so far. */
   output(): string;
+  /** Resolves once the output has `count` lines matching `re` (already printed or still to come). */
+  waitFor(re: RegExp, count?: number): Promise<string>;
   /** Resolves with the exit code (or signal) once the process ends. */
   exited: Promise<number | NodeJS.Signals | null>;
   stop(signal?: NodeJS.Signals): Promise<number | NodeJS.Signals | null>;
@@ -46,16 +48,23 @@ export async function startServer(options: {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
+  const waiters: { re: RegExp; left: number; resolve: (line: string) => void }[] = [];
   const exited = new Promise<number | NodeJS.Signals | null>((resolve) => proc.once('exit', (code, signal) => resolve(code ?? signal)));
   const ready = new Promise<string>((resolve, reject) => {
-    const lines = createInterface({ input: proc.stdout as NodeJS.ReadableStream });
-    lines.on('line', (line) => {
+    const onLine = (line: string) => {
       out += `${line}\n`;
+      for (const w of [...waiters]) {
+        if (w.re.test(line) && --w.left === 0) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(line);
+        }
+      }
       const m = /Server ready at (http:\/\/\S+)/.exec(line);
       if (m) resolve(m[1] as string);
       if (options.until?.test(line)) resolve('');
-    });
-    proc.stderr?.on('data', (d: Buffer) => (out += d.toString()));
+    };
+    createInterface({ input: proc.stdout as NodeJS.ReadableStream }).on('line', onLine);
+    createInterface({ input: proc.stderr as NodeJS.ReadableStream }).on('line', onLine);
     void exited.then((code) => reject(new Error(`svc start exited (${code}) before it was ready:\n${out}`)));
   });
   const url = await ready;
@@ -65,6 +74,11 @@ export async function startServer(options: {
     proc,
     dataDir,
     output: () => out,
+    waitFor(re: RegExp, count = 1) {
+      const seen = out.split('\n').filter((l) => re.test(l));
+      if (seen.length >= count) return Promise.resolve(seen[count - 1] as string);
+      return new Promise((resolve) => waiters.push({ re, left: count - seen.length, resolve }));
+    },
     exited,
     async stop(signal: NodeJS.Signals = 'SIGTERM') {
       if (proc.exitCode === null && proc.signalCode === null) proc.kill(signal);

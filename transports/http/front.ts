@@ -95,7 +95,7 @@ export class Front {
     this.ready = true;
   }
 
-  /** Shutting down: readiness turns false, new requests get 503. */
+  /** Shutting down: readiness turns false; requests still arriving are served, then their connections closed. */
   startDraining(): void {
     this.draining = true;
   }
@@ -114,7 +114,11 @@ export class Front {
       if (e.status >= 500 && !(error instanceof HttpError) && e.body.code !== 'EXECUTION_ERROR') this.o.onError(error, rid);
       res = { status: e.status, headers: { 'content-type': JSON_TYPE }, body: failure(e.body, rid) };
       if (e.status === 405) res.headers.allow = (e.body.details as { allowed?: string[] })?.allowed?.join(', ') ?? '';
-      if (e.status === 503 && this.draining) res.headers.connection = 'close';
+    }
+    if (this.draining) {
+      // Keep-alive clients reconnect — to the new workers after a reload, or to another pod.
+      res.headers.connection = 'close';
+      res.close = true;
     }
     Object.assign(res.headers, CORS);
     res.headers['x-request-id'] = rid;
@@ -126,7 +130,6 @@ export class Front {
 
   private async dispatch(req: HttpRequest, rid: string, setRoute: (r: string) => void): Promise<HttpResponse> {
     if (req.method === 'OPTIONS') return preflight(req);
-    if (this.draining) throw httpError('SERVICE_UNAVAILABLE', 'the server is shutting down');
     if (req.method === 'GET' || req.method === 'HEAD') {
       const builtin = this.builtins.get(req.path);
       if (builtin) return builtin();

@@ -18,4 +18,6 @@ export interface HttpResponse {
   status: number;
   headers: Record<string, string>;
   body: string | Buffer;
+  /** Close the connection after this response (the server is draining). */
+  close?: boolean;
 }

@@ -44,8 +44,10 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     if (state.aborted) return;
     res.cork(() => {
       res.writeStatus(statusLine(out.status));
-      for (const name in out.headers) res.writeHeader(name, out.headers[name] as string);
-      res.end(out.body);
+      for (const name in out.headers) {
+        if (name !== 'connection') res.writeHeader(name, out.headers[name] as string);
+      }
+      res.end(out.body, out.close === true);
     });
   };
 
