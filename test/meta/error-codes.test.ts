@@ -2,6 +2,7 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { KERNEL_ERRORS } from 'svc/kernel';
 import { GRAPH_ERRORS } from 'svc/actors/walker';
+import { HTTP_ERRORS } from 'svc/transports/http';
 
 const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
 
@@ -14,8 +15,15 @@ function documented(): Map<string, number> {
 
 t.test('every kernel error code is documented with its status', async (t) => {
   const rows = documented();
-  for (const [code, { status }] of Object.entries({ ...KERNEL_ERRORS, ...GRAPH_ERRORS })) {
+  for (const [code, { status }] of Object.entries({ ...KERNEL_ERRORS, ...GRAPH_ERRORS, ...HTTP_ERRORS })) {
     t.equal(rows.get(code), status, `${code} documented as ${status}`);
+  }
+});
+
+t.test('wire codes are upper snake case and never collide with SVC_ERR_ codes', async (t) => {
+  for (const code of Object.keys(HTTP_ERRORS)) {
+    t.match(code, /^[A-Z][A-Z_]+$/);
+    t.notMatch(code, /^SVC_ERR_/);
   }
 });
 
