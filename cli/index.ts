@@ -26,6 +26,17 @@ cli
     await start(entry, options);
   });
 
+cli
+  .command('token <user_id> [entry]', 'Print a JWT for a user, signed with the server secret (for trying private endpoints)')
+  .option('--role <role>', 'Role claim (default user)')
+  .option('--days <n>', 'Lifetime in days (default [scale.jwt] exp_delta_days)')
+  .option('--profile <name>', 'Configuration profile')
+  .example('curl -H "Authorization: Bearer $(npx svc token alice examples/todo/app.ts)" …')
+  .action(async (userId: string, entry: string | undefined, options: Record<string, unknown>) => {
+    const { token } = await import('./commands/token.ts');
+    token(userId, entry, options);
+  });
+
 cli.help();
 cli.version(version);
 

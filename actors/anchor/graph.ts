@@ -131,12 +131,12 @@ export class Graph {
    * Run a walker for `caller` (at its root, or at `at`); resolves once its
    * changes are durable, to what it reported.
    */
-  async spawn(walker: string, fields: unknown, options: SpawnOptions): Promise<WalkerResult> {
-    if (!this.registry.walker(walker)) throw graphError('SVC_ERR_UNKNOWN_WALKER', `no walker named ${walker}`);
-    checkRoot(options.caller.rootId);
+  spawn(walker: string, fields: unknown, options: SpawnOptions): Promise<WalkerResult> {
+    if (!this.registry.walker(walker)) return Promise.reject(graphError('SVC_ERR_UNKNOWN_WALKER', `no walker named ${walker}`));
+    if (!isAnchorId(options.caller.rootId)) return Promise.reject(graphError('SVC_ERR_INVALID_FIELDS', 'a root id is 32 lower-case hex characters'));
     const msg: PartitionMsg = { t: 'spawn', walker, fields, caller: options.caller };
     if (options.at !== undefined) msg.at = options.at;
-    return (await this.partition(options.caller.rootId).ask(msg, options.timeoutMs ?? this.timeoutMs)) as WalkerResult;
+    return this.partition(options.caller.rootId).ask(msg, options.timeoutMs ?? this.timeoutMs) as Promise<WalkerResult>;
   }
 
   /** Call a function for `caller`; resolves to its return value. */

@@ -60,10 +60,10 @@ const MAX_REPORT_VALUES = 1_000_000;
 /** Deep copy of what a walker reported, with nodes and edges as `{id, type, context}`. */
 export function toPlain(value: unknown): unknown {
   let budget = MAX_REPORT_VALUES;
-  const seen = new Set<object>();
+  // A value that contains itself runs into the depth limit.
   const walk = (v: unknown, depth: number): unknown => {
     if (--budget < 0) throw graphError('SVC_ERR_INVALID_FIELDS', `reported values hold more than ${MAX_REPORT_VALUES} items`);
-    if (depth > 64) throw graphError('SVC_ERR_INVALID_FIELDS', 'a reported value is nested more than 64 deep');
+    if (depth > 64) throw graphError('SVC_ERR_INVALID_FIELDS', 'a reported value is nested more than 64 deep (or contains itself)');
     if (v === null || v === undefined) return v;
     switch (typeof v) {
       case 'string':
@@ -76,8 +76,6 @@ export function toPlain(value: unknown): unknown {
         throw graphError('SVC_ERR_INVALID_FIELDS', `a reported value is a ${typeof v}; report JSON values, nodes and edges`);
     }
     const o = v as object;
-    if (seen.has(o)) throw graphError('SVC_ERR_INVALID_FIELDS', 'a reported value contains itself');
-    seen.add(o);
     let out: unknown;
     if (o instanceof Archetype) {
       const json = o.toJSON();
@@ -92,7 +90,6 @@ export function toPlain(value: unknown): unknown {
       for (const key of Object.keys(o)) copy[key] = walk((o as Record<string, unknown>)[key], depth + 1);
       out = copy;
     }
-    seen.delete(o);
     return out;
   };
   return walk(value, 0);
@@ -203,8 +200,28 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     return replyLater(durable);
   }
 
+  /** When the run under way must end, and how to end it (the watchdog calls it). */
+  runDue = 0;
+  runMs = 0;
+  expire: ((e: unknown) => void) | null = null;
+
   private withDeadline<T>(work: Promise<T>): Promise<T> {
-    return watchdog.guard(work, this.context.runTimeoutMs ?? 25_000);
+    return new Promise<T>((resolve, reject) => {
+      this.runMs = this.context.runTimeoutMs ?? 25_000;
+      this.runDue = Date.now() + this.runMs;
+      this.expire = reject;
+      watchdog.watch(this);
+      work.then(
+        (v) => {
+          this.expire = null;
+          resolve(v);
+        },
+        (e: unknown) => {
+          this.expire = null;
+          reject(e);
+        },
+      );
+    });
   }
 
   /** A batch is durable (or failed): its ids leave the pending sets. */
@@ -331,38 +348,31 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
 
 /**
  * Run deadlines for every partition of the thread with one timer, not one
- * per run: runs in flight are few, and the timer only ticks while there are.
+ * per run: a partition joins the watched set when it starts a run (a no-op
+ * when it is there already) and leaves it when found idle; the timer only
+ * ticks while the set is not empty.
  */
 class Watchdog {
-  private readonly running = new Set<{ due: number; ms: number; reject: (e: unknown) => void }>();
+  private readonly watched = new Set<Partition>();
   private timer: NodeJS.Timeout | null = null;
 
-  guard<T>(work: Promise<T>, ms: number): Promise<T> {
-    return new Promise<T>((resolve, reject) => {
-      const entry = { due: Date.now() + ms, ms, reject };
-      this.running.add(entry);
-      if (!this.timer) this.timer = setInterval(this.tick, Math.min(ms, 1000));
-      work.then(
-        (v) => {
-          this.running.delete(entry);
-          resolve(v);
-        },
-        (e: unknown) => {
-          this.running.delete(entry);
-          reject(e);
-        },
-      );
-    });
+  watch(p: Partition): void {
+    this.watched.add(p);
+    if (!this.timer) this.timer = setInterval(this.tick, Math.min(p.runMs, 1000));
   }
 
   private readonly tick = (): void => {
     const now = Date.now();
-    for (const entry of this.running) {
-      if (entry.due > now) continue;
-      this.running.delete(entry);
-      entry.reject(new RunTimeout(entry.ms));
+    for (const p of this.watched) {
+      if (!p.expire) this.watched.delete(p);
+      else if (p.runDue <= now) {
+        const expire = p.expire;
+        p.expire = null;
+        this.watched.delete(p);
+        expire(new RunTimeout(p.runMs));
+      }
     }
-    if (this.running.size === 0 && this.timer) {
+    if (this.watched.size === 0 && this.timer) {
       clearInterval(this.timer);
       this.timer = null;
     }

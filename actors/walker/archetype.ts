@@ -45,6 +45,8 @@ export interface ClassInfo {
   fingerprint: string;
   check: FieldCheck;
   fieldChecks: Record<string, FieldCheck>;
+  /** Whether any part of the schema declares a default (no: defaults need not be applied). */
+  hasDefaults: boolean;
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -141,6 +143,7 @@ export function buildInfo(cls: { name: string; has?: TObject }, kind: AnchorKind
     fingerprint: createHash('sha256').update(JSON.stringify(schema)).digest('hex').slice(0, 16),
     check: compileCheck(schema),
     fieldChecks,
+    hasDefaults: JSON.stringify(schema).includes('"default"'),
   };
   infos.set(cls, info);
   return info;
@@ -208,11 +211,14 @@ export function validateFields(info: ClassInfo, fields: unknown, what = info.nam
   if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) {
     throw graphError('SVC_ERR_INVALID_FIELDS', `${what} takes an object of fields`);
   }
+  // Only declared fields, copied: objects deeply, so the caller's objects are never shared with a node.
   const declared: Record<string, unknown> = {};
   for (const f of info.fields) {
-    if (Object.hasOwn(fields, f)) declared[f] = (fields as Record<string, unknown>)[f];
+    if (!Object.hasOwn(fields, f)) continue;
+    const v = (fields as Record<string, unknown>)[f];
+    declared[f] = typeof v === 'object' && v !== null ? structuredClone(v) : v;
   }
-  const value = Value.Default(info.schema, structuredClone(declared)) as Record<string, unknown>;
+  const value = info.hasDefaults ? (Value.Default(info.schema, declared) as Record<string, unknown>) : declared;
   if (!info.check(value)) {
     const details = [...Value.Errors(info.schema, value)].map((e) => ({
       field: e.instancePath.replace(/^\//, '').replace(/\//g, '.') || fieldOfRequired(e.params),

@@ -25,6 +25,9 @@ export class Hello extends Walker {
   static access = 'pub' as const;
   @entry(Root) hi() { this.report('hello'); }
 }
+export class Me extends Walker {
+  @entry(Root) me() { this.report({ user: this.caller.userId, role: this.caller.role }); }
+}
 `;
 
 t.test('a missing entry file is one clear line and exit code 1', async (t) => {
@@ -111,8 +114,14 @@ t.test('in development without a secret, one is generated once and kept under .s
   await first.stop();
   t.match(first.output(), /development secret generated in .*\.svc\/jwt_secret/);
   const second = await startServer({ entry: '', noEntry: true, cwd: dir, env: { JWT_SECRET: '' } });
-  await second.stop();
+  t.teardown(() => second.stop());
   t.match(second.output(), /development secret from .*\.svc\/jwt_secret/);
+  const printed = await svc(['token', 'carol', 'main.ts', '--role', 'admin'], { cwd: dir, env: { JWT_SECRET: '' } });
+  t.equal(printed.code, 0, printed.stderr);
+  const token = printed.stdout.trim();
+  t.match(token, /^[\w-]+\.[\w-]+\.[\w-]+$/);
+  const res = await fetch(`${second.url}/walker/Me`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+  t.match(await res.json(), { ok: true, data: { reports: [{ user: 'carol', role: 'admin' }] } }, 'svc token signs with the server secret');
 });
 
 t.test('SIGTERM on an idle server: exit 0', async (t) => {

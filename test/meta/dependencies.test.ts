@@ -16,6 +16,8 @@ const TOOLING: Record<string, string> = {
   typescript: 'npm run typecheck',
   '@types/node': 'types for typecheck',
   tap: 'the test runner',
+  'swagger-ui-dist': 'its files are served at /docs (transports/http/docs.ts resolves them by path)',
+  redoc: 'its standalone bundle is served at /redoc (transports/http/docs.ts resolves it by path)',
 };
 
 function files(dir: string): string[] {
@@ -78,7 +80,7 @@ t.test('every declared dependency is used', async (t) => {
 
 t.test('versions are pinned', async (t) => {
   for (const [name, version] of Object.entries({ ...pkg.dependencies, ...pkg.devDependencies })) {
-    t.match(version, /^(\d+\.\d+\.\d+|npm:[^@]+@\d+\.\d+\.\d+[^\s]*)$/, `${name}@${version} is exact`);
+    t.match(version, /^(\d+\.\d+\.\d+|npm:(@[^/]+\/)?[^@]+@\d+\.\d+\.\d+\S*|file:\S+)$/, `${name}@${version} is exact`);
   }
 });
 

@@ -102,7 +102,7 @@ export class Front {
 
   /** Answer one request. Never rejects. */
   async handle(req: HttpRequest): Promise<HttpResponse> {
-    const started = performance.now();
+    const started = this.o.accessLog ? performance.now() : 0;
     const rid = requestId(req.headers['x-request-id']);
     let route = req.path;
     let res: HttpResponse;

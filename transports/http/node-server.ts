@@ -17,7 +17,11 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const headers: Record<string, string> = {};
-    for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
+    const raw = req.headers;
+    for (const k in raw) {
+      const v = raw[k];
+      if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
+    }
     const declared = Number(headers['content-length'] ?? 0);
     const reject413 = () => {
       res.writeHead(413, { 'content-type': 'application/json; charset=utf-8', 'access-control-allow-origin': '*', connection: 'close' });
@@ -51,11 +55,13 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
           path: q < 0 ? url : url.slice(0, q),
           query: q < 0 ? '' : url.slice(q + 1),
           headers,
-          body: Buffer.concat(chunks, size),
+          body: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size),
           remoteAddress: req.socket.remoteAddress ?? '',
         })
         .then((out) => {
           if (!res.destroyed) {
+            out.headers['content-length'] = String(typeof out.body === 'string' ? Buffer.byteLength(out.body) : out.body.length);
+            if (out.close) res.shouldKeepAlive = false;
             res.writeHead(out.status, out.headers);
             res.end(out.body);
           }
