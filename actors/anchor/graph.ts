@@ -7,7 +7,7 @@
 import type { ActorSystem, VirtualRef } from '../../kernel/index.ts';
 import { type Caller, graphError, isAnchorId, newId, type Registry, Root } from '../walker/index.ts';
 import { decode } from './codec.ts';
-import { type FunctionResult, Partition, type PartitionMsg, type WalkerResult } from './partition.ts';
+import { type FunctionResult, Partition, type PartitionMsg, type RunReply, type WalkerResult } from './partition.ts';
 import type { AnchorStore } from './store.ts';
 
 export interface GraphOptions {
@@ -36,10 +36,6 @@ export function spreadOverWorkers(root: string, nodes: readonly string[]): strin
   let h = 0x811c9dc5;
   for (let i = 0; i < root.length; i++) h = Math.imul(h ^ root.charCodeAt(i), 0x01000193);
   return workers[(h >>> 0) % workers.length] as string;
-}
-
-function checkRoot(rootId: string): void {
-  if (!isAnchorId(rootId)) throw graphError('SVC_ERR_INVALID_FIELDS', 'a root id is 32 lower-case hex characters');
 }
 
 export interface SpawnOptions {
@@ -131,18 +127,28 @@ export class Graph {
    * Run a walker for `caller` (at its root, or at `at`); resolves once its
    * changes are durable, to what it reported.
    */
-  spawn(walker: string, fields: unknown, options: SpawnOptions): Promise<WalkerResult> {
+  async spawn(walker: string, fields: unknown, options: SpawnOptions): Promise<WalkerResult> {
+    return { reports: JSON.parse((await this.spawnJson(walker, fields, options)).json) as unknown[] };
+  }
+
+  /** Like {@link spawn}, the reports as JSON text (what the HTTP front sends). */
+  spawnJson(walker: string, fields: unknown, options: SpawnOptions): Promise<RunReply> {
     if (!this.registry.walker(walker)) return Promise.reject(graphError('SVC_ERR_UNKNOWN_WALKER', `no walker named ${walker}`));
     if (!isAnchorId(options.caller.rootId)) return Promise.reject(graphError('SVC_ERR_INVALID_FIELDS', 'a root id is 32 lower-case hex characters'));
     const msg: PartitionMsg = { t: 'spawn', walker, fields, caller: options.caller };
     if (options.at !== undefined) msg.at = options.at;
-    return this.partition(options.caller.rootId).ask(msg, options.timeoutMs ?? this.timeoutMs) as Promise<WalkerResult>;
+    return this.partition(options.caller.rootId).ask(msg, options.timeoutMs ?? this.timeoutMs) as Promise<RunReply>;
   }
 
   /** Call a function for `caller`; resolves to its return value. */
   async call(fn: string, args: unknown, options: SpawnOptions): Promise<FunctionResult> {
-    if (!this.registry.fn(fn)) throw graphError('SVC_ERR_UNKNOWN_WALKER', `no function named ${fn}`);
-    checkRoot(options.caller.rootId);
-    return (await this.partition(options.caller.rootId).ask({ t: 'call', fn, args, caller: options.caller }, options.timeoutMs ?? this.timeoutMs)) as FunctionResult;
+    return { result: JSON.parse((await this.callJson(fn, args, options)).json) as unknown };
+  }
+
+  /** Like {@link call}, the return value as JSON text. */
+  callJson(fn: string, args: unknown, options: SpawnOptions): Promise<RunReply> {
+    if (!this.registry.fn(fn)) return Promise.reject(graphError('SVC_ERR_UNKNOWN_WALKER', `no function named ${fn}`));
+    if (!isAnchorId(options.caller.rootId)) return Promise.reject(graphError('SVC_ERR_INVALID_FIELDS', 'a root id is 32 lower-case hex characters'));
+    return this.partition(options.caller.rootId).ask({ t: 'call', fn, args, caller: options.caller }, options.timeoutMs ?? this.timeoutMs) as Promise<RunReply>;
   }
 }

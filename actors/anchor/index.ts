@@ -4,8 +4,8 @@
  */
 export { Graph, spreadOverWorkers } from './graph.ts';
 export type { GraphOptions, SpawnOptions } from './graph.ts';
-export { Partition, toPlain } from './partition.ts';
-export type { PartitionMsg, WalkerResult, FunctionResult, PartitionContext } from './partition.ts';
+export { Partition, reportJson } from './partition.ts';
+export type { PartitionMsg, WalkerResult, FunctionResult, RunReply, PartitionContext } from './partition.ts';
 export type { AnchorStore, StoredDoc, CommitBatch, QuarantineEntry } from './store.ts';
 export { MemoryStore } from './memory-store.ts';
 export { SqliteStore, defaultStorePath } from './sqlite-store.ts';

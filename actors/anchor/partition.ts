@@ -13,7 +13,6 @@
 import { type ActorContext, type ActorLogic, type ActorRef, rejectWith, replyLater, SvcError } from '../../kernel/index.ts';
 import {
   Anchor,
-  Archetype,
   type Caller,
   GRAPH_ERRORS,
   graphError,
@@ -23,7 +22,6 @@ import {
   type RunChanges,
   type RunHost,
   viewOf,
-  Walker,
   WalkerRun,
 } from '../walker/index.ts';
 import { decode, encode } from './codec.ts';
@@ -55,44 +53,24 @@ export interface PartitionContext {
   runTimeoutMs?: number;
 }
 
-const MAX_REPORT_VALUES = 1_000_000;
+/** What a run answers: its reports (walkers) or return value (functions), as JSON text. */
+export interface RunReply {
+  json: string;
+}
 
-/** Deep copy of what a walker reported, with nodes and edges as `{id, type, context}`. */
-export function toPlain(value: unknown): unknown {
-  let budget = MAX_REPORT_VALUES;
-  // A value that contains itself runs into the depth limit.
-  const walk = (v: unknown, depth: number): unknown => {
-    if (--budget < 0) throw graphError('SVC_ERR_INVALID_FIELDS', `reported values hold more than ${MAX_REPORT_VALUES} items`);
-    if (depth > 64) throw graphError('SVC_ERR_INVALID_FIELDS', 'a reported value is nested more than 64 deep (or contains itself)');
-    if (v === null || v === undefined) return v;
-    switch (typeof v) {
-      case 'string':
-      case 'number':
-      case 'boolean':
-        return v;
-      case 'bigint':
-      case 'function':
-      case 'symbol':
-        throw graphError('SVC_ERR_INVALID_FIELDS', `a reported value is a ${typeof v}; report JSON values, nodes and edges`);
-    }
-    const o = v as object;
-    let out: unknown;
-    if (o instanceof Archetype) {
-      const json = o.toJSON();
-      out = { id: json.id, type: json.type, context: walk(json.context, depth + 1) };
-    } else if (o instanceof Walker) out = walk(o.toJSON(), depth + 1);
-    else if (Array.isArray(o)) out = o.map((x) => walk(x, depth + 1));
-    else if (o instanceof Date) out = new Date(o.getTime());
-    else if (o instanceof Map) out = walk(Object.fromEntries(o), depth + 1);
-    else if (o instanceof Set) out = walk([...o], depth + 1);
-    else {
-      const copy: Record<string, unknown> = {};
-      for (const key of Object.keys(o)) copy[key] = walk((o as Record<string, unknown>)[key], depth + 1);
-      out = copy;
-    }
-    return out;
-  };
-  return walk(value, 0);
+/**
+ * What a walker reported, as JSON — the snapshot taken at the end of the run
+ * (nodes and edges as `{id, type, context}`). One pass, no intermediate copy:
+ * the HTTP front puts the text into the envelope as it is.
+ */
+export function reportJson(value: unknown): string {
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(value === undefined ? null : value);
+  } catch (error) {
+    throw graphError('SVC_ERR_INVALID_FIELDS', `a reported value cannot be sent as JSON: ${(error as Error).message}`);
+  }
+  return json ?? 'null';
 }
 
 /** Errors a caller may see as they are; anything else is the walker's own failure. */
@@ -156,13 +134,13 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     }
     const run = new WalkerRun(this, msg.caller);
     this.currentRun = run;
-    let value: WalkerResult | FunctionResult;
+    let value: RunReply;
     let changes: RunChanges;
     let batch: { upserts: StoredDoc[]; deletes: { id: string; version: number }[] };
     try {
       const work = msg.t === 'spawn' ? run.spawnWalker(msg.walker, msg.fields, msg.at) : run.callFunction(msg.fn, msg.args);
       const outcome = await this.withDeadline(work);
-      value = msg.t === 'spawn' ? { reports: toPlain(outcome) as unknown[] } : { result: toPlain(outcome) };
+      value = { json: reportJson(outcome) };
       changes = run.changes();
       batch = {
         upserts: changes.upserts.map((a) => encode(a, this.registry.module)),

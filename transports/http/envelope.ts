@@ -18,6 +18,11 @@ export function success(data: unknown, requestId: string, meta?: Record<string, 
   return `{"ok":true,"type":"response","data":${JSON.stringify(data)},"error":null,"meta":{"request_id":${JSON.stringify(requestId)}}}`;
 }
 
+/** A success envelope around data already in JSON text (`data` is written as it is). */
+export function successJson(dataJson: string, requestId: string): string {
+  return `{"ok":true,"type":"response","data":${dataJson},"error":null,"meta":{"request_id":${JSON.stringify(requestId)}}}`;
+}
+
 export function failure(error: ErrorBody, requestId: string, meta?: Record<string, unknown>): string {
   return JSON.stringify({ ok: false, type: 'response', data: null, error, meta: { request_id: requestId, ...meta } } satisfies Envelope);
 }

@@ -10,7 +10,7 @@ import type { Graph } from '../../actors/anchor/index.ts';
 import { rootIdFor } from '../../actors/identity/index.ts';
 import { type Caller, type Registry, Root, walkerInfo } from '../../actors/walker/index.ts';
 import type { Docs } from './docs.ts';
-import { failure, success } from './envelope.ts';
+import { failure, success, successJson } from './envelope.ts';
 import { httpError, HttpError, toHttpError } from './errors.ts';
 import type { JwtVerifier } from './jwt.ts';
 import { collectFields } from './params.ts';
@@ -48,6 +48,7 @@ export interface FrontOptions {
 
 const QUIET_PATHS = new Set(['/', '/docs', '/redoc', '/openapi.json', '/health', '/ready', '/healthz', '/healthz/ready', '/healthz/live']);
 
+/** Added to responses of requests that carry an Origin (browsers). */
 const CORS = {
   'access-control-allow-origin': '*',
   'access-control-expose-headers': 'x-request-id',
@@ -63,8 +64,17 @@ function requestId(given: string | undefined): string {
   return `${prefix}-${(++seq).toString(36)}`;
 }
 
+/** The request headers the front reads itself. */
+const FRONT_HEADERS = ['content-type', 'content-length', 'transfer-encoding', 'authorization', 'x-request-id', 'origin', 'access-control-request-headers'];
+
 export class Front {
   readonly router: Router;
+  /**
+   * Which headers servers must copy from the request: only those the front
+   * reads, unless some walker or hook declares a `headers` field (then all).
+   * Copying every header costs a native callback each.
+   */
+  readonly headerNames: readonly string[] | 'all';
   private ready = false;
   private draining = false;
   private readonly builtins = new Map<string, () => HttpResponse>();
@@ -73,6 +83,10 @@ export class Front {
   constructor(private readonly o: FrontOptions) {
     this.router = new Router(o.routes);
     this.hooks = o.registry.hooks();
+    const wantsAll =
+      o.routes.some((r) => 'headers' in (r.schema.properties ?? {})) ||
+      this.hooks.some(([, cls]) => walkerInfo(cls).fields.includes('headers'));
+    this.headerNames = wantsAll ? 'all' : FRONT_HEADERS;
     const json = (status: number, body: unknown): HttpResponse => ({ status, headers: { 'content-type': JSON_TYPE }, body: JSON.stringify(body) });
     const readiness = (ok: unknown) => () => (this.isReady ? json(200, ok) : json(503, { status: this.draining ? 'draining' : 'starting', ready: false }));
     this.builtins.set('/health', () => json(200, { status: 'ok' }));
@@ -120,7 +134,7 @@ export class Front {
       res.headers.connection = 'close';
       res.close = true;
     }
-    Object.assign(res.headers, CORS);
+    if (req.headers.origin !== undefined) Object.assign(res.headers, CORS);
     res.headers['x-request-id'] = rid;
     if (this.o.accessLog && !(this.o.suppressHealthLogs && QUIET_PATHS.has(req.path))) {
       this.o.accessLog({ req_id: rid, method: req.method, path: req.path, route, status: res.status, ms: Math.round((performance.now() - started) * 100) / 100 });
@@ -157,18 +171,16 @@ export class Front {
     await this.runHooks(req, caller);
     const options = { caller, timeoutMs: this.o.requestTimeoutMs, ...(at === undefined ? {} : { at }) };
     if (route.kind === 'walker') {
-      const { reports } = await this.o.graph.spawn(route.name, fields, options);
-      return { status: 200, headers: { 'content-type': JSON_TYPE }, body: success({ result: null, reports }, rid) };
+      const { json } = await this.o.graph.spawnJson(route.name, fields, options);
+      return { status: 200, headers: { 'content-type': JSON_TYPE }, body: successJson(`{"result":null,"reports":${json}}`, rid) };
     }
-    const { result } = await this.o.graph.call(route.name, fields, options);
+    const { json } = await this.o.graph.callJson(route.name, fields, options);
     if (!route.envelope) {
-      return {
-        status: 200,
-        headers: { 'content-type': `${route.produces ?? 'text/plain'}; charset=utf-8` },
-        body: typeof result === 'string' ? result : (JSON.stringify(result) ?? ''),
-      };
+      // A string return is the body itself; anything else goes as JSON.
+      const raw = json.startsWith('"') ? (JSON.parse(json) as string) : json;
+      return { status: 200, headers: { 'content-type': `${route.produces ?? 'text/plain'}; charset=utf-8` }, body: raw };
     }
-    return { status: 200, headers: { 'content-type': JSON_TYPE }, body: success({ result, reports: [] }, rid) };
+    return { status: 200, headers: { 'content-type': JSON_TYPE }, body: successJson(`{"result":${json},"reports":[]}`, rid) };
   }
 
   /** The caller of a request: the token's user, or the guest graph for public endpoints without one. */

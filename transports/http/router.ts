@@ -110,7 +110,8 @@ function functionRoute(name: string, def: FunctionDef): EndpointRoute {
  * segment matching for the rest.
  */
 export class Router {
-  private readonly exact = new Map<string, EndpointRoute>();
+  /** Literal paths: method → path → route. */
+  private readonly exact = new Map<string, Map<string, EndpointRoute>>();
   private readonly templated: EndpointRoute[] = [];
   /** Methods served per literal path, for 405 answers. */
   private readonly literalMethods = new Map<string, Set<string>>();
@@ -118,7 +119,9 @@ export class Router {
   constructor(readonly routes: EndpointRoute[]) {
     for (const r of routes) {
       if (r.pathParams.length === 0) {
-        this.exact.set(`${r.method} ${r.template}`, r);
+        let byPath = this.exact.get(r.method);
+        if (!byPath) this.exact.set(r.method, (byPath = new Map()));
+        byPath.set(r.template, r);
         const methods = this.literalMethods.get(r.template) ?? new Set();
         methods.add(r.method);
         this.literalMethods.set(r.template, methods);
@@ -130,7 +133,7 @@ export class Router {
 
   /** The route, or the methods allowed on that path (405), or nothing (404). */
   match(method: string, path: string): RouteMatch | { allowed: string[] } | undefined {
-    const hit = this.exact.get(`${method} ${path}`);
+    const hit = this.exact.get(method)?.get(path);
     if (hit) return { route: hit, params: {} };
     const allowed = new Set(this.literalMethods.get(path));
     const parts = path.split('/').slice(1);

@@ -11,6 +11,7 @@ export interface HttpRequest {
   headers: Record<string, string>;
   /** The raw body (empty for GET). */
   body: Buffer;
+  /** The client address (text), when the server was asked to fill it; otherwise empty. */
   remoteAddress: string;
 }
 

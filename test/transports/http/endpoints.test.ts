@@ -20,7 +20,9 @@ t.test('POST /walker/<Name>: fields in, reports out, in the envelope', async (t)
   t.match(res.body, { ok: true, type: 'response', data: { result: null, reports: ['hi', 'hi'] }, error: null });
   t.match(res.body.meta.request_id, /\S+/);
   t.equal(res.headers.get('x-request-id'), res.body.meta.request_id);
-  t.equal(res.headers.get('access-control-allow-origin'), '*');
+  const fromBrowser = await post(`${server.url}/walker/Echo`, { msg: 'hi' }, { origin: 'https://app.example' });
+  t.equal(fromBrowser.headers.get('access-control-allow-origin'), '*', 'CORS headers for requests with an Origin');
+  t.equal(fromBrowser.headers.get('access-control-expose-headers'), 'x-request-id');
   const given = await post(`${server.url}/walker/Echo`, { msg: 'x' }, { 'x-request-id': 'my-trace-123' });
   t.equal(given.body.meta.request_id, 'my-trace-123', 'a caller request id is kept');
 });
