@@ -79,7 +79,9 @@ export async function setup(
     registry,
     store,
     placement: spreadOverWorkers,
-    timeoutMs: config['scale.server'].request_timeout_ms,
+    // The run deadline is the request timeout: a run the client stopped waiting for is dropped, not committed.
+    runTimeoutMs: config['scale.server'].request_timeout_ms,
+    timeoutMs: config['scale.server'].request_timeout_ms + 1000,
     onQuarantine: (id, reason) => log.warn({ anchor: id, reason }, 'anchor moved to quarantine'),
   });
   const docsEnabled = config['scale.server'].docs_enabled;
@@ -92,7 +94,7 @@ export async function setup(
     openapi: openApiDocument(routes, { title: boot.title, version: boot.version }),
     docs: docsEnabled ? new Docs(boot.title) : undefined,
     statics: existsSync(publicDir) ? new StaticFiles(publicDir) : undefined,
-    requestTimeoutMs: config['scale.server'].request_timeout_ms,
+    requestTimeoutMs: config['scale.server'].request_timeout_ms + 1000,
     dev: boot.dev,
     accessLog: config['scale.server'].access_log ? (entry) => log.info(entry, 'request') : undefined,
     suppressHealthLogs: config['scale.server'].suppress_health_check_logs,

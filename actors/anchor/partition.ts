@@ -68,7 +68,8 @@ export function reportJson(value: unknown): string {
   try {
     json = JSON.stringify(value === undefined ? null : value);
   } catch (error) {
-    throw graphError('SVC_ERR_INVALID_FIELDS', `a reported value cannot be sent as JSON: ${(error as Error).message}`);
+    // The app's bug, not the caller's: a 500, not a 400.
+    throw graphError('SVC_ERR_WALKER_FAILED', `a reported value cannot be sent as JSON: ${(error as Error).message}`);
   }
   return json ?? 'null';
 }

@@ -82,7 +82,8 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   const profile = flags.profile;
   const production = profile === 'prod' || profile === 'production' || process.env.NODE_ENV === 'production';
   const flagValues: Record<string, unknown> = {};
-  const port = int(flags.api_port ?? flags.apiPort, '--api_port') || int(flags.port, '--port');
+  const apiPort = int(flags.api_port ?? flags.apiPort, '--api_port');
+  const port = apiPort !== undefined && apiPort > 0 ? apiPort : int(flags.port, '--port');
   if (port !== undefined) flagValues['scale.server.port'] = port;
   if (typeof flags.host === 'string') flagValues['scale.server.host'] = flags.host;
   const workersFlag = int(flags.workers, '--workers');

@@ -12,6 +12,15 @@ export interface Envelope {
   meta: { request_id: string } & Record<string, unknown>;
 }
 
+let seq = 0;
+const prefix = Math.random().toString(36).slice(2, 8);
+
+/** A request id: the caller's when it is a sane one, otherwise a fresh one. */
+export function newRequestId(given?: string): string {
+  if (given && given.length <= 128 && /^[\w.:-]+$/.test(given)) return given;
+  return `${prefix}-${(++seq).toString(36)}`;
+}
+
 export function success(data: unknown, requestId: string, meta?: Record<string, unknown>): string {
   if (meta) return JSON.stringify({ ok: true, type: 'response', data, error: null, meta: { request_id: requestId, ...meta } } satisfies Envelope);
   // The hot path: the same text JSON.stringify would give, without building the outer object.

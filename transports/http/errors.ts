@@ -71,6 +71,8 @@ export function toHttpError(error: unknown, dev = false): HttpError {
   if (error instanceof SvcError) {
     const mapped = MAPPED[error.code];
     const details = error.details ?? (dev && error.stack ? { stack: error.stack } : undefined);
+    // A timeout's message names internal actors: say it plainly.
+    if (error.code === 'SVC_ERR_ASK_TIMEOUT') return httpError('TIMEOUT');
     if (mapped) return httpError(mapped, error.message, details);
     const body: ErrorBody = { code: error.code, message: error.message };
     if (details !== undefined) body.details = details;

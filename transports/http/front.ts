@@ -10,7 +10,7 @@ import type { Graph } from '../../actors/anchor/index.ts';
 import { rootIdFor } from '../../actors/identity/index.ts';
 import { type Caller, type Registry, Root, walkerInfo } from '../../actors/walker/index.ts';
 import type { Docs } from './docs.ts';
-import { failure, success, successJson } from './envelope.ts';
+import { failure, newRequestId, success, successJson } from './envelope.ts';
 import { httpError, HttpError, toHttpError } from './errors.ts';
 import type { JwtVerifier } from './jwt.ts';
 import { collectFields } from './params.ts';
@@ -55,14 +55,6 @@ const CORS = {
 };
 
 const JSON_TYPE = 'application/json; charset=utf-8';
-
-let seq = 0;
-const prefix = Math.random().toString(36).slice(2, 8);
-
-function requestId(given: string | undefined): string {
-  if (given && given.length <= 128 && /^[\w.:-]+$/.test(given)) return given;
-  return `${prefix}-${(++seq).toString(36)}`;
-}
 
 /** The request headers the front reads itself. */
 const FRONT_HEADERS = ['content-type', 'content-length', 'transfer-encoding', 'authorization', 'x-request-id', 'origin', 'access-control-request-headers'];
@@ -117,7 +109,7 @@ export class Front {
   /** Answer one request. Never rejects. */
   async handle(req: HttpRequest): Promise<HttpResponse> {
     const started = this.o.accessLog ? performance.now() : 0;
-    const rid = requestId(req.headers['x-request-id']);
+    const rid = newRequestId(req.headers['x-request-id']);
     let route = req.path;
     let res: HttpResponse;
     try {
@@ -150,7 +142,7 @@ export class Front {
       const doc = this.o.docs?.serve(req.path);
       if (doc) return doc;
     }
-    const match = this.router.match(req.method, req.path);
+    const match = this.router.match(req.method === 'HEAD' ? 'GET' : req.method, req.path);
     if (!match || 'allowed' in match) {
       if (req.method === 'GET' || req.method === 'HEAD') {
         const file = await this.o.statics?.serve(req.path === '/' ? '/index.html' : req.path, req.method === 'HEAD');
@@ -165,10 +157,11 @@ export class Front {
     }
     const { route, params } = match;
     setRoute(route.template);
+    // Hooks run first, whatever the endpoint's access: on the caller's graph when the token is good, else the guest's.
+    if (this.hooks.length) await this.runHooks(req, this.softCaller(req));
     const caller = this.authenticate(req, route);
     const { fields, at } = collectFields(route, req, params);
     fillRequestFields(route.schema.properties as Record<string, TSchema>, fields, req);
-    await this.runHooks(req, caller);
     const options = { caller, timeoutMs: this.o.requestTimeoutMs, ...(at === undefined ? {} : { at }) };
     if (route.kind === 'walker') {
       const { json } = await this.o.graph.spawnJson(route.name, fields, options);
@@ -177,7 +170,7 @@ export class Front {
     const { json } = await this.o.graph.callJson(route.name, fields, options);
     if (!route.envelope) {
       // A string return is the body itself; anything else goes as JSON.
-      const raw = json.startsWith('"') ? (JSON.parse(json) as string) : json;
+      const raw = json.startsWith('"') ? (JSON.parse(json) as string) : json === 'null' ? '' : json;
       return { status: 200, headers: { 'content-type': `${route.produces ?? 'text/plain'}; charset=utf-8` }, body: raw };
     }
     return { status: 200, headers: { 'content-type': JSON_TYPE }, body: successJson(`{"result":${json},"reports":[]}`, rid) };
@@ -198,6 +191,15 @@ export class Front {
     return caller;
   }
 
+  /** The caller if the request carries a good token, the guest otherwise (for hooks). */
+  private softCaller(req: HttpRequest): Caller {
+    try {
+      return this.authenticate(req, { access: 'pub' } as EndpointRoute);
+    } catch {
+      return { rootId: Root.SHARED_ID };
+    }
+  }
+
   /** Hook walkers (`_Name`) run before the route; a report with a status ≥ 400 ends the request. */
   private async runHooks(req: HttpRequest, caller: Caller): Promise<void> {
     for (const [name, cls] of this.hooks) {
@@ -207,7 +209,7 @@ export class Front {
       for (const r of reports) {
         if (typeof r !== 'object' || r === null) continue;
         const status = (r as { status?: unknown }).status;
-        if (typeof status !== 'number' || status < 400 || status > 599) continue;
+        if (typeof status !== 'number' || !Number.isInteger(status) || status < 400 || status > 599) continue;
         const { code, message, details } = r as { code?: unknown; message?: unknown; details?: unknown };
         const body = {
           code: typeof code === 'string' ? code : (STATUS_CODES[status] ?? 'ERROR').toUpperCase().replace(/[^A-Z]+/g, '_'),

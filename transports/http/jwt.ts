@@ -89,13 +89,16 @@ export class JwtVerifier {
       throw httpError('UNAUTHORIZED', 'malformed token');
     }
     if (header?.alg !== this.options.algorithm) throw httpError('UNAUTHORIZED', `token algorithm must be ${this.options.algorithm}`);
-    const expected = createHmac(this.hash, this.key).update(`${h}.${p}`).digest();
-    const given = Buffer.from(s, 'base64url');
+    // Compared as canonical base64url text: padding or alphabet variants of a good signature are refused.
+    const expected = Buffer.from(createHmac(this.hash, this.key).update(`${h}.${p}`).digest('base64url'));
+    const given = Buffer.from(s);
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw httpError('UNAUTHORIZED', 'bad token signature');
     if (typeof payload !== 'object' || payload === null) throw httpError('UNAUTHORIZED', 'malformed token');
     if (typeof payload.exp !== 'number') throw httpError('UNAUTHORIZED', 'token has no expiry');
     if (payload.exp * 1000 <= nowMs) throw httpError('UNAUTHORIZED', 'token expired');
     if (typeof payload.nbf === 'number' && payload.nbf * 1000 > nowMs) throw httpError('UNAUTHORIZED', 'token not valid yet');
+    // A token issued in the future would escape revocation (iat < valid-after).
+    if (typeof payload.iat === 'number' && payload.iat * 1000 > nowMs + 60_000) throw httpError('UNAUTHORIZED', 'token issued in the future');
     if (typeof payload.user_id !== 'string' || payload.user_id === '') throw httpError('UNAUTHORIZED', 'token has no user_id');
     return payload;
   }

@@ -20,10 +20,27 @@ export function boundaryOf(contentType: string): string | undefined {
   return m ? (m[1] ?? m[2]) : undefined;
 }
 
-function headerParam(header: string, name: string): string | undefined {
-  const m = new RegExp(`${name}="((?:[^"\\\\]|\\\\.)*)"|${name}=([^;\\s]+)`, 'i').exec(header);
-  if (!m) return undefined;
-  return m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[2];
+/**
+ * The parameters of a Content-Disposition value, by exact name (`name` is
+ * never read out of `filename`); `filename*=utf-8''…` is decoded.
+ */
+function dispositionParams(header: string): Map<string, string> {
+  const params = new Map<string, string>();
+  const re = /;\s*([\w*.-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^;\s]*))/g;
+  for (const m of header.matchAll(re)) {
+    const key = (m[1] as string).toLowerCase();
+    let value = m[2] !== undefined ? m[2].replace(/\\(.)/g, '$1') : (m[3] ?? '');
+    if (key.endsWith('*')) {
+      const ext = /^[\w-]*'[\w-]*'(.*)$/.exec(value);
+      try {
+        value = decodeURIComponent(ext ? (ext[1] as string) : value);
+      } catch {
+        continue;
+      }
+      params.set(key.slice(0, -1), value);
+    } else if (!params.has(key)) params.set(key, value);
+  }
+  return params;
 }
 
 /**
@@ -45,11 +62,12 @@ export function parseMultipart(body: Buffer, boundary: string): Part[] {
     const next = body.indexOf(Buffer.concat([Buffer.from('\r\n'), delimiter]), headerEnd + 4);
     if (next < 0) throw httpError('VALIDATION_ERROR', 'multipart body ends without its closing boundary');
     const disposition = /^content-disposition:(.*)$/im.exec(headers)?.[1] ?? '';
-    const name = headerParam(disposition, 'name');
+    const params = dispositionParams(disposition);
+    const name = params.get('name');
     if (!name) throw httpError('VALIDATION_ERROR', 'multipart part without a name');
     parts.push({
       name,
-      filename: headerParam(disposition, 'filename'),
+      filename: params.get('filename'),
       contentType: /^content-type:\s*(.*)$/im.exec(headers)?.[1]?.trim(),
       data: body.subarray(headerEnd + 4, next),
     });

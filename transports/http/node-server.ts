@@ -5,7 +5,7 @@
  * listens; the others host partitions.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { failure } from './envelope.ts';
+import { failure, newRequestId } from './envelope.ts';
 import type { Front } from './front.ts';
 import type { HttpServer, ListenOptions } from './server.ts';
 
@@ -13,7 +13,19 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
   let inFlight = 0;
   let idle: (() => void) | null = null;
 
+  const done = (): void => {
+    if (--inFlight === 0 && idle) idle();
+  };
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    // Counted from arrival (a body may still be on its way), until answered or closed.
+    inFlight++;
+    let finished = false;
+    const finish = (): void => {
+      if (finished) return;
+      finished = true;
+      done();
+    };
+    res.once('close', finish);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const headers: Record<string, string> = {};
@@ -25,7 +37,7 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
     const declared = Number(headers['content-length'] ?? 0);
     const reject413 = () => {
       res.writeHead(413, { 'content-type': 'application/json; charset=utf-8', 'access-control-allow-origin': '*', connection: 'close' });
-      res.end(failure({ code: 'PAYLOAD_TOO_LARGE', message: `the body is larger than ${options.maxBodyBytes} bytes` }, 'too-large'));
+      res.end(failure({ code: 'PAYLOAD_TOO_LARGE', message: `the body is larger than ${options.maxBodyBytes} bytes` }, newRequestId()));
       req.destroy();
     };
     if (declared > options.maxBodyBytes) {
@@ -48,7 +60,6 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
     req.on('error', () => undefined);
     req.on('end', () => {
       if (rejected) return;
-      inFlight++;
       void front
         .handle({
           method: (req.method ?? 'GET').toUpperCase(),
@@ -60,12 +71,12 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
         })
         .then((out) => {
           if (!res.destroyed) {
-            out.headers['content-length'] = String(typeof out.body === 'string' ? Buffer.byteLength(out.body) : out.body.length);
+            out.headers['content-length'] ??= String(typeof out.body === 'string' ? Buffer.byteLength(out.body) : out.body.length);
             if (out.close) res.shouldKeepAlive = false;
             res.writeHead(out.status, out.headers);
             res.end(out.body);
           }
-          if (--inFlight === 0 && idle) idle();
+          finish();
         });
     });
   });

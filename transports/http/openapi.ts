@@ -5,6 +5,7 @@
  */
 import type { TSchema } from 'typebox';
 import { HTTP_ERRORS } from './errors.ts';
+import { RUNTIME_FIELDS } from './params.ts';
 import type { EndpointRoute } from './router.ts';
 
 type Json = Record<string, unknown>;
@@ -54,7 +55,7 @@ function operation(route: EndpointRoute): Json {
     const schema = name === 'node_id' && route.spawnAt ? { type: 'string', pattern: '^[0-9a-f]{32}$' } : props[name] ? plain(props[name]) : { type: 'string' };
     parameters.push({ name, in: 'path', required: true, schema, description: name === 'node_id' && route.spawnAt ? 'spawn the walker at this node' : undefined });
   }
-  const rest = Object.keys(props).filter((k) => !route.pathParams.includes(k));
+  const rest = Object.keys(props).filter((k) => !route.pathParams.includes(k) && !RUNTIME_FIELDS.has(k));
   const files = rest.filter((k) => route.fileFields.includes(k));
   const isGet = route.method === 'GET' || route.method === 'HEAD';
   const op: Json = {

@@ -2,19 +2,45 @@
  * Where an endpoint's fields come from (seed 000 §4.1 rule 4): path
  * parameters first, then uploaded files, then — for GET — the query string,
  * then the JSON body. Path, query and multipart text values are strings on
- * the wire and are converted to the declared types; JSON bodies are
+ * the wire and are converted to the declared types, strictly (`1.5` is not an
+ * integer, `0x10` not a number, an empty string is nothing); JSON bodies are
  * validated as they are, never converted.
  */
 import type { TSchema } from 'typebox';
-import { Value } from 'typebox/value';
 import { httpError } from './errors.ts';
 import { boundaryOf, parseMultipart } from './multipart.ts';
 import type { EndpointRoute } from './router.ts';
 import type { HttpRequest } from './types.ts';
 
-function convert(schema: TSchema | undefined, raw: string): unknown {
-  if (!schema) return raw;
-  return Value.Convert(schema, raw);
+/** Fields the runtime fills itself: never taken from the request. */
+export const RUNTIME_FIELDS = new Set(['headers', 'request']);
+
+const INTEGER = /^-?\d+$/;
+const NUMBER = /^-?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/;
+
+type Json = { type?: string | string[]; anyOf?: TSchema[]; oneOf?: TSchema[]; items?: TSchema; const?: unknown; enum?: unknown[] };
+
+/**
+ * A string from the URL or a form as the declared type, when it is a clean
+ * spelling of one; otherwise the string itself, which then fails validation
+ * with a clear message.
+ */
+export function convertString(schema: TSchema | undefined, raw: string): unknown {
+  const s = schema as Json | undefined;
+  if (!s) return raw;
+  for (const alt of s.anyOf ?? s.oneOf ?? []) {
+    const v = convertString(alt, raw);
+    if (v !== raw || (alt as Json).type === 'string') return v;
+  }
+  const types = Array.isArray(s.type) ? s.type : s.type ? [s.type] : [];
+  for (const type of types) {
+    if (type === 'integer' && INTEGER.test(raw)) return Number(raw);
+    if (type === 'number' && NUMBER.test(raw) && Number.isFinite(Number(raw))) return Number(raw);
+    if (type === 'boolean' && (raw === 'true' || raw === 'false')) return raw === 'true';
+    if (type === 'null' && raw === 'null') return null;
+  }
+  if (s.const !== undefined && typeof s.const !== 'string' && String(s.const) === raw) return s.const;
+  return raw;
 }
 
 function decodeSegment(value: string, name: string): string {
@@ -23,6 +49,15 @@ function decodeSegment(value: string, name: string): string {
   } catch {
     throw httpError('VALIDATION_ERROR', `path parameter ${name} is not valid percent-encoding`);
   }
+}
+
+/**
+ * Content types read as a JSON body. Form-urlencoded is among them because
+ * `curl -d '{…}'` sends it; anything else (XML, binary…) is 415.
+ */
+function readsAsJson(contentType: string): boolean {
+  const type = contentType.split(';')[0]?.trim().toLowerCase() ?? '';
+  return type === '' || type === 'application/json' || type === 'text/plain' || type === 'application/x-www-form-urlencoded' || type.endsWith('+json');
 }
 
 /** The parsed JSON body: an object, `{}` when empty. */
@@ -49,13 +84,16 @@ export interface Collected {
 /** The fields of one request for one route. */
 export function collectFields(route: EndpointRoute, req: HttpRequest, pathValues: Record<string, string>): Collected {
   const props = route.schema.properties as Record<string, TSchema>;
+  const takes = (k: string) => Object.hasOwn(props, k) && !RUNTIME_FIELDS.has(k);
   const fields: Record<string, unknown> = {};
   let at: string | undefined;
+  const isGet = req.method === 'GET' || req.method === 'HEAD';
 
-  const boundary = boundaryOf(req.headers['content-type'] ?? '');
+  const contentType = req.headers['content-type'] ?? '';
+  const boundary = boundaryOf(contentType);
   if (boundary) {
     for (const part of parseMultipart(req.body, boundary)) {
-      if (!Object.hasOwn(props, part.name)) continue;
+      if (!takes(part.name)) continue;
       if (route.fileFields.includes(part.name)) {
         fields[part.name] = {
           filename: part.filename ?? '',
@@ -64,25 +102,32 @@ export function collectFields(route: EndpointRoute, req: HttpRequest, pathValues
           data: new Uint8Array(part.data),
         };
       } else {
-        fields[part.name] = convert(props[part.name], part.data.toString('utf8'));
+        fields[part.name] = convertString(props[part.name], part.data.toString('utf8'));
       }
     }
-  } else if (req.method !== 'GET' && req.method !== 'HEAD') {
+  } else if (/^multipart\//i.test(contentType)) {
+    throw httpError('VALIDATION_ERROR', 'a multipart body needs a boundary in its Content-Type');
+  } else if (!isGet && req.body.length > 0) {
+    if (!readsAsJson(contentType)) throw httpError('UNSUPPORTED_MEDIA_TYPE', `cannot read a ${contentType.split(';')[0]} body: send application/json (or multipart/form-data for uploads)`);
     for (const [k, v] of Object.entries(jsonBody(req.body))) {
-      if (Object.hasOwn(props, k) && !route.fileFields.includes(k)) fields[k] = v;
+      if (takes(k) && !route.fileFields.includes(k)) fields[k] = v;
     }
   }
 
-  if (req.method === 'GET' || req.method === 'HEAD') {
-    for (const [k, v] of new URLSearchParams(req.query)) {
-      if (Object.hasOwn(props, k) && !route.fileFields.includes(k)) fields[k] = convert(props[k], v);
+  if (isGet && req.query) {
+    const query = new URLSearchParams(req.query);
+    for (const k of new Set(query.keys())) {
+      if (!takes(k) || route.fileFields.includes(k)) continue;
+      const schema = props[k] as Json | undefined;
+      if (schema?.type === 'array') fields[k] = query.getAll(k).map((v) => convertString(schema.items, v));
+      else fields[k] = convertString(props[k], query.getAll(k).at(-1) as string);
     }
   }
 
   for (const [name, raw] of Object.entries(pathValues)) {
     const value = decodeSegment(raw, name);
     if (route.spawnAt && name === 'node_id') at = value;
-    else fields[name] = convert(props[name], value);
+    else fields[name] = convertString(props[name], value);
   }
   return { fields, at };
 }

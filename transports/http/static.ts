@@ -53,12 +53,13 @@ export class StaticFiles {
         info = await stat(file);
       }
       if (!info.isFile()) return undefined;
-      const body = head ? Buffer.alloc(0) : await readFile(file);
-      return {
-        status: 200,
-        headers: { 'content-type': TYPES[extname(file).toLowerCase()] ?? 'application/octet-stream' },
-        body,
-      };
+      const headers: Record<string, string> = { 'content-type': TYPES[extname(file).toLowerCase()] ?? 'application/octet-stream' };
+      if (head) {
+        // The length of the body a GET would get; no body.
+        headers['content-length'] = String(info.size);
+        return { status: 200, headers, body: '' };
+      }
+      return { status: 200, headers, body: await readFile(file) };
     } catch {
       return undefined;
     }

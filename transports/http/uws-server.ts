@@ -6,7 +6,7 @@
  */
 import { createRequire } from 'node:module';
 import { STATUS_CODES } from 'node:http';
-import { failure } from './envelope.ts';
+import { failure, newRequestId } from './envelope.ts';
 import { HTTP_ERRORS } from './errors.ts';
 import type { Front } from './front.ts';
 import type { HttpRequest, HttpResponse } from './types.ts';
@@ -41,21 +41,23 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
   let inFlight = 0;
   let idle: (() => void) | null = null;
 
-  const write = (res: UwsResponse, state: { aborted: boolean }, out: HttpResponse): void => {
+  const write = (res: UwsResponse, state: { aborted: boolean }, out: HttpResponse, head: boolean): void => {
     if (state.aborted) return;
     res.cork(() => {
       res.writeStatus(statusLine(out.status));
       for (const name in out.headers) {
-        if (name !== 'connection') res.writeHeader(name, out.headers[name] as string);
+        if (name !== 'connection' && name !== 'content-length') res.writeHeader(name, out.headers[name] as string);
       }
-      res.end(out.body, out.close === true);
+      // HEAD: the length of the body a GET would get, and no body.
+      if (head) res.endWithoutBody(Number(out.headers['content-length'] ?? Buffer.byteLength(out.body)), out.close === true);
+      else res.end(out.body, out.close === true);
     });
   };
 
   const tooLarge = (res: UwsResponse, state: { aborted: boolean }): void => {
     if (state.aborted) return;
     state.aborted = true;
-    const body = failure({ code: 'PAYLOAD_TOO_LARGE', message: `the body is larger than ${options.maxBodyBytes} bytes` }, 'too-large');
+    const body = failure({ code: 'PAYLOAD_TOO_LARGE', message: `the body is larger than ${options.maxBodyBytes} bytes` }, newRequestId());
     res.cork(() => {
       res.writeStatus(statusLine(HTTP_ERRORS.PAYLOAD_TOO_LARGE.status));
       res.writeHeader('content-type', 'application/json; charset=utf-8');
@@ -65,10 +67,22 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     });
   };
 
+  const done = (): void => {
+    if (--inFlight === 0 && idle) idle();
+  };
+
   app.any('/*', (res, req) => {
-    const state = { aborted: false };
+    // Counted from arrival (a body may still be on its way), until answered or aborted.
+    inFlight++;
+    const state = { aborted: false, finished: false };
+    const finish = (): void => {
+      if (state.finished) return;
+      state.finished = true;
+      done();
+    };
     res.onAborted(() => {
       state.aborted = true;
+      finish();
     });
     const method = req.getCaseSensitiveMethod().toUpperCase();
     const headers: Record<string, string> = {};
@@ -93,15 +107,15 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
       remoteAddress: options.remoteAddress ? Buffer.from(res.getRemoteAddressAsText()).toString() : '',
     };
     const run = (): void => {
-      inFlight++;
       void front.handle(request).then((out) => {
-        write(res, state, out);
-        if (--inFlight === 0 && idle) idle();
+        write(res, state, out, method === 'HEAD');
+        finish();
       });
     };
     const declared = headers['content-length'];
     if (declared !== undefined && Number(declared) > options.maxBodyBytes) {
       tooLarge(res, state);
+      finish();
       return;
     }
     if (declared === undefined && headers['transfer-encoding'] === undefined) {
@@ -115,6 +129,7 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
       size += chunk.byteLength;
       if (size > options.maxBodyBytes) {
         tooLarge(res, state);
+        finish();
         return;
       }
       // The chunk's memory is reused after this callback: copy it.

@@ -43,8 +43,13 @@ t.test('protected routes refuse bad tokens with 401 UNAUTHORIZED', async (t) => 
     const wrongScheme = await post(`${server.url}${path}`, { text: 'x' }, { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` });
     t.equal(wrongScheme.status, 401, `${path} with Basic auth`);
   }
-  const ok = await post(`${server.url}/walker/Whoami`, {}, { authorization: `Bearer ${await tokenFor('alice')}` });
+  const good = await tokenFor('alice');
+  const ok = await post(`${server.url}/walker/Whoami`, {}, { authorization: `Bearer ${good}` });
   t.equal(ok.status, 200, 'a good token still works');
+  for (const variant of [`${good}=`, `${good}==`, good.replace(/-/g, '+').replace(/_/g, '/')]) {
+    if (variant === good) continue;
+    t.equal((await post(`${server.url}/walker/Whoami`, {}, { authorization: `Bearer ${variant}` })).status, 401, 'a re-encoded signature is refused');
+  }
 });
 
 t.test('a bad token on a public route is refused too, not silently anonymous', async (t) => {

@@ -140,6 +140,7 @@ t.test('failures: each class answers a 4xx/5xx envelope with a stable code, and 
     ['unknown route', () => post(`${server.url}/nowhere`, {}), 404, 'NOT_FOUND'],
     ['walker throws', () => post(`${server.url}/walker/Boom`, {}), 500, 'EXECUTION_ERROR'],
     ['function throws', () => post(`${server.url}/function/failing`, {}), 500, 'EXECUTION_ERROR'],
+    ['report is not JSON', () => post(`${server.url}/walker/BadReport`, {}), 500, 'EXECUTION_ERROR'],
   ];
   for (const [name, call, status, code] of cases) {
     const res = await call();
@@ -185,4 +186,63 @@ t.test('health and readiness', async (t) => {
     t.equal(res.status, 200, path);
     t.match(await res.json(), body, path);
   }
+});
+
+t.test('path, query and form values convert strictly', async (t) => {
+  for (const [path, ok] of [
+    ['/items/7', true],
+    ['/items/1.5', false],
+    ['/items/%20', false],
+    ['/items/0x10', false],
+    ['/items/1e3', false],
+    ['/items/-3', true],
+    ['/items/7?limit=2.5', false],
+    ['/items/7?limit=', false],
+    ['/items/7?exact=yes', false],
+    ['/items/7?exact=false', true],
+  ] as const) {
+    const res = await fetch(`${server.url}${path}`);
+    t.equal(res.status, ok ? 200 : 400, path);
+  }
+  const form = new FormData();
+  form.append('file', new Blob(['x']), 'x.txt');
+  form.append('copies', '2.7');
+  t.equal((await fetch(`${server.url}/walker/Upload`, { method: 'POST', body: form })).status, 400, 'multipart 2.7 is not an integer');
+});
+
+t.test('HEAD answers like GET, without a body', async (t) => {
+  const headers = { 'x-request-id': 'same-id-for-both' }; // the envelope holds it: same length both ways
+  for (const path of ['/healthz', '/hello.txt', '/items/3', '/install.sh']) {
+    const get = await fetch(`${server.url}${path}`, { headers });
+    const getBody = await get.arrayBuffer();
+    const head = await fetch(`${server.url}${path}`, { method: 'HEAD', headers });
+    t.equal(head.status, get.status, `${path}: same status`);
+    t.equal(head.headers.get('content-type'), get.headers.get('content-type'), `${path}: same type`);
+    t.equal(Number(head.headers.get('content-length')), getBody.byteLength, `${path}: the GET body's length`);
+    t.equal((await head.arrayBuffer()).byteLength, 0, `${path}: no body`);
+  }
+  t.equal(await (await fetch(`${server.url}/install.sh`, { method: 'HEAD' })).text(), '');
+});
+
+t.test('content types: JSON-ish bodies are read, others are 415; multipart needs a boundary', async (t) => {
+  const xml = await fetch(`${server.url}/walker/Echo`, { method: 'POST', headers: { 'content-type': 'application/xml' }, body: '<msg>x</msg>' });
+  t.equal(xml.status, 415);
+  t.match(await xml.json(), { error: { code: 'UNSUPPORTED_MEDIA_TYPE' } });
+  const curlStyle = await fetch(`${server.url}/walker/Echo`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: '{"msg":"curl -d"}' });
+  t.equal(curlStyle.status, 200, 'curl -d bodies (form-urlencoded) are read as JSON');
+  const noBoundary = await fetch(`${server.url}/walker/Upload`, { method: 'POST', headers: { 'content-type': 'multipart/form-data' }, body: 'x' });
+  t.equal(noBoundary.status, 400);
+  t.match(await noBoundary.json(), { error: { code: 'VALIDATION_ERROR', message: /boundary/ } });
+});
+
+t.test('a multipart part named after filename= is read by its own name', async (t) => {
+  const body = '--zzz\r\nContent-Disposition: form-data; filename="a.txt"; name="file"\r\n\r\nDATA\r\n--zzz--\r\n';
+  const res = await fetch(`${server.url}/walker/Upload`, { method: 'POST', headers: { 'content-type': 'multipart/form-data; boundary=zzz' }, body });
+  t.equal(res.status, 200);
+  t.match(await res.json(), { data: { reports: [{ filename: 'a.txt', text: 'DATA' }] } });
+});
+
+t.test('hooks run before authentication', async (t) => {
+  const res = await post(`${server.url}/walker/Whoami`, {}, { 'x-block': 'yes' });
+  t.equal(res.status, 418, 'the hook answers even without a token');
 });
