@@ -28,12 +28,8 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
     res.once('close', finish);
     const url = req.url ?? '/';
     const q = url.indexOf('?');
-    const headers: Record<string, string> = {};
-    const raw = req.headers;
-    for (const k in raw) {
-      const v = raw[k];
-      if (v !== undefined) headers[k] = Array.isArray(v) ? v.join(', ') : v;
-    }
+    // Node has parsed them already, names lower-cased; only set-cookie can be an array, and requests do not send it.
+    const headers = req.headers as Record<string, string>;
     const declared = Number(headers['content-length'] ?? 0);
     const reject413 = () => {
       res.writeHead(413, { 'content-type': 'application/json; charset=utf-8', 'access-control-allow-origin': '*', connection: 'close' });
