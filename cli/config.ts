@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'smol-toml';
 
-type Kind = 'int' | 'bool' | 'string' | 'enum';
+type Kind = 'int' | 'number' | 'bool' | 'string' | 'enum';
 
 interface KeySpec {
   kind: Kind;
@@ -42,11 +42,44 @@ export const SCHEMA = {
     synchronous: { kind: 'enum', default: 'NORMAL', env: ['SVC_SQLITE_SYNCHRONOUS'], values: ['NORMAL', 'FULL'] },
     docdb_uri: { kind: 'string', default: '', env: ['DOCDB_URI'] },
     kv_url: { kind: 'string', default: '', env: ['KV_URL'] },
+    users_db_path: { kind: 'string', default: '', env: ['SVC_USERS_DB_PATH'] },
+  },
+  'scale.auth': {
+    verify_token_ttl_seconds: { kind: 'int', default: 86_400, min: 1 },
+    reset_token_ttl_seconds: { kind: 'int', default: 1800, min: 1 },
+    verify_url_template: { kind: 'string', default: '' },
+    reset_url_template: { kind: 'string', default: '' },
+    login_attempts_per_identity: { kind: 'int', default: 10, min: 1, env: ['SVC_LOGIN_ATTEMPTS_PER_IDENTITY'] },
+    login_attempts_per_address: { kind: 'int', default: 100, min: 1, env: ['SVC_LOGIN_ATTEMPTS_PER_ADDRESS'] },
+    forgot_attempts_per_identity: { kind: 'int', default: 5, min: 1 },
+    rate_window_seconds: { kind: 'int', default: 900, min: 1, env: ['SVC_RATE_WINDOW_SECONDS'] },
+    hash_concurrency: { kind: 'int', default: 0, min: 0, env: ['SVC_HASH_CONCURRENCY'] },
+  },
+  'scale.admin': {
+    enabled: { kind: 'bool', default: true },
+    username: { kind: 'string', default: 'admin', env: ['ADMIN_USERNAME'] },
+    email: { kind: 'string', default: '', env: ['ADMIN_EMAIL'] },
+    default_password: { kind: 'string', default: '', env: ['ADMIN_DEFAULT_PASSWORD'] },
+    session_expiry_hours: { kind: 'int', default: 24, min: 1 },
+    require_password_reset: { kind: 'bool', default: true },
+  },
+  'scale.emailer': {
+    provider: { kind: 'string', default: '', env: ['EMAILER_PROVIDER'] },
+    from_address: { kind: 'string', default: '', env: ['EMAILER_FROM_ADDRESS'] },
+    enabled: { kind: 'bool', default: true },
+  },
+  'scale.emailer.smtp': {
+    host: { kind: 'string', default: 'localhost', env: ['EMAILER_SMTP_HOST'] },
+    port: { kind: 'int', default: 25, min: 1, env: ['EMAILER_SMTP_PORT'] },
+    username: { kind: 'string', default: '', env: ['EMAILER_SMTP_USERNAME'] },
+    password: { kind: 'string', default: '', env: ['EMAILER_SMTP_PASSWORD'] },
+    use_tls: { kind: 'bool', default: true, env: ['EMAILER_SMTP_USE_TLS'] },
+    timeout: { kind: 'number', default: 10, env: ['EMAILER_SMTP_TIMEOUT'] },
   },
 } as const satisfies Record<string, Record<string, KeySpec>>;
 
 type Schema = typeof SCHEMA;
-type ValueOf<S extends KeySpec> = S['kind'] extends 'int' ? number : S['kind'] extends 'bool' ? boolean : string;
+type ValueOf<S extends KeySpec> = S['kind'] extends 'int' | 'number' ? number : S['kind'] extends 'bool' ? boolean : string;
 export type SvcConfig = { [Sec in keyof Schema]: { [K in keyof Schema[Sec]]: ValueOf<Schema[Sec][K] & KeySpec> } };
 
 export class ConfigError extends Error {}
@@ -63,6 +96,9 @@ function typed(spec: KeySpec, value: unknown, where: string): unknown {
     case 'int':
       if (typeof value === 'number' && Number.isInteger(value) && value >= (spec.min ?? -Infinity)) return value;
       throw new ConfigError(`${where} must be an integer${spec.min !== undefined ? ` ≥ ${spec.min}` : ''}, got ${JSON.stringify(value)}`);
+    case 'number':
+      if (typeof value === 'number' && Number.isFinite(value)) return value;
+      throw new ConfigError(`${where} must be a number, got ${JSON.stringify(value)}`);
     case 'bool':
       if (typeof value === 'boolean') return value;
       throw new ConfigError(`${where} must be true or false, got ${JSON.stringify(value)}`);
@@ -80,6 +116,9 @@ function fromEnv(spec: KeySpec, raw: string, name: string): unknown {
     case 'int':
       if (/^-?\d+$/.test(raw.trim())) return typed(spec, Number(raw), `environment ${name}`);
       throw new ConfigError(`environment ${name} must be an integer, got ${JSON.stringify(raw)}`);
+    case 'number':
+      if (raw.trim() !== '' && Number.isFinite(Number(raw))) return Number(raw);
+      throw new ConfigError(`environment ${name} must be a number, got ${JSON.stringify(raw)}`);
     case 'bool':
       if (/^(1|true|yes|on)$/i.test(raw)) return true;
       if (/^(0|false|no|off)$/i.test(raw)) return false;

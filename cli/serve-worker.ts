@@ -23,6 +23,16 @@ import {
   StaticFiles,
 } from '../transports/http/index.ts';
 import type { SvcConfig } from './config.ts';
+import { availableParallelism } from 'node:os';
+import {
+  createEmailer,
+  IdentityService,
+  identityRoutes,
+  Passwords,
+  RateLimiter,
+  RevocationTable,
+  UsersStore,
+} from '../actors/identity/index.ts';
 
 export interface ServeBoot {
   /** Only build the routes and answer `describe` (for `--faux`). */
@@ -40,6 +50,9 @@ export interface ServeBoot {
   /** Open the port at setup (false: wait for a `listen` order — node:http hands the port over on reload). */
   listenNow: boolean;
   storePath: string;
+  usersPath: string;
+  /** Worker threads in all (hash concurrency is shared between them). */
+  workers: number;
   version: string;
 }
 
@@ -84,13 +97,39 @@ export async function setup(
     timeoutMs: config['scale.server'].request_timeout_ms + 1000,
     onQuarantine: (id, reason) => log.warn({ anchor: id, reason }, 'anchor moved to quarantine'),
   });
+  // Identity: users, tokens (revoked on every thread at once), rate limits, mail.
+  const users = UsersStore.open(boot.usersPath);
+  const revocations = new RevocationTable();
+  const expMs = config['scale.jwt'].exp_delta_days * 86_400_000;
+  for (const [userId, ms] of users.revocationsSince(Date.now() - Math.max(expMs, config['scale.admin'].session_expiry_hours * 3_600_000))) revocations.set(userId, ms);
+  revocations.serve(system);
+  const hashConcurrency = config['scale.auth'].hash_concurrency || Math.max(1, Math.floor(Math.max(1, availableParallelism() - 1) / boot.workers));
+  const mail = await createEmailer({ ...config['scale.emailer'], smtp: config['scale.emailer.smtp'] }, boot.projectRoot);
+  if ('disabled' in mail && config['scale.emailer'].provider) log.error({ reason: mail.disabled }, 'email disabled');
+  const jwt = new JwtVerifier({ secret: boot.jwtSecret, algorithm: config['scale.jwt'].algorithm as 'HS256', revocations });
+  const identity = new IdentityService({
+    users,
+    passwords: new Passwords(hashConcurrency),
+    system,
+    revocations,
+    limiter: new RateLimiter(system, spreadOverWorkers),
+    createRoot: (rootId) => graph.ensureRoot(rootId),
+    emailer: 'emailer' in mail ? mail.emailer : undefined,
+    emailDisabledReason: 'disabled' in mail ? mail.disabled : '',
+    jwt: { secret: boot.jwtSecret, algorithm: config['scale.jwt'].algorithm, expDays: config['scale.jwt'].exp_delta_days },
+    auth: config['scale.auth'],
+    adminSessionHours: config['scale.admin'].session_expiry_hours,
+    log: (level, message, extra) => log[level](extra ?? {}, message),
+  });
+
   const docsEnabled = config['scale.server'].docs_enabled;
   const publicDir = join(boot.projectRoot, 'public');
   const front = new Front({
     graph,
     registry,
     routes,
-    jwt: new JwtVerifier({ secret: boot.jwtSecret, algorithm: config['scale.jwt'].algorithm as 'HS256' }),
+    jwt,
+    builtinRoutes: identityRoutes(identity, (token) => jwt.verify(token)),
     openapi: openApiDocument(routes, { title: boot.title, version: boot.version }),
     docs: docsEnabled ? new Docs(boot.title) : undefined,
     statics: existsSync(publicDir) ? new StaticFiles(publicDir) : undefined,
@@ -132,6 +171,7 @@ export async function setup(
 
   return async () => {
     server?.close();
+    users.close();
     await store.close();
     log.flush();
   };

@@ -110,6 +110,11 @@ export class Graph {
     return { recovered, remaining };
   }
 
+  /** Create a root's graph now (its root node is stored when the partition starts). */
+  async ensureRoot(rootId: string): Promise<void> {
+    await this.partition(rootId).ask({ t: 'touch' }, this.timeoutMs);
+  }
+
   /** A fresh 32-hex-char root id. */
   static newRootId(): string {
     return newId();

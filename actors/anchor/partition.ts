@@ -32,6 +32,8 @@ export type PartitionMsg =
   | { t: 'call'; fn: string; args: unknown; caller: Caller }
   /** Another root's run changed these anchors of this root (now durable): refresh them. */
   | { t: 'invalidate'; ids: string[]; edgeNodes: string[] }
+  /** Make sure the partition (and its root) exists: a user's graph is created at registration. */
+  | { t: 'touch' }
   | { t: 'poisoned' };
 
 export interface WalkerResult {
@@ -122,6 +124,8 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     switch (msg.t) {
       case 'poisoned':
         return undefined;
+      case 'touch':
+        return true;
       case 'invalidate':
         return this.invalidate(msg.ids, msg.edgeNodes);
       default:

@@ -1,2 +1,16 @@
-/** Users, tokens and their graphs. */
+/** Users, tokens, their graphs, and the admin. */
 export { rootIdFor } from './root-id.ts';
+export { UsersStore, normalize } from './users-store.ts';
+export type { UserRecord, Identity, Role, Status, OneTimeToken } from './users-store.ts';
+export { Passwords, checkPassword, ARGON2_OPTIONS } from './passwords.ts';
+export { IdentityService, BOOTSTRAP_ADMIN_ID, GUEST_USER_ID, publicUser, checkProfile } from './service.ts';
+export type { IdentityOptions, TokenClaims } from './service.ts';
+export { identityRoutes } from './http-routes.ts';
+export { bootstrapAccounts } from './bootstrap.ts';
+export type { AdminConfig } from './bootstrap.ts';
+export { createEmailer, registerEmailer } from './emailer.ts';
+export type { Emailer, EmailerConfig } from './emailer.ts';
+export { RateLimiter } from './rate-limit.ts';
+export { RevocationTable, REVOCATIONS_ACTOR } from './revocations.ts';
+export { IDENTITY_ERRORS, identityError } from './errors.ts';
+export type { IdentityErrorCode } from './errors.ts';

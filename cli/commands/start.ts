@@ -14,6 +14,7 @@ import { loadUws } from '../../transports/http/index.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { freePort } from '../ports.ts';
 import { jwtSecret, SecretError } from '../secrets.ts';
+import { bootstrapAccounts, Passwords, UsersStore } from '../../actors/identity/index.ts';
 import type { HttpControl, RouteSummary, ServeBoot } from '../serve-worker.ts';
 
 export interface StartFlags {
@@ -70,7 +71,8 @@ export async function start(entryArg: string | undefined, flags: StartFlags): Pr
   try {
     await run(entryArg, flags);
   } catch (error) {
-    const message = error instanceof StartError || error instanceof ConfigError || error instanceof SecretError ? error.message : (buildErrors(error) ?? (error as Error).message);
+    const message =
+      error instanceof StartError || error instanceof ConfigError || error instanceof SecretError ? error.message : (buildErrors(error) ?? (error as Error).message);
     process.stderr.write(`svc: ${message}\n`);
     process.exit(1);
   }
@@ -107,11 +109,9 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   // Syntax errors surface here, with file and line.
   await compileWorker(SERVE_WORKER, entry);
 
-  const storePath = config['scale.database'].shelf_db_path
-    ? resolve(projectRoot, config['scale.database'].shelf_db_path)
-    : process.env.SVC_DATA_DIR
-      ? join(resolve(process.env.SVC_DATA_DIR), 'anchor_store.db')
-      : join(projectRoot, '.svc', 'data', 'anchor_store.db');
+  const dataDir = process.env.SVC_DATA_DIR ? resolve(process.env.SVC_DATA_DIR) : join(projectRoot, '.svc', 'data');
+  const storePath = config['scale.database'].shelf_db_path ? resolve(projectRoot, config['scale.database'].shelf_db_path) : join(dataDir, 'anchor_store.db');
+  const usersPath = config['scale.database'].users_db_path ? resolve(projectRoot, config['scale.database'].users_db_path) : join(dataDir, 'users.db');
   const boot = (extra: Partial<ServeBoot>): ServeBoot => ({
     faux: false,
     moduleName,
@@ -125,6 +125,8 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     listeners: [],
     listenNow: true,
     storePath,
+    usersPath,
+    workers,
     version: PACKAGE.version,
     ...extra,
   });
@@ -138,6 +140,19 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   }
 
   const secret = jwtSecret({ configured: config['scale.jwt'].secret, production, projectRoot });
+  // The guest and the bootstrap admin, once, before any worker serves.
+  const users = UsersStore.open(usersPath);
+  try {
+    await bootstrapAccounts({
+      users,
+      passwords: new Passwords(1),
+      admin: config['scale.admin'],
+      passwordFile: join(dataDir, 'admin_password'),
+      say,
+    });
+  } finally {
+    users.close();
+  }
   const host = server.host;
   const chosen = await freePort(host, server.port);
   if (server.port !== 0 && chosen !== server.port) say(`svc: port ${server.port} is in use; using ${chosen}`);

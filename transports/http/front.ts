@@ -13,10 +13,11 @@ import type { Docs } from './docs.ts';
 import { failure, newRequestId, success, successJson } from './envelope.ts';
 import { httpError, HttpError, toHttpError } from './errors.ts';
 import type { JwtVerifier } from './jwt.ts';
-import { collectFields } from './params.ts';
+import { collectFields, jsonBody } from './params.ts';
 import { type EndpointRoute, Router } from './router.ts';
 import type { StaticFiles } from './static.ts';
-import type { HttpRequest, HttpResponse } from './types.ts';
+import type { BuiltinRoute, HttpRequest, HttpResponse } from './types.ts';
+import type { Claims } from './jwt.ts';
 
 /** One access-log line. */
 export interface AccessEntry {
@@ -30,6 +31,8 @@ export interface AccessEntry {
 }
 
 export interface FrontOptions {
+  /** Routes the runtime serves itself (users, admin), matched before the app's. */
+  builtinRoutes?: BuiltinRoute[];
   graph: Graph;
   registry: Registry;
   routes: EndpointRoute[];
@@ -71,6 +74,9 @@ export class Front {
   private draining = false;
   private readonly builtins = new Map<string, () => HttpResponse>();
   private readonly hooks: [string, ReturnType<Registry['hooks']>[number][1]][];
+  private readonly builtinRoutes: { route: BuiltinRoute; segments: (string | null)[]; names: string[] }[];
+  /** Paths whose handlers read the client address (servers fill it for these only). */
+  readonly addressPaths: Set<string>;
 
   constructor(private readonly o: FrontOptions) {
     this.router = new Router(o.routes);
@@ -79,6 +85,20 @@ export class Front {
       o.routes.some((r) => 'headers' in (r.schema.properties ?? {})) ||
       this.hooks.some(([, cls]) => walkerInfo(cls).fields.includes('headers'));
     this.headerNames = wantsAll ? 'all' : FRONT_HEADERS;
+    this.builtinRoutes = (o.builtinRoutes ?? []).map((route) => {
+      const names: string[] = [];
+      const segments = route.path
+        .split('/')
+        .slice(1)
+        .map((seg) => {
+          const m = /^\{(\w+)\}$/.exec(seg);
+          if (!m) return seg;
+          names.push(m[1] as string);
+          return null;
+        });
+      return { route, segments, names };
+    });
+    this.addressPaths = new Set((o.builtinRoutes ?? []).filter((r) => r.needsAddress).map((r) => r.path));
     const json = (status: number, body: unknown): HttpResponse => ({ status, headers: { 'content-type': JSON_TYPE }, body: JSON.stringify(body) });
     const readiness = (ok: unknown) => () => (this.isReady ? json(200, ok) : json(503, { status: this.draining ? 'draining' : 'starting', ready: false }));
     this.builtins.set('/health', () => json(200, { status: 'ok' }));
@@ -142,6 +162,12 @@ export class Front {
       const doc = this.o.docs?.serve(req.path);
       if (doc) return doc;
     }
+    const builtin = this.builtinRoutes.length ? this.matchBuiltin(req) : undefined;
+    if (builtin) {
+      if ('allowed' in builtin) throw httpError('METHOD_NOT_ALLOWED', `${req.method} is not served on ${req.path}`, { allowed: builtin.allowed });
+      setRoute(builtin.route.path);
+      return this.runBuiltin(builtin.route, builtin.params, req, rid);
+    }
     const match = this.router.match(req.method === 'HEAD' ? 'GET' : req.method, req.path);
     if (!match || 'allowed' in match) {
       if (req.method === 'GET' || req.method === 'HEAD') {
@@ -176,6 +202,57 @@ export class Front {
     return { status: 200, headers: { 'content-type': JSON_TYPE }, body: successJson(`{"result":${json},"reports":[]}`, rid) };
   }
 
+  private matchBuiltin(req: HttpRequest): { route: BuiltinRoute; params: Record<string, string> } | { allowed: string[] } | undefined {
+    const parts = req.path.split('/').slice(1);
+    const method = req.method === 'HEAD' ? 'GET' : req.method;
+    const allowed: string[] = [];
+    for (const b of this.builtinRoutes) {
+      if (b.segments.length !== parts.length) continue;
+      const params: Record<string, string> = {};
+      let n = 0;
+      const ok = b.segments.every((seg, i) => {
+        const part = parts[i] as string;
+        if (seg !== null) return seg === part;
+        if (part === '') return false;
+        try {
+          params[b.names[n++] as string] = decodeURIComponent(part);
+        } catch {
+          return false;
+        }
+        return true;
+      });
+      if (!ok) continue;
+      if (b.route.method === method) return { route: b.route, params };
+      allowed.push(b.route.method);
+    }
+    return allowed.length ? { allowed } : undefined;
+  }
+
+  private async runBuiltin(route: BuiltinRoute, params: Record<string, string>, req: HttpRequest, rid: string): Promise<HttpResponse> {
+    let claims: Claims | undefined;
+    let token = '';
+    if (route.auth !== 'none') {
+      const header = req.headers.authorization;
+      const m = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+      if (!m) throw httpError('UNAUTHORIZED', `${req.method} ${route.path} needs a bearer token`);
+      token = m[1] as string;
+      claims = this.o.jwt.verify(token);
+      if (claims.pwd_change === true && !route.duringPasswordChange) throw passwordChangeRequired();
+      if (route.auth === 'admin' && claims.role !== 'admin') throw httpError('FORBIDDEN', 'admins only');
+    }
+    let parsed: Record<string, unknown> | undefined;
+    const result = await route.handler({
+      req,
+      params,
+      body: () => (parsed ??= req.body.length ? jsonBody(req.body) : {}),
+      claims: (claims ?? { user_id: '' }) as BuiltinContextClaims,
+      token,
+    });
+    if ('raw' in result) return result.raw;
+    const status = result.status ?? 200;
+    return { status, headers: { 'content-type': JSON_TYPE }, body: success(result.data, rid, { extra: { http_status: status } }) };
+  }
+
   /** The caller of a request: the token's user, or the guest graph for public endpoints without one. */
   private authenticate(req: HttpRequest, route: EndpointRoute): Caller {
     const header = req.headers.authorization;
@@ -186,6 +263,7 @@ export class Front {
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
     if (!m) throw httpError('UNAUTHORIZED', 'the Authorization header must be "Bearer <token>"');
     const claims = this.o.jwt.verify(m[1] as string);
+    if (claims.pwd_change === true) throw passwordChangeRequired();
     const caller: Caller = { userId: claims.user_id, rootId: rootIdFor(claims.user_id) };
     if (typeof claims.role === 'string') caller.role = claims.role;
     return caller;
@@ -220,6 +298,12 @@ export class Front {
       }
     }
   }
+}
+
+type BuiltinContextClaims = Record<string, unknown> & { user_id: string };
+
+function passwordChangeRequired(): HttpError {
+  return new HttpError(403, { code: 'PASSWORD_CHANGE_REQUIRED', message: 'change the password first (PUT /user/password)' });
 }
 
 /**

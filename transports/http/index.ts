@@ -16,4 +16,4 @@ export { StaticFiles } from './static.ts';
 export { listenUws, loadUws } from './uws-server.ts';
 export { listenNode } from './node-server.ts';
 export type { HttpServer, ListenOptions } from './server.ts';
-export type { HttpRequest, HttpResponse } from './types.ts';
+export type { HttpRequest, HttpResponse, BuiltinRoute, BuiltinContext, BuiltinResult } from './types.ts';

@@ -72,7 +72,9 @@ export class JwtVerifier {
       throw httpError('UNAUTHORIZED', 'token expired');
     }
     const after = this.revocations.validAfter(claims.user_id);
-    if (after !== undefined && (claims.iat ?? 0) * 1000 < after) throw httpError('UNAUTHORIZED', 'token revoked');
+    // svc's tokens carry iat_ms: revocation to the millisecond, so a token issued right after a change is good.
+    const issued = typeof claims.iat_ms === 'number' ? claims.iat_ms : (claims.iat ?? 0) * 1000;
+    if (after !== undefined && issued < after) throw httpError('UNAUTHORIZED', 'token revoked');
     return claims;
   }
 

@@ -4,8 +4,6 @@ export interface ListenOptions {
   host: string;
   port: number;
   maxBodyBytes: number;
-  /** Fill `remoteAddress` on requests (costs a copy per request; rate limits need it). */
-  remoteAddress?: boolean;
 }
 
 export interface HttpServer {

@@ -22,3 +22,31 @@ export interface HttpResponse {
   /** Close the connection after this response (the server is draining). */
   close?: boolean;
 }
+
+/** A route the runtime serves itself (users, admin), ahead of the app's routes. */
+export interface BuiltinRoute {
+  method: string;
+  /** `{name}` segments are parameters. */
+  path: string;
+  /** `token`: a valid bearer token; `admin`: one with the admin role. */
+  auth: 'none' | 'token' | 'admin';
+  /** Served even when the token says the password must be changed first. */
+  duringPasswordChange?: boolean;
+  /** The handler reads the client address (login rate limits). */
+  needsAddress?: boolean;
+  handler(ctx: BuiltinContext): Promise<BuiltinResult> | BuiltinResult;
+}
+
+export interface BuiltinContext {
+  req: HttpRequest;
+  params: Record<string, string>;
+  /** The JSON body as an object (`{}` when empty); throws INVALID_JSON / VALIDATION_ERROR. */
+  body(): Record<string, unknown>;
+  /** The verified claims (routes with auth). */
+  claims: Record<string, unknown> & { user_id: string };
+  /** The bearer token as sent (routes with auth). */
+  token: string;
+}
+
+/** `data` goes in the envelope (with `status`, 200 by default); `raw` is sent as it is. */
+export type BuiltinResult = { status?: number; data: unknown } | { raw: HttpResponse };

@@ -38,6 +38,7 @@ const NO_BODY: Buffer = Buffer.alloc(0);
 export async function listenUws(uws: Uws, front: Front, options: ListenOptions): Promise<HttpServer> {
   const app = uws.App();
   const wanted = front.headerNames;
+  const addressPaths = front.addressPaths;
   let inFlight = 0;
   let idle: (() => void) | null = null;
 
@@ -97,14 +98,15 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
         if (v !== '') headers[name] = v;
       }
     }
+    const url = req.getUrl();
     const request: HttpRequest = {
       method,
-      path: req.getUrl(),
+      path: url,
       query: req.getQuery() ?? '',
       headers,
       body: NO_BODY,
-      // Copying the address costs more than the rest of the request: only when asked for.
-      remoteAddress: options.remoteAddress ? Buffer.from(res.getRemoteAddressAsText()).toString() : '',
+      // Copying the address costs more than the rest of the request: only where it is read.
+      remoteAddress: addressPaths.has(url) ? Buffer.from(res.getRemoteAddressAsText()).toString() : '',
     };
     const run = (): void => {
       void front.handle(request).then((out) => {

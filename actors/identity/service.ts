@@ -1,0 +1,442 @@
+/**
+ * Users, tokens and their flows (seed 000 §2.2–2.4, §3, §4.3–4.4, §5, §7):
+ * register, login, refresh, me, password change, identities, verification
+ * and reset mail, and the admin's user management. HTTP-free: the routes in
+ * `http-routes.ts` call these with parsed bodies and verified claims.
+ */
+import { SignJWT } from 'jose';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import type { ActorSystem } from '../../kernel/index.ts';
+import type { Emailer } from './emailer.ts';
+import { forbidden, identityError, invalid, notFound, unauthorized } from './errors.ts';
+import { checkPassword, type Passwords } from './passwords.ts';
+import type { RateLimiter } from './rate-limit.ts';
+import type { RevocationTable } from './revocations.ts';
+import { rootIdFor } from './root-id.ts';
+import { type Identity, normalize, type Role, type UserRecord, type UsersStore } from './users-store.ts';
+
+export const BOOTSTRAP_ADMIN_ID = '00000000-0000-0000-0000-000000000000';
+export const GUEST_USER_ID = '00000000-0000-0000-0000-000000000001';
+
+export interface IdentityOptions {
+  users: UsersStore;
+  passwords: Passwords;
+  system: ActorSystem;
+  revocations: RevocationTable;
+  limiter: RateLimiter;
+  /** Creates a user's graph root (activates the partition). */
+  createRoot(rootId: string): Promise<void>;
+  emailer: Emailer | undefined;
+  emailDisabledReason: string;
+  jwt: { secret: string; algorithm: string; expDays: number };
+  auth: {
+    verify_token_ttl_seconds: number;
+    reset_token_ttl_seconds: number;
+    verify_url_template: string;
+    reset_url_template: string;
+    login_attempts_per_identity: number;
+    login_attempts_per_address: number;
+    forgot_attempts_per_identity: number;
+    rate_window_seconds: number;
+  };
+  adminSessionHours: number;
+  log: (level: 'info' | 'warn' | 'error', message: string, extra?: Record<string, unknown>) => void;
+}
+
+/** The claims svc puts in its tokens. */
+export interface TokenClaims {
+  user_id: string;
+  role: Role;
+  /** Issued-at in milliseconds: revocation is exact, not per second. */
+  iat_ms: number;
+  /** The password must be changed before anything else. */
+  pwd_change?: boolean;
+}
+
+const USERNAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{2,63}$/;
+const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]{2,}$/;
+const PROFILE_KEY = /^[a-zA-Z][a-zA-Z0-9_]{0,63}$/;
+
+function sha256(text: string): string {
+  return createHash('sha256').update(text).digest('hex');
+}
+
+function obj(x: unknown, field: string): Record<string, unknown> {
+  if (typeof x !== 'object' || x === null || Array.isArray(x)) throw invalid(field, 'must be an object');
+  return x as Record<string, unknown>;
+}
+
+function str(x: unknown, field: string): string {
+  if (typeof x !== 'string' || x.length === 0) throw invalid(field, 'must be a non-empty string');
+  return x;
+}
+
+/** `{type, value}` of a username or email identity, checked. */
+function identityInput(x: unknown, field: string, allowed: readonly ('username' | 'email')[] = ['username', 'email']): { type: 'username' | 'email'; value: string } {
+  const o = obj(x, field);
+  const type = o.type;
+  if (!allowed.includes(type as 'username')) throw invalid(`${field}.type`, `must be ${allowed.join(' or ')}`);
+  const value = str(o.value, `${field}.value`).trim();
+  if (value.length > 254) throw invalid(`${field}.value`, 'must be at most 254 characters');
+  if (type === 'username' && !USERNAME.test(value)) throw invalid(`${field}.value`, 'a username is 3–64 letters, digits, _ . - (starting with a letter or digit)');
+  if (type === 'email' && !EMAIL.test(value)) throw invalid(`${field}.value`, 'is not an email address');
+  return { type: type as 'username' | 'email', value };
+}
+
+/** The profile rules of seed 000 §2.4. */
+export function checkProfile(x: unknown): Record<string, unknown> {
+  if (x === undefined || x === null) return {};
+  const profile = obj(x, 'profile');
+  const keys = Object.keys(profile);
+  if (keys.length > 20) throw invalid('profile', 'at most 20 keys');
+  for (const k of keys) {
+    if (k === 'sso') throw invalid('profile.sso', 'is set by single sign-on only');
+    if (!PROFILE_KEY.test(k)) throw invalid(`profile.${k}`, 'keys start with a letter, then letters, digits or _, at most 64');
+    const v = profile[k];
+    if (typeof v === 'string') {
+      if (v.length > 1024) throw invalid(`profile.${k}`, 'at most 1024 characters');
+    } else if (!(typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v)))) {
+      throw invalid(`profile.${k}`, 'must be a string, number or boolean');
+    }
+  }
+  if (Buffer.byteLength(JSON.stringify(profile)) > 8192) throw invalid('profile', 'at most 8192 bytes as JSON');
+  return profile;
+}
+
+function newIdentity(type: 'username' | 'email', value: string, isRecovery?: boolean): Identity {
+  return {
+    type,
+    value_raw: value,
+    value_normalized: normalize(value),
+    verified: type === 'username',
+    is_recovery: isRecovery ?? type === 'email',
+  };
+}
+
+/** What `/user/me` and the admin show of a user: never hashes, normalised values, root ids. */
+export function publicUser(u: UserRecord): Record<string, unknown> {
+  return {
+    user_id: u.user_id,
+    role: u.role,
+    status: u.status,
+    identities: u.identities.map((i) =>
+      i.type === 'sso' ? { type: i.type, provider: i.provider, verified: i.verified, is_recovery: i.is_recovery } : { type: i.type, value: i.value_raw, verified: i.verified, is_recovery: i.is_recovery },
+    ),
+    profile: u.profile,
+    created_at: u.created_at,
+    updated_at: u.updated_at,
+  };
+}
+
+export class IdentityService {
+  private readonly key: Uint8Array;
+
+  constructor(private readonly o: IdentityOptions) {
+    this.key = new TextEncoder().encode(o.jwt.secret);
+  }
+
+  get users(): UsersStore {
+    return this.o.users;
+  }
+
+  /** Sign a token for a user (jose). */
+  async token(user: UserRecord, hours?: number): Promise<string> {
+    const now = Date.now();
+    const claims: TokenClaims = { user_id: user.user_id, role: user.role, iat_ms: now };
+    if (user.must_change_password) claims.pwd_change = true;
+    return new SignJWT({ ...claims })
+      .setProtectedHeader({ alg: this.o.jwt.algorithm, typ: 'JWT' })
+      .setIssuedAt(Math.floor(now / 1000))
+      .setExpirationTime(Math.floor(now / 1000) + Math.round((hours ?? this.o.jwt.expDays * 24) * 3600))
+      .sign(this.key);
+  }
+
+  /** Void every token of a user issued before now, on every thread, before answering. */
+  async revokeTokens(userId: string): Promise<number> {
+    const now = Date.now();
+    this.o.users.update(userId, { tokens_valid_after: now });
+    await this.o.revocations.broadcast(this.o.system, userId, now);
+    return now;
+  }
+
+  private async limit(key: string, limit: number): Promise<void> {
+    const { allowed, retryAfterMs } = await this.o.limiter.hit(key, limit, this.o.auth.rate_window_seconds * 1000);
+    if (!allowed) throw identityError('TOO_MANY_REQUESTS', `too many attempts; retry in ${Math.ceil(retryAfterMs / 1000)} s`, { retry_after_seconds: Math.ceil(retryAfterMs / 1000) });
+  }
+
+  // ---- /user/* -----------------------------------------------------------------
+
+  async register(body: Record<string, unknown>): Promise<{ user_id: string; message: string }> {
+    if (!Array.isArray(body.identities) || body.identities.length === 0) throw invalid('identities', 'at least one identity is required');
+    if (body.identities.length > 2) throw invalid('identities', 'at most one username and one email');
+    const ids = body.identities.map((x, i) => identityInput(x, `identities[${i}]`));
+    if (new Set(ids.map((i) => i.type)).size !== ids.length) throw invalid('identities', 'one identity of each type at most');
+    const credential = obj(body.credential, 'credential');
+    if (credential.type !== 'password') throw invalid('credential.type', 'must be password');
+    const password = checkPassword(credential.password, ids.map((i) => i.value), 'credential.password');
+    const profile = checkProfile(body.profile);
+    for (const i of ids) if (this.o.users.byIdentity(normalize(i.value))) throw identityError('IDENTITY_TAKEN', `${i.type} ${i.value} is already used`);
+    const userId = randomUUID();
+    const now = new Date().toISOString();
+    const user: UserRecord = {
+      user_id: userId,
+      status: 'active',
+      role: 'user',
+      root_id: rootIdFor(userId),
+      profile,
+      created_at: now,
+      updated_at: now,
+      must_change_password: false,
+      tokens_valid_after: null,
+      protected: false,
+      identities: ids.map((i) => newIdentity(i.type, i.value)),
+      password_hash: await this.o.passwords.hash(password),
+    };
+    this.o.users.create(user);
+    await this.o.createRoot(user.root_id);
+    return { user_id: userId, message: 'registered' };
+  }
+
+  /**
+   * Login: the same answer, in the same time, for an unknown identity and a
+   * wrong password. Rate-limited per identity and per client address.
+   */
+  async login(body: Record<string, unknown>, address: string, adminOnly = false): Promise<{ user: UserRecord; token: string }> {
+    let identityValue: string;
+    let password: string;
+    if (adminOnly && typeof body.username === 'string') {
+      identityValue = body.username;
+      password = str(body.password, 'password');
+    } else {
+      const identity = identityInput(body.identity, 'identity');
+      identityValue = identity.value;
+      const credential = obj(body.credential, 'credential');
+      if (credential.type !== 'password') throw invalid('credential.type', 'must be password');
+      password = str(credential.password, 'credential.password');
+    }
+    const normalized = normalize(identityValue);
+    // Every attempt is counted up front (concurrent guesses cannot slip past the limit);
+    // a successful one is given back, so only failures add up.
+    const byIdentity = `login:id:${normalized}`;
+    const byAddress = address ? `login:addr:${address}` : '';
+    await this.limit(byIdentity, this.o.auth.login_attempts_per_identity);
+    if (byAddress) await this.limit(byAddress, this.o.auth.login_attempts_per_address);
+    const user = this.o.users.byIdentity(normalized);
+    if (!user?.password_hash) {
+      await this.o.passwords.verifyNothing(password);
+      throw identityError('INVALID_CREDENTIALS');
+    }
+    const { ok, rehash } = await this.o.passwords.verify(user.password_hash, password);
+    if (!ok) throw identityError('INVALID_CREDENTIALS');
+    this.o.limiter.refund(byIdentity);
+    if (byAddress) this.o.limiter.refund(byAddress);
+    if (user.status !== 'active') throw identityError('ACCOUNT_DISABLED');
+    if (adminOnly && user.role !== 'admin') throw forbidden('this account is not an admin');
+    if (rehash) {
+      this.o.users.setPassword(user.user_id, await this.o.passwords.hash(password));
+      this.o.log('info', 'password rehashed to argon2id', { user_id: user.user_id });
+    }
+    return { user, token: await this.token(user, adminOnly ? this.o.adminSessionHours : undefined) };
+  }
+
+  /** A fresh token for a valid one (the caller checked it). */
+  async refresh(userId: string): Promise<string> {
+    const user = this.o.users.byId(userId);
+    if (!user || user.status !== 'active') throw unauthorized('no such active user');
+    return this.token(user);
+  }
+
+  me(userId: string): Record<string, unknown> {
+    const user = this.o.users.byId(userId);
+    if (!user) throw notFound('no such user');
+    return publicUser(user);
+  }
+
+  /** Change the password: the current one is needed; every older token is void afterwards. */
+  async changePassword(userId: string, body: Record<string, unknown>): Promise<{ status: string; message: string; token: string }> {
+    const user = this.o.users.byId(userId);
+    if (!user) throw notFound('no such user');
+    const current = str(body.current_password, 'current_password');
+    const next = checkPassword(body.new_password, user.identities.map((i) => i.value_raw), 'new_password');
+    if (!user.password_hash || !(await this.o.passwords.verify(user.password_hash, current)).ok) throw invalid('current_password', 'is wrong');
+    if (current === next) throw invalid('new_password', 'must differ from the current password');
+    this.o.users.update(userId, { password_hash: await this.o.passwords.hash(next), must_change_password: false });
+    await this.revokeTokens(userId);
+    const fresh = this.o.users.byId(userId) as UserRecord;
+    return { status: 'password_changed', message: 'password changed; tokens issued before are no longer valid', token: await this.token(fresh) };
+  }
+
+  addIdentity(userId: string, body: Record<string, unknown>): { status: string; verified: boolean } {
+    const user = this.o.users.byId(userId);
+    if (!user) throw notFound('no such user');
+    const input = identityInput(body.identity, 'identity');
+    if (user.identities.some((i) => i.type === input.type)) throw invalid('identity.type', `this account has a ${input.type} already`);
+    if (body.is_recovery !== undefined && typeof body.is_recovery !== 'boolean') throw invalid('is_recovery', 'must be true or false');
+    const id = newIdentity(input.type, input.value, body.is_recovery as boolean | undefined);
+    this.o.users.addIdentity(userId, id);
+    return { status: 'added', verified: id.verified };
+  }
+
+  private async issue(user: UserRecord, kind: 'verify' | 'reset', identity: string): Promise<string> {
+    this.o.users.revokeTokens(user.user_id, kind);
+    const token = randomBytes(32).toString('base64url');
+    const ttl = kind === 'verify' ? this.o.auth.verify_token_ttl_seconds : this.o.auth.reset_token_ttl_seconds;
+    this.o.users.putToken({ token_hash: sha256(token), user_id: user.user_id, kind, identity, expires_at: Date.now() + ttl * 1000 });
+    return token;
+  }
+
+  private link(template: string, token: string): string {
+    return template ? template.replaceAll('{token}', encodeURIComponent(token)) : token;
+  }
+
+  async sendVerification(userId: string, body: Record<string, unknown>): Promise<{ status: number; data: Record<string, unknown> }> {
+    const input = obj(body.identity, 'identity');
+    if (input.type !== 'email') throw invalid('identity.type', 'only email identities are verified by mail');
+    const value = str(input.value, 'identity.value');
+    const user = this.o.users.byId(userId);
+    if (!user) throw notFound('no such user');
+    const id = user.identities.find((i) => i.type === 'email' && i.value_normalized === normalize(value));
+    if (!id) throw notFound('that email is not an identity of this account');
+    if (id.verified) return { status: 200, data: { status: 'already_verified' } };
+    if (!this.o.emailer) throw identityError('EMAIL_DISABLED', this.o.emailDisabledReason);
+    const token = await this.issue(user, 'verify', id.value_normalized);
+    const link = this.link(this.o.auth.verify_url_template, token);
+    let sent = false;
+    try {
+      sent = await this.o.emailer.sendEmail(id.value_raw, 'Verify your email', `Verify your email with this ${this.o.auth.verify_url_template ? 'link' : 'token'}:\n\n${link}\n`);
+    } catch (error) {
+      this.o.log('error', 'verification mail failed', { error: (error as Error).message });
+    }
+    return { status: 202, data: { status: 'pending_verification', email_sent: sent } };
+  }
+
+  verifyIdentity(body: Record<string, unknown>): { status: string; identity: string } {
+    const token = str(body.token, 'token');
+    const row = this.o.users.takeToken(sha256(token), 'verify');
+    if (!row) throw identityError('INVALID_TOKEN');
+    this.o.users.setVerified(row.user_id, row.identity);
+    return { status: 'verified', identity: row.identity };
+  }
+
+  /** Always the same answer; mail only when the account exists with a verified recovery email. */
+  async forgotPassword(body: Record<string, unknown>, address: string): Promise<{ status: string; message: string }> {
+    const input = identityInput(body.identity, 'identity', ['email']);
+    const normalized = normalize(input.value);
+    await this.limit(`forgot:id:${normalized}`, this.o.auth.forgot_attempts_per_identity);
+    if (address) await this.limit(`forgot:addr:${address}`, this.o.auth.login_attempts_per_address);
+    const answer = { status: 'ok', message: 'if an account has this verified recovery email, a reset link was sent to it' };
+    const user = this.o.users.byIdentity(normalized);
+    const id = user?.identities.find((i) => i.value_normalized === normalized && i.type === 'email');
+    if (!user || !id?.verified || !id.is_recovery || user.status !== 'active' || !this.o.emailer) return answer;
+    const token = await this.issue(user, 'reset', normalized);
+    const link = this.link(this.o.auth.reset_url_template, token);
+    // Not awaited: the answer takes the same time whether or not there is a mail to send.
+    void this.o.emailer.sendEmail(id.value_raw, 'Reset your password', `Reset your password with this ${this.o.auth.reset_url_template ? 'link' : 'token'}:\n\n${link}\n\nIf you did not ask for it, ignore this mail.\n`).catch((error: unknown) => this.o.log('error', 'reset mail failed', { error: (error as Error).message }));
+    return answer;
+  }
+
+  async resetPassword(body: Record<string, unknown>): Promise<{ status: string; message: string }> {
+    const token = str(body.token, 'token');
+    const password = body.new_password;
+    if (typeof password !== 'string' || password.length === 0) throw invalid('new_password', 'must be a non-empty string');
+    // The password is checked before the token is spent: a refused password does not cost the link.
+    const pending = this.o.users.peekToken(sha256(token), 'reset');
+    const owner = pending && this.o.users.byId(pending.user_id);
+    if (!owner) throw identityError('INVALID_TOKEN');
+    checkPassword(password, owner.identities.map((i) => i.value_raw), 'new_password');
+    const row = this.o.users.takeToken(sha256(token), 'reset');
+    const user = row && this.o.users.byId(row.user_id);
+    if (!user) throw identityError('INVALID_TOKEN');
+    this.o.users.update(user.user_id, { password_hash: await this.o.passwords.hash(password), must_change_password: false });
+    this.o.users.revokeTokens(user.user_id, 'reset');
+    await this.revokeTokens(user.user_id);
+    return { status: 'password_reset', message: 'password reset; log in with the new password' };
+  }
+
+  // ---- /admin/* ------------------------------------------------------------------
+
+  private byName(name: string): UserRecord {
+    const user = this.o.users.byIdentity(normalize(name));
+    if (!user) throw notFound(`no user ${name}`);
+    return user;
+  }
+
+  listUsers(query: URLSearchParams): { users: Record<string, unknown>[]; total: number } {
+    const limit = Number(query.get('limit') ?? 50);
+    const offset = Number(query.get('offset') ?? 0);
+    if (!Number.isInteger(limit) || !Number.isInteger(offset)) throw invalid('limit', 'limit and offset are integers');
+    const { users, total } = this.o.users.list({ search: query.get('search') ?? undefined, limit, offset });
+    return { users: users.map((u) => ({ ...publicUser(u), username: u.identities.find((i) => i.type === 'username')?.value_raw ?? null, protected: u.protected, must_change_password: u.must_change_password })), total };
+  }
+
+  getUser(name: string): Record<string, unknown> {
+    const u = this.byName(name);
+    return { ...publicUser(u), protected: u.protected, must_change_password: u.must_change_password, root_id: u.root_id };
+  }
+
+  async createUser(body: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const username = identityInput({ type: 'username', value: body.username }, 'username');
+    const ids = [newIdentity('username', username.value)];
+    if (body.email !== undefined && body.email !== '') ids.push(newIdentity('email', identityInput({ type: 'email', value: body.email }, 'email').value));
+    const role = (body.role ?? 'user') as Role;
+    if (!['user', 'admin'].includes(role)) throw invalid('role', 'must be user or admin');
+    const generated = body.password === undefined || body.password === '';
+    const password = generated ? randomBytes(12).toString('base64url') : checkPassword(body.password, ids.map((i) => i.value_raw));
+    for (const i of ids) if (this.o.users.byIdentity(i.value_normalized)) throw identityError('IDENTITY_TAKEN', `${i.type} ${i.value_raw} is already used`);
+    const userId = randomUUID();
+    const now = new Date().toISOString();
+    this.o.users.create({
+      user_id: userId,
+      status: 'active',
+      role,
+      root_id: rootIdFor(userId),
+      profile: checkProfile(body.profile),
+      created_at: now,
+      updated_at: now,
+      must_change_password: true,
+      tokens_valid_after: null,
+      protected: false,
+      identities: ids,
+      password_hash: await this.o.passwords.hash(password),
+    });
+    await this.o.createRoot(rootIdFor(userId));
+    return { user_id: userId, username: username.value, role, ...(generated ? { temporary_password: password } : {}) };
+  }
+
+  async updateUser(name: string, body: Record<string, unknown>, actorId: string): Promise<Record<string, unknown>> {
+    const u = this.byName(name);
+    const patch: Parameters<UsersStore['update']>[1] = {};
+    if (body.role !== undefined) {
+      if (!['user', 'admin'].includes(body.role as string)) throw invalid('role', 'must be user or admin');
+      if (u.protected && body.role !== u.role) throw identityError('PROTECTED_ACCOUNT');
+      patch.role = body.role as Role;
+    }
+    if (body.status !== undefined) {
+      if (!['active', 'disabled'].includes(body.status as string)) throw invalid('status', 'must be active or disabled');
+      if (u.protected && body.status !== 'active') throw identityError('PROTECTED_ACCOUNT');
+      if (u.user_id === actorId && body.status !== 'active') throw invalid('status', 'an admin cannot disable their own account');
+      patch.status = body.status as 'active' | 'disabled';
+    }
+    if (body.profile !== undefined) patch.profile = { ...checkProfile(body.profile), ...(u.profile.sso ? { sso: u.profile.sso } : {}) };
+    this.o.users.update(u.user_id, patch);
+    // A new role or a disabled account: tokens carrying the old state are void.
+    if ((patch.role && patch.role !== u.role) || (patch.status && patch.status !== u.status)) await this.revokeTokens(u.user_id);
+    return this.getUser(name);
+  }
+
+  async deleteUser(name: string, actorId: string): Promise<{ deleted: string }> {
+    const u = this.byName(name);
+    if (u.protected) throw identityError('PROTECTED_ACCOUNT');
+    if (u.user_id === actorId) throw invalid('username', 'an admin cannot delete their own account');
+    this.o.users.delete(u.user_id);
+    await this.o.revocations.broadcast(this.o.system, u.user_id, Date.now());
+    return { deleted: u.user_id };
+  }
+
+  async forcePasswordReset(name: string): Promise<{ status: string }> {
+    const u = this.byName(name);
+    this.o.users.update(u.user_id, { must_change_password: true });
+    await this.revokeTokens(u.user_id);
+    return { status: 'password_change_required' };
+  }
+}

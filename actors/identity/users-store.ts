@@ -1,0 +1,288 @@
+/**
+ * Users, their identities and credentials, and one-time tokens, in their own
+ * store: embedded SQLite at `.svc/data/users.db` (seed 000 §2.2–2.3). Identity
+ * values are unique across all users after normalisation (a UNIQUE index,
+ * so two workers registering the same name at once cannot both win).
+ */
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { identityError } from './errors.ts';
+
+export type Role = 'admin' | 'system' | 'user';
+export type Status = 'active' | 'disabled';
+
+export interface Identity {
+  type: 'username' | 'email' | 'sso';
+  value_raw: string;
+  value_normalized: string;
+  verified: boolean;
+  is_recovery: boolean;
+  provider?: string;
+  external_id?: string;
+  linked_at?: string;
+}
+
+export interface UserRecord {
+  user_id: string;
+  status: Status;
+  role: Role;
+  root_id: string;
+  profile: Record<string, unknown>;
+  created_at: string;
+  updated_at: string;
+  /** The user must change the password before anything else (forced by admin or bootstrap). */
+  must_change_password: boolean;
+  /** Tokens issued before this moment (ms) are revoked. */
+  tokens_valid_after: number | null;
+  /** Cannot be deleted: the bootstrap admin, system accounts, the guest. */
+  protected: boolean;
+  identities: Identity[];
+  password_hash: string | null;
+}
+
+export interface OneTimeToken {
+  token_hash: string;
+  user_id: string;
+  kind: 'verify' | 'reset';
+  identity: string;
+  expires_at: number;
+  used_at: number | null;
+}
+
+/** Lower case, trimmed, Unicode-normalised: what uniqueness and lookups use. */
+export function normalize(value: string): string {
+  return value.normalize('NFKC').trim().toLowerCase();
+}
+
+interface UserRow {
+  user_id: string;
+  status: Status;
+  role: Role;
+  root_id: string;
+  profile: string;
+  created_at: string;
+  updated_at: string;
+  must_change_password: number;
+  tokens_valid_after: number | null;
+  protected: number;
+  password_hash: string | null;
+}
+
+interface IdentityRow {
+  user_id: string;
+  type: Identity['type'];
+  value_raw: string;
+  value_normalized: string;
+  verified: number;
+  is_recovery: number;
+  provider: string | null;
+  external_id: string | null;
+  linked_at: string | null;
+}
+
+function isUnique(error: unknown): boolean {
+  return typeof (error as { code?: unknown }).code === 'string' && (error as { code: string }).code.startsWith('SQLITE_CONSTRAINT');
+}
+
+/**
+ * @example
+ * const users = UsersStore.open('.svc/data/users.db');
+ * users.byIdentity(normalize('Alice'));
+ */
+export class UsersStore {
+  private readonly db: Database.Database;
+  private readonly q;
+
+  private constructor(path: string) {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    this.db = new Database(path);
+    this.db.pragma('journal_mode = WAL');
+    this.db.pragma('synchronous = NORMAL');
+    this.db.pragma('busy_timeout = 5000');
+    this.db.pragma('foreign_keys = ON');
+    this.db.exec(`
+      CREATE TABLE IF NOT EXISTS users (
+        user_id TEXT PRIMARY KEY, status TEXT NOT NULL, role TEXT NOT NULL, root_id TEXT NOT NULL,
+        profile TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
+        must_change_password INTEGER NOT NULL DEFAULT 0, tokens_valid_after INTEGER,
+        protected INTEGER NOT NULL DEFAULT 0, password_hash TEXT);
+      CREATE TABLE IF NOT EXISTS identities (
+        user_id TEXT NOT NULL REFERENCES users(user_id) ON DELETE CASCADE, type TEXT NOT NULL,
+        value_raw TEXT NOT NULL, value_normalized TEXT NOT NULL, verified INTEGER NOT NULL,
+        is_recovery INTEGER NOT NULL, provider TEXT, external_id TEXT, linked_at TEXT);
+      CREATE UNIQUE INDEX IF NOT EXISTS identities_value ON identities(value_normalized) WHERE type != 'sso';
+      CREATE UNIQUE INDEX IF NOT EXISTS identities_sso ON identities(provider, external_id) WHERE type = 'sso';
+      CREATE UNIQUE INDEX IF NOT EXISTS identities_one_per_type ON identities(user_id, type) WHERE type != 'sso';
+      CREATE INDEX IF NOT EXISTS identities_user ON identities(user_id);
+      CREATE TABLE IF NOT EXISTS one_time_tokens (
+        token_hash TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(user_id) ON DELETE CASCADE,
+        kind TEXT NOT NULL, identity TEXT NOT NULL, expires_at INTEGER NOT NULL, used_at INTEGER);
+    `);
+    this.q = {
+      insertUser: this.db.prepare(
+        `INSERT INTO users (user_id, status, role, root_id, profile, created_at, updated_at, must_change_password, tokens_valid_after, protected, password_hash)
+         VALUES (@user_id, @status, @role, @root_id, @profile, @created_at, @updated_at, @must_change_password, @tokens_valid_after, @protected, @password_hash)`,
+      ),
+      insertIdentity: this.db.prepare(
+        `INSERT INTO identities (user_id, type, value_raw, value_normalized, verified, is_recovery, provider, external_id, linked_at)
+         VALUES (@user_id, @type, @value_raw, @value_normalized, @verified, @is_recovery, @provider, @external_id, @linked_at)`,
+      ),
+      userById: this.db.prepare('SELECT * FROM users WHERE user_id = ?'),
+      userByIdentity: this.db.prepare("SELECT u.* FROM users u JOIN identities i ON i.user_id = u.user_id WHERE i.value_normalized = ? AND i.type != 'sso'"),
+      identitiesOf: this.db.prepare('SELECT * FROM identities WHERE user_id = ? ORDER BY rowid'),
+      setPassword: this.db.prepare('UPDATE users SET password_hash = ?, updated_at = ? WHERE user_id = ?'),
+      setVerified: this.db.prepare('UPDATE identities SET verified = 1 WHERE user_id = ? AND value_normalized = ?'),
+      deleteUser: this.db.prepare('DELETE FROM users WHERE user_id = ?'),
+      count: this.db.prepare('SELECT count(*) AS n FROM users'),
+      revocations: this.db.prepare('SELECT user_id, tokens_valid_after FROM users WHERE tokens_valid_after > ?'),
+      putToken: this.db.prepare('INSERT INTO one_time_tokens (token_hash, user_id, kind, identity, expires_at) VALUES (?, ?, ?, ?, ?)'),
+      revokeTokens: this.db.prepare('UPDATE one_time_tokens SET used_at = ? WHERE user_id = ? AND kind = ? AND used_at IS NULL'),
+      peekToken: this.db.prepare('SELECT * FROM one_time_tokens WHERE token_hash = @hash AND kind = @kind AND used_at IS NULL AND expires_at > @now'),
+      takeToken: this.db.prepare('UPDATE one_time_tokens SET used_at = @now WHERE token_hash = @hash AND kind = @kind AND used_at IS NULL AND expires_at > @now RETURNING *'),
+    };
+  }
+
+  static open(path: string): UsersStore {
+    return new UsersStore(path);
+  }
+
+  private record(row: UserRow | undefined): UserRecord | undefined {
+    if (!row) return undefined;
+    const identities = (this.q.identitiesOf.all(row.user_id) as IdentityRow[]).map((i) => {
+      const id: Identity = { type: i.type, value_raw: i.value_raw, value_normalized: i.value_normalized, verified: i.verified === 1, is_recovery: i.is_recovery === 1 };
+      if (i.provider) id.provider = i.provider;
+      if (i.external_id) id.external_id = i.external_id;
+      if (i.linked_at) id.linked_at = i.linked_at;
+      return id;
+    });
+    return {
+      user_id: row.user_id,
+      status: row.status,
+      role: row.role,
+      root_id: row.root_id,
+      profile: JSON.parse(row.profile) as Record<string, unknown>,
+      created_at: row.created_at,
+      updated_at: row.updated_at,
+      must_change_password: row.must_change_password === 1,
+      tokens_valid_after: row.tokens_valid_after,
+      protected: row.protected === 1,
+      identities,
+      password_hash: row.password_hash,
+    };
+  }
+
+  /** Create a user with its identities, atomically; `IDENTITY_TAKEN` if one is used already. */
+  create(user: UserRecord): void {
+    try {
+      this.db.transaction(() => {
+        this.q.insertUser.run({
+          ...user,
+          profile: JSON.stringify(user.profile),
+          must_change_password: user.must_change_password ? 1 : 0,
+          protected: user.protected ? 1 : 0,
+        });
+        for (const id of user.identities) this.insertIdentity(user.user_id, id);
+      })();
+    } catch (error) {
+      if (isUnique(error)) throw identityError('IDENTITY_TAKEN');
+      throw error;
+    }
+  }
+
+  private insertIdentity(userId: string, id: Identity): void {
+    this.q.insertIdentity.run({
+      user_id: userId,
+      type: id.type,
+      value_raw: id.value_raw,
+      value_normalized: id.value_normalized,
+      verified: id.verified ? 1 : 0,
+      is_recovery: id.is_recovery ? 1 : 0,
+      provider: id.provider ?? null,
+      external_id: id.external_id ?? null,
+      linked_at: id.linked_at ?? null,
+    });
+  }
+
+  byId(userId: string): UserRecord | undefined {
+    return this.record(this.q.userById.get(userId) as UserRow | undefined);
+  }
+
+  byIdentity(normalized: string): UserRecord | undefined {
+    return this.record(this.q.userByIdentity.get(normalized) as UserRow | undefined);
+  }
+
+  addIdentity(userId: string, id: Identity): void {
+    try {
+      this.insertIdentity(userId, id);
+    } catch (error) {
+      if (isUnique(error)) throw identityError('IDENTITY_TAKEN');
+      throw error;
+    }
+  }
+
+  setPassword(userId: string, hash: string): void {
+    this.q.setPassword.run(hash, new Date().toISOString(), userId);
+  }
+
+  /** Change some columns of a user. */
+  update(userId: string, patch: Partial<Pick<UserRecord, 'status' | 'role' | 'must_change_password' | 'tokens_valid_after' | 'profile' | 'password_hash'>>): void {
+    const sets: string[] = ['updated_at = @updated_at'];
+    const values: Record<string, unknown> = { user_id: userId, updated_at: new Date().toISOString() };
+    for (const [k, v] of Object.entries(patch)) {
+      sets.push(`${k} = @${k}`);
+      values[k] = typeof v === 'boolean' ? (v ? 1 : 0) : k === 'profile' ? JSON.stringify(v) : v;
+    }
+    this.db.prepare(`UPDATE users SET ${sets.join(', ')} WHERE user_id = @user_id`).run(values);
+  }
+
+  setVerified(userId: string, normalized: string): void {
+    this.q.setVerified.run(userId, normalized);
+  }
+
+  delete(userId: string): void {
+    this.q.deleteUser.run(userId);
+  }
+
+  count(): number {
+    return (this.q.count.get() as { n: number }).n;
+  }
+
+  /** Users, searched by identity (prefix or part), newest first. */
+  list(options: { search?: string; limit?: number; offset?: number }): { users: UserRecord[]; total: number } {
+    const limit = Math.min(Math.max(options.limit ?? 50, 1), 500);
+    const offset = Math.max(options.offset ?? 0, 0);
+    const like = options.search ? `%${normalize(options.search).replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
+    const where = like ? "WHERE EXISTS (SELECT 1 FROM identities i WHERE i.user_id = u.user_id AND i.value_normalized LIKE @like ESCAPE '\\')" : '';
+    const total = (this.db.prepare(`SELECT count(*) AS n FROM users u ${where}`).get({ like }) as { n: number }).n;
+    const rows = this.db.prepare(`SELECT * FROM users u ${where} ORDER BY created_at DESC, user_id LIMIT @limit OFFSET @offset`).all({ like, limit, offset }) as UserRow[];
+    return { users: rows.map((r) => this.record(r) as UserRecord), total };
+  }
+
+  /** Users whose tokens issued before some moment after `since` (ms) are revoked. */
+  revocationsSince(since: number): [string, number][] {
+    return (this.q.revocations.all(since) as { user_id: string; tokens_valid_after: number }[]).map((r) => [r.user_id, r.tokens_valid_after]);
+  }
+
+  putToken(token: Omit<OneTimeToken, 'used_at'>): void {
+    this.q.putToken.run(token.token_hash, token.user_id, token.kind, token.identity, token.expires_at);
+  }
+
+  revokeTokens(userId: string, kind: OneTimeToken['kind']): void {
+    this.q.revokeTokens.run(Date.now(), userId, kind);
+  }
+
+  /** A valid token, not spent. */
+  peekToken(hash: string, kind: OneTimeToken['kind']): OneTimeToken | undefined {
+    return this.q.peekToken.get({ hash, kind, now: Date.now() }) as OneTimeToken | undefined;
+  }
+
+  /** Use a token once: the row if it was valid (and is now used), undefined otherwise. Atomic. */
+  takeToken(hash: string, kind: OneTimeToken['kind']): OneTimeToken | undefined {
+    return this.q.takeToken.get({ hash, kind, now: Date.now() }) as OneTimeToken | undefined;
+  }
+
+  close(): void {
+    this.db.close();
+  }
+}

@@ -1,0 +1,198 @@
+// The bootstrap admin, the forced first password change (enforced by the
+// server), protected accounts and every /admin/* user endpoint.
+import { readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import t from 'tap';
+import { bearer, claimsOf, GOOD_PASSWORD, login, register, tokenOf } from '../../helpers/identity.ts';
+import { post, startServer, type Server } from '../../helpers/server.ts';
+
+const entry = new URL('../../fixtures/todo-app.ts', import.meta.url).pathname;
+
+async function call(server: Server, method: string, path: string, token?: string, body?: unknown) {
+  const res = await fetch(`${server.url}${path}`, {
+    method,
+    headers: { 'content-type': 'application/json', ...(token ? bearer(token) : {}) },
+    body: body === undefined || method === 'GET' ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as any };
+}
+
+t.test('without ADMIN_DEFAULT_PASSWORD: a random password, printed once and kept under the data folder', async (t) => {
+  const first = await startServer({ entry });
+  const line = await first.waitFor(/admin account "admin" created/);
+  const printed = /: (\S+)$/.exec(line)?.[1] as string;
+  t.ok(printed && printed.length >= 16, 'a long random password is printed');
+  const file = join(first.dataDir, 'admin_password');
+  t.equal(readFileSync(file, 'utf8').trim(), printed, 'and kept in admin_password');
+  t.equal(statSync(file).mode & 0o777, 0o600, 'readable by the owner only');
+  t.match(first.output(), /must change that password at first login/);
+  const res = await post(`${first.url}/admin/login`, { username: 'admin', password: printed });
+  t.equal(res.status, 200);
+  t.equal(res.body.data.must_change_password, true);
+  for (const guess of ['admin', 'password', 'admin123', 'changeme']) t.equal((await post(`${first.url}/admin/login`, { username: 'admin', password: guess })).status, 401, `no fixed default (${guess})`);
+  await first.stop();
+  const second = await startServer({ entry, env: { SVC_DATA_DIR: first.dataDir } });
+  t.teardown(() => second.stop());
+  t.notMatch(second.output(), /admin account/, 'a second start creates and prints nothing');
+  t.equal((await post(`${second.url}/admin/login`, { username: 'admin', password: printed })).status, 200, 'the same admin');
+  const other = await startServer({ entry });
+  t.teardown(() => other.stop());
+  const otherPassword = /: (\S+)$/.exec(await other.waitFor(/admin account "admin" created/))?.[1];
+  t.not(otherPassword, printed, 'another data folder, another password');
+});
+
+t.test('a weak ADMIN_DEFAULT_PASSWORD stops the start with a clear message', async (t) => {
+  await t.rejects(startServer({ entry, env: { ADMIN_DEFAULT_PASSWORD: 'admin' } }), /ADMIN_DEFAULT_PASSWORD: must be at least 8 characters/);
+});
+
+let server: Server;
+let admin = '';
+t.test('setup: admin from [scale.admin] env', async () => {
+  server = await startServer({ entry, env: { ADMIN_USERNAME: 'boss', ADMIN_EMAIL: 'boss@example.com', ADMIN_DEFAULT_PASSWORD: 'initial chief password' } });
+});
+t.teardown(() => server?.stop());
+
+t.test('the first admin login must change the password: the server refuses everything else', async (t) => {
+  t.match(server.output(), /admin account "boss" created with ADMIN_DEFAULT_PASSWORD/);
+  const res = await post(`${server.url}/admin/login`, { username: 'boss', password: 'initial chief password' });
+  t.equal(res.status, 200);
+  const forced = res.body.data.token as string;
+  t.equal(claimsOf(forced).pwd_change, true);
+  t.equal(claimsOf(forced).role, 'admin');
+  const viaUserLogin = await login(server.url, 'boss@example.com', 'initial chief password');
+  t.equal(viaUserLogin.body.data.must_change_password, true, '/user/login says so too');
+  for (const [method, path] of [
+    ['GET', '/admin/users'],
+    ['POST', '/walker/ListTodos'],
+    ['POST', '/user/add-identity'],
+    ['DELETE', '/admin/users/someone'],
+  ] as const) {
+    const r = await call(server, method, path, forced, {});
+    t.equal(r.status, 403, `${method} ${path} before the change`);
+    t.equal(r.body.error.code, 'PASSWORD_CHANGE_REQUIRED');
+  }
+  t.equal((await call(server, 'GET', '/user/me', forced)).status, 200, '/user/me is allowed');
+  const changed = await call(server, 'PUT', '/user/password', forced, { current_password: 'initial chief password', new_password: 'the real chief secret' });
+  t.equal(changed.status, 200);
+  admin = changed.body.data.token;
+  t.notOk(claimsOf(admin).pwd_change, 'the new token carries no pwd_change');
+  t.equal((await call(server, 'GET', '/admin/users', forced)).status, 401, 'the forced token is revoked');
+  t.equal((await call(server, 'GET', '/admin/users', admin)).status, 200, 'the new token works');
+  const again = await post(`${server.url}/admin/login`, { username: 'boss', password: 'the real chief secret' });
+  t.equal(again.body.data.must_change_password, false);
+  const session = claimsOf(again.body.data.token);
+  t.equal((session.exp as number) - (session.iat as number), 24 * 3600, 'an admin session lasts [scale.admin] session_expiry_hours');
+});
+
+t.test('list, search and page users', async (t) => {
+  for (const name of ['kate_k', 'kim_k', 'leo_l']) await register(server.url, name, { email: `${name}@example.com` });
+  const all = await call(server, 'GET', '/admin/users', admin);
+  t.equal(all.status, 200);
+  t.ok(all.body.data.total >= 5, 'guest, admin and three users');
+  t.ok(all.body.data.users.every((u: any) => !JSON.stringify(u).includes('$argon2')), 'no hashes');
+  const k = await call(server, 'GET', '/admin/users?search=_K', admin);
+  t.same(k.body.data.users.map((u: any) => u.username).sort(), ['kate_k', 'kim_k']);
+  t.equal((await call(server, 'GET', '/admin/users?search=%25', admin)).body.data.total, 0, 'LIKE wildcards in a search are literal');
+  const byEmail = await call(server, 'GET', '/admin/users?search=LEO_L%40', admin);
+  t.same(byEmail.body.data.users.map((u: any) => u.username), ['leo_l'], 'search by email, any case');
+  const page = await call(server, 'GET', '/admin/users?limit=2&offset=1', admin);
+  t.equal(page.body.data.users.length, 2);
+  t.equal(page.body.data.total, all.body.data.total);
+  t.equal((await call(server, 'GET', '/admin/users?limit=x', admin)).status, 400);
+  const one = await call(server, 'GET', '/admin/users/KATE_K', admin);
+  t.match(one.body.data, { role: 'user', status: 'active', protected: false, identities: [{ type: 'username', value: 'kate_k' }, { type: 'email' }] });
+  t.equal((await call(server, 'GET', '/admin/users/nobody_at_all', admin)).status, 404);
+});
+
+t.test('create a user: 201, a temporary password when none is given, changed at first login', async (t) => {
+  const made = await call(server, 'POST', '/admin/users', admin, { username: 'mia_m', email: 'mia@example.com' });
+  t.equal(made.status, 201);
+  t.match(made.body.data, { user_id: String, username: 'mia_m', role: 'user', temporary_password: String });
+  const first = await login(server.url, 'mia_m', made.body.data.temporary_password);
+  t.equal(first.status, 200);
+  t.equal(first.body.data.must_change_password, true);
+  t.equal((await call(server, 'POST', '/walker/ListTodos', first.body.data.token, {})).status, 403, 'walkers wait for the change');
+  const withPassword = await call(server, 'POST', '/admin/users', admin, { username: 'ned_n', password: GOOD_PASSWORD, role: 'admin' });
+  t.equal(withPassword.status, 201);
+  t.notOk('temporary_password' in withPassword.body.data);
+  const dup = await call(server, 'POST', '/admin/users', admin, { username: 'MIA_M' });
+  t.equal(dup.status, 409);
+  t.equal(dup.body.error.code, 'IDENTITY_TAKEN');
+  for (const [body, field] of [
+    [{ username: 'x' }, 'username.value'],
+    [{ username: 'olga_o', role: 'root' }, 'role'],
+    [{ username: 'olga_o', password: 'short' }, 'password'],
+    [{ username: 'olga_o', email: 'nope' }, 'email.value'],
+  ] as const) {
+    const r = await call(server, 'POST', '/admin/users', admin, body);
+    t.equal(r.status, 400, JSON.stringify(body));
+    t.equal(r.body.error.details[0].field, field);
+  }
+});
+
+t.test('edit: role, profile; disable revokes tokens and refuses login; enable again', async (t) => {
+  const userToken = await tokenOf(server.url, 'kate_k');
+  const edited = await call(server, 'PUT', '/admin/users/kate_k', admin, { profile: { team: 'blue' } });
+  t.equal(edited.status, 200);
+  t.same(edited.body.data.profile, { team: 'blue' });
+  t.equal((await call(server, 'GET', '/user/me', userToken)).status, 200, 'a profile edit revokes nothing');
+  const disabled = await call(server, 'PUT', '/admin/users/kate_k', admin, { status: 'disabled' });
+  t.equal(disabled.body.data.status, 'disabled');
+  t.equal((await call(server, 'GET', '/user/me', userToken)).status, 401, 'tokens of a disabled user are void');
+  const refused = await login(server.url, 'kate_k');
+  t.equal(refused.status, 403);
+  t.equal(refused.body.error.code, 'ACCOUNT_DISABLED');
+  t.equal((await login(server.url, 'kate_k', 'wrong password 123')).body.error.code, 'INVALID_CREDENTIALS', 'a wrong password tells nothing about the status');
+  await call(server, 'PUT', '/admin/users/kate_k', admin, { status: 'active' });
+  t.equal((await login(server.url, 'kate_k')).status, 200, 'enabled again');
+  const promoted = await call(server, 'PUT', '/admin/users/kim_k', admin, { role: 'admin' });
+  t.equal(promoted.body.data.role, 'admin');
+  const kim = await tokenOf(server.url, 'kim_k');
+  t.equal((await call(server, 'GET', '/admin/users', kim)).status, 200, 'a promoted user is an admin');
+  await call(server, 'PUT', '/admin/users/kim_k', admin, { role: 'user' });
+  t.equal((await call(server, 'GET', '/admin/users', kim)).status, 401, 'demotion voids the admin token');
+  t.equal((await call(server, 'PUT', '/admin/users/kim_k', admin, { status: 'gone' })).status, 400);
+  t.equal((await call(server, 'PUT', '/admin/users/kim_k', admin, { profile: { sso: 'x' } })).status, 400);
+});
+
+t.test('force password reset: tokens void, the next login must change the password', async (t) => {
+  const before = await tokenOf(server.url, 'leo_l');
+  const res = await call(server, 'POST', '/admin/users/leo_l/force-password-reset', admin);
+  t.equal(res.status, 200);
+  t.same(res.body.data, { status: 'password_change_required' });
+  t.equal((await call(server, 'GET', '/user/me', before)).status, 401);
+  const next = await login(server.url, 'leo_l');
+  t.equal(next.body.data.must_change_password, true);
+  t.equal((await call(server, 'POST', '/walker/ListTodos', next.body.data.token, {})).status, 403);
+  const changed = await call(server, 'PUT', '/user/password', next.body.data.token, { current_password: GOOD_PASSWORD, new_password: 'leo picks a new one' });
+  t.equal(changed.status, 200);
+  t.equal((await call(server, 'POST', '/walker/ListTodos', changed.body.data.token, {})).status, 200);
+});
+
+t.test('protected accounts cannot be deleted, disabled or demoted; admins cannot remove themselves', async (t) => {
+  for (const name of ['boss', '__guest__']) {
+    const del = await call(server, 'DELETE', `/admin/users/${name}`, admin);
+    t.equal(del.status, 403, `delete ${name}`);
+    t.equal(del.body.error.code, 'PROTECTED_ACCOUNT');
+  }
+  t.equal((await call(server, 'PUT', '/admin/users/boss', admin, { role: 'user' })).body.error.code, 'PROTECTED_ACCOUNT');
+  t.equal((await call(server, 'PUT', '/admin/users/boss', admin, { status: 'disabled' })).body.error.code, 'PROTECTED_ACCOUNT');
+  const first = await tokenOf(server.url, 'ned_n');
+  const ned = (await call(server, 'PUT', '/user/password', first, { current_password: GOOD_PASSWORD, new_password: 'ned has his own now' })).body.data.token;
+  t.equal((await call(server, 'DELETE', '/admin/users/ned_n', ned)).status, 400, 'no self-delete');
+  t.equal((await call(server, 'PUT', '/admin/users/ned_n', ned, { status: 'disabled' })).status, 400, 'no self-disable');
+  t.equal((await login(server.url, 'boss', 'the real chief secret')).status, 200, 'the bootstrap admin is still there');
+});
+
+t.test('delete: the user, their identities and tokens are gone; the name is free again', async (t) => {
+  const token = await tokenOf(server.url, 'kim_k');
+  const del = await call(server, 'DELETE', '/admin/users/kim_k', admin);
+  t.equal(del.status, 200);
+  t.match(del.body.data, { deleted: String });
+  t.equal((await call(server, 'GET', '/user/me', token)).status, 401, 'their token is void');
+  t.equal((await login(server.url, 'kim_k')).status, 401);
+  t.equal((await call(server, 'GET', '/admin/users/kim_k', admin)).status, 404);
+  t.equal((await call(server, 'DELETE', '/admin/users/kim_k', admin)).status, 404, 'deleting twice: 404');
+  await register(server.url, 'kim_k', { email: 'kim_k@example.com' });
+  t.equal((await login(server.url, 'kim_k@example.com')).status, 200, 'identities are free again');
+});
