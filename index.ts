@@ -29,6 +29,8 @@ export { Graph, MemoryStore, SqliteStore, defaultStorePath } from './actors/anch
 export type { AnchorStore, WalkerResult, FunctionResult } from './actors/anchor/index.ts';
 export { Registry } from './actors/walker/index.ts';
 export { SvcError } from './kernel/index.ts';
+export { registerEmailer } from './actors/identity/index.ts';
+export type { Emailer, EmailerConfig } from './actors/identity/index.ts';
 
 /** A multipart file field (`UploadFile`): `{ filename, mimetype, size, data }` once uploaded. */
 function Upload(options: Record<string, unknown> = {}) {

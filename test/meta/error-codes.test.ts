@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { KERNEL_ERRORS } from 'svc/kernel';
 import { GRAPH_ERRORS } from 'svc/actors/walker';
 import { HTTP_ERRORS } from 'svc/transports/http';
+import { IDENTITY_ERRORS } from 'svc/actors/identity';
 
 const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
 
@@ -15,16 +16,20 @@ function documented(): Map<string, number> {
 
 t.test('every kernel error code is documented with its status', async (t) => {
   const rows = documented();
-  for (const [code, { status }] of Object.entries({ ...KERNEL_ERRORS, ...GRAPH_ERRORS, ...HTTP_ERRORS })) {
+  for (const [code, { status }] of Object.entries({ ...KERNEL_ERRORS, ...GRAPH_ERRORS, ...HTTP_ERRORS, ...IDENTITY_ERRORS })) {
     t.equal(rows.get(code), status, `${code} documented as ${status}`);
   }
 });
 
 t.test('wire codes are upper snake case and never collide with SVC_ERR_ codes', async (t) => {
-  for (const code of Object.keys(HTTP_ERRORS)) {
+  for (const code of Object.keys({ ...HTTP_ERRORS, ...IDENTITY_ERRORS })) {
     t.match(code, /^[A-Z][A-Z_]+$/);
     t.notMatch(code, /^SVC_ERR_/);
   }
+});
+
+t.test('identity codes do not redefine wire codes', async (t) => {
+  for (const code of Object.keys(IDENTITY_ERRORS)) t.notOk(code in HTTP_ERRORS, `${code} is defined once`);
 });
 
 t.test('codes follow the SVC_ERR_ convention', async (t) => {

@@ -205,3 +205,26 @@ export class FileEmailer {
   t.match(sent, [{ to: 'tina@example.com', from: 'me@project.test', subject: /verify/i, text: /[A-Za-z0-9_-]{43}/ }]);
   t.equal((await login(custom.url, 'tina_t', GOOD_PASSWORD)).status, 200);
 });
+
+t.test('an emailer registered by the app under a short name', async (t) => {
+  const outbox = join(t.testdirName, 'outbox.jsonl');
+  const dir = t.testdir({
+    'main.ts': `${APP}
+import { appendFileSync } from 'node:fs';
+import { registerEmailer } from 'svc';
+registerEmailer('outbox', (config) => ({
+  isReady: () => true,
+  sendEmail: async (to, subject) => (appendFileSync(process.env.OUTBOX as string, JSON.stringify({ to, subject, host: config.smtp.host }) + '\\n'), true),
+}));
+`,
+  });
+  const custom = await startServer({ entry: '', noEntry: true, cwd: dir, env: { EMAILER_PROVIDER: 'outbox', OUTBOX: outbox } });
+  t.teardown(() => custom.stop());
+  await register(custom.url, 'uwe_u', { email: 'uwe@example.com' });
+  const res = await post(`${custom.url}/user/forgot-password`, { identity: { type: 'email', value: 'uwe@example.com' } });
+  t.equal(res.status, 200, 'unverified: no mail');
+  const token = await tokenOf(custom.url, 'uwe_u');
+  const sent = await post(`${custom.url}/user/send-verification`, { identity: { type: 'email', value: 'uwe@example.com' } }, bearer(token));
+  t.same(sent.body.data, { status: 'pending_verification', email_sent: true });
+  t.match(readFileSync(outbox, 'utf8').trim().split('\n').map((l) => JSON.parse(l)), [{ to: 'uwe@example.com', subject: /verify/i, host: 'localhost' }]);
+});
