@@ -35,7 +35,7 @@ export function machine(): Record<string, unknown> {
   const root = new URL('..', import.meta.url).pathname;
   const lock = JSON.parse(readFileSync(join(root, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string }> };
   const versions: Record<string, string | undefined> = {};
-  for (const name of ['msgpackr', 'nact', 'esbuild', 'tsx']) versions[name] = lock.packages[`node_modules/${name}`]?.version;
+  for (const name of ['msgpackr', 'nact', 'esbuild', 'tsx', 'better-sqlite3', 'uWebSockets.js', 'fastify', '@node-rs/argon2', 'jose']) versions[name] = lock.packages[`node_modules/${name}`]?.version;
   const cpu = cpus();
   return {
     node: process.version,

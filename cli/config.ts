@@ -54,6 +54,7 @@ export const SCHEMA = {
     forgot_attempts_per_identity: { kind: 'int', default: 5, min: 1 },
     rate_window_seconds: { kind: 'int', default: 900, min: 1, env: ['SVC_RATE_WINDOW_SECONDS'] },
     hash_concurrency: { kind: 'int', default: 0, min: 0, env: ['SVC_HASH_CONCURRENCY'] },
+    hash_nice: { kind: 'int', default: 10, min: 0, env: ['SVC_HASH_NICE'] },
   },
   'scale.admin': {
     enabled: { kind: 'bool', default: true },

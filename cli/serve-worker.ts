@@ -23,13 +23,13 @@ import {
   StaticFiles,
 } from '../transports/http/index.ts';
 import type { SvcConfig } from './config.ts';
-import { availableParallelism } from 'node:os';
 import {
   createEmailer,
   IdentityService,
   identityRoutes,
   Passwords,
   RateLimiter,
+  RemoteHasher,
   RevocationTable,
   UsersStore,
 } from '../actors/identity/index.ts';
@@ -51,8 +51,6 @@ export interface ServeBoot {
   listenNow: boolean;
   storePath: string;
   usersPath: string;
-  /** Worker threads in all (hash concurrency is shared between them). */
-  workers: number;
   version: string;
 }
 
@@ -103,13 +101,12 @@ export async function setup(
   const expMs = config['scale.jwt'].exp_delta_days * 86_400_000;
   for (const [userId, ms] of users.revocationsSince(Date.now() - Math.max(expMs, config['scale.admin'].session_expiry_hours * 3_600_000))) revocations.set(userId, ms);
   revocations.serve(system);
-  const hashConcurrency = config['scale.auth'].hash_concurrency || Math.max(1, Math.floor(Math.max(1, availableParallelism() - 1) / boot.workers));
   const mail = await createEmailer({ ...config['scale.emailer'], smtp: config['scale.emailer.smtp'] }, boot.projectRoot);
   if ('disabled' in mail && config['scale.emailer'].provider) log.error({ reason: mail.disabled }, 'email disabled');
   const jwt = new JwtVerifier({ secret: boot.jwtSecret, algorithm: config['scale.jwt'].algorithm as 'HS256', revocations });
   const identity = new IdentityService({
     users,
-    passwords: new Passwords(hashConcurrency),
+    passwords: new Passwords(new RemoteHasher(system)),
     system,
     revocations,
     limiter: new RateLimiter(system, spreadOverWorkers),

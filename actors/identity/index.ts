@@ -2,7 +2,9 @@
 export { rootIdFor } from './root-id.ts';
 export { UsersStore, normalize } from './users-store.ts';
 export type { UserRecord, Identity, Role, Status, OneTimeToken } from './users-store.ts';
-export { Passwords, checkPassword, ARGON2_OPTIONS } from './passwords.ts';
+export { Passwords, checkPassword, argon2NeedsRehash } from './passwords.ts';
+export { ARGON2_OPTIONS, ThreadHasher, RemoteHasher, HASHER_ACTOR } from './hasher.ts';
+export type { Hasher, HashJob } from './hasher.ts';
 export { IdentityService, BOOTSTRAP_ADMIN_ID, GUEST_USER_ID, publicUser, checkProfile } from './service.ts';
 export type { IdentityOptions, TokenClaims } from './service.ts';
 export { identityRoutes } from './http-routes.ts';

@@ -1,53 +1,44 @@
 /**
- * Passwords: argon2id at OWASP parameters (m = 19 MiB, t = 2, p = 1), hashed
- * on libuv's thread pool (never on the event loop) with at most
- * `concurrency` at once, so request handling keeps a core. bcrypt and legacy
- * SHA-256 hashes still verify and report that they need a rehash.
+ * Passwords: argon2id at OWASP parameters (m = 19 MiB, t = 2, p = 1),
+ * computed by the process's hashing threads (never on an event loop; see
+ * `hasher.ts`). bcrypt and legacy SHA-256 hashes still verify and report that
+ * they need a rehash.
  */
-import argon2 from 'argon2';
-import bcrypt from 'bcryptjs';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { invalid } from './errors.ts';
+import { ARGON2_OPTIONS, type Hasher, ThreadHasher } from './hasher.ts';
 
-export const ARGON2_OPTIONS = { type: argon2.argon2id, memoryCost: 19_456, timeCost: 2, parallelism: 1 } as const;
-
-/** A small gate: at most `limit` hash computations at once. */
-class Gate {
-  private active = 0;
-  private readonly waiting: (() => void)[] = [];
-  constructor(private readonly limit: number) {}
-  async run<T>(work: () => Promise<T>): Promise<T> {
-    if (this.active >= this.limit) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    this.active++;
-    try {
-      return await work();
-    } finally {
-      this.active--;
-      this.waiting.shift()?.();
-    }
-  }
+/** Whether an argon2 hash was made with weaker parameters (or another variant) than today's. */
+export function argon2NeedsRehash(stored: string): boolean {
+  const m = /^\$(argon2(?:id|i|d))\$v=(\d+)\$([^$]+)\$/.exec(stored);
+  if (!m) return true;
+  const params = Object.fromEntries((m[3] as string).split(',').map((kv) => kv.split('=') as [string, string]));
+  return m[1] !== 'argon2id' || Number(m[2]) !== 19 || Number(params.m) < ARGON2_OPTIONS.memoryCost || Number(params.t) < ARGON2_OPTIONS.timeCost || Number(params.p) < ARGON2_OPTIONS.parallelism;
 }
 
 export class Passwords {
-  private readonly gate: Gate;
   private dummy: Promise<string> | undefined;
 
-  constructor(concurrency: number) {
-    this.gate = new Gate(Math.max(1, concurrency));
+  constructor(private readonly hasher: Hasher) {}
+
+  /** Passwords with a pool of its own (tools, tests): `threads` hashing threads in this thread's process. */
+  static local(threads = 1): Passwords & { close(): Promise<void> } {
+    const pool = new ThreadHasher({ threads });
+    return Object.assign(new Passwords(pool), { close: () => pool.close() });
   }
 
-  hash(password: string): Promise<string> {
-    return this.gate.run(() => argon2.hash(password, ARGON2_OPTIONS));
+  async hash(password: string): Promise<string> {
+    return (await this.hasher.run({ op: 'hash', password })) as string;
   }
 
   /** Whether `password` matches `stored`, and whether `stored` should be replaced by an argon2id hash. */
   async verify(stored: string, password: string): Promise<{ ok: boolean; rehash: boolean }> {
     if (stored.startsWith('$argon2')) {
-      const ok = await this.gate.run(() => argon2.verify(stored, password));
-      return { ok, rehash: ok && argon2.needsRehash(stored, ARGON2_OPTIONS) };
+      const ok = (await this.hasher.run({ op: 'verify-argon2', stored, password })) === true;
+      return { ok, rehash: ok && argon2NeedsRehash(stored) };
     }
-    if (/^\$2[aby]\$/.test(stored)) {
-      const ok = await bcrypt.compare(password, stored);
+    if (/^\$2[aby]\$\d\d\$/.test(stored)) {
+      const ok = (await this.hasher.run({ op: 'verify-bcrypt', stored, password })) === true;
       return { ok, rehash: ok };
     }
     const legacy = /^(?:sha256\$([^$]*)\$)?([0-9a-f]{64})$/i.exec(stored);
@@ -67,8 +58,8 @@ export class Passwords {
    * exist: a login answers in the same time either way.
    */
   async verifyNothing(password: string): Promise<void> {
-    this.dummy ??= argon2.hash('svc-dummy-password-for-timing', ARGON2_OPTIONS);
-    await this.gate.run(async () => argon2.verify(await (this.dummy as Promise<string>), password));
+    this.dummy ??= this.hash('svc-dummy-password-for-timing');
+    await this.hasher.run({ op: 'verify-argon2', stored: await this.dummy, password });
   }
 }
 

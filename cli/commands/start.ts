@@ -14,7 +14,7 @@ import { loadUws } from '../../transports/http/index.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { freePort } from '../ports.ts';
 import { jwtSecret, SecretError } from '../secrets.ts';
-import { bootstrapAccounts, Passwords, UsersStore } from '../../actors/identity/index.ts';
+import { bootstrapAccounts, Passwords, ThreadHasher, UsersStore } from '../../actors/identity/index.ts';
 import type { HttpControl, RouteSummary, ServeBoot } from '../serve-worker.ts';
 
 export interface StartFlags {
@@ -126,7 +126,6 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     listenNow: true,
     storePath,
     usersPath,
-    workers,
     version: PACKAGE.version,
     ...extra,
   });
@@ -140,12 +139,14 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   }
 
   const secret = jwtSecret({ configured: config['scale.jwt'].secret, production, projectRoot });
+  // Password hashing for the whole process: a few low-priority threads, served to the workers.
+  const hasher = new ThreadHasher({ threads: config['scale.auth'].hash_concurrency, nice: config['scale.auth'].hash_nice });
   // The guest and the bootstrap admin, once, before any worker serves.
   const users = UsersStore.open(usersPath);
   try {
     await bootstrapAccounts({
       users,
-      passwords: new Passwords(1),
+      passwords: new Passwords(hasher),
       admin: config['scale.admin'],
       passwordFile: join(dataDir, 'admin_password'),
       say,
@@ -164,6 +165,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
       module: SERVE_WORKER,
       app: entry,
       data: { ...bootData, listenNow },
+      onSystem: (system) => hasher.serve(system),
       onExit: (node, code) => process.stderr.write(`svc: worker ${node} exited with code ${code}\n`),
     });
     return { pool, port: chosen };

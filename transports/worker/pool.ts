@@ -23,6 +23,8 @@ export interface WorkerPoolOptions {
   system?: Omit<SystemOptions, 'transport' | 'nodeId'>;
   /** Called when a worker exits on its own (crash, `process.exit`). */
   onExit?: (node: string, code: number) => void;
+  /** Called with the main thread's system before any worker starts (to spawn actors the workers use from their setup on). */
+  onSystem?: (system: ActorSystem) => void;
   /** Node ids: `main`, then `${prefix}1..N` (default prefix `w`). */
   prefix?: string;
 }
@@ -55,6 +57,7 @@ export class WorkerPool {
     const nodes = ['main', ...workers];
     const transport = new ThreadTransport('main', nodes);
     const pool = new WorkerPool(transport, workers, options);
+    options.onSystem?.(pool.system);
 
     const peers = new Map<string, Record<string, MessagePort>>(workers.map((w) => [w, {}]));
     for (let i = 0; i < workers.length; i++) {

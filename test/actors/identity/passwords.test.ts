@@ -8,28 +8,33 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { checkPassword, Passwords, UsersStore } from '../../../actors/identity/index.ts';
+import { argon2NeedsRehash, checkPassword, Passwords, UsersStore } from '../../../actors/identity/index.ts';
 import { login } from '../../helpers/identity.ts';
 import { startServer } from '../../helpers/server.ts';
 
 const entry = new URL('../../fixtures/todo-app.ts', import.meta.url).pathname;
 
 t.test('argon2id with m=19456 KiB, t=2, p=1; a salt per hash', async (t) => {
-  const p = new Passwords(2);
+  const p = Passwords.local(2);
+  t.teardown(() => p.close());
   const a = await p.hash('some long password');
   const b = await p.hash('some long password');
-  t.match(a, /^\$argon2id\$v=19\$m=19456,p=1,t=2\$/);
+  t.match(a, /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/);
   t.not(a, b, 'salted');
   t.same(await p.verify(a, 'some long password'), { ok: true, rehash: false });
   t.same(await p.verify(a, 'some long passwore'), { ok: false, rehash: false });
-  const weaker = (await import('argon2')).default;
-  const old = await weaker.hash('some long password', { type: weaker.argon2id, memoryCost: 4096, timeCost: 1, parallelism: 1 });
+  const { hash } = await import('@node-rs/argon2');
+  const old = await hash('some long password', { memoryCost: 4096, timeCost: 1, parallelism: 1 });
   t.same(await p.verify(old, 'some long password'), { ok: true, rehash: true }, 'weaker argon2 parameters are upgraded');
+  const argon2i = await hash('some long password', { algorithm: 1, memoryCost: 19456, timeCost: 2, parallelism: 1 });
+  t.same(await p.verify(argon2i, 'some long password'), { ok: true, rehash: true }, 'argon2i is upgraded to argon2id');
+  t.notOk(argon2NeedsRehash(a));
   t.same(await p.verify('garbage', 'x'), { ok: false, rehash: false }, 'an unknown hash format never verifies');
 });
 
 t.test('bcrypt and SHA-256 (bare or salted) verify and ask for a rehash', async (t) => {
-  const p = new Passwords(1);
+  const p = Passwords.local(1);
+  t.teardown(() => p.close());
   const bc = bcrypt.hashSync('legacy password one', 10);
   t.same(await p.verify(bc, 'legacy password one'), { ok: true, rehash: true });
   t.same(await p.verify(bc, 'legacy password two'), { ok: false, rehash: false });
@@ -100,7 +105,7 @@ t.test('legacy hashes in users.db log in and are rehashed to argon2id', async (t
     t.equal((await login(server.url, name, 'not the password')).status, 401, `${name}: a wrong password fails`);
     t.match(hashOf(name), before, `${name}: a failed login changes nothing`);
     t.equal((await login(server.url, name, password)).status, 200, `${name}: logs in`);
-    t.match(hashOf(name), /^\$argon2id\$v=19\$m=19456,p=1,t=2\$/, `${name}: now argon2id`);
+    t.match(hashOf(name), /^\$argon2id\$v=19\$m=19456,t=2,p=1\$/, `${name}: now argon2id`);
     t.equal((await login(server.url, name, password)).status, 200, `${name}: and still logs in`);
   }
   t.match(server.output(), /password rehashed to argon2id/);

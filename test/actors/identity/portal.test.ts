@@ -9,6 +9,11 @@ import { chromiumAvailable, launch } from '../../helpers/browser.ts';
 import { login, register } from '../../helpers/identity.ts';
 import { post, startServer, type Server } from '../../helpers/server.ts';
 
+// Page-side names for the functions that run in the browser (this file compiles without the DOM lib).
+declare const document: any;
+declare const sessionStorage: any;
+type HTMLElement = { dataset: Record<string, string> };
+
 const entry = new URL('../../fixtures/todo-app.ts', import.meta.url).pathname;
 const shots = new URL('../../../.tap/screenshots/', import.meta.url).pathname;
 

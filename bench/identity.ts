@@ -1,0 +1,223 @@
+/**
+ * Identity benchmark, in one run on one machine:
+ *
+ *  1. login throughput of svc (`POST /user/login`, argon2id verify inside)
+ *     against raw argon2 verify of the same hash at the same concurrency, in a
+ *     plain Node process (the ceiling: nothing but hashing);
+ *  2. authenticated walker calls (`ReadAuth`, a JWT, one node read) with wrk,
+ *     alone and while logins run at full speed: throughput kept and p99.
+ *
+ *   npm run bench:identity            (--quick for short runs)
+ *
+ * Nothing is pinned: the server uses the whole machine, as deployed.
+ * Writes bench/results/identity-<time>.json.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { availableParallelism, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { machine, round, save } from './lib.ts';
+
+const quick = process.argv.includes('--quick');
+const DURATION = quick ? 4 : 10;
+const CORES = availableParallelism();
+const WRK_CONNECTIONS = 16;
+const SECRET = 'bench-secret-bench-secret-bench-secret-0123';
+const PASSWORD = 'bench password that is long';
+const root = new URL('..', import.meta.url).pathname;
+const fixtures = new URL('./fixtures/', import.meta.url).pathname;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+async function startSvc(env: Record<string, string>): Promise<{ url: string; proc: ChildProcess; stop(): Promise<void> }> {
+  const port = await freePort();
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-identity-'));
+  const proc = spawn(process.execPath, [join(root, 'bin/svc.mjs'), 'start', join(fixtures, 'http-bench-app.ts'), '--port', String(port), '--host', '127.0.0.1'], {
+    cwd: root,
+    env: { ...process.env, SVC_ACCESS_LOG: 'false', JWT_SECRET: SECRET, SVC_DATA_DIR: dataDir, ADMIN_DEFAULT_PASSWORD: 'bench operator secret', SVC_LOGIN_ATTEMPTS_PER_ADDRESS: '1000000000', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  await new Promise<void>((resolve, reject) => {
+    const onLine = (line: string) => {
+      out += `${line}\n`;
+      if (/Server ready/.test(line)) resolve();
+    };
+    createInterface({ input: proc.stdout as NodeJS.ReadableStream }).on('line', onLine);
+    createInterface({ input: proc.stderr as NodeJS.ReadableStream }).on('line', onLine);
+    proc.once('exit', (code) => reject(new Error(`svc exited (${code}):\n${out}`)));
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    proc,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (proc.exitCode !== null) return resolve();
+        proc.once('exit', () => resolve());
+        proc.kill('SIGTERM');
+      }),
+  };
+}
+
+/** Raw argon2 verify (the same library, on libuv's pool) of an argon2id hash at `concurrency`, in a child process: verifies per second. */
+function rawArgon2(concurrency: number): Promise<number> {
+  const script = `
+    import { hash, verify } from '@node-rs/argon2';
+    import { ARGON2_OPTIONS } from './actors/identity/hasher.ts';
+    const stored = await hash(${JSON.stringify(PASSWORD)}, ARGON2_OPTIONS);
+    const run = async (ms) => {
+      let n = 0;
+      const end = Date.now() + ms;
+      await Promise.all(Array.from({ length: ${concurrency} }, async () => {
+        while (Date.now() < end) { if (!(await verify(stored, ${JSON.stringify(PASSWORD)}))) throw new Error('verify'); n++; }
+      }));
+      return n / (ms / 1000);
+    };
+    await run(1000);
+    console.log(JSON.stringify({ rate: await run(${DURATION * 1000}) }));
+  `;
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    p.stdout.on('data', (d: Buffer) => (out += d));
+    p.once('exit', (code) => (code === 0 ? resolve((JSON.parse(out) as { rate: number }).rate) : reject(new Error(`raw argon2 exited ${code}`))));
+  });
+}
+
+/** `concurrency` clients logging in back to back until `stop` resolves: logins per second. */
+async function loginLoad(url: string, users: string[], concurrency: number, until: Promise<void>, warmMs = 1000): Promise<{ rate: number; errors: number; p50_ms: number; p99_ms: number }> {
+  let done = false;
+  void until.then(() => (done = true));
+  let n = 0;
+  let errors = 0;
+  const lat: number[] = [];
+  const started = Date.now();
+  let measuredFrom = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, i) => {
+      const user = users[i % users.length] as string;
+      const body = JSON.stringify({ identity: { type: 'username', value: user }, credential: { type: 'password', password: PASSWORD } });
+      while (!done) {
+        const t0 = performance.now();
+        const res = await fetch(`${url}/user/login`, { method: 'POST', body, headers: { 'content-type': 'application/json' } });
+        await res.text();
+        if (Date.now() - started < warmMs) continue;
+        if (!measuredFrom) measuredFrom = Date.now();
+        if (res.status === 200) {
+          n++;
+          lat.push(performance.now() - t0);
+        } else errors++;
+      }
+    }),
+  );
+  const seconds = (Date.now() - measuredFrom) / 1000;
+  lat.sort((a, b) => a - b);
+  return { rate: round(n / seconds, 1), errors, p50_ms: round(lat[Math.floor(lat.length * 0.5)] ?? NaN, 1), p99_ms: round(lat[Math.floor(lat.length * 0.99)] ?? NaN, 1) };
+}
+
+function wrkScript(headers: Record<string, string>): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'svc-wrk-')), 'post.lua');
+  const lines = [`wrk.method = "POST"`, `wrk.body = "{}"`, `wrk.headers["Content-Type"] = "application/json"`];
+  for (const [k, v] of Object.entries(headers)) lines.push(`wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`);
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  return file;
+}
+
+function parseMs(s: string): number {
+  const m = /([\d.]+)(us|ms|s)/.exec(s);
+  if (!m) return NaN;
+  const v = Number(m[1]);
+  return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
+}
+
+/** wrk against one URL for DURATION seconds (async, so logins can run beside it). */
+function wrk(url: string, headers: Record<string, string>): Promise<{ rps: number; p50_ms: number; p99_ms: number; errors: number }> {
+  const script = wrkScript(headers);
+  return new Promise((resolve, reject) => {
+    const p = spawn('wrk', ['-t1', `-c${WRK_CONNECTIONS}`, `-d${DURATION}s`, '--latency', '-s', script, url], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    p.stdout.on('data', (d: Buffer) => (out += d));
+    p.once('exit', () => {
+      const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
+      if (!rps) return reject(new Error(`wrk failed:\n${out}`));
+      const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
+      resolve({ rps: Math.round(rps), p50_ms: round(parseMs(/50%\s+(\S+)/.exec(out)?.[1] ?? ''), 3), p99_ms: round(parseMs(/99%\s+(\S+)/.exec(out)?.[1] ?? ''), 3), errors: non2xx });
+    });
+  });
+}
+
+async function json(url: string, body: unknown, headers: Record<string, string> = {}): Promise<any> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  return res.json();
+}
+
+async function main(): Promise<void> {
+  const hashConcurrency = process.env.SVC_HASH_CONCURRENCY ?? '';
+  const hashNice = process.env.SVC_HASH_NICE ?? '';
+  const concurrencies = [CORES, CORES * 4];
+  const raw: Record<string, number> = {};
+  for (const c of concurrencies) {
+    process.stderr.write(`bench: raw argon2 verify, concurrency ${c}\n`);
+    raw[c] = round(await rawArgon2(c), 1);
+  }
+
+  const svc = await startSvc({ ...(hashConcurrency ? { SVC_HASH_CONCURRENCY: hashConcurrency } : {}), ...(hashNice ? { SVC_HASH_NICE: hashNice } : {}) });
+  const users = Array.from({ length: 16 }, (_, i) => `bench_user_${i}`);
+  for (const u of users) await json(`${svc.url}/user/register`, { identities: [{ type: 'username', value: u }], credential: { type: 'password', password: PASSWORD } });
+  const login: Record<string, unknown> = {};
+  for (const c of concurrencies) {
+    process.stderr.write(`bench: svc login, concurrency ${c}\n`);
+    const r = await loginLoad(svc.url, users, c, new Promise((resolve) => setTimeout(resolve, (DURATION + 1) * 1000)));
+    login[c] = { ...r, ratio_vs_raw: round(r.rate / (raw[c] as number), 2) };
+  }
+
+  // Authenticated walker calls: a user's token, a node on that user's root.
+  const token = (await json(`${svc.url}/user/login`, { identity: { type: 'username', value: users[0] }, credential: { type: 'password', password: PASSWORD } })).data.token as string;
+  const auth = { authorization: `Bearer ${token}` };
+  const seeded = await json(`${svc.url}/walker/Seed`, {}, auth);
+  const docId = seeded.data.reports[0].id as string;
+  const url = `${svc.url}/walker/ReadAuth/${docId}`;
+  process.stderr.write('bench: walker calls alone\n');
+  await wrk(url, auth);
+  const alone = await wrk(url, auth);
+  process.stderr.write('bench: walker calls while logins run\n');
+  const loginConcurrency = CORES * 4;
+  let stopLogins: () => void = () => {};
+  const logins = loginLoad(svc.url, users, loginConcurrency, new Promise<void>((resolve) => (stopLogins = resolve)), 0);
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  const loaded = await wrk(url, auth);
+  stopLogins();
+  const loginsDuring = await logins;
+  await svc.stop();
+
+  const result = {
+    benchmark: 'identity',
+    machine: machine(),
+    duration_s: DURATION,
+    hash_concurrency: hashConcurrency || 'default (one thread per core)',
+    hash_nice: hashNice || 'default (10)',
+    raw_argon2_verify_per_s: raw,
+    svc_login: login,
+    walker_calls: {
+      wrk_connections: WRK_CONNECTIONS,
+      alone,
+      during_logins: { ...loaded, login_concurrency: loginConcurrency, logins_per_s: loginsDuring.rate, login_errors: loginsDuring.errors },
+      kept: round(loaded.rps / alone.rps, 2),
+    },
+    goals: { login_vs_raw: '>= 0.90 at the same concurrency', walker_kept: '>= 0.45 with p99 <= 10 ms' },
+  };
+  console.log(JSON.stringify(result, null, 2));
+  process.stderr.write(`bench: wrote ${save('identity', result)}\n`);
+}
+
+await main();
