@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fromReceive, type ActorSystem } from '../kernel/index.ts';
 import { Graph, SqliteStore, spreadOverWorkers } from '../actors/anchor/index.ts';
-import { Registry } from '../actors/walker/index.ts';
+import { Registry, Root } from '../actors/walker/index.ts';
 import {
   buildRoutes,
   Docs,
@@ -22,6 +22,8 @@ import {
   openApiDocument,
   StaticFiles,
 } from '../transports/http/index.ts';
+import { attachNode, attachUws, WsHub, wsRoutes } from '../transports/ws/index.ts';
+import { toHttpError } from '../transports/http/index.ts';
 import type { SvcConfig } from './config.ts';
 import {
   createEmailer,
@@ -31,6 +33,7 @@ import {
   RateLimiter,
   RemoteHasher,
   RevocationTable,
+  rootIdFor,
   UsersStore,
 } from '../actors/identity/index.ts';
 
@@ -72,8 +75,12 @@ export async function setup(
   if (!ctx.app) throw new Error('no app module was bundled');
   const registry = Registry.fromModule(ctx.app, boot.moduleName);
   const routes = buildRoutes(registry);
-  if (routes.length === 0) throw new Error(`${boot.moduleName} exports no walker and no function: nothing to serve`);
-  const describe = (): RouteSummary[] => routes.map((r) => ({ method: r.method, path: r.template, kind: r.kind, name: r.name, access: r.access }));
+  const sockets = wsRoutes(registry);
+  if (routes.length === 0 && sockets.length === 0) throw new Error(`${boot.moduleName} exports no walker and no function: nothing to serve`);
+  const describe = (): RouteSummary[] => [
+    ...routes.map((r) => ({ method: r.method, path: r.template, kind: r.kind, name: r.name, access: r.access })),
+    ...sockets.map((r) => ({ method: 'WS', path: `/ws/${r.name}`, kind: r.broadcast ? 'websocket walker (broadcast)' : 'websocket walker', name: r.name, access: r.access })),
+  ];
 
   if (boot.faux) {
     system.spawn(fromReceive(() => describe()), 'http');
@@ -104,9 +111,11 @@ export async function setup(
   const mail = await createEmailer({ ...config['scale.emailer'], smtp: config['scale.emailer.smtp'] }, boot.projectRoot);
   if ('disabled' in mail && config['scale.emailer'].provider) log.error({ reason: mail.disabled }, 'email disabled');
   const jwt = new JwtVerifier({ secret: boot.jwtSecret, algorithm: config['scale.jwt'].algorithm as 'HS256', revocations });
+  const passwords = new Passwords(new RemoteHasher(system));
+  passwords.warm();
   const identity = new IdentityService({
     users,
-    passwords: new Passwords(new RemoteHasher(system)),
+    passwords,
     system,
     revocations,
     limiter: new RateLimiter(system, spreadOverWorkers),
@@ -137,10 +146,45 @@ export async function setup(
     onError: (error, requestId) => log.error({ err: error, req_id: requestId }, 'request failed'),
   });
 
+  const wsConfig = config['scale.websocket'];
+  const hub = new WsHub({
+    system,
+    routes: sockets,
+    guest: { rootId: Root.SHARED_ID },
+    auth: {
+      verify: (token) => {
+        const claims = jwt.verify(token);
+        const caller: { userId: string; rootId: string; role?: string } = { userId: claims.user_id, rootId: rootIdFor(claims.user_id) };
+        if (typeof claims.role === 'string') caller.role = claims.role;
+        return { caller, userId: claims.user_id, mustChangePassword: claims.pwd_change === true };
+      },
+    },
+    run: async (walker, fields, caller) => (await graph.spawnJson(walker, fields, { caller, timeoutMs: config['scale.server'].request_timeout_ms + 1000 })).json,
+    errorOf: (error) => {
+      const e = toHttpError(error, boot.dev);
+      if (e.status >= 500 && e.body.code !== 'EXECUTION_ERROR') log.error({ err: error }, 'websocket frame failed');
+      return { code: e.body.code, message: e.body.message };
+    },
+    limits: {
+      maxFrameBytes: wsConfig.max_frame_bytes,
+      maxBufferedBytes: wsConfig.max_buffered_bytes,
+      idleTimeoutMs: wsConfig.idle_timeout_seconds * 1000,
+      authTimeoutMs: wsConfig.auth_timeout_seconds * 1000,
+      pingIntervalMs: wsConfig.ping_interval_seconds * 1000,
+    },
+    onEvent: config['scale.server'].access_log ? (e) => log.info(e, 'websocket') : undefined,
+  });
+
   let server: HttpServer | undefined;
   const listen = async (): Promise<void> => {
     if (server || !boot.listeners.includes(ctx.nodeId)) return;
-    const options = { host: config['scale.server'].host, port: boot.port, maxBodyBytes: config['scale.server'].max_body_bytes };
+    const options = {
+      host: config['scale.server'].host,
+      port: boot.port,
+      maxBodyBytes: config['scale.server'].max_body_bytes,
+      onUwsApp: (app: import('uWebSockets.js').TemplatedApp) => attachUws(app, hub),
+      onNodeServer: (s: import('node:http').Server) => attachNode(s, hub),
+    };
     if (boot.transport === 'uws') {
       const uws = loadUws();
       if (uws instanceof Error) throw new Error(`uWebSockets.js cannot load in this worker: ${uws.message}`);
@@ -157,6 +201,7 @@ export async function setup(
       if (msg.t === 'describe') return describe();
       if (msg.t === 'listen') return listen();
       front.startDraining();
+      hub.drain();
       server?.stopAccepting();
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([server?.whenIdle(), new Promise((resolve) => (timer = setTimeout(resolve, msg.deadlineMs)))]);
@@ -167,6 +212,7 @@ export async function setup(
   );
 
   return async () => {
+    hub.stop();
     server?.close();
     users.close();
     await store.close();

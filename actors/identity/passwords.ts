@@ -21,6 +21,12 @@ export class Passwords {
 
   constructor(private readonly hasher: Hasher) {}
 
+  /** Make the dummy hash now, so that the first login of an unknown identity takes no longer than the others. */
+  warm(): void {
+    this.dummy ??= this.hash('svc-dummy-password-for-timing');
+    this.dummy.catch(() => (this.dummy = undefined));
+  }
+
   /** Passwords with a pool of its own (tools, tests): `threads` hashing threads in this thread's process. */
   static local(threads = 1): Passwords & { close(): Promise<void> } {
     const pool = new ThreadHasher({ threads });

@@ -142,6 +142,8 @@ export class IdentityService {
   /** Sign a token for a user (jose). */
   async token(user: UserRecord, hours?: number): Promise<string> {
     const now = Date.now();
+    // An admin's token lives no longer than an admin session, however it was obtained (login, refresh, password change).
+    if (user.role === 'admin') hours = Math.min(hours ?? Infinity, this.o.adminSessionHours);
     const claims: TokenClaims = { user_id: user.user_id, role: user.role, iat_ms: now };
     if (user.must_change_password) claims.pwd_change = true;
     return new SignJWT({ ...claims })
@@ -215,13 +217,14 @@ export class IdentityService {
       password = str(credential.password, 'credential.password');
     }
     const normalized = normalize(identityValue);
+    const user = this.o.users.byIdentity(normalized);
     // Every attempt is counted up front (concurrent guesses cannot slip past the limit);
-    // a successful one is given back, so only failures add up.
-    const byIdentity = `login:id:${normalized}`;
+    // a successful one is given back, so only failures add up. Counted per account
+    // (all its identities share one budget), or per identity when there is no such account.
+    const byIdentity = user ? `login:user:${user.user_id}` : `login:id:${normalized}`;
     const byAddress = address ? `login:addr:${address}` : '';
     await this.limit(byIdentity, this.o.auth.login_attempts_per_identity);
     if (byAddress) await this.limit(byAddress, this.o.auth.login_attempts_per_address);
-    const user = this.o.users.byIdentity(normalized);
     if (!user?.password_hash) {
       await this.o.passwords.verifyNothing(password);
       throw identityError('INVALID_CREDENTIALS');
@@ -258,7 +261,11 @@ export class IdentityService {
     if (!user) throw notFound('no such user');
     const current = str(body.current_password, 'current_password');
     const next = checkPassword(body.new_password, user.identities.map((i) => i.value_raw), 'new_password');
+    // Guessing the current password with a stolen token is limited like logins (shared with the account's login budget).
+    const key = `login:user:${userId}`;
+    await this.limit(key, this.o.auth.login_attempts_per_identity);
     if (!user.password_hash || !(await this.o.passwords.verify(user.password_hash, current)).ok) throw invalid('current_password', 'is wrong');
+    this.o.limiter.refund(key);
     if (current === next) throw invalid('new_password', 'must differ from the current password');
     this.o.users.update(userId, { password_hash: await this.o.passwords.hash(next), must_change_password: false });
     await this.revokeTokens(userId);
@@ -295,6 +302,7 @@ export class IdentityService {
     const value = str(input.value, 'identity.value');
     const user = this.o.users.byId(userId);
     if (!user) throw notFound('no such user');
+    await this.limit(`verify:user:${userId}`, this.o.auth.forgot_attempts_per_identity);
     const id = user.identities.find((i) => i.type === 'email' && i.value_normalized === normalize(value));
     if (!id) throw notFound('that email is not an identity of this account');
     if (id.verified) return { status: 200, data: { status: 'already_verified' } };
@@ -364,7 +372,8 @@ export class IdentityService {
   listUsers(query: URLSearchParams): { users: Record<string, unknown>[]; total: number } {
     const limit = Number(query.get('limit') ?? 50);
     const offset = Number(query.get('offset') ?? 0);
-    if (!Number.isInteger(limit) || !Number.isInteger(offset)) throw invalid('limit', 'limit and offset are integers');
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 500) throw invalid('limit', 'must be an integer from 1 to 500');
+    if (!Number.isSafeInteger(offset) || offset < 0) throw invalid('offset', 'must be a whole number ≥ 0');
     const { users, total } = this.o.users.list({ search: query.get('search') ?? undefined, limit, offset });
     return { users: users.map((u) => ({ ...publicUser(u), username: u.identities.find((i) => i.type === 'username')?.value_raw ?? null, protected: u.protected, must_change_password: u.must_change_password })), total };
   }
@@ -409,6 +418,7 @@ export class IdentityService {
     if (body.role !== undefined) {
       if (!['user', 'admin'].includes(body.role as string)) throw invalid('role', 'must be user or admin');
       if (u.protected && body.role !== u.role) throw identityError('PROTECTED_ACCOUNT');
+      if (u.user_id === actorId && body.role !== u.role) throw invalid('role', 'an admin cannot change their own role');
       patch.role = body.role as Role;
     }
     if (body.status !== undefined) {
@@ -428,8 +438,9 @@ export class IdentityService {
     const u = this.byName(name);
     if (u.protected) throw identityError('PROTECTED_ACCOUNT');
     if (u.user_id === actorId) throw invalid('username', 'an admin cannot delete their own account');
-    this.o.users.delete(u.user_id);
-    await this.o.revocations.broadcast(this.o.system, u.user_id, Date.now());
+    const now = Date.now();
+    this.o.users.delete(u.user_id, now);
+    await this.o.revocations.broadcast(this.o.system, u.user_id, now);
     return { deleted: u.user_id };
   }
 

@@ -115,6 +115,7 @@ export class UsersStore {
       CREATE UNIQUE INDEX IF NOT EXISTS identities_sso ON identities(provider, external_id) WHERE type = 'sso';
       CREATE UNIQUE INDEX IF NOT EXISTS identities_one_per_type ON identities(user_id, type) WHERE type != 'sso';
       CREATE INDEX IF NOT EXISTS identities_user ON identities(user_id);
+      CREATE TABLE IF NOT EXISTS deleted_users (user_id TEXT PRIMARY KEY, deleted_at INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS one_time_tokens (
         token_hash TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(user_id) ON DELETE CASCADE,
         kind TEXT NOT NULL, identity TEXT NOT NULL, expires_at INTEGER NOT NULL, used_at INTEGER);
@@ -135,7 +136,11 @@ export class UsersStore {
       setVerified: this.db.prepare('UPDATE identities SET verified = 1 WHERE user_id = ? AND value_normalized = ?'),
       deleteUser: this.db.prepare('DELETE FROM users WHERE user_id = ?'),
       count: this.db.prepare('SELECT count(*) AS n FROM users'),
-      revocations: this.db.prepare('SELECT user_id, tokens_valid_after FROM users WHERE tokens_valid_after > ?'),
+      // A deleted user's tokens stay void after a restart: the deletion is remembered apart from the user.
+      revocations: this.db.prepare(
+        'SELECT user_id, tokens_valid_after FROM users WHERE tokens_valid_after > @since UNION ALL SELECT user_id, deleted_at FROM deleted_users WHERE deleted_at > @since',
+      ),
+      remember: this.db.prepare('INSERT OR REPLACE INTO deleted_users (user_id, deleted_at) VALUES (?, ?)'),
       putToken: this.db.prepare('INSERT INTO one_time_tokens (token_hash, user_id, kind, identity, expires_at) VALUES (?, ?, ?, ?, ?)'),
       revokeTokens: this.db.prepare('UPDATE one_time_tokens SET used_at = ? WHERE user_id = ? AND kind = ? AND used_at IS NULL'),
       peekToken: this.db.prepare('SELECT * FROM one_time_tokens WHERE token_hash = @hash AND kind = @kind AND used_at IS NULL AND expires_at > @now'),
@@ -240,8 +245,12 @@ export class UsersStore {
     this.q.setVerified.run(userId, normalized);
   }
 
-  delete(userId: string): void {
-    this.q.deleteUser.run(userId);
+  /** Delete a user (identities and one-time tokens with it); `at` (ms) is remembered so that their tokens stay void. */
+  delete(userId: string, at = Date.now()): void {
+    this.db.transaction(() => {
+      this.q.deleteUser.run(userId);
+      this.q.remember.run(userId, at);
+    })();
   }
 
   count(): number {
@@ -261,7 +270,7 @@ export class UsersStore {
 
   /** Users whose tokens issued before some moment after `since` (ms) are revoked. */
   revocationsSince(since: number): [string, number][] {
-    return (this.q.revocations.all(since) as { user_id: string; tokens_valid_after: number }[]).map((r) => [r.user_id, r.tokens_valid_after]);
+    return (this.q.revocations.all({ since }) as { user_id: string; tokens_valid_after: number }[]).map((r) => [r.user_id, r.tokens_valid_after]);
   }
 
   putToken(token: Omit<OneTimeToken, 'used_at'>): void {

@@ -96,9 +96,9 @@ export async function tokenFor(userId: string, options: { role?: string; expires
     .sign(new TextEncoder().encode(options.secret ?? TEST_SECRET));
 }
 
-/** POST JSON and parse the envelope. */
-export async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
+/** POST (or another method) JSON and parse the envelope. */
+export async function post(url: string, body: unknown, headers: Record<string, string> = {}, method = 'POST'): Promise<{ status: number; body: any; headers: Headers }> {
+  const res = await fetch(url, { method, headers: { 'content-type': 'application/json', ...headers }, body: typeof body === 'string' ? body : JSON.stringify(body) });
   const text = await res.text();
   let parsed: unknown = text;
   try {

@@ -139,6 +139,8 @@ export class Front {
       const e = toHttpError(error, this.o.dev);
       if (e.status >= 500 && !(error instanceof HttpError) && e.body.code !== 'EXECUTION_ERROR') this.o.onError(error, rid);
       res = { status: e.status, headers: { 'content-type': JSON_TYPE }, body: failure(e.body, rid) };
+      const retry = (e.body.details as { retry_after_seconds?: unknown } | undefined)?.retry_after_seconds;
+      if (e.status === 429 && typeof retry === 'number') res.headers['retry-after'] = String(retry);
       if (e.status === 405) res.headers.allow = (e.body.details as { allowed?: string[] })?.allowed?.join(', ') ?? '';
     }
     if (this.draining) {

@@ -27,7 +27,34 @@ t.test('login: failures per identity are limited with a 429 envelope; successes 
   const limited = await login(server.url, 'IVAN_I', GOOD_PASSWORD);
   t.equal(limited.status, 429, 'the next attempt, even with the right password and another case, is refused');
   t.match(limited.body, { ok: false, error: { code: 'TOO_MANY_REQUESTS', message: /retry in \d+ s/, details: { retry_after_seconds: Number } } });
+  t.equal(limited.headers.get('retry-after'), String(limited.body.error.details.retry_after_seconds), 'Retry-After says the same');
   t.equal((await login(server.url, 'nobody_x', 'wrong password here')).status, 401, 'another identity is not limited yet');
+});
+
+t.test("login: all identities of an account share one budget", async (t) => {
+  await register(server.url, 'jane_j', { email: 'jane_j@example.com' });
+  for (let i = 0; i < 3; i++) t.equal((await login(server.url, 'jane_j', 'wrong password here')).status, 401);
+  t.equal((await login(server.url, 'jane_j@example.com')).status, 429, 'the email identity is limited too');
+});
+
+t.test('PUT /user/password: guesses of the current password are limited', async (t) => {
+  await register(server.url, 'karl_k');
+  const token = await tokenOf(server.url, 'karl_k');
+  const change = (current: string) =>
+    fetch(`${server.url}/user/password`, { method: 'PUT', headers: { 'content-type': 'application/json', ...bearer(token) }, body: JSON.stringify({ current_password: current, new_password: 'karl picked another one' }) });
+  for (let i = 0; i < 3; i++) t.equal((await change(`guess number ${i}`)).status, 400, `wrong guess ${i + 1}`);
+  const limited = await change(GOOD_PASSWORD);
+  t.equal(limited.status, 429, 'even the right one is refused now');
+  t.equal(((await limited.json()) as any).error.code, 'TOO_MANY_REQUESTS');
+});
+
+t.test('send-verification: limited per user', async (t) => {
+  await register(server.url, 'lena_l', { email: 'lena_l@example.com' });
+  const token = await tokenOf(server.url, 'lena_l');
+  const statuses: number[] = [];
+  for (let i = 0; i < 6; i++) statuses.push((await post(`${server.url}/user/send-verification`, { identity: { type: 'email', value: 'lena_l@example.com' } }, bearer(token))).status);
+  t.same(statuses.slice(0, 5), [503, 503, 503, 503, 503], 'no emailer here: EMAIL_DISABLED');
+  t.equal(statuses[5], 429);
 });
 
 t.test('forgot-password: limited per identity', async (t) => {

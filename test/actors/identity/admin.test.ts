@@ -98,7 +98,11 @@ t.test('list, search and page users', async (t) => {
   const page = await call(server, 'GET', '/admin/users?limit=2&offset=1', admin);
   t.equal(page.body.data.users.length, 2);
   t.equal(page.body.data.total, all.body.data.total);
-  t.equal((await call(server, 'GET', '/admin/users?limit=x', admin)).status, 400);
+  for (const q of ['limit=x', 'limit=0', 'limit=501', 'offset=-1', 'offset=1e20', 'offset=1.5']) {
+    const bad = await call(server, 'GET', `/admin/users?${q}`, admin);
+    t.equal(bad.status, 400, q);
+    t.equal(bad.body.error.code, 'VALIDATION_ERROR', q);
+  }
   const one = await call(server, 'GET', '/admin/users/KATE_K', admin);
   t.match(one.body.data, { role: 'user', status: 'active', protected: false, identities: [{ type: 'username', value: 'kate_k' }, { type: 'email' }] });
   t.equal((await call(server, 'GET', '/admin/users/nobody_at_all', admin)).status, 404);
@@ -181,6 +185,11 @@ t.test('protected accounts cannot be deleted, disabled or demoted; admins cannot
   const ned = (await call(server, 'PUT', '/user/password', first, { current_password: GOOD_PASSWORD, new_password: 'ned has his own now' })).body.data.token;
   t.equal((await call(server, 'DELETE', '/admin/users/ned_n', ned)).status, 400, 'no self-delete');
   t.equal((await call(server, 'PUT', '/admin/users/ned_n', ned, { status: 'disabled' })).status, 400, 'no self-disable');
+  t.equal((await call(server, 'PUT', '/admin/users/ned_n', ned, { role: 'user' })).status, 400, 'no self-demotion');
+  const refreshed = await post(`${server.url}/user/refresh-token`, { token: ned });
+  const c = claimsOf(refreshed.body.data.token);
+  t.equal((c.exp as number) - (c.iat as number), 24 * 3600, 'a refreshed admin token lives no longer than an admin session');
+  t.equal((claimsOf(ned).exp as number) - (claimsOf(ned).iat as number), 24 * 3600, 'so does one from a password change');
   t.equal((await login(server.url, 'boss', 'the real chief secret')).status, 200, 'the bootstrap admin is still there');
 });
 
@@ -195,4 +204,24 @@ t.test('delete: the user, their identities and tokens are gone; the name is free
   t.equal((await call(server, 'DELETE', '/admin/users/kim_k', admin)).status, 404, 'deleting twice: 404');
   await register(server.url, 'kim_k', { email: 'kim_k@example.com' });
   t.equal((await login(server.url, 'kim_k@example.com')).status, 200, 'identities are free again');
+});
+
+t.test("a deleted user's tokens stay void after a restart (an admin's too)", async (t) => {
+  await register(server.url, 'otto_o');
+  const user = await tokenOf(server.url, 'otto_o');
+  await call(server, 'POST', '/walker/CreateTodo', user, { title: 'before' });
+  const made = await call(server, 'POST', '/admin/users', admin, { username: 'pia_p', role: 'admin', password: 'pia has a long one' });
+  t.equal(made.status, 201);
+  const first = (await login(server.url, 'pia_p', 'pia has a long one')).body.data.token;
+  const pia = (await call(server, 'PUT', '/user/password', first, { current_password: 'pia has a long one', new_password: 'pia changed it now' })).body.data.token;
+  t.equal((await call(server, 'GET', '/admin/users', pia)).status, 200);
+  for (const name of ['otto_o', 'pia_p']) t.equal((await call(server, 'DELETE', `/admin/users/${name}`, admin)).status, 200);
+  const dataDir = server.dataDir;
+  await server.stop();
+  server = await startServer({ entry, env: { SVC_DATA_DIR: dataDir, ADMIN_USERNAME: 'boss', ADMIN_DEFAULT_PASSWORD: 'initial chief password' } });
+  t.equal((await call(server, 'GET', '/admin/users', pia)).status, 401, "the deleted admin's token is refused");
+  t.equal((await call(server, 'PUT', '/admin/users/boss', pia, { status: 'disabled' })).status, 401);
+  t.equal((await call(server, 'POST', '/walker/ListTodos', user, {})).status, 401, "the deleted user's token runs no walker");
+  t.equal((await call(server, 'POST', '/walker/CreateTodo', user, { title: 'ghost' })).status, 401);
+  t.equal((await call(server, 'GET', '/admin/users', admin)).status, 200, 'the remaining admin still works');
 });
