@@ -32,6 +32,13 @@ export const SCHEMA = {
     transport: { kind: 'enum', default: 'auto', env: ['SVC_TRANSPORT'], values: ['auto', 'uws', 'node'] },
     shutdown_timeout_ms: { kind: 'int', default: 10_000, env: ['SVC_SHUTDOWN_TIMEOUT_MS'], min: 0 },
   },
+  'scale.websocket': {
+    max_frame_bytes: { kind: 'int', default: 64 * 1024, min: 1, env: ['SVC_WS_MAX_FRAME_BYTES'] },
+    max_buffered_bytes: { kind: 'int', default: 1024 * 1024, min: 1, env: ['SVC_WS_MAX_BUFFERED_BYTES'] },
+    idle_timeout_seconds: { kind: 'number', default: 120, env: ['SVC_WS_IDLE_TIMEOUT_SECONDS'] },
+    auth_timeout_seconds: { kind: 'number', default: 10, env: ['SVC_WS_AUTH_TIMEOUT_SECONDS'] },
+    ping_interval_seconds: { kind: 'number', default: 30, env: ['SVC_WS_PING_INTERVAL_SECONDS'] },
+  },
   'scale.jwt': {
     secret: { kind: 'string', default: '', env: ['JWT_SECRET'] },
     algorithm: { kind: 'enum', default: 'HS256', env: ['JWT_ALGORITHM'], values: ['HS256', 'HS384', 'HS512'] },

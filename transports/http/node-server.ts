@@ -77,6 +77,7 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
     });
   });
   server.keepAliveTimeout = 65_000;
+  options.onNodeServer?.(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => resolve());

@@ -4,6 +4,10 @@ export interface ListenOptions {
   host: string;
   port: number;
   maxBodyBytes: number;
+  /** Add routes of other protocols (WebSockets) to the uWebSockets.js App before it listens. */
+  onUwsApp?: (app: import('uWebSockets.js').TemplatedApp) => void;
+  /** Hook other protocols (WebSocket upgrades) onto the node:http server before it listens. */
+  onNodeServer?: (server: import('node:http').Server) => void;
 }
 
 export interface HttpServer {

@@ -72,6 +72,7 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     if (--inFlight === 0 && idle) idle();
   };
 
+  options.onUwsApp?.(app);
   app.any('/*', (res, req) => {
     // Counted from arrival (a body may still be on its way), until answered or aborted.
     inFlight++;
