@@ -1,0 +1,207 @@
+/**
+ * One WebSocket connection to a walker, as an actor: it holds the caller (user
+ * and root) and handles the client's frames one at a time, in order. It knows
+ * nothing of sockets: the transport gives it a {@link SessionSink} to answer
+ * through, and the functions to verify tokens and run walkers.
+ *
+ * Frames (text, JSON):
+ * - a walker run: `{...fields, "id"?}` → `{"ok": true, "data": {"result": null, "reports": [...]}, "id"?}`
+ *   or `{"ok": false, "error": {"code", "message"}, "id"?}`;
+ * - `{"token": "..."}` alone: authenticate (answered `{"type": "authenticated"}`);
+ * - `{"type": "ping"}` → `{"type": "pong"}`;
+ * - `{"type": "refresh", "token": "..."}`: swap the token of the live connection (same user).
+ */
+import type { ActorLogic, Props } from '../../kernel/index.ts';
+
+/** Close codes of a session (WebSocket application range). */
+export const CLOSE = {
+  /** A bad, expired, revoked or missing token. */
+  UNAUTHORIZED: 4401,
+  /** A good token that may not use this walker (or must change its password first). */
+  FORBIDDEN: 4403,
+  /** No frame (or no token) in time. */
+  TIMEOUT: 4408,
+  /** A frame over the size limit. */
+  TOO_LARGE: 4413,
+  /** The server is shutting down. */
+  DRAINING: 4503,
+} as const;
+
+/** What a session needs of the socket under it. */
+export interface SessionSink {
+  send(text: string): void;
+  close(code: number, reason: string): void;
+  /** Start receiving the walker's broadcasts (called once the session may). */
+  subscribe(): void;
+  /** Send to every other subscriber of the walker, on every thread. */
+  publish(text: string): void;
+}
+
+export interface SessionCaller {
+  userId?: string;
+  rootId: string;
+  role?: string;
+}
+
+/** What the transport resolves from a token (throws an error with `code` and `message` when bad). */
+export interface SessionAuth {
+  verify(token: string): { caller: SessionCaller; userId: string; mustChangePassword: boolean };
+}
+
+/** Everything a session shares with the others of its walker on this thread. */
+export interface SessionEnv {
+  walker: string;
+  /** `pub`: no token needed. */
+  isPublic: boolean;
+  broadcast: boolean;
+  auth: SessionAuth;
+  /** Run the walker for a caller; resolves to the reports as JSON text. */
+  run(fields: Record<string, unknown>, caller: SessionCaller): Promise<string>;
+  /** The stable code and message of a failure (no stack outside development). */
+  errorOf(error: unknown): { code: string; message: string };
+  /** The guest caller (public walkers without a token). */
+  guest: SessionCaller;
+}
+
+export type SessionMsg = { t: 'frame'; text: string };
+
+type Id = string | number;
+
+function idOf(frame: Record<string, unknown>): Id | undefined {
+  const id = frame.id;
+  return typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id)) ? id : undefined;
+}
+
+function reply(body: Record<string, unknown>, id: Id | undefined): string {
+  if (id !== undefined) body.id = id;
+  return JSON.stringify(body);
+}
+
+function errorFrame(code: string, message: string, id: Id | undefined): string {
+  return reply({ ok: false, error: { code, message } }, id);
+}
+
+const CONTROL_KEYS = new Set(['type', 'token', 'id']);
+
+/** The state of one connection. */
+export class Session implements ActorLogic<SessionMsg, void> {
+  private caller: SessionCaller | undefined;
+  private token: string | undefined;
+  private userId: string | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly env: SessionEnv,
+    private readonly sink: SessionSink,
+    queryToken: string | undefined,
+  ) {
+    if (queryToken !== undefined) {
+      this.authenticate(queryToken);
+    } else if (env.isPublic) {
+      this.caller = env.guest;
+      if (env.broadcast) sink.subscribe();
+    }
+  }
+
+  /** Whether the session still waits for its token (private walker, none given yet). */
+  get awaitingToken(): boolean {
+    return !this.closed && this.caller === undefined;
+  }
+
+  /** The socket went away (or is being closed by the server): send nothing more. */
+  detach(): void {
+    this.closed = true;
+  }
+
+  private close(code: number, reason: string): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.sink.close(code, reason);
+  }
+
+  /** Verify a token and take its caller; closes the connection (and returns false) when it is not good. */
+  private authenticate(token: string): boolean {
+    let who: ReturnType<SessionAuth['verify']>;
+    try {
+      who = this.env.auth.verify(token);
+    } catch (error) {
+      this.close(CLOSE.UNAUTHORIZED, this.env.errorOf(error).message);
+      return false;
+    }
+    if (who.mustChangePassword) {
+      this.close(CLOSE.FORBIDDEN, 'change the password first (PUT /user/password)');
+      return false;
+    }
+    if (this.userId !== undefined && who.userId !== this.userId) {
+      this.close(CLOSE.FORBIDDEN, 'a refreshed token must be for the same user');
+      return false;
+    }
+    const first = this.caller === undefined || this.token === undefined;
+    this.caller = who.caller;
+    this.token = token;
+    this.userId = who.userId;
+    if (first && this.env.broadcast) this.sink.subscribe();
+    return true;
+  }
+
+  async receive(msg: SessionMsg): Promise<void> {
+    if (this.closed) return;
+    let frame: unknown;
+    try {
+      frame = JSON.parse(msg.text);
+    } catch (error) {
+      if (this.awaitingToken) return this.close(CLOSE.UNAUTHORIZED, 'the first frame must be a JSON object with a token');
+      return this.sink.send(errorFrame('INVALID_JSON', `the frame is not valid JSON: ${(error as Error).message}`, undefined));
+    }
+    if (typeof frame !== 'object' || frame === null || Array.isArray(frame)) {
+      if (this.awaitingToken) return this.close(CLOSE.UNAUTHORIZED, 'the first frame must be a JSON object with a token');
+      return this.sink.send(errorFrame('VALIDATION_ERROR', 'a frame must be a JSON object of walker fields', undefined));
+    }
+    const f = frame as Record<string, unknown>;
+    const id = idOf(f);
+    const keys = Object.keys(f);
+    const control = typeof f.type === 'string' && keys.every((k) => CONTROL_KEYS.has(k)) ? f.type : undefined;
+
+    if (this.awaitingToken) {
+      if (typeof f.token !== 'string' || f.token === '') return this.close(CLOSE.UNAUTHORIZED, `walker ${this.env.walker} needs a token (query parameter "token" or a first frame {"token": "..."})`);
+      if (!this.authenticate(f.token)) return;
+      // A frame that only carries the token (and perhaps an id) authenticates and runs nothing.
+      if (keys.every((k) => k === 'token' || k === 'id')) return this.sink.send(reply({ type: 'authenticated' }, id));
+    } else if (this.token !== undefined && control !== 'refresh') {
+      // Every frame re-checks the token: an expired or revoked one ends the connection.
+      if (!this.authenticate(this.token)) return;
+    }
+
+    if (control === 'ping') return this.sink.send(reply({ type: 'pong' }, id));
+    if (control === 'refresh') {
+      if (typeof f.token !== 'string' || f.token === '') return this.sink.send(errorFrame('VALIDATION_ERROR', 'refresh needs a token', id));
+      if (!this.authenticate(f.token)) return;
+      return this.sink.send(reply({ type: 'refreshed' }, id));
+    }
+    if (keys.length === 1 && keys[0] === 'token' && this.token !== undefined) return this.sink.send(reply({ type: 'authenticated' }, id));
+
+    // The transport keeps the walker's declared fields only (`id` among them when the walker declares one).
+    const fields: Record<string, unknown> = {};
+    for (const k of keys) if (k !== 'token') fields[k] = f[k];
+    let json: string;
+    try {
+      json = await this.env.run(fields, this.caller as SessionCaller);
+    } catch (error) {
+      const e = this.env.errorOf(error);
+      if (!this.closed) this.sink.send(errorFrame(e.code, e.message, id));
+      return;
+    }
+    if (this.closed) return;
+    const data = `{"result":null,"reports":${json}}`;
+    if (this.env.broadcast) this.sink.publish(`{"ok":true,"data":${data}}`);
+    this.sink.send(id === undefined ? `{"ok":true,"data":${data}}` : `{"ok":true,"data":${data},"id":${JSON.stringify(id)}}`);
+  }
+}
+
+/** Frames a session holds while it works on one (more are refused with an error frame). */
+export const SESSION_MAILBOX = 256;
+
+/** Props for one session's actor (not restarted: its state is the connection's). */
+export function sessionProps(session: Session): Props<SessionMsg, void> {
+  return { logic: () => session, capacity: SESSION_MAILBOX, overflow: 'reject', restart: 'temporary' };
+}

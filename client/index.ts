@@ -1,0 +1,174 @@
+/**
+ * A client for WebSocket walkers (`/ws/<Name>`), for tests and for users'
+ * Node programs: connect, send walker fields, await the reply.
+ *
+ * @example
+ * const chat = await WalkerSocket.connect('http://127.0.0.1:8000', 'Chat', { token });
+ * const data = await chat.send({ text: 'hi' });        // {result, reports}
+ * chat.onBroadcast((data) => console.log(data.reports));
+ * await chat.close();
+ */
+import WebSocket from 'ws';
+
+export interface WalkerReply {
+  result: unknown;
+  reports: unknown[];
+}
+
+/** An error frame (`{"ok": false, "error": {code, message}}`) as an exception. */
+export class WalkerSocketError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'WalkerSocketError';
+  }
+}
+
+export interface ConnectOptions {
+  /** A JWT for private walkers. */
+  token?: string;
+  /** Where the token goes: the `token` query parameter (default) or a first frame. */
+  tokenIn?: 'query' | 'frame';
+  /** How long `send` waits for a reply (default 30 s). */
+  timeoutMs?: number;
+}
+
+export interface Closed {
+  code: number;
+  reason: string;
+}
+
+type Frame = { ok?: boolean; data?: unknown; error?: { code: string; message: string }; id?: string | number; type?: string };
+
+export class WalkerSocket {
+  /** Resolves when the connection has closed, with the close code and reason. */
+  readonly closed: Promise<Closed>;
+  private nextId = 1;
+  private readonly pending = new Map<string, { resolve: (f: Frame) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
+  private readonly listeners: ((data: WalkerReply) => void)[] = [];
+  private readonly errors: ((error: WalkerSocketError) => void)[] = [];
+  private closedWith: Closed | undefined;
+
+  private constructor(
+    readonly ws: WebSocket,
+    private readonly timeoutMs: number,
+  ) {
+    this.closed = new Promise((resolve) => {
+      ws.on('close', (code, reason) => {
+        this.closedWith = { code, reason: reason.toString() };
+        for (const [, p] of this.pending) {
+          clearTimeout(p.timer);
+          p.reject(new WalkerSocketError('CLOSED', `connection closed (${code} ${reason.toString()})`));
+        }
+        this.pending.clear();
+        resolve(this.closedWith);
+      });
+    });
+    ws.on('message', (raw) => this.onFrame(raw.toString()));
+    ws.on('error', () => undefined);
+  }
+
+  /** Open a connection to walker `name` on the server at `baseUrl` (http:// or ws://). */
+  static async connect(baseUrl: string, name: string, options: ConnectOptions = {}): Promise<WalkerSocket> {
+    const url = new URL(`/ws/${encodeURIComponent(name)}`, baseUrl.replace(/^http/, 'ws'));
+    if (options.token && options.tokenIn !== 'frame') url.searchParams.set('token', options.token);
+    const ws = new WebSocket(url, { perMessageDeflate: false });
+    await new Promise<void>((resolve, reject) => {
+      ws.once('open', () => resolve());
+      ws.once('unexpected-response', (_req, res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => {
+          let code = `HTTP_${res.statusCode}`;
+          let message = body;
+          try {
+            const parsed = JSON.parse(body) as Frame;
+            code = parsed.error?.code ?? code;
+            message = parsed.error?.message ?? body;
+          } catch {
+            // not JSON
+          }
+          reject(new WalkerSocketError(code, message));
+        });
+      });
+      ws.once('error', reject);
+    });
+    const socket = new WalkerSocket(ws, options.timeoutMs ?? 30_000);
+    if (options.token && options.tokenIn === 'frame') {
+      const reply = await socket.request({ token: options.token });
+      if (reply.type !== 'authenticated') throw new WalkerSocketError('UNEXPECTED', `expected {"type":"authenticated"}, got ${JSON.stringify(reply)}`);
+    }
+    return socket;
+  }
+
+  /** Run the walker with these fields; resolves to its `{result, reports}`, rejects with a {@link WalkerSocketError}. */
+  async send(fields: Record<string, unknown>): Promise<WalkerReply> {
+    const reply = await this.request(fields);
+    if (reply.ok === true) return reply.data as WalkerReply;
+    throw new WalkerSocketError(reply.error?.code ?? 'UNKNOWN', reply.error?.message ?? JSON.stringify(reply));
+  }
+
+  /** A `{"type":"ping"}` frame, answered by `{"type":"pong"}`. */
+  async ping(): Promise<void> {
+    const reply = await this.request({ type: 'ping' });
+    if (reply.type !== 'pong') throw new WalkerSocketError('UNEXPECTED', JSON.stringify(reply));
+  }
+
+  /** Swap the connection's token for a fresh one (same user). */
+  async refresh(token: string): Promise<void> {
+    const reply = await this.request({ type: 'refresh', token });
+    if (reply.type !== 'refreshed') throw new WalkerSocketError(reply.error?.code ?? 'UNEXPECTED', reply.error?.message ?? JSON.stringify(reply));
+  }
+
+  /** Broadcast replies of the walker (frames sent to every client, without an id). */
+  onBroadcast(listener: (data: WalkerReply) => void): () => void {
+    this.listeners.push(listener);
+    return () => this.listeners.splice(this.listeners.indexOf(listener), 1);
+  }
+
+  /** Error frames without an id (invalid JSON and the like). */
+  onError(listener: (error: WalkerSocketError) => void): void {
+    this.errors.push(listener);
+  }
+
+  /** Send any frame and await the reply carrying the same id. */
+  request(frame: Record<string, unknown>): Promise<Frame> {
+    if (this.closedWith) return Promise.reject(new WalkerSocketError('CLOSED', `connection closed (${this.closedWith.code} ${this.closedWith.reason})`));
+    const id = `c${this.nextId++}`;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new WalkerSocketError('TIMEOUT', `no reply in ${this.timeoutMs} ms`));
+      }, this.timeoutMs);
+      this.pending.set(id, { resolve, reject, timer });
+      this.ws.send(JSON.stringify({ ...frame, id }));
+    });
+  }
+
+  /** Close from this side; resolves once closed. */
+  async close(code = 1000): Promise<Closed> {
+    if (!this.closedWith) this.ws.close(code);
+    return this.closed;
+  }
+
+  private onFrame(text: string): void {
+    let frame: Frame;
+    try {
+      frame = JSON.parse(text) as Frame;
+    } catch {
+      return;
+    }
+    const id = frame.id === undefined ? undefined : String(frame.id);
+    const waiting = id === undefined ? undefined : this.pending.get(id);
+    if (waiting) {
+      this.pending.delete(id as string);
+      clearTimeout(waiting.timer);
+      waiting.resolve(frame);
+      return;
+    }
+    if (frame.ok === true) for (const l of [...this.listeners]) l(frame.data as WalkerReply);
+    else if (frame.ok === false) for (const l of [...this.errors]) l(new WalkerSocketError(frame.error?.code ?? 'UNKNOWN', frame.error?.message ?? ''));
+  }
+}

@@ -1,0 +1,262 @@
+/**
+ * The WebSocket side of one worker thread, whatever the socket layer: which
+ * walkers are served at `/ws/<Name>`, one session actor per connection,
+ * keep-alive pings, idle and auth timeouts, broadcast relayed to the other
+ * threads, and draining on shutdown. The uWebSockets.js and `ws` adapters
+ * hand it sockets as {@link SocketHandle}s.
+ */
+import type { TObject } from 'typebox';
+import { type ActorRef, type ActorSystem, fromReceive } from '../../kernel/index.ts';
+import { APIProtocol, type EndpointAccess, type Registry, walkerInfo } from '../../actors/walker/index.ts';
+import { CLOSE, Session, type SessionAuth, type SessionCaller, type SessionMsg, sessionProps } from '../../actors/session/index.ts';
+
+/** A walker served over WebSocket. */
+export interface WsRoute {
+  name: string;
+  access: EndpointAccess;
+  broadcast: boolean;
+  schema: TObject;
+  /** Fields taken from frames. */
+  fields: Set<string>;
+  /** The pub/sub topic of its broadcasts. */
+  topic: string;
+}
+
+/** Walkers declared with `protocol: APIProtocol.WEBSOCKET`. */
+export function wsRoutes(registry: Registry): WsRoute[] {
+  const routes: WsRoute[] = [];
+  for (const [name, cls] of registry.walkers) {
+    if (name.startsWith('_') || cls.spec?.protocol !== APIProtocol.WEBSOCKET) continue;
+    const schema = walkerInfo(cls).schema;
+    const fields = new Set(Object.keys(schema.properties ?? {}).filter((k) => k !== 'headers' && k !== 'request'));
+    routes.push({ name, access: cls.access ?? 'priv', broadcast: cls.spec?.broadcast === true, schema, fields, topic: `ws/${name}` });
+  }
+  return routes;
+}
+
+export interface WsLimits {
+  /** Frames larger than this close the connection with 4413. */
+  maxFrameBytes: number;
+  /** Unsent bytes a client may fall behind by before it is disconnected. */
+  maxBufferedBytes: number;
+  /** No frame and no pong for this long: closed with 4408. */
+  idleTimeoutMs: number;
+  /** A private walker's connection without a token must send one within this: else 4408. */
+  authTimeoutMs: number;
+  /** A ping goes to a connection silent for this long. */
+  pingIntervalMs: number;
+}
+
+export const DEFAULT_WS_LIMITS: WsLimits = {
+  maxFrameBytes: 64 * 1024,
+  maxBufferedBytes: 1024 * 1024,
+  idleTimeoutMs: 120_000,
+  authTimeoutMs: 10_000,
+  pingIntervalMs: 30_000,
+};
+
+/** One connection as the socket layer exposes it. */
+export interface SocketHandle {
+  send(text: string): void;
+  end(code: number, reason: string): void;
+  ping(): void;
+  subscribe(topic: string): void;
+  /** To every subscriber of the topic on this thread but this socket. */
+  publishFromHere(topic: string, text: string): void;
+}
+
+/** A connection the hub tracks. */
+export interface Conn {
+  readonly route: WsRoute;
+  readonly socket: SocketHandle;
+  session: Session;
+  ref: ActorRef<SessionMsg, void> | undefined;
+  openedAt: number;
+  lastSeen: number;
+  lastPing: number;
+  closed: boolean;
+}
+
+export interface WsHubOptions {
+  system: ActorSystem;
+  routes: WsRoute[];
+  auth: SessionAuth;
+  guest: SessionCaller;
+  run(walker: string, fields: Record<string, unknown>, caller: SessionCaller): Promise<string>;
+  errorOf(error: unknown): { code: string; message: string };
+  limits?: Partial<WsLimits>;
+  /** Connection opened / closed (access log). */
+  onEvent?: (event: { event: 'open' | 'close'; walker: string; code?: number }) => void;
+}
+
+/** The thread's broadcast relay: other threads send it what to publish here. */
+export const WS_RELAY_ACTOR = 'ws-relay';
+
+type Relay = { topic: string; text: string };
+
+/** The verdict on an upgrade request. */
+export type Upgrade = { ok: true; route: WsRoute; token: string | undefined } | { ok: false; status: number; code: string; message: string };
+
+export class WsHub {
+  readonly limits: WsLimits;
+  readonly conns = new Set<Conn>();
+  private readonly byName = new Map<string, WsRoute>();
+  private draining = false;
+  private sweeper: NodeJS.Timeout | undefined;
+  /** Publishes to every subscriber of a topic on this thread (set by the socket layer). */
+  private publishLocal: ((topic: string, text: string) => void) | undefined;
+
+  constructor(private readonly o: WsHubOptions) {
+    this.limits = { ...DEFAULT_WS_LIMITS, ...o.limits };
+    for (const r of o.routes) this.byName.set(r.name, r);
+    if (o.routes.some((r) => r.broadcast)) {
+      o.system.spawn(
+        fromReceive((msg: Relay) => {
+          this.publishLocal?.(msg.topic, msg.text);
+        }),
+        WS_RELAY_ACTOR,
+      );
+    }
+  }
+
+  get routes(): WsRoute[] {
+    return this.o.routes;
+  }
+
+  /** Called by the socket layer once it can publish to a topic on this thread. */
+  attach(publishLocal: (topic: string, text: string) => void): void {
+    this.publishLocal = publishLocal;
+    if (this.sweeper || this.o.routes.length === 0) return;
+    const l = this.limits;
+    const every = Math.max(100, Math.min(l.idleTimeoutMs, l.authTimeoutMs, l.pingIntervalMs) / 4);
+    this.sweeper = setInterval(() => this.sweep(), every);
+    this.sweeper.unref();
+  }
+
+  /** Whether a path is a WebSocket route (`/ws/<Name>`). */
+  isWsPath(path: string): boolean {
+    return path.startsWith('/ws/');
+  }
+
+  /** Decide on an upgrade to `path?query`. */
+  upgrade(path: string, query: string): Upgrade {
+    if (this.draining) return { ok: false, status: 503, code: 'SERVICE_UNAVAILABLE', message: 'the server is shutting down' };
+    const name = path.slice('/ws/'.length);
+    const route = this.byName.get(name);
+    if (!route) return { ok: false, status: 404, code: 'NOT_FOUND', message: `no WebSocket walker at ${path}` };
+    const token = query ? (new URLSearchParams(query).get('token') ?? undefined) : undefined;
+    return { ok: true, route, token: token === '' ? undefined : token };
+  }
+
+  /** A socket is open: its session starts (closing it at once for a bad query token). */
+  open(route: WsRoute, token: string | undefined, socket: SocketHandle): Conn {
+    const now = Date.now();
+    const conn: Conn = { route, socket, session: undefined as unknown as Session, ref: undefined, openedAt: now, lastSeen: now, lastPing: now, closed: false };
+    const sink = {
+      send: (text: string) => {
+        if (!conn.closed) socket.send(text);
+      },
+      close: (code: number, reason: string) => this.close(conn, code, reason),
+      subscribe: () => {
+        if (!conn.closed) socket.subscribe(route.topic);
+      },
+      publish: (text: string) => this.publish(conn, text),
+    };
+    this.conns.add(conn);
+    this.o.onEvent?.({ event: 'open', walker: route.name });
+    conn.session = new Session(
+      {
+        walker: route.name,
+        isPublic: route.access === 'pub',
+        broadcast: route.broadcast,
+        auth: this.o.auth,
+        guest: this.o.guest,
+        run: (fields, caller) => {
+          const taken: Record<string, unknown> = {};
+          for (const k in fields) if (route.fields.has(k)) taken[k] = fields[k];
+          return this.o.run(route.name, taken, caller);
+        },
+        errorOf: this.o.errorOf,
+      },
+      sink,
+      token,
+    );
+    if (!conn.closed) conn.ref = this.o.system.spawn(sessionProps(conn.session));
+    return conn;
+  }
+
+  /** A text frame arrived. */
+  frame(conn: Conn, data: ArrayBuffer | Buffer, size: number): void {
+    if (conn.closed) return;
+    conn.lastSeen = Date.now();
+    if (size > this.limits.maxFrameBytes) {
+      this.close(conn, CLOSE.TOO_LARGE, `frames are limited to ${this.limits.maxFrameBytes} bytes`);
+      return;
+    }
+    const text = Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.from(data).toString('utf8');
+    if (!conn.ref?.tell({ t: 'frame', text })) {
+      conn.socket.send(JSON.stringify({ ok: false, error: { code: 'SVC_ERR_MAILBOX_FULL', message: 'too many frames waiting on this connection' } }));
+    }
+  }
+
+  /** A pong (or any sign of life) arrived. */
+  seen(conn: Conn): void {
+    conn.lastSeen = Date.now();
+  }
+
+  /** The socket is gone (closed by either side): the session ends. */
+  closed(conn: Conn, code?: number): void {
+    if (!this.conns.delete(conn)) return;
+    conn.closed = true;
+    (conn.session as Session | undefined)?.detach(); // undefined while the session's constructor closes it
+    if (conn.ref) void this.o.system.stop(conn.ref, 1000).catch(() => undefined);
+    conn.ref = undefined;
+    this.o.onEvent?.({ event: 'close', walker: conn.route.name, ...(code === undefined ? {} : { code }) });
+  }
+
+  /** Close a connection from the server side. */
+  close(conn: Conn, code: number, reason: string): void {
+    if (conn.closed) return;
+    // A close reason is limited to 123 bytes.
+    const short = Buffer.byteLength(reason) > 120 ? `${Buffer.from(reason).subarray(0, 117).toString('utf8').replace(/\uFFFD$/, '')}...` : reason;
+    const socket = conn.socket;
+    this.closed(conn, code);
+    socket.end(code, short);
+  }
+
+  /** A broadcast reply: every other subscriber here, and every subscriber on the other threads. */
+  private publish(conn: Conn, text: string): void {
+    const topic = conn.route.topic;
+    if (!conn.closed) conn.socket.publishFromHere(topic, text);
+    else this.publishLocal?.(topic, text);
+    const system = this.o.system;
+    for (const node of system.nodes()) {
+      if (node === system.nodeId || node === 'main') continue;
+      system.refFromAddress({ node, path: `/user/${WS_RELAY_ACTOR}` }).tell({ topic, text } satisfies Relay);
+    }
+  }
+
+  private sweep(): void {
+    const now = Date.now();
+    const l = this.limits;
+    for (const conn of this.conns) {
+      if (conn.session.awaitingToken && now - conn.openedAt > l.authTimeoutMs) this.close(conn, CLOSE.TIMEOUT, 'no token in time');
+      else if (now - conn.lastSeen > l.idleTimeoutMs) this.close(conn, CLOSE.TIMEOUT, 'idle for too long');
+      else if (now - conn.lastSeen > l.pingIntervalMs && now - conn.lastPing > l.pingIntervalMs) {
+        conn.lastPing = now;
+        conn.socket.ping();
+      }
+    }
+  }
+
+  /** Shutting down: no new connections; the open ones are closed with 4503. */
+  drain(): void {
+    this.draining = true;
+    for (const conn of [...this.conns]) this.close(conn, CLOSE.DRAINING, 'the server is shutting down');
+  }
+
+  stop(): void {
+    clearInterval(this.sweeper);
+    this.sweeper = undefined;
+  }
+}

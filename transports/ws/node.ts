@@ -1,0 +1,92 @@
+/**
+ * WebSockets on node:http with the `ws` package, for where uWebSockets.js
+ * cannot load. Broadcast fans out in JavaScript, one send per subscriber; a
+ * client whose unsent bytes pass the limit is disconnected.
+ */
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { type WebSocket, WebSocketServer } from 'ws';
+import type { Conn, WsHub } from './hub.ts';
+
+function refuse(socket: Duplex, status: number, code: string, message: string): void {
+  const body = JSON.stringify({ ok: false, data: null, error: { code, message } });
+  socket.end(
+    `HTTP/1.1 ${status} ${status === 404 ? 'Not Found' : 'Service Unavailable'}\r\n` +
+      `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
+}
+
+export function attachNode(server: Server, hub: WsHub): void {
+  const l = hub.limits;
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: Math.max(l.maxFrameBytes * 4, l.maxFrameBytes + 16 * 1024),
+    perMessageDeflate: false,
+    clientTracking: false,
+  });
+  const topics = new Map<string, Set<WebSocket>>();
+
+  /** Send unless the client has fallen too far behind; then cut it off. */
+  const sendTo = (ws: WebSocket, data: string | Buffer): void => {
+    if (ws.readyState !== ws.OPEN) return;
+    if (ws.bufferedAmount > l.maxBufferedBytes) {
+      ws.terminate();
+      return;
+    }
+    ws.send(data);
+  };
+
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => undefined);
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    if (!hub.isWsPath(path)) {
+      refuse(socket, 404, 'NOT_FOUND', `no WebSocket route at ${path}`);
+      return;
+    }
+    const verdict = hub.upgrade(path, q < 0 ? '' : url.slice(q + 1));
+    if (!verdict.ok) {
+      refuse(socket, verdict.status, verdict.code, verdict.message);
+      return;
+    }
+    wss.handleUpgrade(req, socket, head, (ws) => {
+      const subscribed: string[] = [];
+      let alive = true;
+      const conn: Conn = hub.open(verdict.route, verdict.token, {
+        send: (text) => sendTo(ws, text),
+        end: (code, reason) => {
+          if (!alive) return;
+          alive = false;
+          ws.close(code, reason);
+        },
+        ping: () => {
+          if (ws.readyState === ws.OPEN) ws.ping();
+        },
+        subscribe: (topic) => {
+          let set = topics.get(topic);
+          if (!set) topics.set(topic, (set = new Set()));
+          set.add(ws);
+          subscribed.push(topic);
+        },
+        publishFromHere: (topic, text) => {
+          const data = Buffer.from(text);
+          for (const other of topics.get(topic) ?? []) if (other !== ws) sendTo(other, data);
+        },
+      });
+      // binaryType is 'nodebuffer': every message is one Buffer.
+      ws.on('message', (data: Buffer) => hub.frame(conn, data, data.length));
+      ws.on('pong', () => hub.seen(conn));
+      ws.on('error', () => undefined);
+      ws.on('close', (code: number) => {
+        alive = false;
+        for (const topic of subscribed) topics.get(topic)?.delete(ws);
+        hub.closed(conn, code);
+      });
+    });
+  });
+  hub.attach((topic, text) => {
+    const data = Buffer.from(text);
+    for (const ws of topics.get(topic) ?? []) sendTo(ws, data);
+  });
+}

@@ -1,0 +1,95 @@
+/**
+ * WebSockets on uWebSockets.js: `/ws/<Name>` upgrades on the thread's App.
+ * Broadcast uses uWS topics, so fanning a reply out to thousands of clients
+ * costs one call from JavaScript; a client that stops reading is cut off by
+ * uWS once its unsent bytes pass the limit.
+ */
+import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
+import type { Conn, WsHub, WsRoute } from './hub.ts';
+
+interface Data {
+  route: WsRoute;
+  token: string | undefined;
+  conn?: Conn;
+}
+
+/** The JSON envelope of a refused upgrade. */
+function refusal(code: string, message: string): string {
+  return JSON.stringify({ ok: false, data: null, error: { code, message } });
+}
+
+export function attachUws(app: TemplatedApp, hub: WsHub): void {
+  if (hub.routes.length === 0) return;
+  const l = hub.limits;
+  app.ws<Data>('/ws/*', {
+    // The socket layer refuses (1009) what is far over the limit before JavaScript sees it; the hub closes the rest with 4413.
+    maxPayloadLength: Math.max(l.maxFrameBytes * 4, l.maxFrameBytes + 16 * 1024),
+    maxBackpressure: l.maxBufferedBytes,
+    closeOnBackpressureLimit: 1,
+    // Keep-alive and idle timeouts are the hub's (with close code 4408).
+    idleTimeout: 0,
+    sendPingsAutomatically: false,
+    upgrade: (res, req, context) => {
+      const verdict = hub.upgrade(req.getUrl(), req.getQuery() ?? '');
+      if (!verdict.ok) {
+        const body = refusal(verdict.code, verdict.message);
+        res.cork(() => {
+          res.writeStatus(verdict.status === 404 ? '404 Not Found' : '503 Service Unavailable');
+          res.writeHeader('content-type', 'application/json; charset=utf-8');
+          res.end(body, true);
+        });
+        return;
+      }
+      res.upgrade<Data>(
+        { route: verdict.route, token: verdict.token },
+        req.getHeader('sec-websocket-key'),
+        req.getHeader('sec-websocket-protocol'),
+        req.getHeader('sec-websocket-extensions'),
+        context,
+      );
+    },
+    open: (ws: WebSocket<Data>) => {
+      const data = ws.getUserData();
+      let alive = true;
+      data.conn = hub.open(data.route, data.token, {
+        send: (text) => {
+          if (alive) ws.send(text, false);
+        },
+        end: (code, reason) => {
+          if (!alive) return;
+          alive = false;
+          ws.end(code, reason);
+        },
+        ping: () => {
+          if (alive) ws.ping();
+        },
+        subscribe: (topic) => {
+          if (alive) ws.subscribe(topic);
+        },
+        publishFromHere: (topic, text) => {
+          if (alive) ws.publish(topic, text, false);
+          else app.publish(topic, text, false);
+        },
+      });
+      // Closing from the client side (below) must also stop the handle's calls.
+      (data as Data & { kill?: () => void }).kill = () => (alive = false);
+    },
+    message: (ws, message) => {
+      const conn = ws.getUserData().conn;
+      // The message's memory is reused after this callback: the hub copies it before returning.
+      if (conn) hub.frame(conn, message, message.byteLength);
+    },
+    pong: (ws) => {
+      const conn = ws.getUserData().conn;
+      if (conn) hub.seen(conn);
+    },
+    close: (ws, code) => {
+      const data = ws.getUserData() as Data & { kill?: () => void };
+      data.kill?.();
+      if (data.conn) hub.closed(data.conn, code);
+    },
+  });
+  hub.attach((topic, text) => {
+    app.publish(topic, text, false);
+  });
+}
