@@ -57,7 +57,22 @@ export interface ServeBoot {
   version: string;
 }
 
-export type HttpControl = { t: 'drain'; deadlineMs: number } | { t: 'describe' } | { t: 'listen' };
+export type HttpControl = { t: 'drain'; deadlineMs: number } | { t: 'describe' } | { t: 'listen' } | { t: 'stats' };
+
+/** What `GET /admin/stats` reports of each worker thread. */
+export interface WorkerStats {
+  worker: string;
+  /** Open WebSocket connections (session actors) on this thread. */
+  websockets: number;
+  /** Session actors still running on this thread (a closed connection's actor ends once its frame in hand is done). */
+  session_actors: number;
+  /** Live actors on this thread (guardians, partitions, sessions…). */
+  actors: number;
+  /** This thread's V8 heap in use. */
+  heap_used_bytes: number;
+  /** Handles and requests keeping this thread's event loop alive. */
+  handles: number;
+}
 
 export interface RouteSummary {
   method: string;
@@ -135,7 +150,21 @@ export async function setup(
     registry,
     routes,
     jwt,
-    builtinRoutes: identityRoutes(identity, (token) => jwt.verify(token)),
+    builtinRoutes: [
+      ...identityRoutes(identity, (token) => jwt.verify(token)),
+      {
+        method: 'GET',
+        path: '/admin/stats',
+        auth: 'admin',
+        handler: async () => {
+          const nodes = system.nodes().filter((n) => n !== 'main');
+          const workers = await Promise.all(
+            nodes.map((node) => (node === ctx.nodeId ? stats() : (system.refFromAddress({ node, path: '/user/http' }).ask({ t: 'stats' } satisfies HttpControl, 5000) as Promise<WorkerStats>))),
+          );
+          return { data: { rss_bytes: process.memoryUsage.rss(), workers } };
+        },
+      },
+    ],
     openapi: openApiDocument(routes, { title: boot.title, version: boot.version }),
     docs: docsEnabled ? new Docs(boot.title) : undefined,
     statics: existsSync(publicDir) ? new StaticFiles(publicDir) : undefined,
@@ -175,6 +204,15 @@ export async function setup(
     onEvent: config['scale.server'].access_log ? (e) => log.info(e, 'websocket') : undefined,
   });
 
+  const stats = (): WorkerStats => ({
+    worker: ctx.nodeId,
+    websockets: hub.conns.size,
+    session_actors: hub.sessionActors,
+    actors: system.actorCount,
+    heap_used_bytes: process.memoryUsage().heapUsed,
+    handles: process.getActiveResourcesInfo().length,
+  });
+
   let server: HttpServer | undefined;
   const listen = async (): Promise<void> => {
     if (server || !boot.listeners.includes(ctx.nodeId)) return;
@@ -199,6 +237,7 @@ export async function setup(
   system.spawn(
     fromReceive(async (msg: HttpControl) => {
       if (msg.t === 'describe') return describe();
+      if (msg.t === 'stats') return stats();
       if (msg.t === 'listen') return listen();
       front.startDraining();
       hub.drain();

@@ -102,6 +102,8 @@ export class WsHub {
   readonly conns = new Set<Conn>();
   private readonly byName = new Map<string, WsRoute>();
   private draining = false;
+  /** Session actors not yet stopped (a connection's actor outlives it until its mailbox is done). */
+  sessionActors = 0;
   private sweeper: NodeJS.Timeout | undefined;
   /** Publishes to every subscriber of a topic on this thread (set by the socket layer). */
   private publishLocal: ((topic: string, text: string) => void) | undefined;
@@ -181,7 +183,10 @@ export class WsHub {
       sink,
       token,
     );
-    if (!conn.closed) conn.ref = this.o.system.spawn(sessionProps(conn.session));
+    if (!conn.closed) {
+      conn.ref = this.o.system.spawn(sessionProps(conn.session));
+      this.sessionActors++;
+    }
     return conn;
   }
 
@@ -209,7 +214,12 @@ export class WsHub {
     if (!this.conns.delete(conn)) return;
     conn.closed = true;
     (conn.session as Session | undefined)?.detach(); // undefined while the session's constructor closes it
-    if (conn.ref) void this.o.system.stop(conn.ref, 1000).catch(() => undefined);
+    if (conn.ref) {
+      void this.o.system
+        .stop(conn.ref, 1000)
+        .catch(() => undefined)
+        .finally(() => this.sessionActors--);
+    }
     conn.ref = undefined;
     this.o.onEvent?.({ event: 'close', walker: conn.route.name, ...(code === undefined ? {} : { code }) });
   }

@@ -1,0 +1,312 @@
+/**
+ * WebSocket broadcast benchmark, in one run on one machine: N connections on
+ * one topic (10k; --quick 2k), one more client triggers broadcasts one after
+ * the other. Side by side:
+ *
+ *  - raw uWebSockets.js pub/sub (the ceiling),
+ *  - `ws` with a loop over its clients (a hand-built Node service),
+ *  - svc: a public broadcast walker (`/ws/Room`, one worker thread), each
+ *    broadcast a walker run whose reply is published to the topic.
+ *
+ * For each: deliveries per server CPU-second (the server process's
+ * utime + stime from /proc over the broadcast phase), the time until the
+ * last of the N connections has a broadcast (p50/p99 over broadcasts,
+ * including the receiving process's own delay), and the server's memory per
+ * idle connection (RSS before and after connecting N; for svc also N
+ * authenticated connections to a private walker, each with its own token).
+ *
+ *   npm run bench:ws            (--quick for a short run)
+ *
+ * Writes bench/results/ws-<time>.json.
+ */
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import WebSocket from 'ws';
+import { machine, percentile, round, save } from './lib.ts';
+
+const quick = process.argv.includes('--quick');
+const N = Number(process.env.BENCH_WS_CONNECTIONS ?? (quick ? 2000 : 10_000));
+const BROADCASTS = quick ? 40 : 150;
+const SECRET = 'bench-secret-bench-secret-bench-secret-0123';
+const root = new URL('..', import.meta.url).pathname;
+const fixtures = new URL('./fixtures/', import.meta.url).pathname;
+const TICKS = 100; // USER_HZ on Linux
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[11]) + Number(f[12])) / TICKS;
+}
+
+function rssBytes(pid: number): number {
+  const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(m?.[1] ?? 0) * 1024;
+}
+
+interface Proc {
+  proc: ChildProcess;
+  stop(): Promise<void>;
+}
+
+async function serve(cmd: string, args: string[], ready: RegExp, env: Record<string, string>): Promise<Proc> {
+  const proc = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${cmd} was not ready within 60 s:\n${out}`)), 60_000);
+    const onLine = (line: string) => {
+      out += `${line}\n`;
+      if (ready.test(line)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    createInterface({ input: proc.stdout as NodeJS.ReadableStream }).on('line', onLine);
+    createInterface({ input: proc.stderr as NodeJS.ReadableStream }).on('line', onLine);
+    proc.once('exit', (code) => reject(new Error(`${cmd} exited (${code}):\n${out}`)));
+  });
+  return {
+    proc,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (proc.exitCode !== null) return resolve();
+        proc.once('exit', () => resolve());
+        proc.kill('SIGTERM');
+      }),
+  };
+}
+
+/** The receiving process: N byte-counting connections. */
+class Receiver {
+  private readonly proc: ChildProcess;
+  private waiting: ((msg: { t: string; at?: number; n?: number }) => void)[] = [];
+
+  constructor(port: number, path: string, auth: boolean) {
+    this.proc = fork(join(fixtures, 'ws-receiver.mjs'), [String(port), path, String(N), auth ? 'auth' : 'open'], {
+      env: { ...process.env, BENCH_JWT_SECRET: SECRET },
+      execArgv: [],
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
+    this.proc.on('message', (msg) => this.waiting.shift()?.(msg as { t: string }));
+  }
+
+  private next(): Promise<{ t: string; at?: number; n?: number }> {
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  async ready(): Promise<void> {
+    await this.next();
+  }
+
+  async connect(): Promise<number> {
+    const reply = this.next();
+    this.proc.send({ t: 'connect' });
+    return (await reply).n as number;
+  }
+
+  /** Resolves with the wall-clock time at which `bytes` more had arrived. */
+  expect(bytes: number): Promise<number> {
+    const reply = this.next();
+    this.proc.send({ t: 'expect', bytes });
+    return reply.then((m) => m.at as number);
+  }
+
+  async close(): Promise<void> {
+    const reply = this.next();
+    this.proc.send({ t: 'close' });
+    await reply;
+    this.proc.kill();
+  }
+}
+
+function wallNow(): number {
+  return performance.timeOrigin + performance.now();
+}
+
+async function openSender(url: string): Promise<WebSocket> {
+  const ws = new WebSocket(url, { perMessageDeflate: false });
+  await new Promise((resolve, reject) => {
+    ws.once('open', resolve);
+    ws.once('error', reject);
+  });
+  return ws;
+}
+
+interface Scenario {
+  name: string;
+  start(port: number): Promise<Proc>;
+  path: string;
+  /** The frame each listener gets for a trigger text. */
+  frame(text: string): string;
+  trigger(text: string): string;
+}
+
+const svcEnv = (dataDir: string): Record<string, string> => ({
+  JWT_SECRET: SECRET,
+  SVC_DATA_DIR: dataDir,
+  SVC_ACCESS_LOG: 'false',
+  SVC_WS_PING_INTERVAL_SECONDS: '3600',
+  SVC_WS_IDLE_TIMEOUT_SECONDS: '7200',
+  SVC_WS_AUTH_TIMEOUT_SECONDS: '600',
+  ADMIN_DEFAULT_PASSWORD: 'bench chief password',
+});
+
+const svcStart = (port: number, extra: Record<string, string> = {}) =>
+  serve(process.execPath, [join(root, 'bin/svc.mjs'), 'start', join(fixtures, 'ws-bench-app.ts'), '--host', '127.0.0.1', '--port', String(port), '--workers', '1'], /Server ready at/, {
+    ...svcEnv(mkdtempSync(join(tmpdir(), 'svc-bench-ws-'))),
+    ...extra,
+  });
+
+const scenarios: Scenario[] = [
+  {
+    name: 'raw uWS pub/sub',
+    start: (port) => serve(process.execPath, [join(fixtures, 'ws-raw-uws.mjs')], /ready/, { PORT: String(port) }),
+    path: '/ws',
+    frame: (text) => text,
+    trigger: (text) => text,
+  },
+  {
+    name: 'ws + loop',
+    start: (port) => serve(process.execPath, [join(fixtures, 'ws-raw-ws.mjs')], /ready/, { PORT: String(port) }),
+    path: '/ws',
+    frame: (text) => text,
+    trigger: (text) => text,
+  },
+  {
+    name: 'svc broadcast walker (uWS)',
+    start: (port) => svcStart(port),
+    path: '/ws/Room',
+    frame: (text) => JSON.stringify({ ok: true, data: { result: null, reports: [text] } }),
+    trigger: (text) => JSON.stringify({ text }),
+  },
+  {
+    name: 'svc broadcast walker (node:http + ws fallback)',
+    start: (port) => svcStart(port, { SVC_TRANSPORT: 'node' }),
+    path: '/ws/Room',
+    frame: (text) => JSON.stringify({ ok: true, data: { result: null, reports: [text] } }),
+    trigger: (text) => JSON.stringify({ text }),
+  },
+];
+
+/** Bytes on the wire for one unmasked text frame. */
+function wireSize(payload: string): number {
+  const n = Buffer.byteLength(payload);
+  return n < 126 ? n + 2 : n < 65536 ? n + 4 : n + 10;
+}
+
+async function broadcastRun(s: Scenario): Promise<Record<string, unknown>> {
+  const port = await freePort();
+  process.stderr.write(`bench: ${s.name}: ${N} connections\n`);
+  const server = await s.start(port);
+  const pid = server.proc.pid as number;
+  const rssBefore = rssBytes(pid);
+  const receiver = new Receiver(port, s.path, false);
+  await receiver.ready();
+  const connected = await receiver.connect();
+  const rssAfter = rssBytes(pid);
+  const sender = await openSender(`ws://127.0.0.1:${port}${s.path}`);
+  const once = async (i: number): Promise<number> => {
+    const text = `broadcast-${String(i).padStart(6, '0')}`;
+    const reached = receiver.expect(N * wireSize(s.frame(text)));
+    const sent = wallNow();
+    sender.send(s.trigger(text));
+    return (await reached) - sent;
+  };
+  for (let i = 0; i < 5; i++) await once(i); // warm-up
+  const cpu0 = cpuSeconds(pid);
+  const t0 = performance.now();
+  const latencies: number[] = [];
+  for (let i = 0; i < BROADCASTS; i++) latencies.push(await once(1000 + i));
+  const wall = (performance.now() - t0) / 1000;
+  const cpu = cpuSeconds(pid) - cpu0;
+  latencies.sort((a, b) => a - b);
+  sender.close();
+  await receiver.close();
+  await server.stop();
+  const deliveries = BROADCASTS * N;
+  const result = {
+    connections: connected,
+    broadcasts: BROADCASTS,
+    deliveries,
+    server_cpu_s: round(cpu, 2),
+    deliveries_per_cpu_s: Math.round(deliveries / Math.max(cpu, 1 / TICKS)),
+    deliveries_per_wall_s: Math.round(deliveries / wall),
+    all_delivered_ms: { p50: round(percentile(latencies, 50), 2), p99: round(percentile(latencies, 99), 2), max: round(latencies.at(-1) as number, 2) },
+    bytes_per_idle_connection: Math.round((rssAfter - rssBefore) / connected),
+  };
+  process.stderr.write(`bench:   ${JSON.stringify(result)}\n`);
+  return result;
+}
+
+/** svc: N idle authenticated connections (a token each) to a private walker. */
+async function authMemory(): Promise<Record<string, unknown>> {
+  const port = await freePort();
+  process.stderr.write(`bench: svc authenticated idle connections: ${N}\n`);
+  const server = await svcStart(port);
+  const pid = server.proc.pid as number;
+  const rssBefore = rssBytes(pid);
+  const receiver = new Receiver(port, '/ws/Members', true);
+  await receiver.ready();
+  const connected = await receiver.connect();
+  // The sessions are authenticated and open (asked of the server itself).
+  const { SignJWT } = await import('jose');
+  const admin = await new SignJWT({ user_id: 'bench-admin', role: 'admin' }).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime('1h').sign(new TextEncoder().encode(SECRET));
+  const stats = (await (await fetch(`http://127.0.0.1:${port}/admin/stats`, { headers: { authorization: `Bearer ${admin}` } })).json()) as { data: { rss_bytes: number; workers: { websockets: number }[] } };
+  const rssAfter = rssBytes(pid);
+  await receiver.close();
+  await server.stop();
+  const perConn = (rssAfter - rssBefore) / connected;
+  const result = {
+    connections: connected,
+    open_sessions_reported: stats.data.workers.reduce((n, w) => n + w.websockets, 0),
+    rss_before_mb: round(rssBefore / 2 ** 20, 1),
+    rss_after_mb: round(rssAfter / 2 ** 20, 1),
+    bytes_per_connection: Math.round(perConn),
+    connections_per_gb: Math.round(2 ** 30 / perConn),
+  };
+  process.stderr.write(`bench:   ${JSON.stringify(result)}\n`);
+  return result;
+}
+
+const results: Record<string, Record<string, unknown>> = {};
+for (const s of scenarios) results[s.name] = await broadcastRun(s);
+const auth = await authMemory();
+const uws = results['raw uWS pub/sub'] as { deliveries_per_cpu_s: number };
+const ws = results['ws + loop'] as { deliveries_per_cpu_s: number };
+const svc = results['svc broadcast walker (uWS)'] as { deliveries_per_cpu_s: number; all_delivered_ms: { p99: number } };
+const svcNode = results['svc broadcast walker (node:http + ws fallback)'] as { deliveries_per_cpu_s: number };
+const out = {
+  bench: 'ws',
+  at: new Date().toISOString(),
+  quick,
+  machine: machine(),
+  connections: N,
+  results,
+  svc_authenticated_idle: auth,
+  ratios: {
+    svc_vs_raw_uws: round(svc.deliveries_per_cpu_s / uws.deliveries_per_cpu_s, 2),
+    svc_vs_ws_loop: round(svc.deliveries_per_cpu_s / ws.deliveries_per_cpu_s, 2),
+    svc_node_fallback_vs_ws_loop: round(svcNode.deliveries_per_cpu_s / ws.deliveries_per_cpu_s, 2),
+  },
+  goals: {
+    svc_vs_ws_loop: '>= 5x',
+    deliveries_per_cpu_s: '>= 1,000,000',
+    p99_all_delivered_ms: '<= 50',
+    connections_per_gb: '>= 50,000',
+  },
+};
+console.log(JSON.stringify(out, null, 2));
+process.stderr.write(`bench: wrote ${save('ws', out)}\n`);
