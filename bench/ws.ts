@@ -164,8 +164,8 @@ const svcEnv = (dataDir: string): Record<string, string> => ({
   ADMIN_DEFAULT_PASSWORD: 'bench chief password',
 });
 
-const svcStart = (port: number, extra: Record<string, string> = {}) =>
-  serve(process.execPath, [join(root, 'bin/svc.mjs'), 'start', join(fixtures, 'ws-bench-app.ts'), '--host', '127.0.0.1', '--port', String(port), '--workers', '1'], /Server ready at/, {
+const svcStart = (port: number, extra: Record<string, string> = {}, nodeArgs: string[] = []) =>
+  serve(process.execPath, [...nodeArgs, join(root, 'bin/svc.mjs'), 'start', join(fixtures, 'ws-bench-app.ts'), '--host', '127.0.0.1', '--port', String(port), '--workers', '1'], /Server ready at/, {
     ...svcEnv(mkdtempSync(join(tmpdir(), 'svc-bench-ws-'))),
     ...extra,
   });
@@ -281,9 +281,84 @@ async function authMemory(): Promise<Record<string, unknown>> {
   return result;
 }
 
+/**
+ * svc: CYCLES connect / one frame / disconnect cycles (a fifth of them dropped
+ * without a close handshake); heap (after a GC), handles and session actors
+ * per worker before, halfway and after.
+ */
+const CYCLES = quick ? 20_000 : 100_000;
+async function cycles(): Promise<Record<string, unknown>> {
+  const port = await freePort();
+  process.stderr.write(`bench: svc connect/disconnect cycles: ${CYCLES}\n`);
+  const server = await svcStart(port, {}, ['--expose-gc']);
+  const { SignJWT } = await import('jose');
+  const admin = await new SignJWT({ user_id: 'bench-admin', role: 'admin' }).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime('1h').sign(new TextEncoder().encode(SECRET));
+  type W = { worker: string; websockets: number; session_actors: number; heap_used_bytes: number; handles: number };
+  const stats = async (): Promise<W[]> =>
+    ((await (await fetch(`http://127.0.0.1:${port}/admin/stats?gc=1`, { headers: { authorization: `Bearer ${admin}` } })).json()) as { data: { workers: W[] } }).data.workers;
+  const settle = async (): Promise<W[]> => {
+    let s = await stats();
+    for (let i = 0; i < 1000 && s.some((w) => w.websockets || w.session_actors); i++) s = await stats();
+    return s;
+  };
+  const one = async (i: number): Promise<void> => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/ws/Room`, { perMessageDeflate: false });
+    await new Promise((resolve, reject) => {
+      ws.once('open', resolve);
+      ws.once('error', reject);
+    });
+    await new Promise((resolve) => {
+      ws.once('message', resolve);
+      ws.send(JSON.stringify({ text: `c${i}` }));
+    });
+    if (i % 5 === 0) {
+      ws.terminate();
+      return;
+    }
+    await new Promise((resolve) => {
+      ws.once('close', resolve);
+      ws.close();
+    });
+  };
+  const run = async (from: number, to: number) => {
+    const width = 50;
+    let next = from;
+    await Promise.all(
+      Array.from({ length: width }, async () => {
+        while (next < to) await one(next++);
+      }),
+    );
+  };
+  await run(0, 2000); // warm-up
+  const before = await settle();
+  const t0 = performance.now();
+  await run(2000, 2000 + CYCLES / 2);
+  const half = await settle();
+  await run(2000 + CYCLES / 2, 2000 + CYCLES);
+  const after = await settle();
+  const seconds = (performance.now() - t0) / 1000;
+  await server.stop();
+  const sum = (ws: W[], k: keyof W) => ws.reduce((n, w) => n + (w[k] as number), 0);
+  const result = {
+    cycles: CYCLES,
+    cycles_per_s: Math.round(CYCLES / seconds),
+    heap_used_mb: { before: round(sum(before, 'heap_used_bytes') / 2 ** 20, 2), half: round(sum(half, 'heap_used_bytes') / 2 ** 20, 2), after: round(sum(after, 'heap_used_bytes') / 2 ** 20, 2) },
+    heap_growth_bytes_per_cycle: round((sum(after, 'heap_used_bytes') - sum(before, 'heap_used_bytes')) / CYCLES, 2),
+    handles: { before: sum(before, 'handles'), after: sum(after, 'handles') },
+    open_after: { websockets: sum(after, 'websockets'), session_actors: sum(after, 'session_actors') },
+  };
+  process.stderr.write(`bench:   ${JSON.stringify(result)}\n`);
+  return result;
+}
+
 const results: Record<string, Record<string, unknown>> = {};
+if (process.argv.includes('--cycles-only')) {
+  console.log(JSON.stringify(await cycles(), null, 2));
+  process.exit(0);
+}
 for (const s of scenarios) results[s.name] = await broadcastRun(s);
 const auth = await authMemory();
+const leak = await cycles();
 const uws = results['raw uWS pub/sub'] as { deliveries_per_cpu_s: number };
 const ws = results['ws + loop'] as { deliveries_per_cpu_s: number };
 const svc = results['svc broadcast walker (uWS)'] as { deliveries_per_cpu_s: number; all_delivered_ms: { p99: number } };
@@ -296,6 +371,7 @@ const out = {
   connections: N,
   results,
   svc_authenticated_idle: auth,
+  svc_connect_disconnect: leak,
   ratios: {
     svc_vs_raw_uws: round(svc.deliveries_per_cpu_s / uws.deliveries_per_cpu_s, 2),
     svc_vs_ws_loop: round(svc.deliveries_per_cpu_s / ws.deliveries_per_cpu_s, 2),

@@ -6,6 +6,8 @@
  */
 import pino from 'pino';
 import { existsSync } from 'node:fs';
+import v8 from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { join } from 'node:path';
 import { fromReceive, type ActorSystem } from '../kernel/index.ts';
 import { Graph, SqliteStore, spreadOverWorkers } from '../actors/anchor/index.ts';
@@ -57,7 +59,7 @@ export interface ServeBoot {
   version: string;
 }
 
-export type HttpControl = { t: 'drain'; deadlineMs: number } | { t: 'describe' } | { t: 'listen' } | { t: 'stats' };
+export type HttpControl = { t: 'drain'; deadlineMs: number } | { t: 'describe' } | { t: 'listen' } | { t: 'stats'; gc?: boolean };
 
 /** What `GET /admin/stats` reports of each worker thread. */
 export interface WorkerStats {
@@ -156,10 +158,12 @@ export async function setup(
         method: 'GET',
         path: '/admin/stats',
         auth: 'admin',
-        handler: async () => {
+        handler: async ({ req }) => {
+          // `?gc=1` collects garbage first, when the process runs with --expose-gc (for leak checks).
+          const gc = new URLSearchParams(req.query).get('gc') === '1';
           const nodes = system.nodes().filter((n) => n !== 'main');
           const workers = await Promise.all(
-            nodes.map((node) => (node === ctx.nodeId ? stats() : (system.refFromAddress({ node, path: '/user/http' }).ask({ t: 'stats' } satisfies HttpControl, 5000) as Promise<WorkerStats>))),
+            nodes.map((node) => (node === ctx.nodeId ? stats(gc) : (system.refFromAddress({ node, path: '/user/http' }).ask({ t: 'stats', gc } satisfies HttpControl, 5000) as Promise<WorkerStats>))),
           );
           return { data: { rss_bytes: process.memoryUsage.rss(), workers } };
         },
@@ -204,14 +208,17 @@ export async function setup(
     onEvent: config['scale.server'].access_log ? (e) => log.info(e, 'websocket') : undefined,
   });
 
-  const stats = (): WorkerStats => ({
-    worker: ctx.nodeId,
-    websockets: hub.conns.size,
-    session_actors: hub.sessionActors,
-    actors: system.actorCount,
-    heap_used_bytes: process.memoryUsage().heapUsed,
-    handles: process.getActiveResourcesInfo().length,
-  });
+  const stats = (gc = false): WorkerStats => {
+    if (gc) collectGarbage();
+    return {
+      worker: ctx.nodeId,
+      websockets: hub.conns.size,
+      session_actors: hub.sessionActors,
+      actors: system.actorCount,
+      heap_used_bytes: process.memoryUsage().heapUsed,
+      handles: process.getActiveResourcesInfo().length,
+    };
+  };
 
   let server: HttpServer | undefined;
   const listen = async (): Promise<void> => {
@@ -237,7 +244,7 @@ export async function setup(
   system.spawn(
     fromReceive(async (msg: HttpControl) => {
       if (msg.t === 'describe') return describe();
-      if (msg.t === 'stats') return stats();
+      if (msg.t === 'stats') return stats(msg.gc === true);
       if (msg.t === 'listen') return listen();
       front.startDraining();
       hub.drain();
@@ -257,4 +264,20 @@ export async function setup(
     await store.close();
     log.flush();
   };
+}
+
+let gcFn: (() => void) | undefined;
+/** A full GC, when the process was started with --expose-gc (leak checks); otherwise nothing. */
+function collectGarbage(): void {
+  if (process.env.SVC_EXPOSE_GC !== '1' && typeof (globalThis as { gc?: unknown }).gc !== 'function') return;
+  if (!gcFn) {
+    const own = (globalThis as { gc?: () => void }).gc;
+    if (own) gcFn = own;
+    else {
+      // Workers cannot take --expose-gc as an argument; the flag is set here instead.
+      v8.setFlagsFromString('--expose-gc');
+      gcFn = runInNewContext('gc') as () => void;
+    }
+  }
+  gcFn();
 }

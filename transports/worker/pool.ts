@@ -72,7 +72,11 @@ export class WorkerPool {
     const module = options.module instanceof URL ? options.module.href : options.module;
     const entry = await compileWorker(module, options.app instanceof URL ? options.app.href : options.app);
     // Loader flags of this process (tsx) are of no use in a worker running plain JavaScript.
-    const execArgv = withoutTsx(process.execArgv).concat('--enable-source-maps');
+    // Per-process V8 flags (--expose-gc) are refused in a worker's execArgv: workers learn of them from the environment.
+    const execArgv = withoutTsx(process.execArgv)
+      .filter((a) => !/^--expose[-_]gc$/.test(a))
+      .concat('--enable-source-maps');
+    if (typeof (globalThis as { gc?: unknown }).gc === 'function') process.env.SVC_EXPOSE_GC = '1';
     const ready: Promise<void>[] = [];
     for (const node of workers) {
       const ports = peers.get(node) as Record<string, MessagePort>;
