@@ -247,10 +247,9 @@ export async function setup(
       if (msg.t === 'stats') return stats(msg.gc === true);
       if (msg.t === 'listen') return listen();
       front.startDraining();
-      hub.drain();
       server?.stopAccepting();
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([server?.whenIdle(), new Promise((resolve) => (timer = setTimeout(resolve, msg.deadlineMs)))]);
+      await Promise.race([Promise.all([server?.whenIdle(), hub.drain(msg.deadlineMs)]), new Promise((resolve) => (timer = setTimeout(resolve, msg.deadlineMs)))]);
       clearTimeout(timer);
       return true;
     }),

@@ -46,6 +46,8 @@ export class WalkerSocket {
   /** Resolves when the connection has closed, with the close code and reason. */
   readonly closed: Promise<Closed>;
   private nextId = 1;
+  /** Ids whose request timed out: a late reply to one is dropped, not taken for a broadcast. */
+  private readonly abandoned = new Set<string>();
   private readonly pending = new Map<string, { resolve: (f: Frame) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
   private readonly listeners: ((data: WalkerReply) => void)[] = [];
   private readonly errors: ((error: WalkerSocketError) => void)[] = [];
@@ -74,7 +76,8 @@ export class WalkerSocket {
   static async connect(baseUrl: string, name: string, options: ConnectOptions = {}): Promise<WalkerSocket> {
     const url = new URL(`/ws/${encodeURIComponent(name)}`, baseUrl.replace(/^http/, 'ws'));
     if (options.token && options.tokenIn !== 'frame') url.searchParams.set('token', options.token);
-    const ws = new WebSocket(url, { perMessageDeflate: false });
+    const timeoutMs = options.timeoutMs ?? 30_000;
+    const ws = new WebSocket(url, { perMessageDeflate: false, handshakeTimeout: timeoutMs });
     await new Promise<void>((resolve, reject) => {
       ws.once('open', () => resolve());
       ws.once('unexpected-response', (_req, res) => {
@@ -95,10 +98,15 @@ export class WalkerSocket {
       });
       ws.once('error', reject);
     });
-    const socket = new WalkerSocket(ws, options.timeoutMs ?? 30_000);
+    const socket = new WalkerSocket(ws, timeoutMs);
     if (options.token && options.tokenIn === 'frame') {
-      const reply = await socket.request({ token: options.token });
-      if (reply.type !== 'authenticated') throw new WalkerSocketError('UNEXPECTED', `expected {"type":"authenticated"}, got ${JSON.stringify(reply)}`);
+      try {
+        const reply = await socket.request({ token: options.token });
+        if (reply.type !== 'authenticated') throw new WalkerSocketError(reply.error?.code ?? 'UNEXPECTED', reply.error?.message ?? `expected {"type":"authenticated"}, got ${JSON.stringify(reply)}`);
+      } catch (error) {
+        ws.terminate(); // a failed connect leaves nothing open
+        throw error;
+      }
     }
     return socket;
   }
@@ -133,16 +141,24 @@ export class WalkerSocket {
     this.errors.push(listener);
   }
 
-  /** Send any frame and await the reply carrying the same id. */
+  /**
+   * Send any frame and await the reply carrying the same id. The frame's own
+   * `id` (a string or number) is used when it has one — `id` is the protocol's
+   * correlation field — otherwise one is made up.
+   */
   request(frame: Record<string, unknown>): Promise<Frame> {
     if (this.closedWith) return Promise.reject(new WalkerSocketError('CLOSED', `connection closed (${this.closedWith.code} ${this.closedWith.reason})`));
-    const id = `c${this.nextId++}`;
+    const given = frame.id;
+    const id = typeof given === 'string' || typeof given === 'number' ? given : `c${this.nextId++}`;
+    const key = String(id);
+    if (this.pending.has(key)) return Promise.reject(new WalkerSocketError('DUPLICATE_ID', `a request with id ${key} is already waiting`));
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
-        this.pending.delete(id);
+        this.pending.delete(key);
+        this.abandoned.add(key);
         reject(new WalkerSocketError('TIMEOUT', `no reply in ${this.timeoutMs} ms`));
       }, this.timeoutMs);
-      this.pending.set(id, { resolve, reject, timer });
+      this.pending.set(key, { resolve, reject, timer });
       this.ws.send(JSON.stringify({ ...frame, id }));
     });
   }
@@ -161,6 +177,7 @@ export class WalkerSocket {
       return;
     }
     const id = frame.id === undefined ? undefined : String(frame.id);
+    if (id !== undefined && this.abandoned.delete(id)) return;
     const waiting = id === undefined ? undefined : this.pending.get(id);
     if (waiting) {
       this.pending.delete(id as string);

@@ -140,6 +140,7 @@ export class Graph {
   spawnJson(walker: string, fields: unknown, options: SpawnOptions): Promise<RunReply> {
     if (!this.registry.walker(walker)) return Promise.reject(graphError('SVC_ERR_UNKNOWN_WALKER', `no walker named ${walker}`));
     if (!isAnchorId(options.caller.rootId)) return Promise.reject(graphError('SVC_ERR_INVALID_FIELDS', 'a root id is 32 lower-case hex characters'));
+    if (nestedDeeperThan(fields, MAX_DEPTH)) return Promise.reject(graphError('SVC_ERR_INVALID_FIELDS', `fields are nested more than ${MAX_DEPTH} levels deep`));
     const msg: PartitionMsg = { t: 'spawn', walker, fields, caller: options.caller };
     if (options.at !== undefined) msg.at = options.at;
     return this.partition(options.caller.rootId).ask(msg, options.timeoutMs ?? this.timeoutMs) as Promise<RunReply>;
@@ -154,6 +155,19 @@ export class Graph {
   callJson(fn: string, args: unknown, options: SpawnOptions): Promise<RunReply> {
     if (!this.registry.fn(fn)) return Promise.reject(graphError('SVC_ERR_UNKNOWN_WALKER', `no function named ${fn}`));
     if (!isAnchorId(options.caller.rootId)) return Promise.reject(graphError('SVC_ERR_INVALID_FIELDS', 'a root id is 32 lower-case hex characters'));
+    if (nestedDeeperThan(args, MAX_DEPTH)) return Promise.reject(graphError('SVC_ERR_INVALID_FIELDS', `arguments are nested more than ${MAX_DEPTH} levels deep`));
     return this.partition(options.caller.rootId).ask({ t: 'call', fn, args, caller: options.caller }, options.timeoutMs ?? this.timeoutMs) as Promise<RunReply>;
   }
+}
+
+/** How deep request values may nest: deeper ones could not even be sent to another thread (the encoder recurses). */
+const MAX_DEPTH = 64;
+
+function nestedDeeperThan(value: unknown, depth: number): boolean {
+  if (typeof value !== 'object' || value === null) return false;
+  if (depth === 0) return true;
+  if (Array.isArray(value)) return value.some((v) => nestedDeeperThan(v, depth - 1));
+  if (ArrayBuffer.isView(value)) return false;
+  for (const k in value) if (nestedDeeperThan((value as Record<string, unknown>)[k], depth - 1)) return true;
+  return false;
 }

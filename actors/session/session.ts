@@ -7,9 +7,13 @@
  * Frames (text, JSON):
  * - a walker run: `{...fields, "id"?}` → `{"ok": true, "data": {"result": null, "reports": [...]}, "id"?}`
  *   or `{"ok": false, "error": {"code", "message"}, "id"?}`;
- * - `{"token": "..."}` alone: authenticate (answered `{"type": "authenticated"}`);
+ * - `{"token": "..."}` alone (with an optional id): authenticate (answered `{"type": "authenticated"}`);
  * - `{"type": "ping"}` → `{"type": "pong"}`;
  * - `{"type": "refresh", "token": "..."}`: swap the token of the live connection (same user).
+ *
+ * A `token` in any frame is verified before anything runs: the first one makes
+ * a guest the token's user; later ones must be the same user's (4403 otherwise)
+ * and replace the current token. A bad one closes the connection (4401).
  */
 import type { ActorLogic, Props } from '../../kernel/index.ts';
 
@@ -35,6 +39,8 @@ export interface SessionSink {
   subscribe(): void;
   /** Send to every other subscriber of the walker, on every thread. */
   publish(text: string): void;
+  /** A frame of `bytes` has been taken off the queue (inbound accounting). */
+  taken(bytes: number): void;
 }
 
 export interface SessionCaller {
@@ -63,7 +69,7 @@ export interface SessionEnv {
   guest: SessionCaller;
 }
 
-export type SessionMsg = { t: 'frame'; text: string };
+export type SessionMsg = { t: 'frame'; text: string; bytes: number };
 
 type Id = string | number;
 
@@ -113,6 +119,11 @@ export class Session implements ActorLogic<SessionMsg, void> {
     this.closed = true;
   }
 
+  /** Check the current token again (expiry, revocation): a listener that never sends frames is closed too. */
+  recheck(): void {
+    if (!this.closed && this.token !== undefined) this.authenticate(this.token);
+  }
+
   private close(code: number, reason: string): void {
     if (this.closed) return;
     this.closed = true;
@@ -145,6 +156,7 @@ export class Session implements ActorLogic<SessionMsg, void> {
   }
 
   async receive(msg: SessionMsg): Promise<void> {
+    this.sink.taken(msg.bytes);
     if (this.closed) return;
     let frame: unknown;
     try {
@@ -162,27 +174,28 @@ export class Session implements ActorLogic<SessionMsg, void> {
     const keys = Object.keys(f);
     const control = typeof f.type === 'string' && keys.every((k) => CONTROL_KEYS.has(k)) ? f.type : undefined;
 
-    if (this.awaitingToken) {
-      if (typeof f.token !== 'string' || f.token === '') return this.close(CLOSE.UNAUTHORIZED, `walker ${this.env.walker} needs a token (query parameter "token" or a first frame {"token": "..."})`);
+    if (Object.hasOwn(f, 'token')) {
+      // A token in a frame is verified first, whatever else the frame holds.
+      if (typeof f.token !== 'string' || f.token === '') return this.close(CLOSE.UNAUTHORIZED, 'the token must be a non-empty string');
       if (!this.authenticate(f.token)) return;
-      // A frame that only carries the token (and perhaps an id) authenticates and runs nothing.
-      if (keys.every((k) => k === 'token' || k === 'id')) return this.sink.send(reply({ type: 'authenticated' }, id));
-    } else if (this.token !== undefined && control !== 'refresh') {
+    } else if (this.awaitingToken) {
+      return this.close(CLOSE.UNAUTHORIZED, `walker ${this.env.walker} needs a token (query parameter "token" or a first frame {"token": "..."})`);
+    } else if (this.token !== undefined) {
       // Every frame re-checks the token: an expired or revoked one ends the connection.
       if (!this.authenticate(this.token)) return;
     }
 
     if (control === 'ping') return this.sink.send(reply({ type: 'pong' }, id));
     if (control === 'refresh') {
-      if (typeof f.token !== 'string' || f.token === '') return this.sink.send(errorFrame('VALIDATION_ERROR', 'refresh needs a token', id));
-      if (!this.authenticate(f.token)) return;
+      if (!Object.hasOwn(f, 'token')) return this.sink.send(errorFrame('VALIDATION_ERROR', 'refresh needs a token', id));
       return this.sink.send(reply({ type: 'refreshed' }, id));
     }
-    if (keys.length === 1 && keys[0] === 'token' && this.token !== undefined) return this.sink.send(reply({ type: 'authenticated' }, id));
+    // A frame that only carries a token (and perhaps an id) authenticates and runs nothing.
+    if (Object.hasOwn(f, 'token') && keys.every((k) => k === 'token' || k === 'id')) return this.sink.send(reply({ type: 'authenticated' }, id));
 
     // The transport keeps the walker's declared fields only (`id` among them when the walker declares one).
     const fields: Record<string, unknown> = {};
-    for (const k of keys) if (k !== 'token') fields[k] = f[k];
+    for (const k of keys) if (k !== 'token' && k !== '__proto__') fields[k] = f[k];
     let json: string;
     try {
       json = await this.env.run(fields, this.caller as SessionCaller);
@@ -191,9 +204,10 @@ export class Session implements ActorLogic<SessionMsg, void> {
       if (!this.closed) this.sink.send(errorFrame(e.code, e.message, id));
       return;
     }
-    if (this.closed) return;
     const data = `{"result":null,"reports":${json}}`;
+    // The run is committed: the others hear of it even when the sender has gone meanwhile.
     if (this.env.broadcast) this.sink.publish(`{"ok":true,"data":${data}}`);
+    if (this.closed) return;
     this.sink.send(id === undefined ? `{"ok":true,"data":${data}}` : `{"ok":true,"data":${data},"id":${JSON.stringify(id)}}`);
   }
 }

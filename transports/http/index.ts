@@ -11,6 +11,7 @@ export type { Claims, RevocationList, HmacAlgorithm } from './jwt.ts';
 export { HTTP_ERRORS, httpError, HttpError, toHttpError } from './errors.ts';
 export type { ErrorBody, HttpErrorCode } from './errors.ts';
 export { openApiDocument } from './openapi.ts';
+export { failure, newRequestId } from './envelope.ts';
 export { Docs } from './docs.ts';
 export { StaticFiles } from './static.ts';
 export { listenUws, loadUws } from './uws-server.ts';

@@ -75,6 +75,8 @@ export interface Conn {
   lastSeen: number;
   lastPing: number;
   closed: boolean;
+  /** Bytes of frames received and not yet taken by the session. */
+  inbound: number;
 }
 
 export interface WsHubOptions {
@@ -87,6 +89,19 @@ export interface WsHubOptions {
   limits?: Partial<WsLimits>;
   /** Connection opened / closed (access log). */
   onEvent?: (event: { event: 'open' | 'close'; walker: string; code?: number }) => void;
+}
+
+/** An error frame answering `text` (with its id, when it has one). */
+function refusalFrame(text: string, code: string, message: string): string {
+  let id: unknown;
+  try {
+    id = (JSON.parse(text) as { id?: unknown })?.id;
+  } catch {
+    // no id to echo
+  }
+  const frame: Record<string, unknown> = { ok: false, error: { code, message } };
+  if (typeof id === 'string' || (typeof id === 'number' && Number.isFinite(id))) frame.id = id;
+  return JSON.stringify(frame);
 }
 
 /** The thread's broadcast relay: other threads send it what to publish here. */
@@ -143,7 +158,12 @@ export class WsHub {
   /** Decide on an upgrade to `path?query`. */
   upgrade(path: string, query: string): Upgrade {
     if (this.draining) return { ok: false, status: 503, code: 'SERVICE_UNAVAILABLE', message: 'the server is shutting down' };
-    const name = path.slice('/ws/'.length);
+    let name = path.slice('/ws/'.length);
+    try {
+      name = decodeURIComponent(name);
+    } catch {
+      // not valid percent-encoding: no such walker
+    }
     const route = this.byName.get(name);
     if (!route) return { ok: false, status: 404, code: 'NOT_FOUND', message: `no WebSocket walker at ${path}` };
     const token = query ? (new URLSearchParams(query).get('token') ?? undefined) : undefined;
@@ -153,7 +173,7 @@ export class WsHub {
   /** A socket is open: its session starts (closing it at once for a bad query token). */
   open(route: WsRoute, token: string | undefined, socket: SocketHandle): Conn {
     const now = Date.now();
-    const conn: Conn = { route, socket, session: undefined as unknown as Session, ref: undefined, openedAt: now, lastSeen: now, lastPing: now, closed: false };
+    const conn: Conn = { route, socket, session: undefined as unknown as Session, ref: undefined, openedAt: now, lastSeen: now, lastPing: now, closed: false, inbound: 0 };
     const sink = {
       send: (text: string) => {
         if (!conn.closed) socket.send(text);
@@ -163,6 +183,9 @@ export class WsHub {
         if (!conn.closed) socket.subscribe(route.topic);
       },
       publish: (text: string) => this.publish(conn, text),
+      taken: (bytes: number) => {
+        conn.inbound -= bytes;
+      },
     };
     this.conns.add(conn);
     this.o.onEvent?.({ event: 'open', walker: route.name });
@@ -175,7 +198,7 @@ export class WsHub {
         guest: this.o.guest,
         run: (fields, caller) => {
           const taken: Record<string, unknown> = {};
-          for (const k in fields) if (route.fields.has(k)) taken[k] = fields[k];
+          for (const k of Object.keys(fields)) if (route.fields.has(k)) taken[k] = fields[k];
           return this.o.run(route.name, taken, caller);
         },
         errorOf: this.o.errorOf,
@@ -199,9 +222,16 @@ export class WsHub {
       return;
     }
     const text = Buffer.isBuffer(data) ? data.toString('utf8') : Buffer.from(data).toString('utf8');
-    if (!conn.ref?.tell({ t: 'frame', text })) {
-      conn.socket.send(JSON.stringify({ ok: false, error: { code: 'SVC_ERR_MAILBOX_FULL', message: 'too many frames waiting on this connection' } }));
+    if (this.draining) {
+      conn.socket.send(refusalFrame(text, 'SERVICE_UNAVAILABLE', 'the server is shutting down'));
+      return;
     }
+    // Frames waiting for the session are bounded in bytes as well as in number.
+    if (conn.inbound + size > this.limits.maxBufferedBytes || !conn.ref?.tell({ t: 'frame', text, bytes: size })) {
+      conn.socket.send(refusalFrame(text, 'SVC_ERR_MAILBOX_FULL', 'too many frames waiting on this connection: wait for replies before sending more'));
+      return;
+    }
+    conn.inbound += size;
   }
 
   /** A pong (or any sign of life) arrived. */
@@ -250,6 +280,9 @@ export class WsHub {
     const now = Date.now();
     const l = this.limits;
     for (const conn of this.conns) {
+      // Listeners that never send a frame lose their connection when their token expires or is revoked.
+      conn.session.recheck();
+      if (conn.closed) continue;
       if (conn.session.awaitingToken && now - conn.openedAt > l.authTimeoutMs) this.close(conn, CLOSE.TIMEOUT, 'no token in time');
       else if (now - conn.lastSeen > l.idleTimeoutMs) this.close(conn, CLOSE.TIMEOUT, 'idle for too long');
       else if (now - conn.lastSeen > l.pingIntervalMs && now - conn.lastPing > l.pingIntervalMs) {
@@ -259,10 +292,17 @@ export class WsHub {
     }
   }
 
-  /** Shutting down: no new connections; the open ones are closed with 4503. */
-  drain(): void {
+  /** Shutting down: no new connections or frames; frames already taken are answered (up to the deadline), then every connection is closed with 4503. */
+  async drain(deadlineMs: number): Promise<void> {
     this.draining = true;
-    for (const conn of [...this.conns]) this.close(conn, CLOSE.DRAINING, 'the server is shutting down');
+    const open = [...this.conns];
+    let timer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      Promise.all(open.map((c) => (c.ref ? this.o.system.stop(c.ref, deadlineMs).catch(() => undefined) : undefined))),
+      new Promise((resolve) => (timer = setTimeout(resolve, deadlineMs))),
+    ]);
+    clearTimeout(timer);
+    for (const conn of open) this.close(conn, CLOSE.DRAINING, 'the server is shutting down');
   }
 
   stop(): void {

@@ -6,10 +6,11 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type WebSocket, WebSocketServer } from 'ws';
+import { failure, newRequestId } from '../http/index.ts';
 import type { Conn, WsHub } from './hub.ts';
 
 function refuse(socket: Duplex, status: number, code: string, message: string): void {
-  const body = JSON.stringify({ ok: false, data: null, error: { code, message } });
+  const body = failure({ code, message }, newRequestId());
   socket.end(
     `HTTP/1.1 ${status} ${status === 404 ? 'Not Found' : 'Service Unavailable'}\r\n` +
       `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
@@ -41,8 +42,8 @@ export function attachNode(server: Server, hub: WsHub): void {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const path = q < 0 ? url : url.slice(0, q);
-    if (!hub.isWsPath(path)) {
-      refuse(socket, 404, 'NOT_FOUND', `no WebSocket route at ${path}`);
+    if (!hub.isWsPath(path) || req.method !== 'GET') {
+      refuse(socket, 404, 'NOT_FOUND', `no WebSocket walker at ${path}`);
       return;
     }
     const verdict = hub.upgrade(path, q < 0 ? '' : url.slice(q + 1));

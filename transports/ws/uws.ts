@@ -5,6 +5,7 @@
  * uWS once its unsent bytes pass the limit.
  */
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
+import { failure, newRequestId } from '../http/index.ts';
 import type { Conn, WsHub, WsRoute } from './hub.ts';
 
 interface Data {
@@ -15,7 +16,7 @@ interface Data {
 
 /** The JSON envelope of a refused upgrade. */
 function refusal(code: string, message: string): string {
-  return JSON.stringify({ ok: false, data: null, error: { code, message } });
+  return failure({ code, message }, newRequestId());
 }
 
 export function attachUws(app: TemplatedApp, hub: WsHub): void {
@@ -87,6 +88,17 @@ export function attachUws(app: TemplatedApp, hub: WsHub): void {
       const data = ws.getUserData() as Data & { kill?: () => void };
       data.kill?.();
       if (data.conn) hub.closed(data.conn, code);
+    },
+  });
+  // Upgrades anywhere else are refused like on the node:http transport (plain requests go on to the HTTP routes).
+  app.ws('/*', {
+    upgrade: (res, req) => {
+      const body = refusal('NOT_FOUND', `no WebSocket walker at ${req.getUrl()}`);
+      res.cork(() => {
+        res.writeStatus('404 Not Found');
+        res.writeHeader('content-type', 'application/json; charset=utf-8');
+        res.end(body, true);
+      });
     },
   });
   hub.attach((topic, text) => {

@@ -80,6 +80,16 @@ t.test('a public broadcast walker reaches clients without a token', async (t) =>
   await Promise.all(clients.map((c) => c.close()));
 });
 
+t.test('a sender that leaves right after sending: the others still hear it', async (t) => {
+  const listener = await WalkerSocket.connect(server.url, 'Lobby');
+  const heard = new Promise((resolve) => listener.onBroadcast((d) => resolve(d.reports)));
+  const sender = await WalkerSocket.connect(server.url, 'Lobby');
+  sender.ws.send(JSON.stringify({ text: 'said and gone' }));
+  sender.ws.terminate();
+  t.same(await heard, ['said and gone']);
+  await listener.close();
+});
+
 t.test('a client that never reads is disconnected once it is max_buffered_bytes behind; the others keep up', async (t) => {
   const slow = await rawSocket(server.port, '/ws/Lobby', { paused: true });
   const reader = await WalkerSocket.connect(server.url, 'Lobby');

@@ -13,7 +13,7 @@ let server: Server;
 t.before(async () => {
   server = await startServer({
     entry,
-    env: { SVC_WS_AUTH_TIMEOUT_SECONDS: '0.6', SVC_WS_IDLE_TIMEOUT_SECONDS: '1.5', SVC_WS_PING_INTERVAL_SECONDS: '0.4', SVC_WS_MAX_FRAME_BYTES: '4096' },
+    env: { SVC_WS_AUTH_TIMEOUT_SECONDS: '0.6', SVC_WS_IDLE_TIMEOUT_SECONDS: '1.5', SVC_WS_PING_INTERVAL_SECONDS: '0.4', SVC_WS_MAX_FRAME_BYTES: '4096', SVC_WS_MAX_BUFFERED_BYTES: '65536' },
   });
 });
 t.teardown(() => server.stop());
@@ -227,6 +227,21 @@ t.test('upgrades to unknown walkers, HTTP walkers or functions are 404', async (
     t.ok(err instanceof WalkerSocketError, path);
     t.equal((err as WalkerSocketError).code, 'NOT_FOUND', path);
   }
+  for (const path of ['/walker/Plain', '/admin/stats', '/']) {
+    const status = await new Promise<number>((resolve) => {
+      const ws = new WebSocket(wsUrl(path));
+      ws.once('unexpected-response', (_req, res) => {
+        resolve(res.statusCode ?? 0);
+        ws.terminate();
+      });
+      ws.once('open', () => {
+        resolve(101);
+        ws.terminate();
+      });
+      ws.once('error', () => undefined);
+    });
+    t.equal(status, 404, `an upgrade to ${path} is 404`);
+  }
   const plain = await fetch(`${server.url}/walker/Plain`, { method: 'POST' });
   t.equal(plain.status, 200, 'HTTP walkers are still served over HTTP');
   const echoHttp = await fetch(`${server.url}/walker/Echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"msg":"x"}' });
@@ -238,4 +253,69 @@ t.test('the server sends nothing before the first frame', async (t) => {
   c.ws.send(JSON.stringify({ type: 'ping', id: 'first' }));
   t.same(await c.next(), { type: 'pong', id: 'first' }, 'the first frame received is the answer to ours');
   c.ws.close();
+});
+
+t.test('a listener that never sends a frame is closed (4401) once its token is revoked', async (t) => {
+  await register(server.url, 'wsuser_l');
+  const token = await tokenOf(server.url, 'wsuser_l');
+  const listener = await WalkerSocket.connect(server.url, 'Chat', { token });
+  const changed = await post(`${server.url}/user/password`, { current_password: GOOD_PASSWORD, new_password: 'listener picked another' }, { ...bearer(token) }, 'PUT');
+  t.equal(changed.status, 200);
+  const closed = await listener.closed;
+  t.equal(closed.code, 4401);
+  t.match(closed.reason, /revoked/);
+});
+
+t.test('a token in a frame is verified whatever else the frame holds', async (t) => {
+  const guest = await WalkerSocket.connect(server.url, 'WhoPub');
+  t.same((await guest.send({})).reports, [{ user: null }], 'a public walker without a token runs as the guest');
+  t.same(await guest.request({ token: await tokenFor('ws-user-m') }), { type: 'authenticated', id: 'c2' }, 'a token frame on a public walker authenticates');
+  t.same((await guest.send({})).reports, [{ user: 'ws-user-m' }], 'and the connection runs as that user from then on');
+  t.same(await guest.request({ token: await tokenFor('ws-user-m') }), { type: 'authenticated', id: 'c4' }, 'a fresh token of the same user is taken');
+  await guest.request({ token: await tokenFor('ws-user-n') }).catch(() => undefined);
+  t.equal((await guest.closed).code, 4403, "another user's token in a later frame: 4403");
+
+  const viaClient = await WalkerSocket.connect(server.url, 'WhoPub', { token: await tokenFor('ws-user-o'), tokenIn: 'frame' });
+  t.same((await viaClient.send({})).reports, [{ user: 'ws-user-o' }], 'the client helper authenticates a public walker by frame');
+  await viaClient.close();
+
+  const garbage = await raw('/ws/WhoPub');
+  garbage.ws.send(JSON.stringify({ token: 'garbage', id: 1 }));
+  t.equal((await garbage.closed).code, 4401, 'a bad token in a frame closes the connection, public walker or not');
+  t.same(garbage.frames, []);
+
+  const refresh = await WalkerSocket.connect(server.url, 'Log', { token: await tokenFor('ws-user-p') });
+  await refresh.request({ type: 'refresh', token: await tokenFor('ws-user-q'), n: 1 }).catch(() => undefined);
+  t.equal((await refresh.closed).code, 4403, 'a refresh-looking frame with extra keys still has its token checked first');
+});
+
+t.test('frames waiting on a connection are bounded in bytes; refusals carry the id', async (t) => {
+  const c = await raw('/ws/Echo');
+  const big = 'y'.repeat(3500);
+  for (let i = 0; i < 40; i++) c.ws.send(JSON.stringify({ msg: big, delay_ms: i === 0 ? 300 : 0, id: i }));
+  const got: any[] = [];
+  for (let i = 0; i < 40; i++) got.push(await c.next());
+  const refused = got.filter((f) => f.ok === false);
+  t.ok(refused.length > 0, `${refused.length} of 40 frames refused while the first one ran`);
+  t.ok(refused.every((f) => f.error.code === 'SVC_ERR_MAILBOX_FULL' && typeof f.id === 'number'), 'each refusal names its frame');
+  t.ok(got.filter((f) => f.ok === true).length >= 10, 'the rest were answered');
+  c.ws.send(JSON.stringify({ msg: 'after', id: 'after' }));
+  t.match(await c.next(), { ok: true, id: 'after' }, 'and the connection serves on');
+  c.ws.close();
+});
+
+t.test('values nested too deeply are a VALIDATION_ERROR (WebSocket and HTTP), not a transport error', async (t) => {
+  const deep = `${'['.repeat(1500)}${']'.repeat(1500)}`;
+  const c = await raw('/ws/Echo');
+  c.ws.send(`{"msg":${deep},"id":1}`);
+  t.match(await c.next(), { ok: false, error: { code: 'VALIDATION_ERROR', message: /nested/ }, id: 1 });
+  c.ws.close();
+  const res = await post(`${server.url}/walker/Plain`, `{"x":${deep}}`);
+  t.not(res.status, 500, 'HTTP: no 500');
+});
+
+t.test('the id of a request can be the caller’s own', async (t) => {
+  const s = await WalkerSocket.connect(server.url, 'Echo');
+  t.same(await s.request({ msg: 'mine', id: 'my-id' }), { ok: true, data: { result: null, reports: ['mine'] }, id: 'my-id' });
+  await s.close();
 });
