@@ -6,7 +6,8 @@
 //   POST /walker/DeleteTodo     {id}             remove
 //   GET  /todos/{id}                             one todo by id (a path parameter)
 //   POST /function/stats        {}               counts (a function)
-import { entry, fn, HTTPMethod, Node, restspec, Root, T, Walker } from 'svc';
+//   ws   /ws/Announce           {text}           a live channel: every signed-in client hears each message
+import { APIProtocol, entry, fn, HTTPMethod, Node, restspec, Root, T, Walker } from 'svc';
 
 export class Todo extends Node {
   static has = T.Object({
@@ -78,3 +79,14 @@ export const stats = fn({}, async (_args, ctx) => {
   const todos = await ctx.root.out(Todo);
   return { total: todos.length, done: todos.filter((t) => t.done).length };
 });
+
+/** A live channel over WebSocket: each message goes to every signed-in client connected to it. */
+export class Announce extends Walker {
+  static spec = restspec({ protocol: APIProtocol.WEBSOCKET, broadcast: true });
+  static has = T.Object({ text: T.String({ minLength: 1, maxLength: 500 }) });
+  declare text: string;
+
+  @entry(Root) say() {
+    this.report({ from: this.caller.userId ?? null, text: this.text });
+  }
+}
