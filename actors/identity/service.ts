@@ -223,8 +223,17 @@ export class IdentityService {
     // (all its identities share one budget), or per identity when there is no such account.
     const byIdentity = user ? `login:user:${user.user_id}` : `login:id:${normalized}`;
     const byAddress = address ? `login:addr:${address}` : '';
-    await this.limit(byIdentity, this.o.auth.login_attempts_per_identity);
-    if (byAddress) await this.limit(byAddress, this.o.auth.login_attempts_per_address);
+    // Both counters at once (they may live on different threads); an attempt refused for its
+    // identity does not count against its address.
+    const [forIdentity, forAddress] = await Promise.allSettled([
+      this.limit(byIdentity, this.o.auth.login_attempts_per_identity),
+      byAddress ? this.limit(byAddress, this.o.auth.login_attempts_per_address) : undefined,
+    ]);
+    if (forIdentity.status === 'rejected') {
+      if (byAddress && forAddress.status === 'fulfilled') this.o.limiter.refund(byAddress);
+      throw forIdentity.reason;
+    }
+    if (forAddress.status === 'rejected') throw forAddress.reason;
     if (!user?.password_hash) {
       await this.o.passwords.verifyNothing(password);
       throw identityError('INVALID_CREDENTIALS');
