@@ -119,6 +119,10 @@ t.test('disconnects leave nothing behind: sessions, actors and handles return to
   };
   t.equal((await fetch(`${server.url}/admin/stats`)).status, 401, '/admin/stats needs a token');
   t.equal((await fetch(`${server.url}/admin/stats`, { headers: { authorization: `Bearer ${await tokenFor('u')}` } })).status, 403, 'an admin token');
+  const forged = await tokenFor('a', { role: 'admin', secret: 'another-secret-another-secret-0123456789' });
+  t.equal((await fetch(`${server.url}/admin/stats`, { headers: { authorization: `Bearer ${forged}` } })).status, 401, 'a forged admin token');
+  const expired = await tokenFor('a', { role: 'admin', expiresIn: Math.floor(Date.now() / 1000) - 10 });
+  t.equal((await fetch(`${server.url}/admin/stats`, { headers: { authorization: `Bearer ${expired}` } })).status, 401, 'an expired admin token');
   const before = await stats();
   t.ok(before.every((w) => w.websockets === 0 && w.session_actors === 0), 'no connection open at the start');
   const token = await tokenFor('cycler');
