@@ -10,15 +10,13 @@
  * fallback against raw node:http; p99 latency at 70% of each svc scenario's
  * own maximum (autocannon, fixed rate). Writes bench/results/http-<time>.json.
  */
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import autocannon from 'autocannon';
 import { SignJWT } from 'jose';
-import { machine, round, save } from './lib.ts';
+import { freePort, machine, parseWrkMs, type Proc, round, save, serve as serveAny, wrkScript } from './lib.ts';
 
 const quick = process.argv.includes('--quick');
 const DURATION = quick ? 4 : 10;
@@ -36,49 +34,10 @@ function pinned(core: number, cmd: string, args: string[]): [string, string[]] {
   return hasTaskset ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args];
 }
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-interface Proc {
-  proc: ChildProcess;
-  stop(): Promise<void>;
-}
-
-/** Start a server process and wait for its ready line. */
-async function serve(cmd: string, args: string[], ready: RegExp, env: Record<string, string> = {}): Promise<Proc> {
+/** Start a server process pinned to core 0 and wait for its ready line. */
+function serve(cmd: string, args: string[], ready: RegExp, env: Record<string, string> = {}): Promise<Proc> {
   const [c, a] = pinned(0, cmd, args);
-  const proc = spawn(c, a, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  process.stderr.write(`bench: starting ${[cmd, ...args].join(' ').slice(0, 120)}\n`);
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${cmd} was not ready within 60 s:\n${out}`)), 60_000);
-    const onLine = (line: string) => {
-      out += `${line}\n`;
-      if (ready.test(line)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    createInterface({ input: proc.stdout as NodeJS.ReadableStream }).on('line', onLine);
-    createInterface({ input: proc.stderr as NodeJS.ReadableStream }).on('line', onLine);
-    proc.once('exit', (code) => reject(new Error(`${cmd} exited (${code}):\n${out}`)));
-  });
-  return {
-    proc,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (proc.exitCode !== null) return resolve();
-        proc.once('exit', () => resolve());
-        proc.kill('SIGTERM');
-      }),
-  };
+  return serveAny(c, a, ready, env);
 }
 
 interface Load {
@@ -88,20 +47,6 @@ interface Load {
   errors: number;
 }
 
-function wrkScript(body: string, headers: Record<string, string>): string {
-  const file = join(mkdtempSync(join(tmpdir(), 'svc-wrk-')), 'post.lua');
-  const lines = [`wrk.method = "POST"`, `wrk.body = ${JSON.stringify(body)}`, `wrk.headers["Content-Type"] = "application/json"`];
-  for (const [k, v] of Object.entries(headers)) lines.push(`wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`);
-  writeFileSync(file, `${lines.join('\n')}\n`);
-  return file;
-}
-
-function parseWrkMs(s: string): number {
-  const m = /([\d.]+)(us|ms|s)/.exec(s);
-  if (!m) return NaN;
-  const v = Number(m[1]);
-  return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
-}
 
 /** Maximum throughput with wrk (pinned to core 1); autocannon when wrk is missing. */
 async function maxLoad(url: string, body: string, headers: Record<string, string> = {}): Promise<Load> {

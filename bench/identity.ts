@@ -12,13 +12,11 @@
  * Nothing is pinned: the server uses the whole machine, as deployed.
  * Writes bench/results/identity-<time>.json.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { machine, round, save } from './lib.ts';
+import { freePort, machine, parseWrkMs, type Proc, round, save, serve, wrkScript } from './lib.ts';
 
 const quick = process.argv.includes('--quick');
 const DURATION = quick ? 4 : 10;
@@ -29,44 +27,18 @@ const PASSWORD = 'bench password that is long';
 const root = new URL('..', import.meta.url).pathname;
 const fixtures = new URL('./fixtures/', import.meta.url).pathname;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function startSvc(env: Record<string, string>): Promise<{ url: string; proc: ChildProcess; stop(): Promise<void> }> {
+async function startSvc(env: Record<string, string>): Promise<Proc & { url: string }> {
   const port = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-identity-'));
-  const proc = spawn(process.execPath, [join(root, 'bin/svc.mjs'), 'start', join(fixtures, 'http-bench-app.ts'), '--port', String(port), '--host', '127.0.0.1'], {
-    cwd: root,
-    env: { ...process.env, SVC_ACCESS_LOG: 'false', JWT_SECRET: SECRET, SVC_DATA_DIR: dataDir, ADMIN_DEFAULT_PASSWORD: 'bench operator secret', SVC_LOGIN_ATTEMPTS_PER_ADDRESS: '1000000000', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+  const server = await serve(process.execPath, [join(root, 'bin/svc.mjs'), 'start', join(fixtures, 'http-bench-app.ts'), '--port', String(port), '--host', '127.0.0.1'], /Server ready/, {
+    SVC_ACCESS_LOG: 'false',
+    JWT_SECRET: SECRET,
+    SVC_DATA_DIR: dataDir,
+    ADMIN_DEFAULT_PASSWORD: 'bench operator secret',
+    SVC_LOGIN_ATTEMPTS_PER_ADDRESS: '1000000000',
+    ...env,
   });
-  let out = '';
-  await new Promise<void>((resolve, reject) => {
-    const onLine = (line: string) => {
-      out += `${line}\n`;
-      if (/Server ready/.test(line)) resolve();
-    };
-    createInterface({ input: proc.stdout as NodeJS.ReadableStream }).on('line', onLine);
-    createInterface({ input: proc.stderr as NodeJS.ReadableStream }).on('line', onLine);
-    proc.once('exit', (code) => reject(new Error(`svc exited (${code}):\n${out}`)));
-  });
-  return {
-    url: `http://127.0.0.1:${port}`,
-    proc,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (proc.exitCode !== null) return resolve();
-        proc.once('exit', () => resolve());
-        proc.kill('SIGTERM');
-      }),
-  };
+  return { ...server, url: `http://127.0.0.1:${port}` };
 }
 
 /** Raw argon2 verify (the same library, on libuv's pool) of an argon2id hash at `concurrency`, in a child process: verifies per second. */
@@ -125,24 +97,10 @@ async function loginLoad(url: string, users: string[], concurrency: number, unti
   return { rate: round(n / seconds, 1), errors, p50_ms: round(lat[Math.floor(lat.length * 0.5)] ?? NaN, 1), p99_ms: round(lat[Math.floor(lat.length * 0.99)] ?? NaN, 1) };
 }
 
-function wrkScript(headers: Record<string, string>): string {
-  const file = join(mkdtempSync(join(tmpdir(), 'svc-wrk-')), 'post.lua');
-  const lines = [`wrk.method = "POST"`, `wrk.body = "{}"`, `wrk.headers["Content-Type"] = "application/json"`];
-  for (const [k, v] of Object.entries(headers)) lines.push(`wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`);
-  writeFileSync(file, `${lines.join('\n')}\n`);
-  return file;
-}
-
-function parseMs(s: string): number {
-  const m = /([\d.]+)(us|ms|s)/.exec(s);
-  if (!m) return NaN;
-  const v = Number(m[1]);
-  return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
-}
 
 /** wrk against one URL for DURATION seconds (async, so logins can run beside it). */
 function wrk(url: string, headers: Record<string, string>): Promise<{ rps: number; p50_ms: number; p99_ms: number; errors: number }> {
-  const script = wrkScript(headers);
+  const script = wrkScript('{}', headers);
   return new Promise((resolve, reject) => {
     const p = spawn('wrk', ['-t1', `-c${WRK_CONNECTIONS}`, `-d${DURATION}s`, '--latency', '-s', script, url], { stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
@@ -151,7 +109,7 @@ function wrk(url: string, headers: Record<string, string>): Promise<{ rps: numbe
       const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
       if (!rps) return reject(new Error(`wrk failed:\n${out}`));
       const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
-      resolve({ rps: Math.round(rps), p50_ms: round(parseMs(/50%\s+(\S+)/.exec(out)?.[1] ?? ''), 3), p99_ms: round(parseMs(/99%\s+(\S+)/.exec(out)?.[1] ?? ''), 3), errors: non2xx });
+      resolve({ rps: Math.round(rps), p50_ms: round(parseWrkMs(/50%\s+(\S+)/.exec(out)?.[1] ?? ''), 3), p99_ms: round(parseWrkMs(/99%\s+(\S+)/.exec(out)?.[1] ?? ''), 3), errors: non2xx });
     });
   });
 }

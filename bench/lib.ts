@@ -1,7 +1,10 @@
 /** Small helpers shared by the benchmarks: timing, percentiles, machine facts, result files. */
-import { cpus, totalmem, release } from 'node:os';
-import { mkdirSync, writeFileSync, readFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { cpus, release, tmpdir, totalmem } from 'node:os';
+import { mkdirSync, mkdtempSync, writeFileSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 
 export function percentile(sorted: Float64Array | number[], p: number): number {
   if (sorted.length === 0) return NaN;
@@ -55,4 +58,67 @@ export function save(name: string, result: unknown): string {
   const file = join(dir, `${name}-${stamp}.json`);
   writeFileSync(file, `${JSON.stringify(result, null, 2)}\n`);
   return file;
+}
+
+/** A free TCP port on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export interface Proc {
+  proc: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** Start a server process (from the repository root) and wait for its ready line. */
+export async function serve(cmd: string, args: string[], ready: RegExp, env: Record<string, string> = {}): Promise<Proc> {
+  const root = new URL('..', import.meta.url).pathname;
+  const proc = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  process.stderr.write(`bench: starting ${[cmd, ...args].join(' ').slice(0, 120)}\n`);
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${cmd} was not ready within 60 s:\n${out}`)), 60_000);
+    const onLine = (line: string) => {
+      out += `${line}\n`;
+      if (ready.test(line)) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    createInterface({ input: proc.stdout as NodeJS.ReadableStream }).on('line', onLine);
+    createInterface({ input: proc.stderr as NodeJS.ReadableStream }).on('line', onLine);
+    proc.once('exit', (code) => reject(new Error(`${cmd} exited (${code}):\n${out}`)));
+  });
+  return {
+    proc,
+    stop: () =>
+      new Promise<void>((resolve) => {
+        if (proc.exitCode !== null) return resolve();
+        proc.once('exit', () => resolve());
+        proc.kill('SIGTERM');
+      }),
+  };
+}
+
+/** A wrk Lua script that POSTs `body` as JSON with these headers. */
+export function wrkScript(body: string, headers: Record<string, string>): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'svc-wrk-')), 'post.lua');
+  const lines = [`wrk.method = "POST"`, `wrk.body = ${JSON.stringify(body)}`, `wrk.headers["Content-Type"] = "application/json"`];
+  for (const [k, v] of Object.entries(headers)) lines.push(`wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`);
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  return file;
+}
+
+/** A wrk latency figure (`812.00us`, `1.20ms`, `2.01s`) in milliseconds. */
+export function parseWrkMs(s: string): number {
+  const m = /([\d.]+)(us|ms|s)/.exec(s);
+  if (!m) return NaN;
+  const v = Number(m[1]);
+  return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
 }

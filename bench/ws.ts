@@ -19,14 +19,12 @@
  *
  * Writes bench/results/ws-<time>.json.
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { fork, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import WebSocket from 'ws';
-import { machine, percentile, round, save } from './lib.ts';
+import { freePort, machine, percentile, type Proc, round, save, serve } from './lib.ts';
 
 const quick = process.argv.includes('--quick');
 const N = Number(process.env.BENCH_WS_CONNECTIONS ?? (quick ? 2000 : 10_000));
@@ -35,16 +33,6 @@ const SECRET = 'bench-secret-bench-secret-bench-secret-0123';
 const root = new URL('..', import.meta.url).pathname;
 const fixtures = new URL('./fixtures/', import.meta.url).pathname;
 const TICKS = 100; // USER_HZ on Linux
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 function cpuSeconds(pid: number): number {
   const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -55,38 +43,6 @@ function cpuSeconds(pid: number): number {
 function rssBytes(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Number(m?.[1] ?? 0) * 1024;
-}
-
-interface Proc {
-  proc: ChildProcess;
-  stop(): Promise<void>;
-}
-
-async function serve(cmd: string, args: string[], ready: RegExp, env: Record<string, string>): Promise<Proc> {
-  const proc = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${cmd} was not ready within 60 s:\n${out}`)), 60_000);
-    const onLine = (line: string) => {
-      out += `${line}\n`;
-      if (ready.test(line)) {
-        clearTimeout(timer);
-        resolve();
-      }
-    };
-    createInterface({ input: proc.stdout as NodeJS.ReadableStream }).on('line', onLine);
-    createInterface({ input: proc.stderr as NodeJS.ReadableStream }).on('line', onLine);
-    proc.once('exit', (code) => reject(new Error(`${cmd} exited (${code}):\n${out}`)));
-  });
-  return {
-    proc,
-    stop: () =>
-      new Promise<void>((resolve) => {
-        if (proc.exitCode !== null) return resolve();
-        proc.once('exit', () => resolve());
-        proc.kill('SIGTERM');
-      }),
-  };
 }
 
 /** The receiving process: N byte-counting connections. */
