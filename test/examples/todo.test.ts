@@ -1,9 +1,14 @@
 // The README's tour, against the example app `npm start` serves: every step
 // answers what the README says it does.
+import { spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
 import t from 'tap';
 import { WalkerSocket } from 'svc/client';
 import { bearer } from '../helpers/identity.ts';
-import { post, startServer, type Server } from '../helpers/server.ts';
+import { post, startServer, TEST_SECRET, type Server } from '../helpers/server.ts';
 
 const entry = new URL('../../examples/todo/app.ts', import.meta.url).pathname;
 let server: Server;
@@ -50,4 +55,37 @@ t.test('the tour', async (t) => {
   await anonymous.send({ text: 'hi' }).catch(() => undefined);
   t.equal((await anonymous.closed).code, 4401);
   await Promise.all([a.close(), b.close()]);
+});
+
+t.test('`npm start` (the README\'s first command) serves the example app', async (t) => {
+  const root = new URL('../..', import.meta.url).pathname;
+  const proc = spawn('npm', ['start', '--', '--port', '0', '--host', '127.0.0.1', '--workers', '1'], {
+    cwd: root,
+    env: { ...process.env, SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-npm-start-')), JWT_SECRET: TEST_SECRET, SVC_ACCESS_LOG: 'false' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true, // npm starts a shell that starts node: stop the whole group
+  });
+  const exited = new Promise<number | null>((resolve) => proc.once('exit', resolve));
+  t.teardown(async () => {
+    try {
+      process.kill(-(proc.pid as number), 'SIGTERM');
+    } catch {
+      // already gone
+    }
+    await exited;
+  });
+  let out = '';
+  const url = await new Promise<string>((resolve, reject) => {
+    const onLine = (line: string) => {
+      out += `${line}\n`;
+      const m = /Server ready at (http:\/\/\S+)/.exec(line);
+      if (m) resolve(m[1] as string);
+    };
+    createInterface({ input: proc.stdout as NodeJS.ReadableStream }).on('line', onLine);
+    createInterface({ input: proc.stderr as NodeJS.ReadableStream }).on('line', onLine);
+    void exited.then((code) => reject(new Error(`npm start exited (${code}):\n${out}`)));
+  });
+  const res = await post(`${url}/walker/AddTodo`, { title: 'from npm start' });
+  t.equal(res.status, 200);
+  t.match(res.body.data.reports, [{ type: 'Todo', context: { title: 'from npm start' } }]);
 });
