@@ -72,8 +72,9 @@ export class ThreadHasher implements Hasher {
   constructor(options: { threads?: number; nice?: number } = {}) {
     const require = createRequire(import.meta.url);
     const workerData = { argon2: require.resolve('@node-rs/argon2'), bcrypt: require.resolve('bcryptjs'), nice: options.nice ?? 10, options: ARGON2_OPTIONS };
-    // Two per core by default: while a job's request is still crossing the HTTP front, the core goes to the other thread (measured in bench/identity.ts).
-    const count = Math.max(1, options.threads || 2 * availableParallelism());
+    // Two per core by default: while a job's request is still crossing the HTTP front, the core goes to the other thread
+    // (measured in bench/identity.ts). At most 16 by default: each hash holds 19 MiB while it runs.
+    const count = Math.max(1, options.threads || Math.min(16, 2 * availableParallelism()));
     for (let i = 0; i < count; i++) {
       const worker = new Worker(THREAD, { eval: true, workerData, execArgv: [] });
       worker.unref();
