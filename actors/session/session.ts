@@ -109,6 +109,11 @@ export class Session implements ActorLogic<SessionMsg, void> {
     }
   }
 
+  /** The user of the connection's token, once it has one. */
+  get user(): string | undefined {
+    return this.userId;
+  }
+
   /** Whether the session still waits for its token (private walker, none given yet). */
   get awaitingToken(): boolean {
     return !this.closed && this.caller === undefined;

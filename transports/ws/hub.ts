@@ -88,7 +88,7 @@ export interface WsHubOptions {
   errorOf(error: unknown): { code: string; message: string };
   limits?: Partial<WsLimits>;
   /** Connection opened / closed (access log). */
-  onEvent?: (event: { event: 'open' | 'close'; walker: string; code?: number }) => void;
+  onEvent?: (event: { event: 'open' | 'close'; walker: string; code?: number; user?: string; ms?: number }) => void;
 }
 
 /** An error frame answering `text` (with its id, when it has one). */
@@ -251,7 +251,8 @@ export class WsHub {
         .finally(() => this.sessionActors--);
     }
     conn.ref = undefined;
-    this.o.onEvent?.({ event: 'close', walker: conn.route.name, ...(code === undefined ? {} : { code }) });
+    const user = (conn.session as Session | undefined)?.user;
+    this.o.onEvent?.({ event: 'close', walker: conn.route.name, ...(code === undefined ? {} : { code }), ...(user === undefined ? {} : { user }), ms: Date.now() - conn.openedAt });
   }
 
   /** Close a connection from the server side. */

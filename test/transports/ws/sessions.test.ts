@@ -13,7 +13,7 @@ let server: Server;
 t.before(async () => {
   server = await startServer({
     entry,
-    env: { SVC_WS_AUTH_TIMEOUT_SECONDS: '0.6', SVC_WS_IDLE_TIMEOUT_SECONDS: '1.5', SVC_WS_PING_INTERVAL_SECONDS: '0.4', SVC_WS_MAX_FRAME_BYTES: '4096', SVC_WS_MAX_BUFFERED_BYTES: '65536' },
+    env: { SVC_WS_AUTH_TIMEOUT_SECONDS: '1', SVC_WS_IDLE_TIMEOUT_SECONDS: '2', SVC_WS_PING_INTERVAL_SECONDS: '0.5', SVC_WS_MAX_FRAME_BYTES: '4096', SVC_WS_MAX_BUFFERED_BYTES: '65536' },
   });
 });
 t.teardown(() => server.stop());
