@@ -13,6 +13,7 @@ import { fromReceive, type ActorSystem } from '../kernel/index.ts';
 import { Graph, SqliteStore, spreadOverWorkers } from '../actors/anchor/index.ts';
 import { Registry, Root } from '../actors/walker/index.ts';
 import {
+  type BuiltinRoute,
   buildRoutes,
   Docs,
   Front,
@@ -147,29 +148,31 @@ export async function setup(
 
   const docsEnabled = config['scale.server'].docs_enabled;
   const publicDir = join(boot.projectRoot, 'public');
+  const builtinRoutes: BuiltinRoute[] = [
+    ...identityRoutes(identity, (token) => jwt.verify(token)),
+    {
+      method: 'GET',
+      path: '/admin/stats',
+      auth: 'admin',
+      doc: { summary: 'Per worker thread: open WebSockets, session actors, actors, heap, handles (?gc=1 collects first under --expose-gc)' },
+      handler: async ({ req }) => {
+        // `?gc=1` collects garbage first, when the process runs with --expose-gc (for leak checks).
+        const gc = new URLSearchParams(req.query).get('gc') === '1';
+        const nodes = system.nodes().filter((n) => n !== 'main');
+        const workers = await Promise.all(
+          nodes.map((node) => (node === ctx.nodeId ? stats(gc) : (system.refFromAddress({ node, path: '/user/http' }).ask({ t: 'stats', gc } satisfies HttpControl, 5000) as Promise<WorkerStats>))),
+        );
+        return { data: { rss_bytes: process.memoryUsage.rss(), workers } };
+      },
+    },
+  ];
   const front = new Front({
     graph,
     registry,
     routes,
     jwt,
-    builtinRoutes: [
-      ...identityRoutes(identity, (token) => jwt.verify(token)),
-      {
-        method: 'GET',
-        path: '/admin/stats',
-        auth: 'admin',
-        handler: async ({ req }) => {
-          // `?gc=1` collects garbage first, when the process runs with --expose-gc (for leak checks).
-          const gc = new URLSearchParams(req.query).get('gc') === '1';
-          const nodes = system.nodes().filter((n) => n !== 'main');
-          const workers = await Promise.all(
-            nodes.map((node) => (node === ctx.nodeId ? stats(gc) : (system.refFromAddress({ node, path: '/user/http' }).ask({ t: 'stats', gc } satisfies HttpControl, 5000) as Promise<WorkerStats>))),
-          );
-          return { data: { rss_bytes: process.memoryUsage.rss(), workers } };
-        },
-      },
-    ],
-    openapi: openApiDocument(routes, { title: boot.title, version: boot.version }),
+    builtinRoutes,
+    openapi: openApiDocument(routes, { title: boot.title, version: boot.version }, builtinRoutes),
     docs: docsEnabled ? new Docs(boot.title) : undefined,
     statics: existsSync(publicDir) ? new StaticFiles(publicDir) : undefined,
     requestTimeoutMs: config['scale.server'].request_timeout_ms + 1000,

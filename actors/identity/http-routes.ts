@@ -8,13 +8,21 @@ import { adminPortal } from './admin-portal.ts';
 import { unauthorized } from './errors.ts';
 import type { IdentityService } from './service.ts';
 
+// Request bodies, for /openapi.json (the service validates them itself).
+const str = { type: 'string' };
+const identity = { type: 'object', required: ['type', 'value'], properties: { type: { enum: ['username', 'email'] }, value: str } };
+const credential = { type: 'object', required: ['type', 'password'], properties: { type: { const: 'password' }, password: str } };
+const object = (required: string[], properties: Record<string, unknown>) => ({ type: 'object', required, properties });
+const profile = { type: 'object', description: 'display_name, avatar_url, bio, … (limits in the README)' };
+
 export function identityRoutes(service: IdentityService, verify: (token: string) => { user_id: string }): BuiltinRoute[] {
   return [
-    { method: 'POST', path: '/user/register', auth: 'none', handler: async (c) => ({ status: 201, data: await service.register(c.body()) }) },
+    { method: 'POST', path: '/user/register', auth: 'none', doc: { summary: 'Register a user (their own graph root is created)', status: 201, body: object(['identities', 'credential'], { identities: { type: 'array', items: identity, minItems: 1, maxItems: 2 }, credential, profile }) }, handler: async (c) => ({ status: 201, data: await service.register(c.body()) }) },
     {
       method: 'POST',
       path: '/user/login',
       auth: 'none',
+      doc: { summary: 'Log in with any identity: a JWT', body: object(['identity', 'credential'], { identity, credential }) },
       needsAddress: true,
       handler: async (c) => {
         const { user, token } = await service.login(c.body(), c.req.remoteAddress);
@@ -25,6 +33,7 @@ export function identityRoutes(service: IdentityService, verify: (token: string)
       method: 'POST',
       path: '/user/refresh-token',
       auth: 'none',
+      doc: { summary: 'A fresh token for a valid one', body: object(['token'], { token: str }) },
       handler: async (c) => {
         const raw = c.body().token;
         if (typeof raw !== 'string' || raw === '') throw unauthorized('send the token to refresh');
@@ -32,30 +41,31 @@ export function identityRoutes(service: IdentityService, verify: (token: string)
         return { data: { token: await service.refresh(claims.user_id), message: 'token refreshed' } };
       },
     },
-    { method: 'GET', path: '/user/me', auth: 'token', duringPasswordChange: true, handler: (c) => ({ data: service.me(c.claims.user_id) }) },
-    { method: 'PUT', path: '/user/password', auth: 'token', duringPasswordChange: true, handler: async (c) => ({ data: await service.changePassword(c.claims.user_id, c.body()) }) },
-    { method: 'POST', path: '/user/add-identity', auth: 'token', handler: (c) => ({ data: service.addIdentity(c.claims.user_id, c.body()) }) },
-    { method: 'POST', path: '/user/send-verification', auth: 'token', handler: (c) => service.sendVerification(c.claims.user_id, c.body()) },
-    { method: 'POST', path: '/user/verify-identity', auth: 'none', handler: (c) => ({ data: service.verifyIdentity(c.body()) }) },
-    { method: 'POST', path: '/user/forgot-password', auth: 'none', needsAddress: true, handler: async (c) => ({ data: await service.forgotPassword(c.body(), c.req.remoteAddress) }) },
-    { method: 'POST', path: '/user/reset-password', auth: 'none', handler: async (c) => ({ data: await service.resetPassword(c.body()) }) },
+    { method: 'GET', path: '/user/me', auth: 'token', duringPasswordChange: true, doc: { summary: 'The signed-in user' }, handler: (c) => ({ data: service.me(c.claims.user_id) }) },
+    { method: 'PUT', path: '/user/password', auth: 'token', duringPasswordChange: true, doc: { summary: 'Change the password (older tokens stop working)', body: object(['current_password', 'new_password'], { current_password: str, new_password: str }) }, handler: async (c) => ({ data: await service.changePassword(c.claims.user_id, c.body()) }) },
+    { method: 'POST', path: '/user/add-identity', auth: 'token', doc: { summary: 'Add a username or email', body: object(['identity'], { identity, is_recovery: { type: 'boolean' } }) }, handler: (c) => ({ data: service.addIdentity(c.claims.user_id, c.body()) }) },
+    { method: 'POST', path: '/user/send-verification', auth: 'token', doc: { summary: 'Mail a verification link to an email identity', status: 202, body: object(['identity'], { identity }) }, handler: (c) => service.sendVerification(c.claims.user_id, c.body()) },
+    { method: 'POST', path: '/user/verify-identity', auth: 'none', doc: { summary: 'Verify an email with the token from the mail', body: object(['token'], { token: str }) }, handler: (c) => ({ data: service.verifyIdentity(c.body()) }) },
+    { method: 'POST', path: '/user/forgot-password', auth: 'none', needsAddress: true, doc: { summary: 'Mail a reset link (always the same answer)', body: object(['identity'], { identity }) }, handler: async (c) => ({ data: await service.forgotPassword(c.body(), c.req.remoteAddress) }) },
+    { method: 'POST', path: '/user/reset-password', auth: 'none', doc: { summary: 'Set a new password with the token from the mail', body: object(['token', 'new_password'], { token: str, new_password: str }) }, handler: async (c) => ({ data: await service.resetPassword(c.body()) }) },
 
-    { method: 'GET', path: '/admin', auth: 'none', handler: () => ({ raw: adminPortal() }) },
+    { method: 'GET', path: '/admin', auth: 'none', doc: { summary: 'The admin portal (a page)', produces: 'text/html' }, handler: () => ({ raw: adminPortal() }) },
     {
       method: 'POST',
       path: '/admin/login',
       auth: 'none',
+      doc: { summary: 'Log in as an admin', body: object(['username', 'password'], { username: str, password: str }) },
       needsAddress: true,
       handler: async (c) => {
         const { user, token } = await service.login(c.body(), c.req.remoteAddress, true);
         return { data: { user_id: user.user_id, token, role: user.role, must_change_password: user.must_change_password } };
       },
     },
-    { method: 'GET', path: '/admin/users', auth: 'admin', handler: (c) => ({ data: service.listUsers(new URLSearchParams(c.req.query)) }) },
-    { method: 'POST', path: '/admin/users', auth: 'admin', handler: async (c) => ({ status: 201, data: await service.createUser(c.body()) }) },
-    { method: 'GET', path: '/admin/users/{username}', auth: 'admin', handler: (c) => ({ data: service.getUser(c.params.username as string) }) },
-    { method: 'PUT', path: '/admin/users/{username}', auth: 'admin', handler: async (c) => ({ data: await service.updateUser(c.params.username as string, c.body(), c.claims.user_id) }) },
-    { method: 'DELETE', path: '/admin/users/{username}', auth: 'admin', handler: async (c) => ({ data: await service.deleteUser(c.params.username as string, c.claims.user_id) }) },
-    { method: 'POST', path: '/admin/users/{username}/force-password-reset', auth: 'admin', handler: async (c) => ({ data: await service.forcePasswordReset(c.params.username as string) }) },
+    { method: 'GET', path: '/admin/users', auth: 'admin', doc: { summary: 'List users (?search=&limit=&offset=)' }, handler: (c) => ({ data: service.listUsers(new URLSearchParams(c.req.query)) }) },
+    { method: 'POST', path: '/admin/users', auth: 'admin', doc: { summary: 'Create a user (a temporary password when none is given)', status: 201, body: object(['username'], { username: str, email: str, role: { enum: ['user', 'admin'] }, password: str, profile }) }, handler: async (c) => ({ status: 201, data: await service.createUser(c.body()) }) },
+    { method: 'GET', path: '/admin/users/{username}', auth: 'admin', doc: { summary: 'One user' }, handler: (c) => ({ data: service.getUser(c.params.username as string) }) },
+    { method: 'PUT', path: '/admin/users/{username}', auth: 'admin', doc: { summary: 'Edit role, status or profile', body: object([], { role: { enum: ['user', 'admin'] }, status: { enum: ['active', 'disabled'] }, profile }) }, handler: async (c) => ({ data: await service.updateUser(c.params.username as string, c.body(), c.claims.user_id) }) },
+    { method: 'DELETE', path: '/admin/users/{username}', auth: 'admin', doc: { summary: 'Delete a user (their tokens stop working)' }, handler: async (c) => ({ data: await service.deleteUser(c.params.username as string, c.claims.user_id) }) },
+    { method: 'POST', path: '/admin/users/{username}/force-password-reset', auth: 'admin', doc: { summary: 'Void their tokens; the next login must change the password' }, handler: async (c) => ({ data: await service.forcePasswordReset(c.params.username as string) }) },
   ];
 }

@@ -7,6 +7,7 @@ import type { TSchema } from 'typebox';
 import { HTTP_ERRORS } from './errors.ts';
 import { RUNTIME_FIELDS } from './params.ts';
 import type { EndpointRoute } from './router.ts';
+import type { BuiltinRoute } from './types.ts';
 
 type Json = Record<string, unknown>;
 
@@ -88,12 +89,39 @@ function operation(route: EndpointRoute): Json {
   return op;
 }
 
-/** The OpenAPI 3.1 document. */
-export function openApiDocument(routes: EndpointRoute[], info: { title: string; version: string }): Json {
+/** A route the runtime serves itself (users, admin). */
+function builtinOperation(route: BuiltinRoute): Json {
+  const doc = route.doc ?? { summary: `${route.method} ${route.path}` };
+  const status = String(doc.status ?? 200);
+  const op: Json = {
+    operationId: `${route.method.toLowerCase()}${route.path.replace(/[^A-Za-z0-9]+/g, '_')}`,
+    summary: doc.summary,
+    tags: [route.path.startsWith('/admin') ? 'admin' : 'users'],
+    parameters: [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } })),
+    responses: {
+      [status]: doc.produces
+        ? { description: 'success', content: { [doc.produces]: { schema: { type: 'string' } } } }
+        : { description: 'success', content: { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } } },
+      ...(doc.body ? { '400': errorResponse('VALIDATION_ERROR or INVALID_JSON') } : {}),
+      ...(route.auth === 'none' ? {} : { '401': errorResponse('UNAUTHORIZED'), '403': errorResponse('FORBIDDEN or PASSWORD_CHANGE_REQUIRED') }),
+      '429': errorResponse('TOO_MANY_REQUESTS (where rate-limited)'),
+    },
+  };
+  if (route.auth !== 'none') op.security = [{ bearerAuth: [] }];
+  if (doc.body) op.requestBody = { required: true, content: { 'application/json': { schema: doc.body } } };
+  return op;
+}
+
+/** The OpenAPI 3.1 document: the app's endpoints, then the runtime's own (`builtins`). */
+export function openApiDocument(routes: EndpointRoute[], info: { title: string; version: string }, builtins: BuiltinRoute[] = []): Json {
   const paths: Record<string, Json> = {};
   for (const route of routes) {
     const entry = (paths[route.template] ??= {});
     entry[route.method.toLowerCase()] = operation(route);
+  }
+  for (const route of builtins) {
+    const entry = (paths[route.path] ??= {});
+    entry[route.method.toLowerCase()] = builtinOperation(route);
   }
   const builtin = (summary: string, schema: Json = { type: 'object' }) => ({
     get: { summary, tags: ['built-in'], responses: { '200': { description: summary, content: { 'application/json': { schema } } } } },

@@ -34,6 +34,8 @@ export interface BuiltinRoute {
   duringPasswordChange?: boolean;
   /** The handler reads the client address (login rate limits). */
   needsAddress?: boolean;
+  /** For /openapi.json: what it does, its JSON body's schema, its success status (200) and content type (JSON). */
+  doc?: { summary: string; body?: Record<string, unknown>; status?: number; produces?: string };
   handler(ctx: BuiltinContext): Promise<BuiltinResult> | BuiltinResult;
 }
 

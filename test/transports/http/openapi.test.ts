@@ -45,6 +45,13 @@ t.test('/openapi.json is OpenAPI 3.1 with every route and its schema', async (t)
   const item = spec.paths['/items/{item_id}']?.get;
   t.match(item?.parameters, [{ name: 'item_id', in: 'path' }, { name: 'q', in: 'query' }, { name: 'limit', in: 'query' }, { name: 'exact', in: 'query' }]);
   t.ok(spec.paths['/walker/Upload']?.post?.requestBody?.content['multipart/form-data'], 'uploads are multipart');
+  // The runtime's own routes are described too.
+  t.match(spec.paths['/user/login']?.post?.requestBody?.content['application/json']?.schema, { required: ['identity', 'credential'] });
+  t.notOk(spec.paths['/user/login']?.post?.security, 'login needs no token');
+  t.same(spec.paths['/user/me']?.get?.security, [{ bearerAuth: [] }]);
+  t.ok(spec.paths['/admin/users/{username}']?.delete?.parameters.some((p) => p.name === 'username' && p.in === 'path'));
+  t.ok(spec.paths['/user/register']?.post?.responses['201'], 'register answers 201');
+  t.ok(spec.paths['/admin/stats']?.get, '/admin/stats');
   t.match(spec.components.schemas.Envelope, { properties: { ok: {}, type: {}, data: {}, error: {}, meta: {} } });
   t.ok(spec.components.securitySchemes.bearerAuth);
   // Every $ref resolves.
