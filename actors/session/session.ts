@@ -99,13 +99,15 @@ export class Session implements ActorLogic<SessionMsg, void> {
   constructor(
     private readonly env: SessionEnv,
     private readonly sink: SessionSink,
-    queryToken: string | undefined,
-  ) {
+  ) {}
+
+  /** The connection is open: take the query token (closing at once when it is bad), or the guest on a public walker. */
+  start(queryToken: string | undefined): void {
     if (queryToken !== undefined) {
       this.authenticate(queryToken);
-    } else if (env.isPublic) {
-      this.caller = env.guest;
-      if (env.broadcast) sink.subscribe();
+    } else if (this.env.isPublic) {
+      this.caller = this.env.guest;
+      if (this.env.broadcast) this.sink.subscribe();
     }
   }
 

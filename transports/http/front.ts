@@ -14,7 +14,7 @@ import { failure, newRequestId, success, successJson } from './envelope.ts';
 import { httpError, HttpError, toHttpError } from './errors.ts';
 import type { JwtVerifier } from './jwt.ts';
 import { collectFields, jsonBody } from './params.ts';
-import { type EndpointRoute, Router } from './router.ts';
+import { type EndpointRoute, parseTemplate, Router } from './router.ts';
 import type { StaticFiles } from './static.ts';
 import type { BuiltinRoute, HttpRequest, HttpResponse } from './types.ts';
 import type { Claims } from './jwt.ts';
@@ -74,7 +74,7 @@ export class Front {
   private draining = false;
   private readonly builtins = new Map<string, () => HttpResponse>();
   private readonly hooks: [string, ReturnType<Registry['hooks']>[number][1]][];
-  private readonly builtinRoutes: { route: BuiltinRoute; segments: (string | null)[]; names: string[] }[];
+  private readonly builtinRouter: Router<{ method: string; template: string; pathParams: string[]; segments: (string | null)[]; route: BuiltinRoute }>;
   /** Paths whose handlers read the client address (servers fill it for these only). */
   readonly addressPaths: Set<string>;
 
@@ -85,19 +85,12 @@ export class Front {
       o.routes.some((r) => 'headers' in (r.schema.properties ?? {})) ||
       this.hooks.some(([, cls]) => walkerInfo(cls).fields.includes('headers'));
     this.headerNames = wantsAll ? 'all' : FRONT_HEADERS;
-    this.builtinRoutes = (o.builtinRoutes ?? []).map((route) => {
-      const names: string[] = [];
-      const segments = route.path
-        .split('/')
-        .slice(1)
-        .map((seg) => {
-          const m = /^\{(\w+)\}$/.exec(seg);
-          if (!m) return seg;
-          names.push(m[1] as string);
-          return null;
-        });
-      return { route, segments, names };
-    });
+    this.builtinRouter = new Router(
+      (o.builtinRoutes ?? []).map((route) => {
+        const { segments, params } = parseTemplate(route.path);
+        return { method: route.method, template: route.path, pathParams: params, segments, route };
+      }),
+    );
     this.addressPaths = new Set((o.builtinRoutes ?? []).filter((r) => r.needsAddress).map((r) => r.path));
     const json = (status: number, body: unknown): HttpResponse => ({ status, headers: { 'content-type': JSON_TYPE }, body: JSON.stringify(body) });
     const readiness = (ok: unknown) => () => (this.isReady ? json(200, ok) : json(503, { status: this.draining ? 'draining' : 'starting', ready: false }));
@@ -164,13 +157,17 @@ export class Front {
       const doc = this.o.docs?.serve(req.path);
       if (doc) return doc;
     }
-    const builtin = this.builtinRoutes.length ? this.matchBuiltin(req) : undefined;
+    const method = req.method === 'HEAD' ? 'GET' : req.method;
+    const builtin = this.builtinRouter.match(method, req.path);
     if (builtin) {
       if ('allowed' in builtin) throw httpError('METHOD_NOT_ALLOWED', `${req.method} is not served on ${req.path}`, { allowed: builtin.allowed });
-      setRoute(builtin.route.path);
-      return this.runBuiltin(builtin.route, builtin.params, req, rid);
+      const params = decodeParams(builtin.params);
+      if (params) {
+        setRoute(builtin.route.template);
+        return this.runBuiltin(builtin.route.route, params, req, rid);
+      }
     }
-    const match = this.router.match(req.method === 'HEAD' ? 'GET' : req.method, req.path);
+    const match = this.router.match(method, req.path);
     if (!match || 'allowed' in match) {
       if (req.method === 'GET' || req.method === 'HEAD') {
         const file = await this.o.statics?.serve(req.path === '/' ? '/index.html' : req.path, req.method === 'HEAD');
@@ -202,32 +199,6 @@ export class Front {
       return { status: 200, headers: { 'content-type': `${route.produces ?? 'text/plain'}; charset=utf-8` }, body: raw };
     }
     return { status: 200, headers: { 'content-type': JSON_TYPE }, body: successJson(`{"result":${json},"reports":[]}`, rid) };
-  }
-
-  private matchBuiltin(req: HttpRequest): { route: BuiltinRoute; params: Record<string, string> } | { allowed: string[] } | undefined {
-    const parts = req.path.split('/').slice(1);
-    const method = req.method === 'HEAD' ? 'GET' : req.method;
-    const allowed: string[] = [];
-    for (const b of this.builtinRoutes) {
-      if (b.segments.length !== parts.length) continue;
-      const params: Record<string, string> = {};
-      let n = 0;
-      const ok = b.segments.every((seg, i) => {
-        const part = parts[i] as string;
-        if (seg !== null) return seg === part;
-        if (part === '') return false;
-        try {
-          params[b.names[n++] as string] = decodeURIComponent(part);
-        } catch {
-          return false;
-        }
-        return true;
-      });
-      if (!ok) continue;
-      if (b.route.method === method) return { route: b.route, params };
-      allowed.push(b.route.method);
-    }
-    return allowed.length ? { allowed } : undefined;
   }
 
   private async runBuiltin(route: BuiltinRoute, params: Record<string, string>, req: HttpRequest, rid: string): Promise<HttpResponse> {
@@ -303,6 +274,17 @@ export class Front {
 }
 
 type BuiltinContextClaims = Record<string, unknown> & { user_id: string };
+
+/** Percent-decoded path parameters, or undefined when one is not valid percent-encoding (then no route matches). */
+function decodeParams(raw: Record<string, string>): Record<string, string> | undefined {
+  const out: Record<string, string> = {};
+  try {
+    for (const k in raw) out[k] = decodeURIComponent(raw[k] as string);
+  } catch {
+    return undefined;
+  }
+  return out;
+}
 
 function passwordChangeRequired(): HttpError {
   return new HttpError(403, { code: 'PASSWORD_CHANGE_REQUIRED', message: 'change the password first (PUT /user/password)' });

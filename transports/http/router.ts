@@ -26,8 +26,17 @@ export interface EndpointRoute {
   segments: (string | null)[];
 }
 
-export interface RouteMatch {
-  route: EndpointRoute;
+/** What the router needs of a route. */
+export interface Routable {
+  method: string;
+  template: string;
+  pathParams: string[];
+  /** Literal segments, or null where a parameter goes. */
+  segments: (string | null)[];
+}
+
+export interface RouteMatch<R extends Routable = EndpointRoute> {
+  route: R;
   params: Record<string, string>;
 }
 
@@ -35,7 +44,7 @@ function isUpload(schema: TSchema | undefined): boolean {
   return !!schema && (schema as { 'x-svc-upload'?: boolean })['x-svc-upload'] === true;
 }
 
-function parseTemplate(template: string): { segments: (string | null)[]; params: string[] } {
+export function parseTemplate(template: string): { segments: (string | null)[]; params: string[] } {
   const params: string[] = [];
   const segments = template
     .split('/')
@@ -109,14 +118,16 @@ function functionRoute(name: string, def: FunctionDef): EndpointRoute {
  * Finds the route of a method and path: an exact lookup for literal paths,
  * segment matching for the rest.
  */
-export class Router {
+export class Router<R extends Routable = EndpointRoute> {
   /** Literal paths: method → path → route. */
-  private readonly exact = new Map<string, Map<string, EndpointRoute>>();
-  private readonly templated: EndpointRoute[] = [];
+  private readonly exact = new Map<string, Map<string, R>>();
+  private readonly templated: R[] = [];
   /** Methods served per literal path, for 405 answers. */
   private readonly literalMethods = new Map<string, Set<string>>();
+  /** First segments of the templated routes, when all are literal: other paths skip the segment matching. */
+  private readonly templatedFirst: Set<string> | undefined;
 
-  constructor(readonly routes: EndpointRoute[]) {
+  constructor(readonly routes: R[]) {
     for (const r of routes) {
       if (r.pathParams.length === 0) {
         let byPath = this.exact.get(r.method);
@@ -129,13 +140,20 @@ export class Router {
         this.templated.push(r);
       }
     }
+    const firsts = this.templated.map((r) => r.segments[0]);
+    this.templatedFirst = firsts.every((f) => typeof f === 'string') ? new Set(firsts as string[]) : undefined;
   }
 
   /** The route, or the methods allowed on that path (405), or nothing (404). */
-  match(method: string, path: string): RouteMatch | { allowed: string[] } | undefined {
+  match(method: string, path: string): RouteMatch<R> | { allowed: string[] } | undefined {
     const hit = this.exact.get(method)?.get(path);
     if (hit) return { route: hit, params: {} };
-    const allowed = new Set(this.literalMethods.get(path));
+    const literal = this.literalMethods.get(path);
+    if (this.templatedFirst) {
+      const end = path.indexOf('/', 1);
+      if (!this.templatedFirst.has(end < 0 ? path.slice(1) : path.slice(1, end))) return literal ? { allowed: [...literal] } : undefined;
+    }
+    const allowed = new Set(literal);
     const parts = path.split('/').slice(1);
     for (const r of this.templated) {
       if (r.segments.length !== parts.length) continue;

@@ -8,7 +8,7 @@
 import type { TObject } from 'typebox';
 import { type ActorRef, type ActorSystem, fromReceive } from '../../kernel/index.ts';
 import { APIProtocol, type EndpointAccess, type Registry, walkerInfo } from '../../actors/walker/index.ts';
-import { CLOSE, Session, type SessionAuth, type SessionCaller, type SessionMsg, sessionProps } from '../../actors/session/index.ts';
+import { CLOSE, Session, type SessionAuth, type SessionCaller, type SessionEnv, type SessionMsg, type SessionSink, sessionProps } from '../../actors/session/index.ts';
 
 /** A walker served over WebSocket. */
 export interface WsRoute {
@@ -69,7 +69,7 @@ export interface SocketHandle {
 export interface Conn {
   readonly route: WsRoute;
   readonly socket: SocketHandle;
-  session: Session;
+  readonly session: Session;
   ref: ActorRef<SessionMsg, void> | undefined;
   openedAt: number;
   lastSeen: number;
@@ -116,6 +116,8 @@ export class WsHub {
   readonly limits: WsLimits;
   readonly conns = new Set<Conn>();
   private readonly byName = new Map<string, WsRoute>();
+  /** What the sessions of one walker share (built once per walker, not per connection). */
+  private readonly envs = new Map<WsRoute, SessionEnv>();
   private draining = false;
   /** Session actors not yet stopped (a connection's actor outlives it until its mailbox is done). */
   sessionActors = 0;
@@ -125,7 +127,22 @@ export class WsHub {
 
   constructor(private readonly o: WsHubOptions) {
     this.limits = { ...DEFAULT_WS_LIMITS, ...o.limits };
-    for (const r of o.routes) this.byName.set(r.name, r);
+    for (const r of o.routes) {
+      this.byName.set(r.name, r);
+      this.envs.set(r, {
+        walker: r.name,
+        isPublic: r.access === 'pub',
+        broadcast: r.broadcast,
+        auth: o.auth,
+        guest: o.guest,
+        run: (fields, caller) => {
+          const taken: Record<string, unknown> = {};
+          for (const k of Object.keys(fields)) if (r.fields.has(k)) taken[k] = fields[k];
+          return o.run(r.name, taken, caller);
+        },
+        errorOf: o.errorOf,
+      });
+    }
     if (o.routes.some((r) => r.broadcast)) {
       o.system.spawn(
         fromReceive((msg: Relay) => {
@@ -173,8 +190,7 @@ export class WsHub {
   /** A socket is open: its session starts (closing it at once for a bad query token). */
   open(route: WsRoute, token: string | undefined, socket: SocketHandle): Conn {
     const now = Date.now();
-    const conn: Conn = { route, socket, session: undefined as unknown as Session, ref: undefined, openedAt: now, lastSeen: now, lastPing: now, closed: false, inbound: 0 };
-    const sink = {
+    const sink: SessionSink = {
       send: (text: string) => {
         if (!conn.closed) socket.send(text);
       },
@@ -187,25 +203,20 @@ export class WsHub {
         conn.inbound -= bytes;
       },
     };
+    const conn: Conn = {
+      route,
+      socket,
+      session: new Session(this.envs.get(route) as SessionEnv, sink),
+      ref: undefined,
+      openedAt: now,
+      lastSeen: now,
+      lastPing: now,
+      closed: false,
+      inbound: 0,
+    };
     this.conns.add(conn);
     this.o.onEvent?.({ event: 'open', walker: route.name });
-    conn.session = new Session(
-      {
-        walker: route.name,
-        isPublic: route.access === 'pub',
-        broadcast: route.broadcast,
-        auth: this.o.auth,
-        guest: this.o.guest,
-        run: (fields, caller) => {
-          const taken: Record<string, unknown> = {};
-          for (const k of Object.keys(fields)) if (route.fields.has(k)) taken[k] = fields[k];
-          return this.o.run(route.name, taken, caller);
-        },
-        errorOf: this.o.errorOf,
-      },
-      sink,
-      token,
-    );
+    conn.session.start(token);
     if (!conn.closed) {
       conn.ref = this.o.system.spawn(sessionProps(conn.session));
       this.sessionActors++;
@@ -243,7 +254,7 @@ export class WsHub {
   closed(conn: Conn, code?: number): void {
     if (!this.conns.delete(conn)) return;
     conn.closed = true;
-    (conn.session as Session | undefined)?.detach(); // undefined while the session's constructor closes it
+    conn.session.detach();
     if (conn.ref) {
       void this.o.system
         .stop(conn.ref, 1000)
@@ -251,7 +262,7 @@ export class WsHub {
         .finally(() => this.sessionActors--);
     }
     conn.ref = undefined;
-    const user = (conn.session as Session | undefined)?.user;
+    const user = conn.session.user;
     this.o.onEvent?.({ event: 'close', walker: conn.route.name, ...(code === undefined ? {} : { code }), ...(user === undefined ? {} : { user }), ms: Date.now() - conn.openedAt });
   }
 
@@ -268,6 +279,7 @@ export class WsHub {
   /** A broadcast reply: every other subscriber here, and every subscriber on the other threads. */
   private publish(conn: Conn, text: string): void {
     const topic = conn.route.topic;
+    // The sender's own socket publishes to the others here; once it is gone, the thread's publisher reaches them all.
     if (!conn.closed) conn.socket.publishFromHere(topic, text);
     else this.publishLocal?.(topic, text);
     const system = this.o.system;

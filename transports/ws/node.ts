@@ -37,6 +37,12 @@ export function attachNode(server: Server, hub: WsHub): void {
     ws.send(data);
   };
 
+  /** Every subscriber of a topic on this thread but `except`, one send each (the text encoded once). */
+  const fanOut = (topic: string, text: string, except?: WebSocket): void => {
+    const data = Buffer.from(text);
+    for (const ws of topics.get(topic) ?? []) if (ws !== except) sendTo(ws, data);
+  };
+
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => undefined);
     const url = req.url ?? '/';
@@ -52,7 +58,7 @@ export function attachNode(server: Server, hub: WsHub): void {
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const subscribed: string[] = [];
+      const subscribed = new Set<string>();
       let alive = true;
       const conn: Conn = hub.open(verdict.route, verdict.token, {
         send: (text) => sendTo(ws, text),
@@ -68,12 +74,9 @@ export function attachNode(server: Server, hub: WsHub): void {
           let set = topics.get(topic);
           if (!set) topics.set(topic, (set = new Set()));
           set.add(ws);
-          subscribed.push(topic);
+          subscribed.add(topic);
         },
-        publishFromHere: (topic, text) => {
-          const data = Buffer.from(text);
-          for (const other of topics.get(topic) ?? []) if (other !== ws) sendTo(other, data);
-        },
+        publishFromHere: (topic, text) => fanOut(topic, text, ws),
       });
       // binaryType is 'nodebuffer': every message is one Buffer.
       ws.on('message', (data: Buffer) => hub.frame(conn, data, data.length));
@@ -86,8 +89,5 @@ export function attachNode(server: Server, hub: WsHub): void {
       });
     });
   });
-  hub.attach((topic, text) => {
-    const data = Buffer.from(text);
-    for (const ws of topics.get(topic) ?? []) sendTo(ws, data);
-  });
+  hub.attach((topic, text) => fanOut(topic, text));
 }

@@ -6,12 +6,42 @@
  */
 import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
 import { failure, newRequestId } from '../http/index.ts';
-import type { Conn, WsHub, WsRoute } from './hub.ts';
+import type { Conn, SocketHandle, WsHub, WsRoute } from './hub.ts';
 
 interface Data {
   route: WsRoute;
   token: string | undefined;
   conn?: Conn;
+  socket?: UwsSocket;
+}
+
+/** A uWS WebSocket as the hub sees it; calls after the socket closed are ignored (uWS throws on them). */
+class UwsSocket implements SocketHandle {
+  alive = true;
+
+  constructor(private readonly ws: WebSocket<Data>) {}
+
+  send(text: string): void {
+    if (this.alive) this.ws.send(text, false);
+  }
+
+  end(code: number, reason: string): void {
+    if (!this.alive) return;
+    this.alive = false;
+    this.ws.end(code, reason);
+  }
+
+  ping(): void {
+    if (this.alive) this.ws.ping();
+  }
+
+  subscribe(topic: string): void {
+    if (this.alive) this.ws.subscribe(topic);
+  }
+
+  publishFromHere(topic: string, text: string): void {
+    if (this.alive) this.ws.publish(topic, text, false);
+  }
 }
 
 /** The JSON envelope of a refused upgrade. */
@@ -51,29 +81,8 @@ export function attachUws(app: TemplatedApp, hub: WsHub): void {
     },
     open: (ws: WebSocket<Data>) => {
       const data = ws.getUserData();
-      let alive = true;
-      data.conn = hub.open(data.route, data.token, {
-        send: (text) => {
-          if (alive) ws.send(text, false);
-        },
-        end: (code, reason) => {
-          if (!alive) return;
-          alive = false;
-          ws.end(code, reason);
-        },
-        ping: () => {
-          if (alive) ws.ping();
-        },
-        subscribe: (topic) => {
-          if (alive) ws.subscribe(topic);
-        },
-        publishFromHere: (topic, text) => {
-          if (alive) ws.publish(topic, text, false);
-          else app.publish(topic, text, false);
-        },
-      });
-      // Closing from the client side (below) must also stop the handle's calls.
-      (data as Data & { kill?: () => void }).kill = () => (alive = false);
+      data.socket = new UwsSocket(ws);
+      data.conn = hub.open(data.route, data.token, data.socket);
     },
     message: (ws, message) => {
       const conn = ws.getUserData().conn;
@@ -85,8 +94,9 @@ export function attachUws(app: TemplatedApp, hub: WsHub): void {
       if (conn) hub.seen(conn);
     },
     close: (ws, code) => {
-      const data = ws.getUserData() as Data & { kill?: () => void };
-      data.kill?.();
+      const data = ws.getUserData();
+      // Closed from either side: the handle makes no more calls.
+      if (data.socket) data.socket.alive = false;
       if (data.conn) hub.closed(data.conn, code);
     },
   });

@@ -66,8 +66,14 @@ t.test('a private broadcast walker: every authenticated client on every thread g
     const expected = clients.map((_, j) => `hello from ${j}`).filter((x) => x !== `hello from ${i}`).sort();
     t.same(texts, expected, `client ${i} got every other client's message once`);
   }
-  // The lurker is still connected and has had nothing (its socket is read as it comes).
-  t.same(lurker.texts, [], 'an unauthenticated connection receives no broadcast');
+  // The lurker authenticates only now: the answer to that frame comes after anything the server had sent it
+  // before, so if a broadcast had reached it, it would be ahead of the answer.
+  const answered = new Promise<void>((resolve) => {
+    lurker.socket.on('data', () => lurker.texts.some((x) => x.includes('authenticated')) && resolve());
+  });
+  lurker.send(JSON.stringify({ token: await tokenFor('late-lurker'), id: 'late' }));
+  await answered;
+  t.same(lurker.texts, ['{"type":"authenticated","id":"late"}'], 'an unauthenticated connection received no broadcast');
   lurker.socket.destroy();
   await Promise.all(clients.map((c) => c.close()));
 });
