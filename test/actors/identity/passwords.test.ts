@@ -8,7 +8,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { argon2NeedsRehash, checkPassword, Passwords, UsersStore } from '../../../actors/identity/index.ts';
+import { argon2NeedsRehash, checkPassword, Passwords, ThreadHasher, UsersStore } from '../../../actors/identity/index.ts';
 import { login } from '../../helpers/identity.ts';
 import { startServer } from '../../helpers/server.ts';
 
@@ -109,4 +109,12 @@ t.test('legacy hashes in users.db log in and are rehashed to argon2id', async (t
     t.equal((await login(server.url, name, password)).status, 200, `${name}: and still logs in`);
   }
   t.match(server.output(), /password rehashed to argon2id/);
+});
+
+t.test('a hashing pool whose threads cannot load argon2 fails its jobs with the reason instead of hanging', async (t) => {
+  const broken = new ThreadHasher({ threads: 2, argon2Module: join(tmpdir(), 'no-such-argon2-binding.js') });
+  t.teardown(() => broken.close());
+  await t.rejects(broken.run({ op: 'hash', password: 'whatever it is' }), /password hashing is unavailable: .*no-such-argon2-binding/);
+  await t.rejects(broken.run({ op: 'hash', password: 'again' }), /password hashing is unavailable/, 'and at once afterwards');
+  t.equal(broken.size, 0);
 });
