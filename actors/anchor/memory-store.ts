@@ -70,13 +70,20 @@ export class MemoryStore implements AnchorStore {
 
   async commit(batch: CommitBatch): Promise<void> {
     this.check();
+    const chain = batch.chain;
+    if (chain?.broken) throw chain.refusal();
+    const conflict = (message: string) => {
+      const error = graphError('SVC_ERR_CONFLICT', message);
+      chain?.break(error);
+      return error;
+    };
     for (const doc of batch.upserts) {
       const have = this.docs.get(doc.id)?.version ?? 0;
-      if (have !== doc.version - 1) throw graphError('SVC_ERR_CONFLICT', `${doc.id} is at version ${have}, expected ${doc.version - 1}`);
+      if (have !== doc.version - 1) throw conflict(`${doc.id} is at version ${have}, expected ${doc.version - 1}`);
     }
     for (const del of batch.deletes) {
       const have = this.docs.get(del.id)?.version;
-      if (have !== undefined && have !== del.version) throw graphError('SVC_ERR_CONFLICT', `${del.id} is at version ${have}, expected ${del.version}`);
+      if (have !== undefined && have !== del.version) throw conflict(`${del.id} is at version ${have}, expected ${del.version}`);
     }
     for (const doc of batch.upserts) this.put({ ...doc, body: typeof doc.body === 'string' ? doc.body : JSON.stringify(doc.body) });
     for (const del of batch.deletes) this.remove(del.id);

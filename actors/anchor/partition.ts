@@ -8,7 +8,12 @@
  * Partitions never wait for one another: once a batch with other roots'
  * anchors is durable, their partitions are told to refresh them.
  *
- * A store failure poisons the partition: it restarts and reloads.
+ * Runs are pipelined, so a run may read changes whose batch is not durable
+ * yet. The partition's batches form one {@link CommitChain}: when one fails,
+ * the store refuses every later one, and a run that wrote nothing answers
+ * only once the batches before it are durable — no acknowledged answer ever
+ * rests on a change that was not stored. A failed batch poisons the
+ * partition: it restarts and reloads from the store.
  */
 import { type ActorContext, type ActorLogic, type ActorRef, rejectWith, replyLater, SvcError } from '../../kernel/index.ts';
 import {
@@ -25,7 +30,7 @@ import {
   WalkerRun,
 } from '../walker/index.ts';
 import { decode, encode } from './codec.ts';
-import type { AnchorStore, StoredDoc } from './store.ts';
+import { type AnchorStore, CommitChain, type StoredDoc } from './store.ts';
 
 export type PartitionMsg =
   | { t: 'spawn'; walker: string; fields: unknown; at?: string; caller: Caller }
@@ -92,6 +97,11 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
   private readonly pendingEdges = new Map<string, Anchor>();
   private poisoned: unknown = undefined;
   private self: ActorRef<PartitionMsg, unknown> | undefined;
+  /** This incarnation's batches, in order: one failure refuses the rest. */
+  private readonly chain = new CommitChain();
+  /** Batches handed to the store and not settled yet, and the last of them. */
+  private unsettled = 0;
+  private lastBatch: Promise<unknown> | null = null;
 
   constructor(
     readonly rootId: string,
@@ -160,13 +170,24 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     this.currentRun = null;
     if (batch.upserts.length === 0 && batch.deletes.length === 0) {
       run.committed(changes);
-      return value;
+      if (this.unsettled === 0) return value;
+      // It may have read changes not durable yet: it answers once they are, and fails if they fail.
+      const chain = this.chain;
+      return replyLater(
+        (this.lastBatch as Promise<unknown>).then(
+          () => value,
+          () => {
+            throw chain.refusal();
+          },
+        ),
+      );
     }
     // Memory moves on now; the caller hears back once the store has it.
     for (const a of changes.deletes) if (a.root === this.rootId) this.pendingDeletes.add(a.id);
     for (const a of changes.upserts) if (a.kind === 'edge' && a.isNew && a.root === this.rootId) this.pendingEdges.set(a.id, a);
     run.committed(changes);
-    const durable = this.context.store.commit(batch).then(
+    this.unsettled++;
+    const durable = this.context.store.commit({ ...batch, chain: this.chain }).then(
       () => {
         this.settle(changes);
         for (const [root, { ids, edgeNodes }] of changes.invalidate) {
@@ -180,6 +201,7 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
         throw asCallerError(error);
       },
     );
+    this.lastBatch = durable;
     return replyLater(durable);
   }
 
@@ -209,6 +231,7 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
 
   /** A batch is durable (or failed): its ids leave the pending sets. */
   private settle(changes: RunChanges): void {
+    this.unsettled--;
     for (const a of changes.deletes) this.pendingDeletes.delete(a.id);
     for (const a of changes.upserts) if (this.pendingEdges.get(a.id) === a) this.pendingEdges.delete(a.id);
   }
@@ -216,6 +239,8 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
   private poison(error: unknown): void {
     if (this.poisoned !== undefined) return;
     this.poisoned = error;
+    // Memory no longer matches the store: nothing built on it may be stored.
+    this.chain.break(asCallerError(error));
     this.self?.tell({ t: 'poisoned' });
   }
 

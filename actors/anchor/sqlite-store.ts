@@ -9,6 +9,7 @@
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import type { SvcError } from '../../kernel/index.ts';
 import { graphError } from '../walker/index.ts';
 import type { AnchorStore, CommitBatch, QuarantineEntry, StoredDoc } from './store.ts';
 
@@ -122,6 +123,7 @@ export class SqliteStore implements AnchorStore {
 
   commit(batch: CommitBatch): Promise<void> {
     this.check();
+    if (batch.chain?.broken) return Promise.reject(batch.chain.refusal());
     return new Promise((resolve, reject) => {
       this.pending.push({ batch, resolve, reject });
       if (!this.scheduled) {
@@ -137,10 +139,17 @@ export class SqliteStore implements AnchorStore {
     const pending = this.pending;
     this.pending = [];
     if (pending.length === 0) return;
-    const outcomes: (unknown | null)[] = [];
+    // Batches are applied in the order they were handed over; a chain broken by an earlier
+    // batch (in this flush or a previous one) has the rest of its batches refused unapplied.
+    const outcomes: (SvcError | null)[] = [];
     try {
       this.db.exec('BEGIN IMMEDIATE');
       for (const p of pending) {
+        const chain = p.batch.chain;
+        if (chain?.broken) {
+          outcomes.push(chain.refusal());
+          continue;
+        }
         this.db.exec('SAVEPOINT batch');
         try {
           this.apply(p.batch);
@@ -149,21 +158,28 @@ export class SqliteStore implements AnchorStore {
         } catch (error) {
           this.db.exec('ROLLBACK TO batch');
           this.db.exec('RELEASE batch');
-          outcomes.push(error);
+          const failure =
+            error instanceof Conflict
+              ? graphError('SVC_ERR_CONFLICT', error.message)
+              : graphError('SVC_ERR_STORE', `commit failed: ${(error as Error).message}`, { cause: error });
+          chain?.break(failure);
+          outcomes.push(failure);
         }
       }
       this.db.exec('COMMIT');
     } catch (error) {
       if (this.db.inTransaction) this.db.exec('ROLLBACK');
       const failure = graphError('SVC_ERR_STORE', `commit failed: ${(error as Error).message}`, { cause: error });
-      for (const p of pending) p.reject(failure);
+      for (const p of pending) {
+        p.batch.chain?.break(failure);
+        p.reject(failure);
+      }
       return;
     }
     pending.forEach((p, i) => {
       const error = outcomes[i];
-      if (error === null) p.resolve();
-      else if (error instanceof Conflict) p.reject(graphError('SVC_ERR_CONFLICT', error.message));
-      else p.reject(graphError('SVC_ERR_STORE', `commit failed: ${(error as Error).message}`, { cause: error }));
+      if (error === null || error === undefined) p.resolve();
+      else p.reject(error);
     });
   };
 

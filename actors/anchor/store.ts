@@ -7,7 +7,8 @@
  * (a stale writer gets `SVC_ERR_CONFLICT`). A document that cannot be
  * decoded is moved to quarantine, never dropped.
  */
-import type { AnchorKind } from '../walker/index.ts';
+import type { SvcError } from '../../kernel/index.ts';
+import { type AnchorKind, graphError } from '../walker/index.ts';
 
 /** A document as stored: the indexed columns, and a body the codec decodes. */
 export interface StoredDoc {
@@ -31,6 +32,40 @@ export interface CommitBatch {
   /** `version` is the new version; the stored one must be `version - 1` (absent when 1). */
   upserts: StoredDoc[];
   deletes: { id: string; version: number }[];
+  /** The writer's chain: this batch is applied only if every earlier batch of the chain was. */
+  chain?: CommitChain;
+}
+
+/**
+ * The batches of one writer (a partition incarnation) in the order it handed
+ * them over. A writer pipelines: batch N+1 is built on memory that already
+ * holds batch N's changes, before N is durable. So once a batch of a chain
+ * fails, a store refuses every later batch of that chain — already handed
+ * over or not — with `SVC_ERR_CONFLICT`, and applies none of them: no
+ * acknowledged batch ever rests on one that was not stored. Stores apply a
+ * chain's batches in the order `commit` was called.
+ *
+ * @example
+ * const chain = new CommitChain();
+ * const a = store.commit({ upserts: [stale], deletes: [], chain }); // rejects: conflict
+ * const b = store.commit({ upserts: [built_on_a], deletes: [], chain }); // rejects: refused, not applied
+ */
+export class CommitChain {
+  /** The first failure of the chain: later batches are refused. */
+  broken: SvcError | undefined = undefined;
+
+  /** A batch of the chain failed (or its writer gave up on its memory). */
+  break(reason: SvcError): void {
+    this.broken ??= reason;
+  }
+
+  /** The error a batch gets when it is refused because an earlier batch of its chain failed. */
+  refusal(): SvcError {
+    return graphError(
+      'SVC_ERR_CONFLICT',
+      `an earlier change of this graph failed to commit (${this.broken?.message ?? 'refused'}) and this run read it; nothing of this run was stored — retry`,
+    );
+  }
 }
 
 export interface QuarantineEntry extends StoredDoc {

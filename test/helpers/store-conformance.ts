@@ -1,6 +1,6 @@
 // The conformance suite every anchor store passes (memory, SQLite, MongoDB).
 import type { Test } from 'tap';
-import type { AnchorStore, StoredDoc } from 'svc/actors/anchor';
+import { type AnchorStore, CommitChain, type StoredDoc } from 'svc/actors/anchor';
 
 let n = 0;
 function doc(overrides: Partial<StoredDoc> = {}): StoredDoc {
@@ -91,6 +91,35 @@ export function storeConformance(t: Test, open: () => Promise<AnchorStore>): voi
     t.equal(results.filter((r) => r.status === 'fulfilled').length, 50);
     t.match(results[50], { status: 'rejected', reason: { code: 'SVC_ERR_CONFLICT' } });
     t.equal((await store.get(docs.map((d) => d.id))).length, 50);
+  });
+
+  t.test('a chain: once a batch fails, every later batch of its chain is refused and not applied', async (t) => {
+    const store = await open();
+    t.teardown(() => store.close());
+    const mine = doc();
+    const theirs = doc();
+    await store.commit({ upserts: [mine, theirs], deletes: [] });
+    await store.commit({ upserts: [{ ...theirs, version: 2 }], deletes: [] }); // another writer moves on
+    const chain = new CommitChain();
+    const other = new CommitChain();
+    const fresh = doc();
+    const unrelated = doc();
+    // Handed over in one go (pipelined): N fails on `theirs`; N+1 was built on N's memory.
+    const [n, n1, elsewhere] = await Promise.allSettled([
+      store.commit({ upserts: [{ ...mine, version: 2 }, { ...theirs, version: 2 }], deletes: [], chain }),
+      store.commit({ upserts: [{ ...mine, version: 3 }, fresh], deletes: [], chain }),
+      store.commit({ upserts: [unrelated], deletes: [], chain: other }),
+    ]);
+    t.match(n, { status: 'rejected', reason: { code: 'SVC_ERR_CONFLICT' } }, 'the failing batch');
+    t.match(n1, { status: 'rejected', reason: { code: 'SVC_ERR_CONFLICT' } }, 'the batch after it, though its versions would pass');
+    t.equal(elsewhere.status, 'fulfilled', 'another chain is not held up');
+    t.equal((await store.get([mine.id]))[0]?.version, 1, 'nothing of N or N+1 was applied');
+    t.same(await store.get([fresh.id]), []);
+    t.ok(chain.broken, 'the chain says why it broke');
+    // Handed over later, still refused; a new chain (a restarted writer) is not.
+    await t.rejects(store.commit({ upserts: [doc()], deletes: [], chain }), { code: 'SVC_ERR_CONFLICT' });
+    await store.commit({ upserts: [{ ...mine, version: 2 }], deletes: [], chain: new CommitChain() });
+    t.equal((await store.get([mine.id]))[0]?.version, 2);
   });
 
   t.test('quarantine moves a document aside, keeps it, and restore brings it back', async (t) => {
