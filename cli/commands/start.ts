@@ -14,6 +14,7 @@ import { loadUws } from '../../transports/http/index.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { freePort } from '../ports.ts';
 import { jwtSecret, SecretError } from '../secrets.ts';
+import { DataLockError, lockDataFolder } from '../data-lock.ts';
 import { bootstrapAccounts, Passwords, ThreadHasher, UsersStore } from '../../actors/identity/index.ts';
 import type { HttpControl, RouteSummary, ServeBoot } from '../serve-worker.ts';
 
@@ -72,7 +73,7 @@ export async function start(entryArg: string | undefined, flags: StartFlags): Pr
     await run(entryArg, flags);
   } catch (error) {
     const message =
-      error instanceof StartError || error instanceof ConfigError || error instanceof SecretError ? error.message : (buildErrors(error) ?? (error as Error).message);
+      error instanceof StartError || error instanceof ConfigError || error instanceof SecretError || error instanceof DataLockError ? error.message : (buildErrors(error) ?? (error as Error).message);
     process.stderr.write(`svc: ${message}\n`);
     process.exit(1);
   }
@@ -138,6 +139,8 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     return;
   }
 
+  // One serving process per data folder, for the life of this process.
+  lockDataFolder(storePath);
   const secret = jwtSecret({ configured: config['scale.jwt'].secret, production, projectRoot });
   // Password hashing for the whole process: a few low-priority threads, served to the workers.
   const hasher = new ThreadHasher({ threads: config['scale.auth'].hash_concurrency, nice: config['scale.auth'].hash_nice });

@@ -129,3 +129,18 @@ t.test('SIGTERM on an idle server: exit 0', async (t) => {
   t.equal(await server.stop('SIGTERM'), 0);
   t.match(server.output(), /svc: stopped/);
 });
+
+t.test('a second process on a data folder already served refuses to start; the lock goes with the process, kill -9 included', async (t) => {
+  const first = await startServer({ entry });
+  t.teardown(() => first.stop('SIGKILL'));
+  const env = { SVC_DATA_DIR: first.dataDir, JWT_SECRET: 'test-secret-test-secret-test-secret-0123456789' };
+  const second = await svc(['start', entry, '--host', '127.0.0.1', '--port', '0', '--workers', '1'], { env });
+  t.equal(second.code, 1, 'exit code 1');
+  t.match(second.stderr, new RegExp(`svc: another svc process \\(pid ${first.proc.pid}\\) is serving the data in ${first.dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}`), 'one clear line naming the holder');
+  t.notMatch(second.stdout, /Server ready/);
+  t.equal((await fetch(`${first.url}/health`)).status, 200, 'the first one serves on');
+  await first.stop('SIGKILL');
+  const third = await startServer({ entry, env });
+  t.teardown(() => third.stop());
+  t.equal((await fetch(`${third.url}/health`)).status, 200, 'after kill -9 of the holder, a new process starts at once');
+});

@@ -1,0 +1,55 @@
+/**
+ * One serving process per data folder. Two processes serving the same store
+ * would each keep their own partition for every root — neither sees the
+ * other's new nodes and edges — so the second refuses to start. The lock is
+ * an exclusive SQLite (POSIX) lock on a file beside the store, held for the
+ * process's life: the operating system lets go of it when the process ends,
+ * however it ends (kill -9 included), so a crash leaves nothing to clean up.
+ */
+import Database from 'better-sqlite3';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+
+export class DataLockError extends Error {}
+
+export interface DataLock {
+  readonly path: string;
+  release(): void;
+}
+
+/**
+ * Take the serving lock of the store at `storePath`, or throw a
+ * {@link DataLockError} naming the process that holds it.
+ *
+ * @example
+ * const lock = lockDataFolder('.svc/data/anchor_store.db'); // for the life of the process
+ */
+export function lockDataFolder(storePath: string): DataLock {
+  const path = `${storePath}.lock`;
+  mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path, { timeout: 0 });
+  try {
+    db.pragma('locking_mode = EXCLUSIVE');
+    db.exec('BEGIN EXCLUSIVE');
+  } catch (error) {
+    db.close();
+    if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
+    let owner = '';
+    try {
+      owner = readFileSync(`${path}.pid`, 'utf8').trim();
+    } catch {
+      // no pid note: the message goes without it
+    }
+    throw new DataLockError(
+      `another svc process${owner ? ` (pid ${owner})` : ''} is serving the data in ${dirname(storePath)}; ` +
+        'stop it first, or give this one its own data folder (SVC_DATA_DIR or [scale.database] shelf_db_path)',
+    );
+  }
+  writeFileSync(`${path}.pid`, `${process.pid}\n`);
+  return {
+    path,
+    release() {
+      if (db.open) db.close();
+    },
+  };
+}
