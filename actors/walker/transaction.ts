@@ -4,7 +4,7 @@
  * at the end — the changes to commit, checked against their schemas.
  */
 import { Value } from 'typebox/value';
-import type { Access } from './access.ts';
+import { type Access, AccessLevel, levelOf } from './access.ts';
 import type { Anchor } from './anchor.ts';
 import { prepare } from './archetype.ts';
 import { graphError } from './errors.ts';
@@ -180,6 +180,7 @@ export class Transaction {
       if (a.root !== callerRoot) note(a.root, 'ids', a.id);
     }
     for (const node of this.edgeNodes) if (node.root !== callerRoot) note(node.root, 'edgeNodes', node.id);
+    this.authorize(callerRoot, upserts, deletes);
     for (const a of upserts) {
       const info = prepare(a.cls);
       if (!info.check(a.data)) {
@@ -189,6 +190,33 @@ export class Transaction {
       if (!jsonSafe(a.data)) throw graphError('SVC_ERR_INVALID_FIELDS', `${info.name} holds a value that is not JSON (a function, BigInt, Date, undefined or a cycle)`);
     }
     return { upserts, deletes, dropped, invalidate };
+  }
+
+  /**
+   * Every change to another root's anchor needs WRITE on it, as it was before
+   * the run — checked here, at commit, whatever way the change was made
+   * (assignment is checked when it happens; an array or object changed in
+   * place is only seen here). An edge of another root may also go when the
+   * caller owns one of its ends, or destroys an end it may write.
+   */
+  private authorize(callerRoot: string, upserts: Anchor[], deletes: Anchor[]): void {
+    const refuse = (a: Anchor, what: string) =>
+      graphError('SVC_ERR_ACCESS_DENIED', `no WRITE access to that ${a.cls.name}: ${what} of another root's ${a.kind} cannot be committed`);
+    const mayWrite = (a: Anchor) => levelOf(a.root, (this.touched.get(a) as Undo).access, callerRoot) >= AccessLevel.WRITE;
+    for (const a of upserts) {
+      if (a.root !== callerRoot && !this.created.has(a) && !mayWrite(a)) throw refuse(a, 'a change');
+    }
+    let ends: Map<string, Anchor> | undefined;
+    for (const a of deletes) {
+      if (a.root === callerRoot || mayWrite(a)) continue;
+      if (a.kind === 'edge') {
+        // Its ends were touched when the edge came off their lists.
+        ends ??= new Map([...this.touched.keys()].map((x) => [x.id, x]));
+        const sides = [a.source, a.target].map((id) => (id === undefined ? undefined : ends?.get(id)));
+        if (sides.some((end) => end && (end.root === callerRoot || (end.deleted && mayWrite(end))))) continue;
+      }
+      throw refuse(a, 'the deletion');
+    }
   }
 
   /** The commit is under way: versions move on, dropped and deleted anchors leave memory. */
