@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'smol-toml';
 
-type Kind = 'int' | 'number' | 'bool' | 'string' | 'enum';
+type Kind = 'int' | 'number' | 'bool' | 'string' | 'enum' | 'list';
 
 interface KeySpec {
   kind: Kind;
@@ -31,6 +31,9 @@ export const SCHEMA = {
     workers: { kind: 'int', default: 0, env: ['SVC_WORKERS'], min: 0 },
     transport: { kind: 'enum', default: 'auto', env: ['SVC_TRANSPORT'], values: ['auto', 'uws', 'node'] },
     shutdown_timeout_ms: { kind: 'int', default: 10_000, env: ['SVC_SHUTDOWN_TIMEOUT_MS'], min: 0 },
+    body_timeout_ms: { kind: 'int', default: 60_000, env: ['SVC_BODY_TIMEOUT_MS'], min: 1 },
+    max_connections: { kind: 'int', default: 10_000, env: ['SVC_MAX_CONNECTIONS'], min: 1 },
+    trusted_proxies: { kind: 'list', default: [], env: ['SVC_TRUSTED_PROXIES'] },
   },
   'scale.websocket': {
     max_frame_bytes: { kind: 'int', default: 64 * 1024, min: 1, env: ['SVC_WS_MAX_FRAME_BYTES'] },
@@ -43,6 +46,7 @@ export const SCHEMA = {
     secret: { kind: 'string', default: '', env: ['JWT_SECRET'] },
     algorithm: { kind: 'enum', default: 'HS256', env: ['JWT_ALGORITHM'], values: ['HS256', 'HS384', 'HS512'] },
     exp_delta_days: { kind: 'int', default: 7, env: ['JWT_EXP_DELTA_DAYS'], min: 1 },
+    max_token_days: { kind: 'int', default: 365, env: ['JWT_MAX_TOKEN_DAYS'], min: 1 },
   },
   'scale.database': {
     shelf_db_path: { kind: 'string', default: '', env: ['SVC_SHELF_DB_PATH'] },
@@ -58,6 +62,9 @@ export const SCHEMA = {
     reset_url_template: { kind: 'string', default: '' },
     login_attempts_per_identity: { kind: 'int', default: 10, min: 1, env: ['SVC_LOGIN_ATTEMPTS_PER_IDENTITY'] },
     login_attempts_per_address: { kind: 'int', default: 100, min: 1, env: ['SVC_LOGIN_ATTEMPTS_PER_ADDRESS'] },
+    login_successes_per_identity: { kind: 'int', default: 60, min: 1, env: ['SVC_LOGIN_SUCCESSES_PER_IDENTITY'] },
+    register_attempts_per_address: { kind: 'int', default: 100, min: 1, env: ['SVC_REGISTER_ATTEMPTS_PER_ADDRESS'] },
+    rate_limit_max_keys: { kind: 'int', default: 50_000, min: 1, env: ['SVC_RATE_LIMIT_MAX_KEYS'] },
     forgot_attempts_per_identity: { kind: 'int', default: 5, min: 1 },
     rate_window_seconds: { kind: 'int', default: 900, min: 1, env: ['SVC_RATE_WINDOW_SECONDS'] },
     hash_concurrency: { kind: 'int', default: 0, min: 0, env: ['SVC_HASH_CONCURRENCY'] },
@@ -87,7 +94,7 @@ export const SCHEMA = {
 } as const satisfies Record<string, Record<string, KeySpec>>;
 
 type Schema = typeof SCHEMA;
-type ValueOf<S extends KeySpec> = S['kind'] extends 'int' | 'number' ? number : S['kind'] extends 'bool' ? boolean : string;
+type ValueOf<S extends KeySpec> = S['kind'] extends 'int' | 'number' ? number : S['kind'] extends 'bool' ? boolean : S['kind'] extends 'list' ? string[] : string;
 export type SvcConfig = { [Sec in keyof Schema]: { [K in keyof Schema[Sec]]: ValueOf<Schema[Sec][K] & KeySpec> } };
 
 export class ConfigError extends Error {}
@@ -116,6 +123,9 @@ function typed(spec: KeySpec, value: unknown, where: string): unknown {
     case 'enum':
       if (typeof value === 'string' && spec.values?.includes(value)) return value;
       throw new ConfigError(`${where} must be one of ${spec.values?.join(', ')}, got ${JSON.stringify(value)}`);
+    case 'list':
+      if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value;
+      throw new ConfigError(`${where} must be a list of strings, got ${JSON.stringify(value)}`);
   }
 }
 
@@ -131,6 +141,8 @@ function fromEnv(spec: KeySpec, raw: string, name: string): unknown {
       if (/^(1|true|yes|on)$/i.test(raw)) return true;
       if (/^(0|false|no|off)$/i.test(raw)) return false;
       throw new ConfigError(`environment ${name} must be true or false, got ${JSON.stringify(raw)}`);
+    case 'list':
+      return raw.split(',').map((v) => v.trim()).filter((v) => v !== '');
     default:
       return typed(spec, raw, `environment ${name}`);
   }
@@ -210,6 +222,10 @@ export function loadConfig(options: {
     const spec = (SCHEMA as Record<string, Record<string, KeySpec>>)[section]?.[key];
     if (!spec) throw new ConfigError(`unknown setting ${path}`);
     (values[section] as Record<string, unknown>)[key] = typed(spec, value, `--${key.replace(/_/g, '-')}`);
+  }
+  const jwt = values['scale.jwt'] as { exp_delta_days: number; max_token_days: number };
+  if (jwt.exp_delta_days > jwt.max_token_days) {
+    throw new ConfigError(`[scale.jwt] exp_delta_days (${jwt.exp_delta_days}) is longer than max_token_days (${jwt.max_token_days}): tokens would be refused`);
   }
   return { config: values as unknown as SvcConfig, warnings, files };
 }

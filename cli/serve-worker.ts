@@ -33,7 +33,7 @@ import {
   IdentityService,
   identityRoutes,
   Passwords,
-  RateLimiter,
+  ActorRateLimiter,
   RemoteHasher,
   RevocationTable,
   rootIdFor,
@@ -128,7 +128,14 @@ export async function setup(
   revocations.serve(system);
   const mail = await createEmailer({ ...config['scale.emailer'], smtp: config['scale.emailer.smtp'] }, boot.projectRoot);
   if ('disabled' in mail && config['scale.emailer'].provider) log.error({ reason: mail.disabled }, 'email disabled');
-  const jwt = new JwtVerifier({ secret: boot.jwtSecret, algorithm: config['scale.jwt'].algorithm as 'HS256', revocations });
+  const jwt = new JwtVerifier({
+    secret: boot.jwtSecret,
+    algorithm: config['scale.jwt'].algorithm as 'HS256',
+    revocations,
+    maxTokenDays: config['scale.jwt'].max_token_days,
+    // A token of a user that never existed runs nothing (asked once per token; deletions are revocations).
+    userExists: (userId) => users.exists(userId),
+  });
   const passwords = new Passwords(new RemoteHasher(system));
   passwords.warm();
   const identity = new IdentityService({
@@ -136,7 +143,11 @@ export async function setup(
     passwords,
     system,
     revocations,
-    limiter: new RateLimiter(system, spreadOverWorkers),
+    limiter: new ActorRateLimiter(system, {
+      placement: spreadOverWorkers,
+      maxKeys: config['scale.auth'].rate_limit_max_keys,
+      windowMs: config['scale.auth'].rate_window_seconds * 1000,
+    }),
     createRoot: (rootId) => graph.ensureRoot(rootId),
     emailer: 'emailer' in mail ? mail.emailer : undefined,
     emailDisabledReason: 'disabled' in mail ? mail.disabled : '',

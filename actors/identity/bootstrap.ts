@@ -13,7 +13,7 @@ import { Root } from '../walker/index.ts';
 import { checkPassword, type Passwords } from './passwords.ts';
 import { rootIdFor } from './root-id.ts';
 import { BOOTSTRAP_ADMIN_ID, GUEST_USER_ID } from './service.ts';
-import { type Identity, normalize, type UsersStore } from './users-store.ts';
+import { type Identity, normalize, type Role, type UserRecord, type UsersStore } from './users-store.ts';
 
 export interface AdminConfig {
   enabled: boolean;
@@ -82,4 +82,32 @@ export async function bootstrapAccounts(options: {
     options.say(`svc: admin account "${name}" created with ADMIN_DEFAULT_PASSWORD`);
   }
   if (admin.require_password_reset) options.say('svc: the admin must change that password at first login');
+}
+
+/**
+ * The account a token from `svc token <user>` is for: the user with that id,
+ * else the one with that username or email, else a new service account with
+ * that id (no password, no identity: it cannot log in; an admin can disable
+ * or delete it like any other).
+ */
+export function serviceAccount(users: UsersStore, idOrName: string, role: Role): { user: UserRecord; created: boolean } {
+  const found = users.byId(idOrName) ?? users.byIdentity(normalize(idOrName));
+  if (found) return { user: found, created: false };
+  const now = new Date().toISOString();
+  const user: UserRecord = {
+    user_id: idOrName,
+    status: 'active',
+    role,
+    root_id: rootIdFor(idOrName),
+    profile: {},
+    created_at: now,
+    updated_at: now,
+    must_change_password: false,
+    tokens_valid_after: null,
+    protected: false,
+    password_hash: null,
+    identities: [],
+  };
+  users.create(user);
+  return { user, created: true };
 }

@@ -11,7 +11,6 @@ export const IDENTITY_ERRORS = {
   EMAIL_DISABLED: { status: 503, message: 'email is not configured on this server' },
   TOO_MANY_REQUESTS: { status: 429, message: 'too many attempts; wait and retry' },
   PASSWORD_CHANGE_REQUIRED: { status: 403, message: 'change the password first (PUT /user/password)' },
-  ACCOUNT_DISABLED: { status: 403, message: 'this account is disabled' },
   PROTECTED_ACCOUNT: { status: 403, message: 'this account cannot be deleted or demoted' },
 } as const;
 

@@ -5,8 +5,8 @@
  */
 import type { BuiltinRoute } from '../../transports/http/index.ts';
 import { adminPortal } from './admin-portal.ts';
-import { unauthorized } from './errors.ts';
-import type { IdentityService } from './service.ts';
+import { invalid } from './errors.ts';
+import { FIELD_MAX, type IdentityService } from './service.ts';
 
 // Request bodies, for /openapi.json (the service validates them itself).
 const str = { type: 'string' };
@@ -15,9 +15,16 @@ const credential = { type: 'object', required: ['type', 'password'], properties:
 const object = (required: string[], properties: Record<string, unknown>) => ({ type: 'object', required, properties });
 const profile = { type: 'object', description: 'display_name, avatar_url, bio, … (limits in the README)' };
 
-export function identityRoutes(service: IdentityService, verify: (token: string) => { user_id: string }): BuiltinRoute[] {
+export function identityRoutes(service: IdentityService, verify: (token: string) => { user_id: string; sv?: unknown; iat_ms?: unknown; iat?: unknown }): BuiltinRoute[] {
   return [
-    { method: 'POST', path: '/user/register', auth: 'none', doc: { summary: 'Register a user (their own graph root is created)', status: 201, body: object(['identities', 'credential'], { identities: { type: 'array', items: identity, minItems: 1, maxItems: 2 }, credential, profile }) }, handler: async (c) => ({ status: 201, data: await service.register(c.body()) }) },
+    {
+      method: 'POST',
+      path: '/user/register',
+      auth: 'none',
+      needsAddress: true,
+      doc: { summary: 'Register a user (their own graph root is created)', status: 201, body: object(['identities', 'credential'], { identities: { type: 'array', items: identity, minItems: 1, maxItems: 2 }, credential, profile }) },
+      handler: async (c) => ({ status: 201, data: await service.register(c.body(), c.req.remoteAddress) }),
+    },
     {
       method: 'POST',
       path: '/user/login',
@@ -36,9 +43,10 @@ export function identityRoutes(service: IdentityService, verify: (token: string)
       doc: { summary: 'A fresh token for a valid one', body: object(['token'], { token: str }) },
       handler: async (c) => {
         const raw = c.body().token;
-        if (typeof raw !== 'string' || raw === '') throw unauthorized('send the token to refresh');
+        if (typeof raw !== 'string' || raw.trim() === '') throw invalid('token', 'must be a non-empty string');
+        if (raw.length > FIELD_MAX.jwt) throw invalid('token', `must be at most ${FIELD_MAX.jwt} characters`);
         const claims = verify(raw.replace(/^Bearer\s+/i, '').trim());
-        return { data: { token: await service.refresh(claims.user_id), message: 'token refreshed' } };
+        return { data: { token: await service.refresh(claims), message: 'token refreshed' } };
       },
     },
     { method: 'GET', path: '/user/me', auth: 'token', duringPasswordChange: true, doc: { summary: 'The signed-in user' }, handler: (c) => ({ data: service.me(c.claims.user_id) }) },

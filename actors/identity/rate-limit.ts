@@ -1,43 +1,141 @@
 /**
- * Rate limits shared by every thread of the process: counters live in a few
- * virtual actors (shards by key), so a limit means the same thing whichever
- * worker the request reaches.
+ * Rate limits: fixed windows per key (an identity, an account, a client
+ * address), behind the {@link RateLimiter} interface. The first
+ * implementation keeps the counters of a whole process in a few virtual
+ * actors (shards by key), so a limit means the same thing whichever worker
+ * thread the request reaches; a cluster-wide one (Redis) implements the same
+ * interface.
+ *
+ * Memory is bounded: expired windows are swept as the shard works, each
+ * shard keeps at most its share of `maxKeys` (the least recently hit window
+ * goes first), and a shard idle for a whole window — when every window it
+ * held has expired — deactivates.
  */
-import { type ActorSystem, fromReceive } from '../../kernel/index.ts';
+import type { ActorContext, ActorLogic, ActorSystem } from '../../kernel/index.ts';
+
+/** What a limit says about one attempt. */
+export interface RateVerdict {
+  allowed: boolean;
+  /** When the key may try again (0 when allowed). */
+  retryAfterMs: number;
+}
+
+/**
+ * @example
+ * const { allowed, retryAfterMs } = await limiter.hit(`login:addr:${ip}`, 100, 15 * 60_000);
+ */
+export interface RateLimiter {
+  /** Count one attempt on `key`; whether it is within `limit` per `windowMs`. */
+  hit(key: string, limit: number, windowMs: number): Promise<RateVerdict>;
+  /** Whether one more attempt on `key` would be within `limit`, without counting it. */
+  peek(key: string, limit: number, windowMs: number): Promise<RateVerdict>;
+  /** Give back an attempt counted by `hit`. */
+  refund(key: string): void;
+}
 
 const SHARDS = 8;
 const KIND = 'ratelimit';
 
-type Msg = { key: string; limit: number; windowMs: number } | { refund: string } | { sweep: true };
+type Msg =
+  | { t: 'hit'; key: string; limit: number; windowMs: number }
+  | { t: 'peek'; key: string; limit: number; windowMs: number }
+  | { t: 'refund'; key: string }
+  | { t: 'size' };
 
 interface Window {
   start: number;
+  windowMs: number;
   count: number;
 }
 
-/** Fixed windows, swept as they expire. */
-function shard() {
-  const windows = new Map<string, Window>();
-  return fromReceive((msg: Msg) => {
-    const now = Date.now();
-    if ('sweep' in msg) {
-      for (const [k, w] of windows) if (now - w.start > 24 * 3600_000) windows.delete(k);
+/**
+ * The windows of one shard: a Map in least-recently-hit order, at most
+ * `maxKeys` of them; expired ones are swept.
+ */
+export class WindowTable {
+  private readonly windows = new Map<string, Window>();
+
+  constructor(private readonly maxKeys: number) {}
+
+  get size(): number {
+    return this.windows.size;
+  }
+
+  private live(key: string, now: number): Window | undefined {
+    const w = this.windows.get(key);
+    if (w && now - w.start >= w.windowMs) {
+      this.windows.delete(key);
       return undefined;
     }
-    if ('refund' in msg) {
-      const w = windows.get(msg.refund);
-      if (w && w.count > 0) w.count--;
-      return undefined;
+    return w;
+  }
+
+  hit(key: string, limit: number, windowMs: number, now: number): RateVerdict {
+    let w = this.live(key, now);
+    if (w) this.windows.delete(key); // re-inserted below: most recently used last
+    else {
+      if (this.windows.size >= this.maxKeys) this.makeRoom(now);
+      w = { start: now, windowMs, count: 0 };
     }
-    let w = windows.get(msg.key);
-    if (!w || now - w.start >= msg.windowMs) {
-      w = { start: now, count: 0 };
-      windows.set(msg.key, w);
-    }
+    this.windows.set(key, w);
     w.count++;
-    const allowed = w.count <= msg.limit;
-    return { allowed, retryAfterMs: allowed ? 0 : w.start + msg.windowMs - now };
-  });
+    const allowed = w.count <= limit;
+    return { allowed, retryAfterMs: allowed ? 0 : w.start + w.windowMs - now };
+  }
+
+  peek(key: string, limit: number, now: number): RateVerdict {
+    const w = this.live(key, now);
+    if (!w || w.count < limit) return { allowed: true, retryAfterMs: 0 };
+    return { allowed: false, retryAfterMs: w.start + w.windowMs - now };
+  }
+
+  refund(key: string): void {
+    const w = this.windows.get(key);
+    if (w && w.count > 0) w.count--;
+  }
+
+  /** Drop every expired window. */
+  sweep(now: number): void {
+    for (const [k, w] of this.windows) if (now - w.start >= w.windowMs) this.windows.delete(k);
+  }
+
+  /** Full: expired windows go first, else the least recently hit one. */
+  private makeRoom(now: number): void {
+    const oldest = this.windows.entries().next().value as [string, Window] | undefined;
+    if (oldest && now - oldest[1].start >= oldest[1].windowMs) this.sweep(now);
+    if (this.windows.size >= this.maxKeys) this.windows.delete(this.windows.keys().next().value as string);
+  }
+}
+
+class Shard implements ActorLogic<Msg, unknown> {
+  private readonly table: WindowTable;
+  private swept = 0;
+
+  constructor(
+    maxKeys: number,
+    private readonly sweepMs: number,
+  ) {
+    this.table = new WindowTable(maxKeys);
+  }
+
+  receive(msg: Msg, ctx: ActorContext<Msg>): unknown {
+    const now = ctx.clock.now();
+    if (now - this.swept >= this.sweepMs) {
+      this.swept = now;
+      this.table.sweep(now);
+    }
+    switch (msg.t) {
+      case 'hit':
+        return this.table.hit(msg.key, msg.limit, msg.windowMs, now);
+      case 'peek':
+        return this.table.peek(msg.key, msg.limit, now);
+      case 'refund':
+        this.table.refund(msg.key);
+        return undefined;
+      case 'size':
+        return this.table.size;
+    }
+  }
 }
 
 function shardOf(key: string): string {
@@ -46,21 +144,53 @@ function shardOf(key: string): string {
   return String(Math.abs(h) % SHARDS);
 }
 
-export class RateLimiter {
+export interface ActorRateLimiterOptions {
+  /** Which thread hosts a shard. */
+  placement: (key: string, nodes: readonly string[]) => string;
+  /** Windows kept at most, across all shards (default 50,000); past it the least recently hit goes. */
+  maxKeys?: number;
+  /** How often expired windows are swept, at most (default 60 s). */
+  sweepMs?: number;
+  /** The longest window in use: a shard idle that long holds nothing live and deactivates (default 15 min). */
+  windowMs?: number;
+}
+
+/**
+ * Counters in the process's actor system: 8 shards, each a virtual actor
+ * placed on one thread.
+ *
+ * @example
+ * const limiter = new ActorRateLimiter(system, { placement: spreadOverWorkers });
+ */
+export class ActorRateLimiter implements RateLimiter {
   constructor(
     private readonly system: ActorSystem,
-    placement: (key: string, nodes: readonly string[]) => string,
+    options: ActorRateLimiterOptions,
   ) {
-    system.defineKind(KIND, { placement, props: () => ({ ...shard(), capacity: 10_000 }) });
+    const perShard = Math.max(1, Math.ceil((options.maxKeys ?? 50_000) / SHARDS));
+    const sweepMs = options.sweepMs ?? 60_000;
+    system.defineKind(KIND, {
+      placement: options.placement,
+      idleAfterMs: options.windowMs ?? 900_000,
+      props: () => ({ logic: () => new Shard(perShard, sweepMs), capacity: 10_000 }),
+    });
   }
 
-  /** Count one attempt on `key`; whether it is within `limit` per `windowMs`. */
-  async hit(key: string, limit: number, windowMs: number): Promise<{ allowed: boolean; retryAfterMs: number }> {
-    return (await this.system.activate(KIND, shardOf(key)).ask({ key, limit, windowMs })) as { allowed: boolean; retryAfterMs: number };
+  async hit(key: string, limit: number, windowMs: number): Promise<RateVerdict> {
+    return (await this.system.activate(KIND, shardOf(key)).ask({ t: 'hit', key, limit, windowMs } satisfies Msg)) as RateVerdict;
   }
 
-  /** Give back an attempt counted by `hit` (a login that succeeded does not count against the limit). */
+  async peek(key: string, limit: number, windowMs: number): Promise<RateVerdict> {
+    return (await this.system.activate(KIND, shardOf(key)).ask({ t: 'peek', key, limit, windowMs } satisfies Msg)) as RateVerdict;
+  }
+
   refund(key: string): void {
-    this.system.activate(KIND, shardOf(key)).tell({ refund: key });
+    this.system.activate(KIND, shardOf(key)).tell({ t: 'refund', key } satisfies Msg);
+  }
+
+  /** Windows held across all shards (for stats and tests). */
+  async size(): Promise<number> {
+    const sizes = await Promise.all(Array.from({ length: SHARDS }, (_, i) => this.system.activate(KIND, String(i)).ask({ t: 'size' } satisfies Msg)));
+    return (sizes as number[]).reduce((a, b) => a + b, 0);
   }
 }

@@ -6,7 +6,8 @@
  */
 import { SignJWT } from 'jose';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import type { ActorSystem } from '../../kernel/index.ts';
+import type { ActorSystem, SvcError } from '../../kernel/index.ts';
+import { revoked } from '../../transports/http/index.ts';
 import type { Emailer } from './emailer.ts';
 import { forbidden, identityError, invalid, notFound, unauthorized } from './errors.ts';
 import { checkPassword, type Passwords } from './passwords.ts';
@@ -36,6 +37,8 @@ export interface IdentityOptions {
     reset_url_template: string;
     login_attempts_per_identity: number;
     login_attempts_per_address: number;
+    login_successes_per_identity: number;
+    register_attempts_per_address: number;
     forgot_attempts_per_identity: number;
     rate_window_seconds: number;
   };
@@ -47,8 +50,14 @@ export interface IdentityOptions {
 export interface TokenClaims {
   user_id: string;
   role: Role;
-  /** Issued-at in milliseconds: revocation is exact, not per second. */
+  /** Issued-at in milliseconds. */
   iat_ms: number;
+  /**
+   * The security stamp of the user record the token was minted from (read
+   * before any password check): a change after that read voids the token,
+   * however late it is signed.
+   */
+  sv: number;
   /** The password must be changed before anything else. */
   pwd_change?: boolean;
 }
@@ -56,6 +65,22 @@ export interface TokenClaims {
 const USERNAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{2,63}$/;
 const EMAIL = /^[^\s@]{1,64}@[^\s@]+\.[^\s@]{2,}$/;
 const PROFILE_KEY = /^[a-zA-Z][a-zA-Z0-9_]{0,63}$/;
+
+/**
+ * The longest string each field of the built-in routes takes, checked before
+ * any other work (no hashing, no rate-limit key, no lookup for longer ones).
+ * Documented in the README.
+ */
+export const FIELD_MAX = {
+  /** A username or email as sent (`identity.value`, `username`, `email`, `{username}` in paths, `search`). */
+  identity: 320,
+  /** A password as sent to log in or as the current one; new passwords follow the policy (8–256). */
+  password: 1024,
+  /** A JWT (`/user/refresh-token`). */
+  jwt: 4096,
+  /** A one-time token from a mail (verification, reset). */
+  oneTimeToken: 256,
+} as const;
 
 function sha256(text: string): string {
   return createHash('sha256').update(text).digest('hex');
@@ -66,8 +91,9 @@ function obj(x: unknown, field: string): Record<string, unknown> {
   return x as Record<string, unknown>;
 }
 
-function str(x: unknown, field: string): string {
+function str(x: unknown, field: string, max: number): string {
   if (typeof x !== 'string' || x.length === 0) throw invalid(field, 'must be a non-empty string');
+  if (x.length > max) throw invalid(field, `must be at most ${max} characters`);
   return x;
 }
 
@@ -76,7 +102,8 @@ function identityInput(x: unknown, field: string, allowed: readonly ('username' 
   const o = obj(x, field);
   const type = o.type;
   if (!allowed.includes(type as 'username')) throw invalid(`${field}.type`, `must be ${allowed.join(' or ')}`);
-  const value = str(o.value, `${field}.value`).trim();
+  // Normalised first, then checked: what is stored and looked up is what was validated.
+  const value = normalizeRaw(str(o.value, `${field}.value`, FIELD_MAX.identity));
   if (value.length > 254) throw invalid(`${field}.value`, 'must be at most 254 characters');
   if (type === 'username' && !USERNAME.test(value)) throw invalid(`${field}.value`, 'a username is 3–64 letters, digits, _ . - (starting with a letter or digit)');
   if (type === 'email' && !EMAIL.test(value)) throw invalid(`${field}.value`, 'is not an email address');
@@ -101,6 +128,11 @@ export function checkProfile(x: unknown): Record<string, unknown> {
   }
   if (Buffer.byteLength(JSON.stringify(profile)) > 8192) throw invalid('profile', 'at most 8192 bytes as JSON');
   return profile;
+}
+
+/** An identity as the user typed it, Unicode-normalised (NFKC) and trimmed — case kept for display. */
+function normalizeRaw(value: string): string {
+  return value.normalize('NFKC').trim();
 }
 
 function newIdentity(type: 'username' | 'email', value: string, isRecovery?: boolean): Identity {
@@ -128,6 +160,11 @@ export function publicUser(u: UserRecord): Record<string, unknown> {
   };
 }
 
+function tooMany(retryAfterMs: number): SvcError {
+  const seconds = Math.max(1, Math.ceil(retryAfterMs / 1000));
+  return identityError('TOO_MANY_REQUESTS', `too many attempts; retry in ${seconds} s`, { retry_after_seconds: seconds });
+}
+
 export class IdentityService {
   private readonly key: Uint8Array;
 
@@ -139,12 +176,17 @@ export class IdentityService {
     return this.o.users;
   }
 
-  /** Sign a token for a user (jose). */
+  /**
+   * Sign a token for a user (jose), from the record as it was read: the
+   * token carries that record's security stamp, so a change made since the
+   * read voids it.
+   */
   async token(user: UserRecord, hours?: number): Promise<string> {
+    if (user.status !== 'active') throw identityError('INVALID_CREDENTIALS');
     const now = Date.now();
     // An admin's token lives no longer than an admin session, however it was obtained (login, refresh, password change).
     if (user.role === 'admin') hours = Math.min(hours ?? Infinity, this.o.adminSessionHours);
-    const claims: TokenClaims = { user_id: user.user_id, role: user.role, iat_ms: now };
+    const claims: TokenClaims = { user_id: user.user_id, role: user.role, iat_ms: now, sv: user.tokens_valid_after ?? 0 };
     if (user.must_change_password) claims.pwd_change = true;
     return new SignJWT({ ...claims })
       .setProtectedHeader({ alg: this.o.jwt.algorithm, typ: 'JWT' })
@@ -153,22 +195,28 @@ export class IdentityService {
       .sign(this.key);
   }
 
-  /** Void every token of a user issued before now, on every thread, before answering. */
-  async revokeTokens(userId: string): Promise<number> {
-    const now = Date.now();
-    this.o.users.update(userId, { tokens_valid_after: now });
-    await this.o.revocations.broadcast(this.o.system, userId, now);
-    return now;
+  /**
+   * Apply a change to a user and void every token minted from what was read
+   * before it (the security stamp moves on, in the same transaction), on
+   * every thread, before answering.
+   */
+  async revokeTokens(userId: string, patch: Parameters<UsersStore['update']>[1] = {}): Promise<void> {
+    const stamp = this.o.users.updateAndRevoke(userId, patch);
+    if (stamp !== undefined) await this.o.revocations.broadcast(this.o.system, userId, stamp);
   }
 
   private async limit(key: string, limit: number): Promise<void> {
-    const { allowed, retryAfterMs } = await this.o.limiter.hit(key, limit, this.o.auth.rate_window_seconds * 1000);
-    if (!allowed) throw identityError('TOO_MANY_REQUESTS', `too many attempts; retry in ${Math.ceil(retryAfterMs / 1000)} s`, { retry_after_seconds: Math.ceil(retryAfterMs / 1000) });
+    const verdict = await this.o.limiter.hit(key, limit, this.windowMs);
+    if (!verdict.allowed) throw tooMany(verdict.retryAfterMs);
+  }
+
+  private get windowMs(): number {
+    return this.o.auth.rate_window_seconds * 1000;
   }
 
   // ---- /user/* -----------------------------------------------------------------
 
-  async register(body: Record<string, unknown>): Promise<{ user_id: string; message: string }> {
+  async register(body: Record<string, unknown>, address = ''): Promise<{ user_id: string; message: string }> {
     if (!Array.isArray(body.identities) || body.identities.length === 0) throw invalid('identities', 'at least one identity is required');
     if (body.identities.length > 2) throw invalid('identities', 'at most one username and one email');
     const ids = body.identities.map((x, i) => identityInput(x, `identities[${i}]`));
@@ -177,6 +225,8 @@ export class IdentityService {
     if (credential.type !== 'password') throw invalid('credential.type', 'must be password');
     const password = checkPassword(credential.password, ids.map((i) => i.value), 'credential.password');
     const profile = checkProfile(body.profile);
+    // Each registration costs a hash: limited per client address.
+    if (address) await this.limit(`register:addr:${address}`, this.o.auth.register_attempts_per_address);
     for (const i of ids) if (this.o.users.byIdentity(normalize(i.value))) throw identityError('IDENTITY_TAKEN', `${i.type} ${i.value} is already used`);
     const userId = randomUUID();
     const now = new Date().toISOString();
@@ -200,50 +250,61 @@ export class IdentityService {
   }
 
   /**
-   * Login: the same answer, in the same time, for an unknown identity and a
-   * wrong password. Rate-limited per identity and per client address.
+   * Login: the same answer, in the same time, for an unknown identity, a
+   * wrong password and a disabled account (whatever the password: the answer
+   * never confirms one). Failures are limited per client address and per
+   * account; successes have a budget of their own per account. The token is
+   * minted from the user record read before the password is checked: a
+   * change that lands while it hashes voids it.
    */
   async login(body: Record<string, unknown>, address: string, adminOnly = false): Promise<{ user: UserRecord; token: string }> {
     let identityValue: string;
     let password: string;
-    if (adminOnly && typeof body.username === 'string') {
-      identityValue = body.username;
-      password = str(body.password, 'password');
+    if (adminOnly && body.username !== undefined) {
+      identityValue = str(body.username, 'username', FIELD_MAX.identity);
+      password = str(body.password, 'password', FIELD_MAX.password);
     } else {
       const identity = identityInput(body.identity, 'identity');
       identityValue = identity.value;
       const credential = obj(body.credential, 'credential');
       if (credential.type !== 'password') throw invalid('credential.type', 'must be password');
-      password = str(credential.password, 'credential.password');
+      password = str(credential.password, 'credential.password', FIELD_MAX.password);
     }
     const normalized = normalize(identityValue);
     const user = this.o.users.byIdentity(normalized);
-    // Every attempt is counted up front (concurrent guesses cannot slip past the limit);
-    // a successful one is given back, so only failures add up. Counted per account
-    // (all its identities share one budget), or per identity when there is no such account.
+    // Every attempt is counted up front (concurrent guesses cannot slip past the limit); a
+    // successful one is given back, so only failures add up. The address first: an attempt it
+    // refuses records nothing for the identity. Counted per account (all its identities share
+    // one budget), or per identity when there is no such account.
     const byIdentity = user ? `login:user:${user.user_id}` : `login:id:${normalized}`;
     const byAddress = address ? `login:addr:${address}` : '';
-    // Both counters at once (they may live on different threads); an attempt refused for its
-    // identity does not count against its address.
-    const [forIdentity, forAddress] = await Promise.allSettled([
-      this.limit(byIdentity, this.o.auth.login_attempts_per_identity),
-      byAddress ? this.limit(byAddress, this.o.auth.login_attempts_per_address) : undefined,
-    ]);
-    if (forIdentity.status === 'rejected') {
-      if (byAddress && forAddress.status === 'fulfilled') this.o.limiter.refund(byAddress);
-      throw forIdentity.reason;
+    if (byAddress) await this.limit(byAddress, this.o.auth.login_attempts_per_address);
+    try {
+      await this.limit(byIdentity, this.o.auth.login_attempts_per_identity);
+    } catch (error) {
+      if (byAddress) this.o.limiter.refund(byAddress);
+      throw error;
     }
-    if (forAddress.status === 'rejected') throw forAddress.reason;
+    const successes = user ? `login:ok:${user.user_id}` : '';
+    if (successes) {
+      // Successful logins have a budget of their own; spent, no password is checked (no hash).
+      const budget = await this.o.limiter.peek(successes, this.o.auth.login_successes_per_identity, this.windowMs);
+      if (!budget.allowed) {
+        this.o.limiter.refund(byIdentity);
+        if (byAddress) this.o.limiter.refund(byAddress);
+        throw tooMany(budget.retryAfterMs);
+      }
+    }
     if (!user?.password_hash) {
       await this.o.passwords.verifyNothing(password);
       throw identityError('INVALID_CREDENTIALS');
     }
     const { ok, rehash } = await this.o.passwords.verify(user.password_hash, password);
-    if (!ok) throw identityError('INVALID_CREDENTIALS');
+    if (!ok || user.status !== 'active') throw identityError('INVALID_CREDENTIALS');
+    if (adminOnly && user.role !== 'admin') throw forbidden('this account is not an admin');
+    await this.limit(successes, this.o.auth.login_successes_per_identity);
     this.o.limiter.refund(byIdentity);
     if (byAddress) this.o.limiter.refund(byAddress);
-    if (user.status !== 'active') throw identityError('ACCOUNT_DISABLED');
-    if (adminOnly && user.role !== 'admin') throw forbidden('this account is not an admin');
     if (rehash) {
       this.o.users.setPassword(user.user_id, await this.o.passwords.hash(password));
       this.o.log('info', 'password rehashed to argon2id', { user_id: user.user_id });
@@ -251,10 +312,15 @@ export class IdentityService {
     return { user, token: await this.token(user, adminOnly ? this.o.adminSessionHours : undefined) };
   }
 
-  /** A fresh token for a valid one (the caller checked it). */
-  async refresh(userId: string): Promise<string> {
-    const user = this.o.users.byId(userId);
+  /**
+   * A fresh token for a valid one (the caller checked it). The user record is
+   * read once: the old token must still be good against it, and the new one
+   * carries its stamp — a revocation landing in between voids both.
+   */
+  async refresh(claims: { user_id: string; sv?: unknown; iat_ms?: unknown; iat?: unknown }): Promise<string> {
+    const user = this.o.users.byId(claims.user_id);
     if (!user || user.status !== 'active') throw unauthorized('no such active user');
+    if (user.tokens_valid_after !== null && revoked(claims, user.tokens_valid_after)) throw unauthorized('token revoked');
     return this.token(user);
   }
 
@@ -264,21 +330,25 @@ export class IdentityService {
     return publicUser(user);
   }
 
-  /** Change the password: the current one is needed; every older token is void afterwards. */
+  /**
+   * Change the password: the current one is needed; every older token is
+   * void afterwards. A right current password is never refused for rate
+   * reasons; wrong ones count against the account's login budget.
+   */
   async changePassword(userId: string, body: Record<string, unknown>): Promise<{ status: string; message: string; token: string }> {
+    const current = str(body.current_password, 'current_password', FIELD_MAX.password);
     const user = this.o.users.byId(userId);
     if (!user) throw notFound('no such user');
-    const current = str(body.current_password, 'current_password');
     const next = checkPassword(body.new_password, user.identities.map((i) => i.value_raw), 'new_password');
-    // Guessing the current password with a stolen token is limited like logins (shared with the account's login budget).
-    const key = `login:user:${userId}`;
-    await this.limit(key, this.o.auth.login_attempts_per_identity);
-    if (!user.password_hash || !(await this.o.passwords.verify(user.password_hash, current)).ok) throw invalid('current_password', 'is wrong');
-    this.o.limiter.refund(key);
+    if (!user.password_hash || !(await this.o.passwords.verify(user.password_hash, current)).ok) {
+      // Guessing the current password with a stolen token is limited like logins (the account's login budget).
+      await this.limit(`login:user:${userId}`, this.o.auth.login_attempts_per_identity);
+      throw invalid('current_password', 'is wrong');
+    }
     if (current === next) throw invalid('new_password', 'must differ from the current password');
-    this.o.users.update(userId, { password_hash: await this.o.passwords.hash(next), must_change_password: false });
-    await this.revokeTokens(userId);
-    const fresh = this.o.users.byId(userId) as UserRecord;
+    await this.revokeTokens(userId, { password_hash: await this.o.passwords.hash(next), must_change_password: false });
+    const fresh = this.o.users.byId(userId);
+    if (!fresh) throw notFound('no such user');
     return { status: 'password_changed', message: 'password changed; tokens issued before are no longer valid', token: await this.token(fresh) };
   }
 
@@ -308,7 +378,7 @@ export class IdentityService {
   async sendVerification(userId: string, body: Record<string, unknown>): Promise<{ status: number; data: Record<string, unknown> }> {
     const input = obj(body.identity, 'identity');
     if (input.type !== 'email') throw invalid('identity.type', 'only email identities are verified by mail');
-    const value = str(input.value, 'identity.value');
+    const value = normalizeRaw(str(input.value, 'identity.value', FIELD_MAX.identity));
     const user = this.o.users.byId(userId);
     if (!user) throw notFound('no such user');
     await this.limit(`verify:user:${userId}`, this.o.auth.forgot_attempts_per_identity);
@@ -328,7 +398,7 @@ export class IdentityService {
   }
 
   verifyIdentity(body: Record<string, unknown>): { status: string; identity: string } {
-    const token = str(body.token, 'token');
+    const token = str(body.token, 'token', FIELD_MAX.oneTimeToken);
     const row = this.o.users.takeToken(sha256(token), 'verify');
     if (!row) throw identityError('INVALID_TOKEN');
     this.o.users.setVerified(row.user_id, row.identity);
@@ -353,7 +423,7 @@ export class IdentityService {
   }
 
   async resetPassword(body: Record<string, unknown>): Promise<{ status: string; message: string }> {
-    const token = str(body.token, 'token');
+    const token = str(body.token, 'token', FIELD_MAX.oneTimeToken);
     const password = body.new_password;
     if (typeof password !== 'string' || password.length === 0) throw invalid('new_password', 'must be a non-empty string');
     // The password is checked before the token is spent: a refused password does not cost the link.
@@ -364,15 +434,16 @@ export class IdentityService {
     const row = this.o.users.takeToken(sha256(token), 'reset');
     const user = row && this.o.users.byId(row.user_id);
     if (!user) throw identityError('INVALID_TOKEN');
-    this.o.users.update(user.user_id, { password_hash: await this.o.passwords.hash(password), must_change_password: false });
+    const hash = await this.o.passwords.hash(password);
     this.o.users.revokeTokens(user.user_id, 'reset');
-    await this.revokeTokens(user.user_id);
+    await this.revokeTokens(user.user_id, { password_hash: hash, must_change_password: false });
     return { status: 'password_reset', message: 'password reset; log in with the new password' };
   }
 
   // ---- /admin/* ------------------------------------------------------------------
 
   private byName(name: string): UserRecord {
+    if (name.length > FIELD_MAX.identity) throw invalid('username', `must be at most ${FIELD_MAX.identity} characters`);
     const user = this.o.users.byIdentity(normalize(name));
     if (!user) throw notFound(`no user ${name}`);
     return user;
@@ -383,7 +454,9 @@ export class IdentityService {
     const offset = Number(query.get('offset') ?? 0);
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > 500) throw invalid('limit', 'must be an integer from 1 to 500');
     if (!Number.isSafeInteger(offset) || offset < 0) throw invalid('offset', 'must be a whole number ≥ 0');
-    const { users, total } = this.o.users.list({ search: query.get('search') ?? undefined, limit, offset });
+    const search = query.get('search') ?? undefined;
+    if (search !== undefined && search.length > FIELD_MAX.identity) throw invalid('search', `must be at most ${FIELD_MAX.identity} characters`);
+    const { users, total } = this.o.users.list({ search, limit, offset });
     return { users: users.map((u) => ({ ...publicUser(u), username: u.identities.find((i) => i.type === 'username')?.value_raw ?? null, protected: u.protected, must_change_password: u.must_change_password })), total };
   }
 
@@ -437,9 +510,9 @@ export class IdentityService {
       patch.status = body.status as 'active' | 'disabled';
     }
     if (body.profile !== undefined) patch.profile = { ...checkProfile(body.profile), ...(u.profile.sso ? { sso: u.profile.sso } : {}) };
-    this.o.users.update(u.user_id, patch);
-    // A new role or a disabled account: tokens carrying the old state are void.
-    if ((patch.role && patch.role !== u.role) || (patch.status && patch.status !== u.status)) await this.revokeTokens(u.user_id);
+    // A new role or a disabled account: tokens minted from the old state are void (in the same write).
+    if ((patch.role && patch.role !== u.role) || (patch.status && patch.status !== u.status)) await this.revokeTokens(u.user_id, patch);
+    else this.o.users.update(u.user_id, patch);
     return this.getUser(name);
   }
 
@@ -447,16 +520,14 @@ export class IdentityService {
     const u = this.byName(name);
     if (u.protected) throw identityError('PROTECTED_ACCOUNT');
     if (u.user_id === actorId) throw invalid('username', 'an admin cannot delete their own account');
-    const now = Date.now();
-    this.o.users.delete(u.user_id, now);
-    await this.o.revocations.broadcast(this.o.system, u.user_id, now);
+    const mark = this.o.users.delete(u.user_id);
+    await this.o.revocations.broadcast(this.o.system, u.user_id, mark);
     return { deleted: u.user_id };
   }
 
   async forcePasswordReset(name: string): Promise<{ status: string }> {
     const u = this.byName(name);
-    this.o.users.update(u.user_id, { must_change_password: true });
-    await this.revokeTokens(u.user_id);
+    await this.revokeTokens(u.user_id, { must_change_password: true });
     return { status: 'password_change_required' };
   }
 }

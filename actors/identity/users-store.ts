@@ -33,7 +33,11 @@ export interface UserRecord {
   updated_at: string;
   /** The user must change the password before anything else (forced by admin or bootstrap). */
   must_change_password: boolean;
-  /** Tokens issued before this moment (ms) are revoked. */
+  /**
+   * The security stamp: tokens minted from a read of an older stamp (or,
+   * without one, issued before this moment in ms) are revoked. Moves strictly
+   * forward at every password change, reset, forced reset, disable, role change.
+   */
   tokens_valid_after: number | null;
   /** Cannot be deleted: the bootstrap admin, system accounts, the guest. */
   protected: boolean;
@@ -141,6 +145,11 @@ export class UsersStore {
         'SELECT user_id, tokens_valid_after FROM users WHERE tokens_valid_after > @since UNION ALL SELECT user_id, deleted_at FROM deleted_users WHERE deleted_at > @since',
       ),
       remember: this.db.prepare('INSERT OR REPLACE INTO deleted_users (user_id, deleted_at) VALUES (?, ?)'),
+      // The security stamp moves strictly forward, atomically: a token minted from a read before it is void.
+      revoke: this.db.prepare(
+        'UPDATE users SET tokens_valid_after = max(@now, coalesce(tokens_valid_after, 0) + 1), updated_at = @updated_at WHERE user_id = @user_id RETURNING tokens_valid_after',
+      ),
+      exists: this.db.prepare('SELECT 1 FROM users WHERE user_id = ?').pluck(),
       putToken: this.db.prepare('INSERT INTO one_time_tokens (token_hash, user_id, kind, identity, expires_at) VALUES (?, ?, ?, ?, ?)'),
       revokeTokens: this.db.prepare('UPDATE one_time_tokens SET used_at = ? WHERE user_id = ? AND kind = ? AND used_at IS NULL'),
       peekToken: this.db.prepare('SELECT * FROM one_time_tokens WHERE token_hash = @hash AND kind = @kind AND used_at IS NULL AND expires_at > @now'),
@@ -241,15 +250,41 @@ export class UsersStore {
     this.db.prepare(`UPDATE users SET ${sets.join(', ')} WHERE user_id = @user_id`).run(values);
   }
 
+  /**
+   * Change some columns (or none) and void every token minted from what was
+   * read before, in one transaction: the user's security stamp
+   * (`tokens_valid_after`) moves strictly forward. Resolves to the new stamp,
+   * undefined when there is no such user.
+   */
+  updateAndRevoke(userId: string, patch: Parameters<UsersStore['update']>[1] = {}): number | undefined {
+    return this.db.transaction(() => {
+      if (Object.keys(patch).length > 0) this.update(userId, patch);
+      const row = this.q.revoke.get({ user_id: userId, now: Date.now(), updated_at: new Date().toISOString() }) as { tokens_valid_after: number } | undefined;
+      return row?.tokens_valid_after;
+    })();
+  }
+
+  /** Whether a user with this id exists (tokens of users that never existed are refused). */
+  exists(userId: string): boolean {
+    return this.q.exists.get(userId) === 1;
+  }
+
   setVerified(userId: string, normalized: string): void {
     this.q.setVerified.run(userId, normalized);
   }
 
-  /** Delete a user (identities and one-time tokens with it); `at` (ms) is remembered so that their tokens stay void. */
-  delete(userId: string, at = Date.now()): void {
-    this.db.transaction(() => {
+  /**
+   * Delete a user (identities and one-time tokens with it). The moment is
+   * remembered — after the user's last security stamp — so that every token
+   * of theirs stays void; it is returned.
+   */
+  delete(userId: string, at = Date.now()): number {
+    return this.db.transaction(() => {
+      const stamp = (this.q.userById.get(userId) as UserRow | undefined)?.tokens_valid_after ?? 0;
+      const mark = Math.max(at, stamp + 1);
       this.q.deleteUser.run(userId);
-      this.q.remember.run(userId, at);
+      this.q.remember.run(userId, mark);
+      return mark;
     })();
   }
 

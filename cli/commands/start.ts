@@ -15,6 +15,7 @@ import { ConfigError, loadConfig } from '../config.ts';
 import { freePort } from '../ports.ts';
 import { jwtSecret, SecretError } from '../secrets.ts';
 import { DataLockError, lockDataFolder } from '../data-lock.ts';
+import { dataPaths } from '../paths.ts';
 import { bootstrapAccounts, Passwords, ThreadHasher, UsersStore } from '../../actors/identity/index.ts';
 import type { HttpControl, RouteSummary, ServeBoot } from '../serve-worker.ts';
 
@@ -110,9 +111,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   // Syntax errors surface here, with file and line.
   await compileWorker(SERVE_WORKER, entry);
 
-  const dataDir = process.env.SVC_DATA_DIR ? resolve(process.env.SVC_DATA_DIR) : join(projectRoot, '.svc', 'data');
-  const storePath = config['scale.database'].shelf_db_path ? resolve(projectRoot, config['scale.database'].shelf_db_path) : join(dataDir, 'anchor_store.db');
-  const usersPath = config['scale.database'].users_db_path ? resolve(projectRoot, config['scale.database'].users_db_path) : join(dataDir, 'users.db');
+  const { dataDir, storePath, usersPath } = dataPaths(projectRoot, config);
   const boot = (extra: Partial<ServeBoot>): ServeBoot => ({
     faux: false,
     moduleName,

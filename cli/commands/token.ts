@@ -1,24 +1,45 @@
 /**
- * `svc token <user_id> [entry]`: a JWT for a user, signed with the server's
+ * `svc token <user> [entry]`: a JWT for a user, signed with the server's
  * secret (configured, or the development one in `.svc/jwt_secret`) — for
- * trying private endpoints with curl before users register.
+ * scripts, service-to-service calls and trying private endpoints with curl.
+ * `<user>` is a user id, or a username or email; when nobody has it, a
+ * service account with that id is created in the users store (the server
+ * refuses tokens of users that do not exist).
  */
 import { dirname, resolve } from 'node:path';
+import { serviceAccount, UsersStore, type Role } from '../../actors/identity/index.ts';
 import { JwtVerifier } from '../../transports/http/index.ts';
 import { ConfigError, loadConfig } from '../config.ts';
+import { dataPaths } from '../paths.ts';
 import { jwtSecret, SecretError } from '../secrets.ts';
 
-export function token(userId: string, entry: string | undefined, flags: { role?: string; days?: number | string; profile?: string }): void {
+class TokenError extends Error {}
+
+export function token(idOrName: string, entry: string | undefined, flags: { role?: string; days?: number | string; profile?: string }): void {
   try {
     const projectRoot = dirname(resolve(entry ?? 'main.ts'));
     const { config } = loadConfig({ dir: projectRoot, profile: flags.profile, env: process.env });
     const production = flags.profile === 'prod' || process.env.NODE_ENV === 'production';
-    const { secret } = jwtSecret({ configured: config['scale.jwt'].secret, production, projectRoot });
-    const jwt = new JwtVerifier({ secret, algorithm: config['scale.jwt'].algorithm as 'HS256' });
     const days = flags.days === undefined ? config['scale.jwt'].exp_delta_days : Number(flags.days);
-    process.stdout.write(`${jwt.sign({ user_id: userId, role: flags.role ?? 'user' }, days)}\n`);
+    const max = config['scale.jwt'].max_token_days;
+    if (!Number.isFinite(days) || days <= 0) throw new TokenError(`--days must be a positive number, got ${JSON.stringify(flags.days)}`);
+    if (days > max) throw new TokenError(`--days ${days} is longer than [scale.jwt] max_token_days (${max}): the server would refuse the token`);
+    if (flags.role !== undefined && !['user', 'admin'].includes(flags.role)) throw new TokenError(`--role must be user or admin, got ${JSON.stringify(flags.role)}`);
+    const { secret } = jwtSecret({ configured: config['scale.jwt'].secret, production, projectRoot });
+    const users = UsersStore.open(dataPaths(projectRoot, config).usersPath);
+    let claims: { user_id: string; role: string; sv: number };
+    try {
+      const { user, created } = serviceAccount(users, idOrName, (flags.role ?? 'user') as Role);
+      if (created) process.stderr.write(`svc: created the service account ${user.user_id} (role ${user.role}); it has no password and cannot log in\n`);
+      if (user.status !== 'active') throw new TokenError(`${idOrName} is disabled`);
+      claims = { user_id: user.user_id, role: flags.role ?? user.role, sv: user.tokens_valid_after ?? 0 };
+    } finally {
+      users.close();
+    }
+    const jwt = new JwtVerifier({ secret, algorithm: config['scale.jwt'].algorithm as 'HS256' });
+    process.stdout.write(`${jwt.sign(claims, days)}\n`);
   } catch (error) {
-    const message = error instanceof ConfigError || error instanceof SecretError ? error.message : (error as Error).message;
+    const message = error instanceof ConfigError || error instanceof SecretError || error instanceof TokenError ? error.message : (error as Error).message;
     process.stderr.write(`svc: ${message}\n`);
     process.exit(1);
   }

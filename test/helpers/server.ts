@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { SignJWT } from 'jose';
+import { serviceAccount, UsersStore, type Role } from 'svc/actors/identity';
 
 export const TEST_SECRET = 'test-secret-test-secret-test-secret-0123456789';
 const BIN = new URL('../../bin/svc.mjs', import.meta.url).pathname;
@@ -87,8 +88,23 @@ export async function startServer(options: {
   };
 }
 
-/** A token for `userId` signed with the test secret (by jose, as another service would). */
-export async function tokenFor(userId: string, options: { role?: string; expiresIn?: string | number; secret?: string; alg?: string } = {}): Promise<string> {
+/**
+ * A token for `userId` signed with the test secret (by jose, as another
+ * service would). With `server`, the user is made to exist in its users store
+ * first, as `svc token` does (the server refuses tokens of users that do not exist).
+ */
+export async function tokenFor(
+  userId: string,
+  options: { role?: string; expiresIn?: string | number; secret?: string; alg?: string; server?: { dataDir: string } } = {},
+): Promise<string> {
+  if (options.server) {
+    const users = UsersStore.open(join(options.server.dataDir, 'users.db'));
+    try {
+      userId = serviceAccount(users, userId, (options.role ?? 'user') as Role).user.user_id;
+    } finally {
+      users.close();
+    }
+  }
   return new SignJWT({ user_id: userId, role: options.role ?? 'user' })
     .setProtectedHeader({ alg: options.alg ?? 'HS256' })
     .setIssuedAt()

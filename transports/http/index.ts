@@ -6,7 +6,7 @@ export { Front } from './front.ts';
 export type { FrontOptions, AccessEntry } from './front.ts';
 export { buildRoutes, Router } from './router.ts';
 export type { EndpointRoute } from './router.ts';
-export { JwtVerifier, isHmacAlgorithm } from './jwt.ts';
+export { JwtVerifier, isHmacAlgorithm, revoked } from './jwt.ts';
 export type { Claims, RevocationList, HmacAlgorithm } from './jwt.ts';
 export { HTTP_ERRORS, httpError, HttpError, toHttpError } from './errors.ts';
 export type { ErrorBody, HttpErrorCode } from './errors.ts';

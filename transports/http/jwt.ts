@@ -26,7 +26,11 @@ export interface Claims {
 
 /** Tells whether tokens of a user issued before some moment are revoked (password change, logout-all). */
 export interface RevocationList {
-  /** Milliseconds since epoch before which this user's tokens are invalid, if any. */
+  /**
+   * The user's security stamp, if their tokens were ever revoked: tokens
+   * minted from an older stamp (claim `sv`) — or, for tokens without one,
+   * issued (`iat_ms`, else `iat`) before this moment in ms — are invalid.
+   */
   validAfter(userId: string): number | undefined;
 }
 
@@ -34,6 +38,18 @@ const noRevocations: RevocationList = { validAfter: () => undefined };
 
 function b64json(part: string): unknown {
   return JSON.parse(Buffer.from(part, 'base64url').toString('utf8'));
+}
+
+/**
+ * Whether claims are void under a user's security stamp `after`: svc's own
+ * tokens carry the stamp they were minted from (`sv`), so a token minted from
+ * a read before a change is void whenever it was signed; others are judged by
+ * when they were issued (`iat_ms`, to the millisecond, else `iat`).
+ */
+export function revoked(claims: { sv?: unknown; iat_ms?: unknown; iat?: unknown }, after: number): boolean {
+  if (typeof claims.sv === 'number') return claims.sv < after;
+  const issued = typeof claims.iat_ms === 'number' ? claims.iat_ms : typeof claims.iat === 'number' ? claims.iat * 1000 : 0;
+  return issued < after;
 }
 
 /**
@@ -48,7 +64,17 @@ export class JwtVerifier {
   revocations: RevocationList;
 
   constructor(
-    private readonly options: { secret: string; algorithm: HmacAlgorithm; cacheSize?: number; now?: () => number; revocations?: RevocationList },
+    private readonly options: {
+      secret: string;
+      algorithm: HmacAlgorithm;
+      cacheSize?: number;
+      now?: () => number;
+      revocations?: RevocationList;
+      /** Tokens that live longer (from now, or from `iat`) are refused (`[scale.jwt] max_token_days`, 365). */
+      maxTokenDays?: number;
+      /** Whether a user exists: asked once per token, when it is first verified (then cached with it). */
+      userExists?: (userId: string) => boolean;
+    },
   ) {
     this.key = Buffer.from(options.secret, 'utf8');
     this.hash = HASH[options.algorithm];
@@ -72,9 +98,7 @@ export class JwtVerifier {
       throw httpError('UNAUTHORIZED', 'token expired');
     }
     const after = this.revocations.validAfter(claims.user_id);
-    // svc's tokens carry iat_ms: revocation to the millisecond, so a token issued right after a change is good.
-    const issued = typeof claims.iat_ms === 'number' ? claims.iat_ms : (claims.iat ?? 0) * 1000;
-    if (after !== undefined && issued < after) throw httpError('UNAUTHORIZED', 'token revoked');
+    if (after !== undefined && revoked(claims, after)) throw httpError('UNAUTHORIZED', 'token revoked');
     return claims;
   }
 
@@ -102,6 +126,10 @@ export class JwtVerifier {
     // A token issued in the future would escape revocation (iat < valid-after).
     if (typeof payload.iat === 'number' && payload.iat * 1000 > nowMs + 60_000) throw httpError('UNAUTHORIZED', 'token issued in the future');
     if (typeof payload.user_id !== 'string' || payload.user_id === '') throw httpError('UNAUTHORIZED', 'token has no user_id');
+    const maxMs = (this.options.maxTokenDays ?? 365) * 86_400_000;
+    const from = typeof payload.iat === 'number' ? Math.min(payload.iat * 1000, nowMs) : nowMs;
+    if (payload.exp * 1000 - from > maxMs) throw httpError('UNAUTHORIZED', `token lives longer than ${this.options.maxTokenDays ?? 365} days (max_token_days)`);
+    if (this.options.userExists && !this.options.userExists(payload.user_id)) throw httpError('UNAUTHORIZED', 'token of a user that does not exist');
     return payload;
   }
 

@@ -43,9 +43,12 @@ t.test('PUT /user/password: guesses of the current password are limited', async 
   const change = (current: string) =>
     fetch(`${server.url}/user/password`, { method: 'PUT', headers: { 'content-type': 'application/json', ...bearer(token) }, body: JSON.stringify({ current_password: current, new_password: 'karl picked another one' }) });
   for (let i = 0; i < 3; i++) t.equal((await change(`guess number ${i}`)).status, 400, `wrong guess ${i + 1}`);
-  const limited = await change(GOOD_PASSWORD);
-  t.equal(limited.status, 429, 'even the right one is refused now');
+  const limited = await change('guess number 4');
+  t.equal(limited.status, 429, 'a wrong guess past the budget is refused');
   t.equal(((await limited.json()) as any).error.code, 'TOO_MANY_REQUESTS');
+  t.equal((await login(server.url, 'karl_k', 'a wrong one again')).status, 429, 'the guesses spent the account’s login budget');
+  const right = await change(GOOD_PASSWORD);
+  t.equal(right.status, 200, 'the right current password is never refused for rate reasons');
 });
 
 t.test('send-verification: limited per user', async (t) => {
@@ -67,13 +70,13 @@ t.test('forgot-password: limited per identity', async (t) => {
 t.test('every protected identity route refuses a missing, forged, alg:none or expired token', async (t) => {
   const now = Math.floor(Date.now() / 1000);
   const victim = '00000000-0000-0000-0000-000000000000';
-  const good = await tokenFor(victim, { role: 'admin' });
+  const good = await tokenFor(victim, { server, role: 'admin' });
   const [h] = good.split('.') as [string, string];
   const bad: Record<string, string | undefined> = {
     missing: undefined,
-    forged: await tokenFor(victim, { role: 'admin', secret: 'not-the-server-secret-not-the-server-secret' }),
+    forged: await tokenFor(victim, { server, role: 'admin', secret: 'not-the-server-secret-not-the-server-secret' }),
     'alg none': `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ user_id: victim, role: 'admin', exp: now + 3600, iat: now })}.`,
-    expired: await tokenFor(victim, { role: 'admin', expiresIn: now - 10 }),
+    expired: await tokenFor(victim, { server, role: 'admin', expiresIn: now - 10 }),
     'payload swapped': `${h}.${b64({ user_id: victim, role: 'admin', exp: now + 3600, iat: now })}.${good.split('.')[2]}`,
   };
   const routes: [string, string, unknown?][] = [
@@ -113,7 +116,7 @@ t.test('a user token is not an admin token', async (t) => {
   const res = await fetch(`${server.url}/admin/users`, { headers: bearer(token) });
   t.equal(res.status, 403);
   t.equal(((await res.json()) as any).error.code, 'FORBIDDEN');
-  const forgedRole = await tokenFor('some-user', { role: 'admin', secret: 'not-the-server-secret-not-the-server-secret' });
+  const forgedRole = await tokenFor('some-user', { server, role: 'admin', secret: 'not-the-server-secret-not-the-server-secret' });
   t.equal((await fetch(`${server.url}/admin/users`, { headers: bearer(forgedRole) })).status, 401);
   const adminLogin = await post(`${server.url}/admin/login`, { username: 'judy_j', password: GOOD_PASSWORD });
   t.equal(adminLogin.status, 403, 'the admin login refuses a non-admin');

@@ -116,7 +116,7 @@ t.test('the admin portal, screen by screen', { skip: chromiumAvailable() ? false
   await row('andy_a').getByRole('button', { name: 'Disable' }).click();
   await page.waitForFunction(() => document.querySelector('#users tr[data-username="andy_a"] td:nth-child(4)')?.textContent === 'disabled');
   await shot('9-disabled');
-  t.equal((await login(server.url, 'andy_a')).body.error?.code, 'ACCOUNT_DISABLED', 'andy cannot log in');
+  t.equal((await login(server.url, 'andy_a')).body.error?.code, 'INVALID_CREDENTIALS', 'andy cannot log in');
 
   await row('anna_a').getByRole('button', { name: 'Reset password' }).click();
   await page.waitForFunction(() => /must change their password/.test(document.getElementById('notice')?.textContent ?? ''));

@@ -157,7 +157,10 @@ t.test('refresh-token: a valid token (with or without Bearer) for a new one', as
     t.match(res.body.data, { token: String, message: String });
     t.equal((await get('/user/me', res.body.data.token)).status, 200, 'the new token works');
   }
-  t.equal((await post(`${server.url}/user/refresh-token`, {})).status, 401, 'no token');
+  for (const body of [{}, { token: '' }, { token: 3 }]) {
+    const res = await post(`${server.url}/user/refresh-token`, body);
+    t.match([res.status, res.body.error], [400, { code: 'VALIDATION_ERROR', details: [{ field: 'token' }] }], `no token: ${JSON.stringify(body)}`);
+  }
   t.equal((await post(`${server.url}/user/refresh-token`, { token: 'x.y.z' })).status, 401, 'garbage');
 });
 

@@ -15,13 +15,13 @@ function b64(x: unknown): string {
 
 async function badTokens(): Promise<Record<string, string>> {
   const now = Math.floor(Date.now() / 1000);
-  const good = await tokenFor('mallory');
+  const good = await tokenFor('mallory', { server });
   const [h, p] = good.split('.') as [string, string];
   return {
-    forged: await tokenFor('mallory', { secret: 'not-the-server-secret-not-the-server-secret' }),
+    forged: await tokenFor('mallory', { server, secret: 'not-the-server-secret-not-the-server-secret' }),
     'alg none': `${b64({ alg: 'none', typ: 'JWT' })}.${b64({ user_id: 'mallory', exp: now + 3600, iat: now })}.`,
-    'alg HS512 with the right secret': await tokenFor('mallory', { alg: 'HS512' }),
-    expired: await tokenFor('mallory', { expiresIn: now - 10 }),
+    'alg HS512 with the right secret': await tokenFor('mallory', { server, alg: 'HS512' }),
+    expired: await tokenFor('mallory', { server, expiresIn: now - 10 }),
     'payload swapped': `${h}.${b64({ user_id: 'admin', role: 'admin', exp: now + 3600, iat: now })}.${good.split('.')[2]}`,
     malformed: 'not.a.jwt',
     'no user_id': `${h}.${p}`.replace(p, b64({ exp: now + 3600 })) + '.x',
@@ -43,7 +43,7 @@ t.test('protected routes refuse bad tokens with 401 UNAUTHORIZED', async (t) => 
     const wrongScheme = await post(`${server.url}${path}`, { text: 'x' }, { authorization: `Basic ${Buffer.from('a:b').toString('base64')}` });
     t.equal(wrongScheme.status, 401, `${path} with Basic auth`);
   }
-  const good = await tokenFor('alice');
+  const good = await tokenFor('alice', { server });
   const ok = await post(`${server.url}/walker/Whoami`, {}, { authorization: `Bearer ${good}` });
   t.equal(ok.status, 200, 'a good token still works');
   for (const variant of [`${good}=`, `${good}==`, good.replace(/-/g, '+').replace(/_/g, '/')]) {

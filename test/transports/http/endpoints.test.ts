@@ -37,18 +37,18 @@ t.test('private walkers and functions need a token; with one they run on the use
   t.equal(anon.status, 401);
   t.match(anon.body, { ok: false, data: null, error: { code: 'UNAUTHORIZED' } });
   t.equal((await post(`${server.url}/function/secret`, {})).status, 401);
-  const token = await tokenFor('alice', { role: 'admin' });
+  const token = await tokenFor('alice', { server, role: 'admin' });
   const me = await post(`${server.url}/walker/Whoami`, {}, { authorization: `Bearer ${token}` });
   t.equal(me.status, 200);
   t.match(me.body.data.reports[0], { user: 'alice', role: 'admin', root: /^[0-9a-f]{32}$/ });
-  const bob = await post(`${server.url}/walker/Whoami`, {}, { authorization: `Bearer ${await tokenFor('bob')}` });
+  const bob = await post(`${server.url}/walker/Whoami`, {}, { authorization: `Bearer ${await tokenFor('bob', { server })}` });
   t.not(bob.body.data.reports[0].root, me.body.data.reports[0].root, 'each user has a root');
   const fnRes = await post(`${server.url}/function/secret`, {}, { authorization: `Bearer ${token}` });
   t.equal(fnRes.body.data.result.root, me.body.data.reports[0].root);
 });
 
 t.test('unknown walkers and functions are 404 with or without a token', async (t) => {
-  const token = await tokenFor('alice');
+  const token = await tokenFor('alice', { server });
   for (const path of ['/walker/Nope', '/function/nope', '/walker/_Guard']) {
     t.equal((await post(`${server.url}${path}`, {})).status, 404, `${path} anonymous`);
     const withToken = await post(`${server.url}${path}`, {}, { authorization: `Bearer ${token}` });
@@ -58,13 +58,13 @@ t.test('unknown walkers and functions are 404 with or without a token', async (t
 });
 
 t.test('/walker/<Name>/<node_id> spawns at a node; another user gets 404', async (t) => {
-  const alice = { authorization: `Bearer ${await tokenFor('alice')}` };
+  const alice = { authorization: `Bearer ${await tokenFor('alice', { server })}` };
   const made = await post(`${server.url}/walker/AddNote`, { text: 'note one' }, alice);
   const id = made.body.data.reports[0].id as string;
   t.match(id, /^[0-9a-f]{32}$/);
   const read = await post(`${server.url}/walker/ReadNote/${id}`, {}, alice);
   t.match(read.body, { ok: true, data: { reports: [{ id, type: 'Note', context: { text: 'note one' } }] } });
-  const bob = await post(`${server.url}/walker/ReadNote/${id}`, {}, { authorization: `Bearer ${await tokenFor('bob')}` });
+  const bob = await post(`${server.url}/walker/ReadNote/${id}`, {}, { authorization: `Bearer ${await tokenFor('bob', { server })}` });
   t.equal(bob.status, 404, 'not readable by bob: 404, never the data');
   t.notOk(JSON.stringify(bob.body).includes('note one'));
   t.equal((await post(`${server.url}/walker/ReadNote/${'0'.repeat(31)}f`, {}, alice)).status, 404);

@@ -52,7 +52,7 @@ t.teardown(() => server.stop());
 
 t.test(`fuzz every endpoint (seed ${seed})`, async (t) => {
   const spec = (await (await fetch(`${server.url}/openapi.json`)).json()) as { paths: Record<string, Record<string, unknown>> };
-  const token = await tokenFor('fuzzer');
+  const token = await tokenFor('fuzzer', { server });
   const endpoints = Object.entries(spec.paths).flatMap(([path, ops]) => Object.keys(ops).map((m) => [m.toUpperCase(), path] as const));
   t.ok(endpoints.length > 10, `${endpoints.length} endpoints`);
   const allowed5xx = new Set(['/walker/Boom', '/function/failing', '/walker/BadReport']);

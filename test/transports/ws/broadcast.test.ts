@@ -40,7 +40,7 @@ async function spread(walker: string, min: number, connect: (i: number) => Promi
 }
 
 t.test('a private broadcast walker: every authenticated client on every thread gets every reply; unauthenticated ones get nothing', async (t) => {
-  const { clients, workers } = await spread('Chat', 8, async (i) => WalkerSocket.connect(server.url, 'Chat', { token: await tokenFor(`chat-user-${i}`) }));
+  const { clients, workers } = await spread('Chat', 8, async (i) => WalkerSocket.connect(server.url, 'Chat', { token: await tokenFor(`chat-user-${i}`, { server }) }));
   t.ok(workers.size >= (transport() === 'node' ? 1 : 2), `clients sit on ${[...workers].join(', ')}`);
   // A connection that never authenticates: it is open, but must receive nothing.
   const lurker = await rawSocket(server.port, '/ws/Chat');
@@ -71,7 +71,7 @@ t.test('a private broadcast walker: every authenticated client on every thread g
   const answered = new Promise<void>((resolve) => {
     lurker.socket.on('data', () => lurker.texts.some((x) => x.includes('authenticated')) && resolve());
   });
-  lurker.send(JSON.stringify({ token: await tokenFor('late-lurker'), id: 'late' }));
+  lurker.send(JSON.stringify({ token: await tokenFor('late-lurker', { server }), id: 'late' }));
   await answered;
   t.same(lurker.texts, ['{"type":"authenticated","id":"late"}'], 'an unauthenticated connection received no broadcast');
   lurker.socket.destroy();
@@ -118,20 +118,20 @@ t.test('a client that never reads is disconnected once it is max_buffered_bytes 
 });
 
 t.test('disconnects leave nothing behind: sessions, actors and handles return to where they were', async (t) => {
-  const admin = await tokenFor('stats-admin', { role: 'admin' });
+  const admin = await tokenFor('stats-admin', { server, role: 'admin' });
   const stats = async () => {
     const res = await fetch(`${server.url}/admin/stats`, { headers: { authorization: `Bearer ${admin}` } });
     return ((await res.json()) as { data: { workers: { worker: string; websockets: number; session_actors: number; actors: number; handles: number }[] } }).data.workers;
   };
   t.equal((await fetch(`${server.url}/admin/stats`)).status, 401, '/admin/stats needs a token');
-  t.equal((await fetch(`${server.url}/admin/stats`, { headers: { authorization: `Bearer ${await tokenFor('u')}` } })).status, 403, 'an admin token');
-  const forged = await tokenFor('a', { role: 'admin', secret: 'another-secret-another-secret-0123456789' });
+  t.equal((await fetch(`${server.url}/admin/stats`, { headers: { authorization: `Bearer ${await tokenFor('u', { server })}` } })).status, 403, 'an admin token');
+  const forged = await tokenFor('a', { server, role: 'admin', secret: 'another-secret-another-secret-0123456789' });
   t.equal((await fetch(`${server.url}/admin/stats`, { headers: { authorization: `Bearer ${forged}` } })).status, 401, 'a forged admin token');
-  const expired = await tokenFor('a', { role: 'admin', expiresIn: Math.floor(Date.now() / 1000) - 10 });
+  const expired = await tokenFor('a', { server, role: 'admin', expiresIn: Math.floor(Date.now() / 1000) - 10 });
   t.equal((await fetch(`${server.url}/admin/stats`, { headers: { authorization: `Bearer ${expired}` } })).status, 401, 'an expired admin token');
   const before = await stats();
   t.ok(before.every((w) => w.websockets === 0 && w.session_actors === 0), 'no connection open at the start');
-  const token = await tokenFor('cycler');
+  const token = await tokenFor('cycler', { server });
   for (let round = 0; round < 40; round++) {
     await Promise.all(
       Array.from({ length: 25 }, async (_, i) => {

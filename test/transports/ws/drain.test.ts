@@ -11,7 +11,7 @@ t.test('SIGTERM closes open connections with 4503 and exits 0', async (t) => {
   t.teardown(() => server.stop('SIGKILL'));
   const clients = await Promise.all([
     ...Array.from({ length: 4 }, () => WalkerSocket.connect(server.url, 'Echo')),
-    ...Array.from({ length: 4 }, async (_, i) => WalkerSocket.connect(server.url, 'Chat', { token: await tokenFor(`drain-${i}`) })),
+    ...Array.from({ length: 4 }, async (_, i) => WalkerSocket.connect(server.url, 'Chat', { token: await tokenFor(`drain-${i}`, { server }) })),
   ]);
   for (const c of clients.slice(0, 4)) t.same((await c.send({ msg: 'up' })).reports, ['up']);
   server.proc.kill('SIGTERM');

@@ -104,7 +104,7 @@ t.test('frames of one connection are handled in order, even when earlier ones ta
 });
 
 t.test('a private walker with a query token runs on the caller’s own graph', async (t) => {
-  const [a, b] = [await tokenFor('ws-user-a'), await tokenFor('ws-user-b')];
+  const [a, b] = [await tokenFor('ws-user-a', { server }), await tokenFor('ws-user-b', { server })];
   const sa = await WalkerSocket.connect(server.url, 'Log', { token: a });
   const sb = await WalkerSocket.connect(server.url, 'Log', { token: b, tokenIn: 'frame' });
   t.same((await sa.send({ n: 1 })).reports, [{ user: 'ws-user-a', n: 1, count: 1 }]);
@@ -115,7 +115,7 @@ t.test('a private walker with a query token runs on the caller’s own graph', a
 
 t.test('a first frame carrying the token and fields authenticates and runs', async (t) => {
   const c = await raw('/ws/Log');
-  c.ws.send(JSON.stringify({ token: await tokenFor('ws-user-c'), n: 5, id: 1 }));
+  c.ws.send(JSON.stringify({ token: await tokenFor('ws-user-c', { server }), n: 5, id: 1 }));
   t.match(await c.next(), { ok: true, data: { reports: [{ user: 'ws-user-c', n: 5 }] }, id: 1 });
   c.ws.close();
 });
@@ -130,7 +130,7 @@ t.test('4401: no token, a forged one, alg none, an expired one, garbage as the f
   garbage.ws.send('nope');
   t.equal((await garbage.closed).code, 4401, 'a first frame that is not JSON');
 
-  const forged = await raw(`/ws/Log?token=${await tokenFor('x', { secret: 'another-secret-another-secret-0123456789' })}`);
+  const forged = await raw(`/ws/Log?token=${await tokenFor('x', { server, secret: 'another-secret-another-secret-0123456789' })}`);
   t.equal((await forged.closed).code, 4401, 'a forged query token closes at once');
 
   const body = Buffer.from(JSON.stringify({ user_id: 'x', exp: Math.floor(Date.now() / 1000) + 600 })).toString('base64url');
@@ -140,7 +140,7 @@ t.test('4401: no token, a forged one, alg none, an expired one, garbage as the f
   t.match(closedNone.reason, /algorithm/);
 
   const expired = await raw('/ws/Log');
-  expired.ws.send(JSON.stringify({ token: await tokenFor('x', { expiresIn: Math.floor(Date.now() / 1000) - 10 }), n: 1 }));
+  expired.ws.send(JSON.stringify({ token: await tokenFor('x', { server, expiresIn: Math.floor(Date.now() / 1000) - 10 }), n: 1 }));
   const e = await expired.closed;
   t.equal(e.code, 4401, 'an expired first-frame token');
   t.match(e.reason, /expired/);
@@ -160,7 +160,7 @@ t.test('a token revoked during the connection ends it at the next frame (4401); 
   t.equal(changed.status, 200);
   await s.refresh(changed.body.data.token);
   t.match((await s.send({ n: 2 })).reports, [{ n: 2, count: 2 }], 'served on the refreshed token');
-  await s.request({ type: 'refresh', token: await tokenFor('someone-else') }).catch(() => undefined);
+  await s.request({ type: 'refresh', token: await tokenFor('someone-else', { server }) }).catch(() => undefined);
   t.equal((await s.closed).code, 4403, 'a token of another user: 4403');
 
   const s2 = await WalkerSocket.connect(server.url, 'Log', { token: changed.body.data.token });
@@ -174,7 +174,7 @@ t.test('a token revoked during the connection ends it at the next frame (4401); 
 });
 
 t.test('an expired query token: 4401', async (t) => {
-  const c = await raw(`/ws/Log?token=${await tokenFor('x', { expiresIn: Math.floor(Date.now() / 1000) - 10 })}`);
+  const c = await raw(`/ws/Log?token=${await tokenFor('x', { server, expiresIn: Math.floor(Date.now() / 1000) - 10 })}`);
   const closed = await c.closed;
   t.equal(closed.code, 4401);
   t.match(closed.reason, /expired/);
@@ -269,13 +269,13 @@ t.test('a listener that never sends a frame is closed (4401) once its token is r
 t.test('a token in a frame is verified whatever else the frame holds', async (t) => {
   const guest = await WalkerSocket.connect(server.url, 'WhoPub');
   t.same((await guest.send({})).reports, [{ user: null }], 'a public walker without a token runs as the guest');
-  t.same(await guest.request({ token: await tokenFor('ws-user-m') }), { type: 'authenticated', id: 'c2' }, 'a token frame on a public walker authenticates');
+  t.same(await guest.request({ token: await tokenFor('ws-user-m', { server }) }), { type: 'authenticated', id: 'c2' }, 'a token frame on a public walker authenticates');
   t.same((await guest.send({})).reports, [{ user: 'ws-user-m' }], 'and the connection runs as that user from then on');
-  t.same(await guest.request({ token: await tokenFor('ws-user-m') }), { type: 'authenticated', id: 'c4' }, 'a fresh token of the same user is taken');
-  await guest.request({ token: await tokenFor('ws-user-n') }).catch(() => undefined);
+  t.same(await guest.request({ token: await tokenFor('ws-user-m', { server }) }), { type: 'authenticated', id: 'c4' }, 'a fresh token of the same user is taken');
+  await guest.request({ token: await tokenFor('ws-user-n', { server }) }).catch(() => undefined);
   t.equal((await guest.closed).code, 4403, "another user's token in a later frame: 4403");
 
-  const viaClient = await WalkerSocket.connect(server.url, 'WhoPub', { token: await tokenFor('ws-user-o'), tokenIn: 'frame' });
+  const viaClient = await WalkerSocket.connect(server.url, 'WhoPub', { token: await tokenFor('ws-user-o', { server }), tokenIn: 'frame' });
   t.same((await viaClient.send({})).reports, [{ user: 'ws-user-o' }], 'the client helper authenticates a public walker by frame');
   await viaClient.close();
 
@@ -284,8 +284,8 @@ t.test('a token in a frame is verified whatever else the frame holds', async (t)
   t.equal((await garbage.closed).code, 4401, 'a bad token in a frame closes the connection, public walker or not');
   t.same(garbage.frames, []);
 
-  const refresh = await WalkerSocket.connect(server.url, 'Log', { token: await tokenFor('ws-user-p') });
-  await refresh.request({ type: 'refresh', token: await tokenFor('ws-user-q'), n: 1 }).catch(() => undefined);
+  const refresh = await WalkerSocket.connect(server.url, 'Log', { token: await tokenFor('ws-user-p', { server }) });
+  await refresh.request({ type: 'refresh', token: await tokenFor('ws-user-q', { server }), n: 1 }).catch(() => undefined);
   t.equal((await refresh.closed).code, 4403, 'a refresh-looking frame with extra keys still has its token checked first');
 });
 
