@@ -133,6 +133,11 @@ t.test('4401: no token, a forged one, alg none, an expired one, garbage as the f
   const forged = await raw(`/ws/Log?token=${await tokenFor('x', { server, secret: 'another-secret-another-secret-0123456789' })}`);
   t.equal((await forged.closed).code, 4401, 'a forged query token closes at once');
 
+  const ghost = await raw(`/ws/Log?token=${await tokenFor('ws-never-registered')}`);
+  const closedGhost = await ghost.closed;
+  t.equal(closedGhost.code, 4401, 'a good signature for a user that does not exist');
+  t.match(closedGhost.reason, /does not exist/);
+
   const body = Buffer.from(JSON.stringify({ user_id: 'x', exp: Math.floor(Date.now() / 1000) + 600 })).toString('base64url');
   const algNone = await raw(`/ws/Log?token=${Buffer.from('{"alg":"none","typ":"JWT"}').toString('base64url')}.${body}.`);
   const closedNone = await algNone.closed;
@@ -181,6 +186,7 @@ t.test('an expired query token: 4401', async (t) => {
 });
 
 t.test('4403: a token that must change its password first', async (t) => {
+  await tokenFor('ws-user-g', { server }); // the user exists
   const token = await new SignJWT({ user_id: 'ws-user-g', role: 'user', pwd_change: true })
     .setProtectedHeader({ alg: 'HS256' })
     .setIssuedAt()
