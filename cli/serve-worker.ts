@@ -241,6 +241,10 @@ export async function setup(
       host: config['scale.server'].host,
       port: boot.port,
       maxBodyBytes: config['scale.server'].max_body_bytes,
+      bodyTimeoutMs: config['scale.server'].body_timeout_ms,
+      maxConnections: config['scale.server'].max_connections,
+      onAcceptChange: (paused: boolean, reason: string) =>
+        paused ? log.warn({ reason }, 'not accepting connections for now') : log.info({ reason }, 'accepting connections again'),
       onUwsApp: (app: import('uWebSockets.js').TemplatedApp) => attachUws(app, hub),
       onNodeServer: (s: import('node:http').Server) => attachNode(s, hub),
     };

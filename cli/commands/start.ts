@@ -10,7 +10,7 @@ import { availableParallelism } from 'node:os';
 import { basename, dirname, extname, isAbsolute, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WorkerPool, forgetBuilds, compileWorker } from '../../transports/worker/index.ts';
-import { loadUws } from '../../transports/http/index.ts';
+import { loadUws, openFileLimit } from '../../transports/http/index.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { freePort } from '../ports.ts';
 import { jwtSecret, SecretError } from '../secrets.ts';
@@ -106,6 +106,13 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     }
   }
   const workers = server.workers || Math.max(1, availableParallelism());
+  const files = openFileLimit();
+  if (files < server.max_connections + 256) {
+    process.stderr.write(
+      `svc: warning: the open-file limit (ulimit -n) is ${files}, below max_connections (${server.max_connections}) + 256: ` +
+        `raise it (ulimit -n ${server.max_connections + 256}, or LimitNOFILE= under systemd) or lower [scale.server] max_connections (SVC_MAX_CONNECTIONS)\n`,
+    );
+  }
   const moduleName = relative(process.cwd(), entry).replace(/\.[mc]?[jt]s$/, '') || basename(entry);
 
   // Syntax errors surface here, with file and line.

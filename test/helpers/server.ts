@@ -40,10 +40,16 @@ export async function startServer(options: {
   cwd?: string;
   /** Wait for this line instead of the ready line (for commands that exit). */
   until?: RegExp;
+  /** Start it with this open-file limit (`ulimit -n`). */
+  ulimitFiles?: number;
 }): Promise<Server> {
   const dataDir = options.env?.SVC_DATA_DIR ?? mkdtempSync(join(tmpdir(), 'svc-test-'));
   const args = [BIN, 'start', ...(options.noEntry ? [] : [options.entry]), '--host', '127.0.0.1', '--port', String(options.port ?? 0), '--workers', String(options.workers ?? 1), ...(options.args ?? [])];
-  const proc = spawn(process.execPath, args, {
+  // With a file limit, a shell sets it and becomes the process (exec): the pid stays svc's.
+  const [cmd, argv] = options.ulimitFiles
+    ? ['/bin/sh', ['-c', `ulimit -n ${options.ulimitFiles} && exec "$0" "$@"`, process.execPath, ...args]]
+    : [process.execPath, args];
+  const proc = spawn(cmd, argv, {
     cwd: options.cwd,
     env: { ...process.env, SVC_DATA_DIR: dataDir, JWT_SECRET: TEST_SECRET, SVC_TRANSPORT: transport(), SVC_ACCESS_LOG: 'false', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -20,6 +20,10 @@ export const HTTP_ERRORS = {
   INTERNAL_ERROR: { status: 500, message: 'internal error' },
   SERVICE_UNAVAILABLE: { status: 503, message: 'the server is busy or shutting down; retry' },
   TIMEOUT: { status: 504, message: 'the request took too long' },
+  BAD_REQUEST: { status: 400, message: 'the request is not well-formed HTTP/1.1 (the connection is closed)' },
+  REQUEST_TIMEOUT: { status: 408, message: 'the request body did not arrive in time (the connection is closed)' },
+  HEADERS_TOO_LARGE: { status: 431, message: 'the request headers are too large or too many' },
+  NOT_IMPLEMENTED: { status: 501, message: 'the server does not know that method' },
 } as const;
 
 export type HttpErrorCode = keyof typeof HTTP_ERRORS;

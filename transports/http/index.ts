@@ -16,5 +16,6 @@ export { Docs } from './docs.ts';
 export { StaticFiles } from './static.ts';
 export { listenUws, loadUws } from './uws-server.ts';
 export { listenNode } from './node-server.ts';
+export { AcceptGuard, openFileLimit, openDescriptors } from './accept-guard.ts';
 export type { HttpServer, ListenOptions } from './server.ts';
 export type { HttpRequest, HttpResponse, BuiltinRoute, BuiltinContext, BuiltinResult } from './types.ts';

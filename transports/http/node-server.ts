@@ -3,19 +3,89 @@
  * platforms where uWebSockets.js cannot load (or with `SVC_TRANSPORT=node`).
  * Node 20 cannot share a port between worker threads, so only one thread
  * listens; the others host partitions.
+ *
+ * It answers what the uWebSockets.js build cannot: HTTP/1.0, pipelined
+ * requests (in order), malformed requests (400 — bare LF, obs-fold, bad
+ * header names, NUL or CR in values, duplicate Content-Length — 431 for too
+ * many or too large headers, 501 for unknown methods, each closing the
+ * connection), `OPTIONS *`, absolute-form targets, and slow bodies
+ * (`body_timeout_ms`, 408).
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { failure, newRequestId } from './envelope.ts';
+import { HTTP_ERRORS, type HttpErrorCode } from './errors.ts';
 import type { Front } from './front.ts';
 import type { HttpServer, ListenOptions } from './server.ts';
 
+/** An error envelope as a whole HTTP/1.1 response that closes the connection. */
+function rawError(code: HttpErrorCode, message: string, extra = ''): string {
+  const body = failure({ code, message }, newRequestId());
+  const status = HTTP_ERRORS[code].status;
+  return (
+    `HTTP/1.1 ${status} ${httpReason(status)}\r\ncontent-type: application/json; charset=utf-8\r\n` +
+    `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n${extra}\r\n${body}`
+  );
+}
+
+function httpReason(status: number): string {
+  return { 400: 'Bad Request', 408: 'Request Timeout', 431: 'Request Header Fields Too Large', 501: 'Not Implemented', 413: 'Payload Too Large' }[status] ?? 'Error';
+}
+
+/** What Node's parser refused, as the answer to give (llhttp error codes). */
+function parseError(code: string | undefined): [HttpErrorCode, string] {
+  switch (code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return ['HEADERS_TOO_LARGE', 'the request headers are too large or too many'];
+    case 'HPE_INVALID_METHOD':
+      return ['NOT_IMPLEMENTED', 'unknown method'];
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return ['REQUEST_TIMEOUT', 'the request did not arrive in time'];
+    case 'HPE_UNEXPECTED_CONTENT_LENGTH':
+      return ['BAD_REQUEST', 'more than one Content-Length header, or Content-Length with Transfer-Encoding'];
+    default:
+      return ['BAD_REQUEST', `malformed request (${code ?? 'parse error'})`];
+  }
+}
+
+/** The path and query of a request target: origin-form, or absolute-form (RFC 9112 §3.2.2). */
+function target(url: string): { path: string; query: string } | undefined {
+  let t = url;
+  if (!t.startsWith('/')) {
+    if (!/^https?:\/\//i.test(t)) return undefined;
+    try {
+      const u = new URL(t);
+      t = `${u.pathname}${u.search}`;
+    } catch {
+      return undefined;
+    }
+  }
+  const q = t.indexOf('?');
+  return { path: q < 0 ? t : t.slice(0, q), query: q < 0 ? '' : t.slice(q + 1) };
+}
+
 export async function listenNode(front: Front, options: ListenOptions): Promise<HttpServer> {
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? 60_000;
   let inFlight = 0;
   let idle: (() => void) | null = null;
 
   const done = (): void => {
     if (--inFlight === 0 && idle) idle();
   };
+  const sendError = (res: ServerResponse, code: HttpErrorCode, message: string, headers: Record<string, string> = {}): void => {
+    if (res.headersSent || res.destroyed) return;
+    res.shouldKeepAlive = false;
+    const body = failure({ code, message }, newRequestId());
+    res.writeHead(HTTP_ERRORS[code].status, {
+      'content-type': 'application/json; charset=utf-8',
+      'content-length': String(Buffer.byteLength(body)),
+      'access-control-allow-origin': '*',
+      connection: 'close',
+      ...headers,
+    });
+    res.end(body);
+  };
+
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     // Counted from arrival (a body may still be on its way), until answered or closed.
     inFlight++;
@@ -26,14 +96,28 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
       done();
     };
     res.once('close', finish);
+    const method = (req.method ?? 'GET').toUpperCase();
     const url = req.url ?? '/';
-    const q = url.indexOf('?');
+    if (url === '*') {
+      // OPTIONS * asks about the server itself; anything else with * is malformed.
+      if (method === 'OPTIONS') {
+        res.writeHead(204, { allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS', 'content-length': '0' });
+        res.end();
+      } else sendError(res, 'BAD_REQUEST', `${method} * is not a request target`);
+      req.resume();
+      return;
+    }
+    const where = target(url);
+    if (!where) {
+      sendError(res, 'BAD_REQUEST', 'the request target is neither a path nor an absolute http(s) URL');
+      req.resume();
+      return;
+    }
     // Node has parsed them already, names lower-cased; only set-cookie can be an array, and requests do not send it.
     const headers = req.headers as Record<string, string>;
     const declared = Number(headers['content-length'] ?? 0);
     const reject413 = () => {
-      res.writeHead(413, { 'content-type': 'application/json; charset=utf-8', 'access-control-allow-origin': '*', connection: 'close' });
-      res.end(failure({ code: 'PAYLOAD_TOO_LARGE', message: `the body is larger than ${options.maxBodyBytes} bytes` }, newRequestId()));
+      sendError(res, 'PAYLOAD_TOO_LARGE', `the body is larger than ${options.maxBodyBytes} bytes`);
       req.destroy();
     };
     if (declared > options.maxBodyBytes) {
@@ -43,24 +127,38 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
     const chunks: Buffer[] = [];
     let size = 0;
     let rejected = false;
+    // The whole body must be in within body_timeout_ms, however steadily it trickles.
+    const hasBody = declared > 0 || headers['transfer-encoding'] !== undefined;
+    const deadline = hasBody
+      ? setTimeout(() => {
+          rejected = true;
+          sendError(res, 'REQUEST_TIMEOUT', `the request body did not arrive within ${bodyTimeoutMs} ms`);
+          res.once('finish', () => req.destroy());
+        }, bodyTimeoutMs)
+      : undefined;
     req.on('data', (chunk: Buffer) => {
       if (rejected) return;
       size += chunk.length;
       if (size > options.maxBodyBytes) {
         rejected = true;
+        clearTimeout(deadline);
         reject413();
         return;
       }
       chunks.push(chunk);
     });
-    req.on('error', () => undefined);
+    if (deadline) {
+      req.on('error', () => clearTimeout(deadline));
+      req.on('close', () => clearTimeout(deadline));
+    }
     req.on('end', () => {
+      clearTimeout(deadline);
       if (rejected) return;
       void front
         .handle({
-          method: (req.method ?? 'GET').toUpperCase(),
-          path: q < 0 ? url : url.slice(0, q),
-          query: q < 0 ? '' : url.slice(q + 1),
+          method,
+          path: where.path,
+          query: where.query,
           headers,
           body: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size),
           remoteAddress: req.socket.remoteAddress ?? '',
@@ -76,7 +174,19 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
         });
     });
   });
+  // Malformed requests get an envelope and a closed connection instead of Node's bare 400.
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
+    if (error.code === 'ECONNRESET' || !socket.writable || (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent) {
+      socket.destroy();
+      return;
+    }
+    const [code, message] = parseError(error.code);
+    socket.end(rawError(code, message));
+  });
   server.keepAliveTimeout = 65_000;
+  // Node's own whole-request deadline, behind ours (which answers with an envelope).
+  server.requestTimeout = bodyTimeoutMs + 5_000;
+  server.maxConnections = options.maxConnections ?? 10_000;
   options.onNodeServer?.(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

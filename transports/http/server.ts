@@ -4,6 +4,12 @@ export interface ListenOptions {
   host: string;
   port: number;
   maxBodyBytes: number;
+  /** A request body must have arrived within this long (408 otherwise; default 60 s). */
+  bodyTimeoutMs?: number;
+  /** Open connections at most (default 10,000): past it, accepting pauses (uWS) or new ones are dropped (node). */
+  maxConnections?: number;
+  /** Told when accepting pauses or resumes (file descriptors exhausted, max_connections). */
+  onAcceptChange?: (paused: boolean, reason: string) => void;
   /** Add routes of other protocols (WebSockets) to the uWebSockets.js App before it listens. */
   onUwsApp?: (app: import('uWebSockets.js').TemplatedApp) => void;
   /** Hook other protocols (WebSocket upgrades) onto the node:http server before it listens. */

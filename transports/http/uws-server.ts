@@ -3,11 +3,27 @@
  * synchronously, handles aborts before any async work, bounds the body while
  * it streams in, and writes the response corked. Several worker threads may
  * listen on one port (the kernel spreads connections).
+ *
+ * What this build of the binary gets wrong, and what the front does about it
+ * (measured in ../shared/notes/uws-build.md; the README says the rest):
+ * - a pipelined request arriving while an earlier answer is pending makes it
+ *   close the connection — after the earlier handler ran. Work therefore
+ *   starts on the next turn of the event loop (one `setImmediate` for all
+ *   requests of a turn), and a request whose connection closed meanwhile is
+ *   never run: no committed write without an answer.
+ * - a duplicate `Content-Length` is accepted and the rest of the bytes
+ *   dispatched as another request. The front refuses it (400 and close), on
+ *   the next turn as well, so that a request smuggled behind it never runs.
+ * - its idle timeout (~10 s) fires while a body is still arriving: bodies
+ *   get `min(body_timeout_ms, 7.5 s)` and a 408 rather than a silent close.
+ * - out of file descriptors, its accept loop spins: {@link AcceptGuard}.
+ * - it writes `uWebSockets: 20` on every answer unless told to be silent.
  */
 import { createRequire } from 'node:module';
 import { STATUS_CODES } from 'node:http';
+import { AcceptGuard } from './accept-guard.ts';
 import { failure, newRequestId } from './envelope.ts';
-import { HTTP_ERRORS } from './errors.ts';
+import { HTTP_ERRORS, type HttpErrorCode } from './errors.ts';
 import type { Front } from './front.ts';
 import type { HttpRequest, HttpResponse } from './types.ts';
 import type { HttpServer, ListenOptions } from './server.ts';
@@ -20,7 +36,10 @@ const require = createRequire(import.meta.url);
 /** uWebSockets.js, or the reason it cannot load here (its binaries cover some platforms and Node versions only). */
 export function loadUws(): Uws | Error {
   try {
-    return require('uWebSockets.js') as Uws;
+    const uws = require('uWebSockets.js') as Uws & { _cfg?: (key: string) => void };
+    // No `uWebSockets: 20` header on answers (a setting of this thread's loop).
+    uws._cfg?.('silent');
+    return uws;
   } catch (error) {
     return error as Error;
   }
@@ -34,15 +53,33 @@ function statusLine(status: number): string {
 }
 
 const NO_BODY: Buffer = Buffer.alloc(0);
+/** The binary's own idle timeout cuts a request at 8–12 s: bodies must be in before that. */
+const UWS_BODY_LIMIT_MS = 7_500;
+/** Headers copied (beside the front's own) for routes that read the client address. */
+const FORWARDED = ['x-forwarded-for', 'forwarded'];
+
+interface State {
+  aborted: boolean;
+  finished: boolean;
+}
+
+/** A request whose body is still arriving, and when it must be in. */
+interface Slow {
+  res: UwsResponse;
+  state: State;
+  due: number;
+  done: () => void;
+}
 
 export async function listenUws(uws: Uws, front: Front, options: ListenOptions): Promise<HttpServer> {
   const app = uws.App();
   const wanted = front.headerNames;
   const addressPaths = front.addressPaths;
+  const bodyTimeoutMs = Math.min(options.bodyTimeoutMs ?? 60_000, UWS_BODY_LIMIT_MS);
   let inFlight = 0;
   let idle: (() => void) | null = null;
 
-  const write = (res: UwsResponse, state: { aborted: boolean }, out: HttpResponse, head: boolean): void => {
+  const write = (res: UwsResponse, state: State, out: HttpResponse, head: boolean): void => {
     if (state.aborted) return;
     res.cork(() => {
       res.writeStatus(statusLine(out.status));
@@ -55,17 +92,58 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     });
   };
 
-  const tooLarge = (res: UwsResponse, state: { aborted: boolean }): void => {
+  /** An error envelope, and the connection closed after it. */
+  const refuse = (res: UwsResponse, state: State, code: HttpErrorCode, message: string): void => {
     if (state.aborted) return;
     state.aborted = true;
-    const body = failure({ code: 'PAYLOAD_TOO_LARGE', message: `the body is larger than ${options.maxBodyBytes} bytes` }, newRequestId());
+    const body = failure({ code, message }, newRequestId());
     res.cork(() => {
-      res.writeStatus(statusLine(HTTP_ERRORS.PAYLOAD_TOO_LARGE.status));
+      res.writeStatus(statusLine(HTTP_ERRORS[code].status));
       res.writeHeader('content-type', 'application/json; charset=utf-8');
       res.writeHeader('access-control-allow-origin', '*');
-      res.writeHeader('connection', 'close');
       res.end(body, true);
     });
+  };
+
+  // Work starts on the next turn of the loop: by then uWS has seen a pipelined request
+  // that makes it drop the connection, and such a request is skipped (see the file's doc).
+  let queue: (() => void)[] = [];
+  let queued = false;
+  const flush = (): void => {
+    queued = false;
+    const now = queue;
+    queue = [];
+    for (const job of now) job();
+  };
+  const later = (job: () => void): void => {
+    queue.push(job);
+    if (!queued) {
+      queued = true;
+      setImmediate(flush);
+    }
+  };
+
+  // Bodies still arriving after their first turn: one timer for all, ticking only while there are some.
+  const slow = new Set<Slow>();
+  let ticker: NodeJS.Timeout | null = null;
+  const tick = (): void => {
+    const now = Date.now();
+    for (const s of slow) {
+      if (s.state.aborted || s.state.finished) slow.delete(s);
+      else if (s.due <= now) {
+        slow.delete(s);
+        refuse(s.res, s.state, 'REQUEST_TIMEOUT', `the request body did not arrive within ${bodyTimeoutMs} ms`);
+        s.done();
+      }
+    }
+    if (slow.size === 0 && ticker) {
+      clearInterval(ticker);
+      ticker = null;
+    }
+  };
+  const watchBody = (s: Slow): void => {
+    slow.add(s);
+    ticker ??= setInterval(tick, Math.min(500, bodyTimeoutMs));
   };
 
   const done = (): void => {
@@ -76,7 +154,7 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
   app.any('/*', (res, req) => {
     // Counted from arrival (a body may still be on its way), until answered or aborted.
     inFlight++;
-    const state = { aborted: false, finished: false };
+    const state: State = { aborted: false, finished: false };
     const finish = (): void => {
       if (state.finished) return;
       state.finished = true;
@@ -88,8 +166,10 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     });
     const method = req.getCaseSensitiveMethod().toUpperCase();
     const headers: Record<string, string> = {};
+    let lengths = 0;
     if (wanted === 'all') {
       req.forEach((k, v) => {
+        if (k === 'content-length') lengths++;
         headers[k] = v;
       });
     } else {
@@ -98,8 +178,20 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
         const v = req.getHeader(name);
         if (v !== '') headers[name] = v;
       }
+      if (headers['content-length'] !== undefined) {
+        req.forEach((k) => {
+          if (k === 'content-length') lengths++;
+        });
+      }
     }
     const url = req.getUrl();
+    const wantsAddress = addressPaths.has(url);
+    if (wantsAddress && wanted !== 'all') {
+      for (const name of FORWARDED) {
+        const v = req.getHeader(name);
+        if (v !== '') headers[name] = v;
+      }
+    }
     const request: HttpRequest = {
       method,
       path: url,
@@ -107,9 +199,19 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
       headers,
       body: NO_BODY,
       // Copying the address costs more than the rest of the request: only where it is read.
-      remoteAddress: addressPaths.has(url) ? Buffer.from(res.getRemoteAddressAsText()).toString() : '',
+      remoteAddress: wantsAddress ? Buffer.from(res.getRemoteAddressAsText()).toString() : '',
     };
+    if (lengths > 1) {
+      // RFC 9112 §6.3: unrecoverable framing. Answered on the next turn, so that bytes behind it
+      // (a smuggled request) make uWS drop the connection instead of dispatching them.
+      later(() => {
+        refuse(res, state, 'BAD_REQUEST', 'more than one Content-Length header');
+        finish();
+      });
+      return;
+    }
     const run = (): void => {
+      if (state.aborted) return;
       void front.handle(request).then((out) => {
         write(res, state, out, method === 'HEAD');
         finish();
@@ -117,40 +219,66 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     };
     const declared = headers['content-length'];
     if (declared !== undefined && Number(declared) > options.maxBodyBytes) {
-      tooLarge(res, state);
+      refuse(res, state, 'PAYLOAD_TOO_LARGE', `the body is larger than ${options.maxBodyBytes} bytes`);
       finish();
       return;
     }
     if (declared === undefined && headers['transfer-encoding'] === undefined) {
-      run();
+      later(run);
       return;
     }
     const chunks: Buffer[] = [];
     let size = 0;
+    let complete = false;
     res.onData((chunk, isLast) => {
       if (state.aborted) return;
       size += chunk.byteLength;
       if (size > options.maxBodyBytes) {
-        tooLarge(res, state);
+        refuse(res, state, 'PAYLOAD_TOO_LARGE', `the body is larger than ${options.maxBodyBytes} bytes`);
         finish();
         return;
       }
       // The chunk's memory is reused after this callback: copy it.
       chunks.push(Buffer.from(chunk.slice(0)));
       if (isLast) {
+        complete = true;
         request.body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
-        run();
+        later(run);
       }
+    });
+    // A body not in by the next turn is watched for its deadline (most arrive with their headers).
+    later(() => {
+      if (!complete && !state.aborted) watchBody({ res, state, due: Date.now() + bodyTimeoutMs, done: finish });
     });
   });
 
-  const token = await new Promise<import('uWebSockets.js').us_listen_socket | false>((resolve) => app.listen(options.host, options.port, resolve));
-  if (!token) throw new Error(`cannot listen on ${options.host}:${options.port}`);
+  const host = options.host;
+  const listen = (port: number) =>
+    new Promise<import('uWebSockets.js').us_listen_socket | false>((resolve) => app.listen(host, port, resolve));
+  let token = await listen(options.port);
+  if (!token) throw new Error(`cannot listen on ${host}:${options.port}`);
   const port = uws.us_socket_local_port(token);
   let open = true;
+  const guard = new AcceptGuard({
+    maxConnections: options.maxConnections ?? 10_000,
+    pause: () => {
+      if (token) uws.us_listen_socket_close(token);
+      token = false;
+    },
+    resume: () => {
+      if (!open) return;
+      void listen(port).then((t) => {
+        if (open) token = t;
+        else if (t) uws.us_listen_socket_close(t);
+      });
+    },
+    onChange: options.onAcceptChange,
+  });
   const stopAccepting = (): void => {
-    if (open) uws.us_listen_socket_close(token);
+    guard.stop();
+    if (open && token) uws.us_listen_socket_close(token);
     open = false;
+    token = false;
   };
   return {
     kind: 'uws',
@@ -161,6 +289,7 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     },
     close() {
       stopAccepting();
+      if (ticker) clearInterval(ticker);
       (app as { close?: () => void }).close?.();
     },
   };
