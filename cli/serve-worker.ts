@@ -15,6 +15,7 @@ import { Registry, Root } from '../actors/walker/index.ts';
 import {
   type BuiltinRoute,
   buildRoutes,
+  ClientAddresses,
   Docs,
   Front,
   type HttpServer,
@@ -149,6 +150,7 @@ export async function setup(
       windowMs: config['scale.auth'].rate_window_seconds * 1000,
     }),
     createRoot: (rootId) => graph.ensureRoot(rootId),
+    dropRoot: (rootId) => graph.dropRoot(rootId),
     emailer: 'emailer' in mail ? mail.emailer : undefined,
     emailDisabledReason: 'disabled' in mail ? mail.disabled : '',
     jwt: { secret: boot.jwtSecret, algorithm: config['scale.jwt'].algorithm, expDays: config['scale.jwt'].exp_delta_days },
@@ -191,6 +193,7 @@ export async function setup(
     accessLog: config['scale.server'].access_log ? (entry) => log.info(entry, 'request') : undefined,
     suppressHealthLogs: config['scale.server'].suppress_health_check_logs,
     onError: (error, requestId) => log.error({ err: error, req_id: requestId }, 'request failed'),
+    clientAddresses: new ClientAddresses(config['scale.server'].trusted_proxies),
   });
 
   const wsConfig = config['scale.websocket'];

@@ -115,6 +115,16 @@ export class Graph {
     await this.partition(rootId).ask({ t: 'touch' }, this.timeoutMs);
   }
 
+  /**
+   * Delete a root's graph (its user is deleted): every document it owns goes
+   * from the store, and its partition runs nothing more. Edges of other roots
+   * that reached its nodes are left; traversals skip what they no longer find.
+   * Resolves to the number of documents deleted.
+   */
+  async dropRoot(rootId: string): Promise<number> {
+    return (await this.partition(rootId).ask({ t: 'drop' }, this.timeoutMs)) as number;
+  }
+
   /** A fresh 32-hex-char root id. */
   static newRootId(): string {
     return newId();

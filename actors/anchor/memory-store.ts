@@ -118,6 +118,22 @@ export class MemoryStore implements AnchorStore {
     this.aliases_.set(from, to);
   }
 
+  async deleteRoot(rootId: string): Promise<number> {
+    this.check();
+    let n = 0;
+    for (const doc of [...this.docs.values()]) {
+      if (doc.root !== rootId) continue;
+      this.remove(doc.id);
+      n++;
+    }
+    for (const [id, q] of this.quarantine_) {
+      if (q.root !== rootId) continue;
+      this.quarantine_.delete(id);
+      n++;
+    }
+    return n;
+  }
+
   async count(): Promise<number> {
     return this.docs.size;
   }

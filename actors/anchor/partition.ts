@@ -39,6 +39,8 @@ export type PartitionMsg =
   | { t: 'invalidate'; ids: string[]; edgeNodes: string[] }
   /** Make sure the partition (and its root) exists: a user's graph is created at registration. */
   | { t: 'touch' }
+  /** The root's user is deleted: delete its graph from the store; the partition runs nothing more. */
+  | { t: 'drop' }
   | { t: 'poisoned' };
 
 export interface WalkerResult {
@@ -131,11 +133,14 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
 
   async receive(msg: PartitionMsg): Promise<unknown> {
     if (this.poisoned !== undefined) throw this.poisoned; // restart: memory no longer matches the store
+    if (this.dropped) return msg.t === 'drop' ? 0 : rejectWith(graphError('SVC_ERR_NODE_NOT_FOUND', 'this graph was deleted with its user'));
     switch (msg.t) {
       case 'poisoned':
         return undefined;
       case 'touch':
         return true;
+      case 'drop':
+        return this.drop();
       case 'invalidate':
         return this.invalidate(msg.ids, msg.edgeNodes);
       default:
@@ -203,6 +208,23 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     );
     this.lastBatch = durable;
     return replyLater(durable);
+  }
+
+  /** The graph was deleted: nothing runs here any more (until the partition deactivates). */
+  private dropped = false;
+
+  /** Delete the root's graph once the batches handed over are settled; memory goes with it. */
+  private async drop(): Promise<number> {
+    this.dropped = true;
+    if (this.lastBatch) await this.lastBatch.catch(() => undefined);
+    this.l1.clear();
+    this.pendingEdges.clear();
+    this.pendingDeletes.clear();
+    try {
+      return await this.context.store.deleteRoot(this.rootId);
+    } catch (error) {
+      throw graphError('SVC_ERR_STORE', `deleting the graph failed: ${(error as Error).message}`, { cause: error });
+    }
   }
 
   /** When the run under way must end, and how to end it (the watchdog calls it). */

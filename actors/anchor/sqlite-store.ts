@@ -36,6 +36,9 @@ interface Pending {
 
 class Conflict extends Error {}
 
+/** Rows scanned per step when a root's documents are deleted. */
+const DELETE_SLICE = 20_000;
+
 /**
  * @example
  * const store = SqliteStore.open(defaultStorePath());
@@ -94,6 +97,10 @@ export class SqliteStore implements AnchorStore {
       aliases: this.db.prepare('SELECT old, new FROM anchors_aliases'),
       addAlias: this.db.prepare('INSERT OR REPLACE INTO anchors_aliases (old, new) VALUES (?, ?)'),
       count: this.db.prepare('SELECT count(*) AS n FROM anchors'),
+      lastSeq: this.db.prepare('SELECT coalesce(max(seq), 0) AS n FROM anchors'),
+      // By ranges of the primary key: no index on root (it would slow every insert) and no long lock.
+      deleteRootRange: this.db.prepare('DELETE FROM anchors WHERE seq > @from AND seq <= @to AND root = @root'),
+      deleteRootQuarantine: this.db.prepare('DELETE FROM anchors_quarantine WHERE root = ?'),
     };
   }
 
@@ -236,6 +243,20 @@ export class SqliteStore implements AnchorStore {
   async addAlias(from: string, to: string): Promise<void> {
     this.check();
     this.stmt.addAlias.run(from, to);
+  }
+
+  /** A rare operation (a user's deletion): in slices of the table, yielding to the event loop between them. */
+  async deleteRoot(rootId: string): Promise<number> {
+    this.check();
+    const last = (this.stmt.lastSeq.get() as { n: number }).n;
+    let n = 0;
+    for (let from = 0; from < last; from += DELETE_SLICE) {
+      n += this.stmt.deleteRootRange.run({ from, to: from + DELETE_SLICE, root: rootId }).changes;
+      await new Promise((resolve) => setImmediate(resolve));
+      this.check();
+    }
+    n += this.stmt.deleteRootQuarantine.run(rootId).changes;
+    return n;
   }
 
   async count(): Promise<number> {

@@ -95,6 +95,8 @@ export interface AnchorStore {
   restore(id: string): Promise<boolean>;
   aliases(): Promise<[from: string, to: string][]>;
   addAlias(from: string, to: string): Promise<void>;
+  /** Delete every document of a root (quarantined ones too); resolves to how many went. */
+  deleteRoot(rootId: string): Promise<number>;
   /** Number of documents (quarantine excluded). */
   count(): Promise<number>;
   close(): Promise<void>;

@@ -170,7 +170,7 @@ const PAGE = `<!doctype html>
             button('Edit', 'secondary', () => openEdit(name, u)),
             button(u.status === 'active' ? 'Disable' : 'Enable', 'secondary', () => act(() => api('PUT', '/admin/users/' + encodeURIComponent(name), { status: u.status === 'active' ? 'disabled' : 'active' }), name + (u.status === 'active' ? ' disabled' : ' enabled'))),
             button('Reset password', 'secondary', () => act(() => api('POST', '/admin/users/' + encodeURIComponent(name) + '/force-password-reset'), name + ' must change their password at next login')),
-            button('Delete', 'danger', () => { if (confirm('Delete ' + name + '?')) act(() => api('DELETE', '/admin/users/' + encodeURIComponent(name)), name + ' deleted'); }),
+            button('Delete', 'danger', () => { if (confirm('Delete ' + name + ' and their graph (every node and edge they own)? This cannot be undone.')) act(() => api('DELETE', '/admin/users/' + encodeURIComponent(name)), name + ' deleted'); }),
           );
         } else actions.textContent = 'protected';
         tr.appendChild(actions);

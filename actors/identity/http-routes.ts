@@ -73,7 +73,7 @@ export function identityRoutes(service: IdentityService, verify: (token: string)
     { method: 'POST', path: '/admin/users', auth: 'admin', doc: { summary: 'Create a user (a temporary password when none is given)', status: 201, body: object(['username'], { username: str, email: str, role: { enum: ['user', 'admin'] }, password: str, profile }) }, handler: async (c) => ({ status: 201, data: await service.createUser(c.body()) }) },
     { method: 'GET', path: '/admin/users/{username}', auth: 'admin', doc: { summary: 'One user' }, handler: (c) => ({ data: service.getUser(c.params.username as string) }) },
     { method: 'PUT', path: '/admin/users/{username}', auth: 'admin', doc: { summary: 'Edit role, status or profile', body: object([], { role: { enum: ['user', 'admin'] }, status: { enum: ['active', 'disabled'] }, profile }) }, handler: async (c) => ({ data: await service.updateUser(c.params.username as string, c.body(), c.claims.user_id) }) },
-    { method: 'DELETE', path: '/admin/users/{username}', auth: 'admin', doc: { summary: 'Delete a user (their tokens stop working)' }, handler: async (c) => ({ data: await service.deleteUser(c.params.username as string, c.claims.user_id) }) },
+    { method: 'DELETE', path: '/admin/users/{username}', auth: 'admin', doc: { summary: 'Delete a user and their graph (their tokens stop working)' }, handler: async (c) => ({ data: await service.deleteUser(c.params.username as string, c.claims.user_id) }) },
     { method: 'POST', path: '/admin/users/{username}/force-password-reset', auth: 'admin', doc: { summary: 'Void their tokens; the next login must change the password' }, handler: async (c) => ({ data: await service.forcePasswordReset(c.params.username as string) }) },
   ];
 }

@@ -27,6 +27,8 @@ export interface IdentityOptions {
   limiter: RateLimiter;
   /** Creates a user's graph root (activates the partition). */
   createRoot(rootId: string): Promise<void>;
+  /** Deletes a user's graph (when the user is deleted); resolves to the documents deleted. */
+  dropRoot(rootId: string): Promise<number>;
   emailer: Emailer | undefined;
   emailDisabledReason: string;
   jwt: { secret: string; algorithm: string; expDays: number };
@@ -516,13 +518,15 @@ export class IdentityService {
     return this.getUser(name);
   }
 
-  async deleteUser(name: string, actorId: string): Promise<{ deleted: string }> {
+  async deleteUser(name: string, actorId: string): Promise<{ deleted: string; graph_documents_deleted: number }> {
     const u = this.byName(name);
     if (u.protected) throw identityError('PROTECTED_ACCOUNT');
     if (u.user_id === actorId) throw invalid('username', 'an admin cannot delete their own account');
     const mark = this.o.users.delete(u.user_id);
     await this.o.revocations.broadcast(this.o.system, u.user_id, mark);
-    return { deleted: u.user_id };
+    // Their graph goes too: nodes and edges they own (edges of others reaching them are left, and skipped).
+    const documents = await this.o.dropRoot(u.root_id);
+    return { deleted: u.user_id, graph_documents_deleted: documents };
   }
 
   async forcePasswordReset(name: string): Promise<{ status: string }> {

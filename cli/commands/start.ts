@@ -10,7 +10,7 @@ import { availableParallelism } from 'node:os';
 import { basename, dirname, extname, isAbsolute, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WorkerPool, forgetBuilds, compileWorker } from '../../transports/worker/index.ts';
-import { loadUws, openFileLimit } from '../../transports/http/index.ts';
+import { ClientAddresses, loadUws, openFileLimit, TrustedProxyError } from '../../transports/http/index.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { freePort } from '../ports.ts';
 import { jwtSecret, SecretError } from '../secrets.ts';
@@ -74,7 +74,8 @@ export async function start(entryArg: string | undefined, flags: StartFlags): Pr
     await run(entryArg, flags);
   } catch (error) {
     const message =
-      error instanceof StartError || error instanceof ConfigError || error instanceof SecretError || error instanceof DataLockError ? error.message : (buildErrors(error) ?? (error as Error).message);
+      error instanceof StartError || error instanceof ConfigError || error instanceof SecretError || error instanceof DataLockError || error instanceof TrustedProxyError
+        ? error.message : (buildErrors(error) ?? (error as Error).message);
     process.stderr.write(`svc: ${message}\n`);
     process.exit(1);
   }
@@ -106,6 +107,8 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     }
   }
   const workers = server.workers || Math.max(1, availableParallelism());
+  // Checked here, where a mistake stops the start with one line (the workers build their own).
+  new ClientAddresses(server.trusted_proxies);
   const files = openFileLimit();
   if (files < server.max_connections + 256) {
     process.stderr.write(

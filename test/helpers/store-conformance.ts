@@ -138,6 +138,24 @@ export function storeConformance(t: Test, open: () => Promise<AnchorStore>): voi
     t.notOk(await store.restore(d.id), 'nothing left to restore');
   });
 
+  t.test('deleteRoot removes every document of a root, and only those', async (t) => {
+    const store = await open();
+    t.teardown(() => store.close());
+    const gone = 'a'.repeat(32);
+    const kept = 'b'.repeat(32);
+    const mine = [doc({ root: gone }), doc({ root: gone }), doc({ root: gone, kind: 'edge', source: 'x', target: 'y' })];
+    const theirs = doc({ root: kept });
+    await store.commit({ upserts: [...mine, theirs], deletes: [] });
+    const bad = doc({ root: gone, body: '{not json' });
+    await store.commit({ upserts: [bad], deletes: [] });
+    await store.quarantine(bad.id, 'corrupt');
+    t.equal(await store.deleteRoot(gone), 4, 'three documents and one in quarantine');
+    t.same(await store.get(mine.map((d) => d.id)), []);
+    t.same(await store.quarantined(), []);
+    t.equal((await store.get([theirs.id])).length, 1, 'another root keeps its own');
+    t.equal(await store.deleteRoot(gone), 0);
+  });
+
   t.test('aliases are stored', async (t) => {
     const store = await open();
     t.teardown(() => store.close());

@@ -16,6 +16,7 @@ import type { JwtVerifier } from './jwt.ts';
 import { collectFields, jsonBody } from './params.ts';
 import { type EndpointRoute, parseTemplate, Router } from './router.ts';
 import type { StaticFiles } from './static.ts';
+import type { ClientAddresses } from './client-address.ts';
 import type { BuiltinRoute, HttpRequest, HttpResponse } from './types.ts';
 import type { Claims } from './jwt.ts';
 
@@ -47,6 +48,8 @@ export interface FrontOptions {
   suppressHealthLogs: boolean;
   /** Reports unexpected errors (500s) with their stack. */
   onError: (error: unknown, requestId: string) => void;
+  /** Who the client is behind trusted proxies (default: the peer). */
+  clientAddresses?: ClientAddresses;
 }
 
 const QUIET_PATHS = new Set(['/', '/docs', '/redoc', '/openapi.json', '/health', '/ready', '/healthz', '/healthz/ready', '/healthz/live']);
@@ -213,6 +216,7 @@ export class Front {
       if (claims.pwd_change === true && !route.duringPasswordChange) throw passwordChangeRequired();
       if (route.auth === 'admin' && claims.role !== 'admin') throw httpError('FORBIDDEN', 'admins only');
     }
+    if (route.needsAddress && this.o.clientAddresses) req.remoteAddress = this.o.clientAddresses.of(req.remoteAddress, req.headers);
     let parsed: Record<string, unknown> | undefined;
     const result = await route.handler({
       req,

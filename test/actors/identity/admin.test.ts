@@ -2,6 +2,7 @@
 // server), protected accounts and every /admin/* user endpoint.
 import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import Database from 'better-sqlite3';
 import t from 'tap';
 import { bearer, claimsOf, GOOD_PASSWORD, login, register, tokenOf } from '../../helpers/identity.ts';
 import { post, startServer, type Server } from '../../helpers/server.ts';
@@ -194,11 +195,23 @@ t.test('protected accounts cannot be deleted, disabled or demoted; admins cannot
   t.equal((await login(server.url, 'boss', 'the real chief secret')).status, 200, 'the bootstrap admin is still there');
 });
 
-t.test('delete: the user, their identities and tokens are gone; the name is free again', async (t) => {
+t.test('delete: the user, their identities, tokens and graph are gone; the name is free again', async (t) => {
   const token = await tokenOf(server.url, 'kim_k');
+  for (const title of ['one', 'two', 'three']) t.equal((await call(server, 'POST', '/walker/CreateTodo', token, { title })).status, 200);
+  const rootId = (await call(server, 'GET', '/admin/users/kim_k', admin)).body.data.root_id as string;
+  const stored = () => {
+    const db = new Database(join(server.dataDir, 'anchor_store.db'), { readonly: true });
+    try {
+      return (db.prepare('SELECT count(*) AS n FROM anchors WHERE root = ?').get(rootId) as { n: number }).n;
+    } finally {
+      db.close();
+    }
+  };
+  t.equal(stored(), 7, 'kim’s graph: the root, three todos, three edges');
   const del = await call(server, 'DELETE', '/admin/users/kim_k', admin);
   t.equal(del.status, 200);
-  t.match(del.body.data, { deleted: String });
+  t.match(del.body.data, { deleted: String, graph_documents_deleted: 7 });
+  t.equal(stored(), 0, 'the graph is deleted from the store');
   t.equal((await call(server, 'GET', '/user/me', token)).status, 401, 'their token is void');
   t.equal((await login(server.url, 'kim_k')).status, 401);
   t.equal((await call(server, 'GET', '/admin/users/kim_k', admin)).status, 404);

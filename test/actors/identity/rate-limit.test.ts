@@ -56,6 +56,7 @@ t.test('login: an attempt the address limit refuses records nothing for the iden
     revocations: new RevocationTable(),
     limiter,
     createRoot: async () => undefined,
+    dropRoot: async () => 0,
     emailer: undefined,
     emailDisabledReason: 'none',
     jwt: { secret: 'x'.repeat(40), algorithm: 'HS256', expDays: 1 },
