@@ -123,7 +123,7 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     }
   };
 
-  // Bodies still arriving after their first turn: one timer for all, ticking only while there are some.
+  // Bodies on their way, each with its deadline: one timer for all, ticking only while there are some.
   const slow = new Set<Slow>();
   let ticker: NodeJS.Timeout | null = null;
   const tick = (): void => {
@@ -143,7 +143,10 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
   };
   const watchBody = (s: Slow): void => {
     slow.add(s);
-    ticker ??= setInterval(tick, Math.min(500, bodyTimeoutMs));
+    if (!ticker) {
+      ticker = setInterval(tick, Math.min(500, bodyTimeoutMs));
+      ticker.unref();
+    }
   };
 
   const done = (): void => {
@@ -229,11 +232,13 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     }
     const chunks: Buffer[] = [];
     let size = 0;
-    let complete = false;
+    const watch: Slow = { res, state, due: Date.now() + bodyTimeoutMs, done: finish };
+    watchBody(watch);
     res.onData((chunk, isLast) => {
       if (state.aborted) return;
       size += chunk.byteLength;
       if (size > options.maxBodyBytes) {
+        slow.delete(watch);
         refuse(res, state, 'PAYLOAD_TOO_LARGE', `the body is larger than ${options.maxBodyBytes} bytes`);
         finish();
         return;
@@ -241,14 +246,10 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
       // The chunk's memory is reused after this callback: copy it.
       chunks.push(Buffer.from(chunk.slice(0)));
       if (isLast) {
-        complete = true;
+        slow.delete(watch);
         request.body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
         later(run);
       }
-    });
-    // A body not in by the next turn is watched for its deadline (most arrive with their headers).
-    later(() => {
-      if (!complete && !state.aborted) watchBody({ res, state, due: Date.now() + bodyTimeoutMs, done: finish });
     });
   });
 
