@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { SignJWT } from 'jose';
-import { freePort, machine, parseWrkMs, type Proc, round, save, serve as serveAny, wrkScript } from './lib.ts';
+import { ensureUsers, freePort, machine, parseWrkMs, type Proc, round, save, serve as serveAny, wrkScript } from './lib.ts';
 
 const quick = process.argv.includes('--quick');
 const DURATION = quick ? 4 : 10;
@@ -128,6 +128,7 @@ async function main(): Promise<void> {
 
   // svc on uWebSockets.js, one worker thread.
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-http-'));
+  await ensureUsers(dataDir, ['bench-user']);
   const svc = await svcServer('uws', dataDir);
   const seeded = (await (await fetch(`${svc.url}/walker/Seed`, { method: 'POST' })).json()) as { data: { reports: { id: string }[] } };
   const pubId = seeded.data.reports[0]?.id as string;

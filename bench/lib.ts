@@ -122,3 +122,17 @@ export function parseWrkMs(s: string): number {
   const v = Number(m[1]);
   return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
 }
+
+/**
+ * Make these users exist in the users store of a data folder (as `svc token`
+ * does): the server refuses tokens of users that do not exist.
+ */
+export async function ensureUsers(dataDir: string, userIds: readonly string[], role: 'user' | 'admin' = 'user'): Promise<void> {
+  const { UsersStore, serviceAccount } = await import('../actors/identity/index.ts');
+  const users = UsersStore.open(join(dataDir, 'users.db'));
+  try {
+    for (const id of userIds) serviceAccount(users, id, role);
+  } finally {
+    users.close();
+  }
+}

@@ -25,7 +25,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { freePort, machine, percentile, type Proc, round, save, serve } from './lib.ts';
+import { ensureUsers, freePort, machine, percentile, type Proc, round, save, serve } from './lib.ts';
 
 const quick = process.argv.includes('--quick');
 const N = Number(process.env.BENCH_WS_CONNECTIONS ?? (quick ? 2000 : 10_000));
@@ -126,11 +126,16 @@ const svcEnv = (dataDir: string): Record<string, string> => ({
   ADMIN_DEFAULT_PASSWORD: 'bench chief password',
 });
 
-const svcStart = (port: number, extra: Record<string, string> = {}, nodeArgs: string[] = []) =>
-  serve(process.execPath, [...nodeArgs, join(root, 'bin/svc.mjs'), 'start', join(fixtures, 'ws-bench-app.ts'), '--host', '127.0.0.1', '--port', String(port), '--workers', '1'], /Server ready at/, {
-    ...svcEnv(mkdtempSync(join(tmpdir(), 'svc-bench-ws-'))),
+/** svc on the bench app; the bench's admin and its N users exist (tokens of unknown users are refused). */
+const svcStart = async (port: number, extra: Record<string, string> = {}, nodeArgs: string[] = []) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-ws-'));
+  await ensureUsers(dataDir, ['bench-admin'], 'admin');
+  await ensureUsers(dataDir, Array.from({ length: N }, (_, i) => `bench-user-${i}`));
+  return serve(process.execPath, [...nodeArgs, join(root, 'bin/svc.mjs'), 'start', join(fixtures, 'ws-bench-app.ts'), '--host', '127.0.0.1', '--port', String(port), '--workers', '1'], /Server ready at/, {
+    ...svcEnv(dataDir),
     ...extra,
   });
+};
 
 const scenarios: Scenario[] = [
   {
