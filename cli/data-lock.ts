@@ -12,6 +12,9 @@ import { dirname } from 'node:path';
 
 export class DataLockError extends Error {}
 
+/** Locks taken by this process: referenced here so that no garbage collection closes them. */
+const held = new Set<DataLock>();
+
 export interface DataLock {
   readonly path: string;
   release(): void;
@@ -46,10 +49,15 @@ export function lockDataFolder(storePath: string): DataLock {
     );
   }
   writeFileSync(`${path}.pid`, `${process.pid}\n`);
-  return {
+  // Held until released or the process ends: the connection must stay reachable (a collected
+  // better-sqlite3 connection is closed, and its lock with it).
+  const lock: DataLock = {
     path,
     release() {
+      held.delete(lock);
       if (db.open) db.close();
     },
   };
+  held.add(lock);
+  return lock;
 }

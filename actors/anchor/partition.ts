@@ -175,6 +175,9 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     this.currentRun = null;
     if (batch.upserts.length === 0 && batch.deletes.length === 0) {
       run.committed(changes);
+      // A batch that failed while this run went on may be what it read (memory is poisoned):
+      // unbroken and nothing unsettled means every change it could have read is stored.
+      if (this.chain.broken) return rejectWith(this.chain.refusal());
       if (this.unsettled === 0) return value;
       // It may have read changes not durable yet: it answers once they are, and fails if they fail.
       const chain = this.chain;
@@ -253,7 +256,7 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
 
   /** A batch is durable (or failed): its ids leave the pending sets. */
   private settle(changes: RunChanges): void {
-    this.unsettled--;
+    if (--this.unsettled === 0) this.lastBatch = null; // nothing pending: do not hold the last reply
     for (const a of changes.deletes) this.pendingDeletes.delete(a.id);
     for (const a of changes.upserts) if (this.pendingEdges.get(a.id) === a) this.pendingEdges.delete(a.id);
   }

@@ -184,8 +184,8 @@ export class SqliteStore implements AnchorStore {
       return;
     }
     pending.forEach((p, i) => {
-      const error = outcomes[i];
-      if (error === null || error === undefined) p.resolve();
+      const error = outcomes[i] as SvcError | null;
+      if (error === null) p.resolve();
       else p.reject(error);
     });
   };

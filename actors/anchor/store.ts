@@ -59,12 +59,13 @@ export class CommitChain {
     this.broken ??= reason;
   }
 
-  /** The error a batch gets when it is refused because an earlier batch of its chain failed. */
+  /**
+   * The error a batch gets when it is refused because an earlier batch of its
+   * chain failed. It does not repeat that failure: on a shared graph the
+   * earlier run was someone else's.
+   */
   refusal(): SvcError {
-    return graphError(
-      'SVC_ERR_CONFLICT',
-      `an earlier change of this graph failed to commit (${this.broken?.message ?? 'refused'}) and this run read it; nothing of this run was stored — retry`,
-    );
+    return graphError('SVC_ERR_CONFLICT', 'an earlier change of this graph failed to commit and this run may have read it; nothing of this run was stored — retry');
   }
 }
 

@@ -148,8 +148,9 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     return;
   }
 
-  // One serving process per data folder, for the life of this process.
+  // One serving process per data folder (the graph store and the users store), for the life of this process.
   lockDataFolder(storePath);
+  lockDataFolder(usersPath);
   const secret = jwtSecret({ configured: config['scale.jwt'].secret, production, projectRoot });
   // Password hashing for the whole process: a few low-priority threads, served to the workers.
   const hasher = new ThreadHasher({ threads: config['scale.auth'].hash_concurrency, nice: config['scale.auth'].hash_nice });

@@ -48,6 +48,13 @@ t.test('a read-only run queued behind a failing batch does not answer what was n
   t.not(JSON.stringify(two.status === 'fulfilled' ? two.value.reports : null), '[[100]]', 'never the 100 that was not stored');
 });
 
+t.test('a read-only run still going when the batch it read fails does not answer it', async (t) => {
+  // It starts while the failing batch is pending and outlives it (a timer): its read is refused all the same.
+  const { one, two } = await failingBatchThen(t, 'ShowMineSlowly');
+  t.match(one, { status: 'rejected', reason: { code: 'SVC_ERR_CONFLICT' } });
+  t.match(two, { status: 'rejected', reason: { code: 'SVC_ERR_CONFLICT' } }, 'refused, never the 100 that was not stored');
+});
+
 t.test('a read-only run behind a batch that succeeds answers once it is durable', async (t) => {
   const store = SqliteStore.open(join(t.testdir({}), 'anchor_store.db'));
   const { graph, close } = openGraph({ app: grantApp, store });

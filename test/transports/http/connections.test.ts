@@ -48,6 +48,23 @@ function flood(port: number, n: number): Socket[] {
   return Array.from({ length: n }, () => connect(port, '127.0.0.1').on('error', () => undefined));
 }
 
+/**
+ * The status a new connection gets for /health once the server has seen the flood close:
+ * node:http counts a connection until it has, and each round trip on the kept connection
+ * is a turn of the server's loop in which it may.
+ */
+async function servedAgain(server: Server, kept: { health(): Promise<number> }): Promise<number> {
+  let status = 0;
+  for (let i = 0; i < 100 && status !== 200; i++) {
+    status = await fetch(`${server.url}/health`).then(
+      (r) => r.status,
+      () => 0,
+    );
+    if (status !== 200) await kept.health();
+  }
+  return status;
+}
+
 t.test('a low open-file limit is warned about at start', async (t) => {
   const server = await startServer({ entry, ulimitFiles: 512 });
   t.teardown(() => server.stop());
@@ -72,8 +89,7 @@ t.test('file descriptors exhausted: no spinning, open connections served, accept
   t.ok(used < elapsed * 0.5, `CPU while exhausted: ${used} ms in ${elapsed} ms (a spinning accept loop takes it all)`);
   for (const s of sockets) s.destroy();
   if (!onNode) await server.waitFor(/accepting connections again/);
-  const res = await fetch(`${server.url}/health`);
-  t.equal(res.status, 200, 'a new connection is served once descriptors are back');
+  t.equal(await servedAgain(server, kept), 200, 'a new connection is served once descriptors are back');
   kept.socket.destroy();
 });
 
@@ -92,6 +108,6 @@ t.test('past max_connections new connections wait; open ones are served', async 
   t.equal(await kept.health(), 200, 'an open connection is served');
   for (const s of sockets) s.destroy();
   if (!onNode) await server.waitFor(/accepting connections again/);
-  t.equal((await fetch(`${server.url}/health`)).status, 200, 'room again: served');
+  t.equal(await servedAgain(server, kept), 200, 'room again: served');
   kept.socket.destroy();
 });
