@@ -34,6 +34,7 @@ export const SCHEMA = {
     body_timeout_ms: { kind: 'int', default: 60_000, env: ['SVC_BODY_TIMEOUT_MS'], min: 1 },
     max_connections: { kind: 'int', default: 10_000, env: ['SVC_MAX_CONNECTIONS'], min: 1 },
     trusted_proxies: { kind: 'list', default: [], env: ['SVC_TRUSTED_PROXIES'] },
+    trusted_proxy_header: { kind: 'enum', default: 'x-forwarded-for', env: ['SVC_TRUSTED_PROXY_HEADER'], values: ['x-forwarded-for', 'forwarded'] },
   },
   'scale.websocket': {
     max_frame_bytes: { kind: 'int', default: 64 * 1024, min: 1, env: ['SVC_WS_MAX_FRAME_BYTES'] },

@@ -17,6 +17,7 @@ import {
   buildRoutes,
   ClientAddresses,
   Docs,
+  type ForwardingHeader,
   Front,
   type HttpServer,
   JwtVerifier,
@@ -193,7 +194,7 @@ export async function setup(
     accessLog: config['scale.server'].access_log ? (entry) => log.info(entry, 'request') : undefined,
     suppressHealthLogs: config['scale.server'].suppress_health_check_logs,
     onError: (error, requestId) => log.error({ err: error, req_id: requestId }, 'request failed'),
-    clientAddresses: new ClientAddresses(config['scale.server'].trusted_proxies),
+    clientAddresses: new ClientAddresses(config['scale.server'].trusted_proxies, config['scale.server'].trusted_proxy_header as ForwardingHeader),
   });
 
   const wsConfig = config['scale.websocket'];
@@ -246,6 +247,7 @@ export async function setup(
       maxBodyBytes: config['scale.server'].max_body_bytes,
       bodyTimeoutMs: config['scale.server'].body_timeout_ms,
       maxConnections: config['scale.server'].max_connections,
+      onError: (error: unknown) => log.error({ err: error }, 'writing an answer failed'),
       onAcceptChange: (paused: boolean, reason: string) =>
         paused ? log.warn({ reason }, 'not accepting connections for now') : log.info({ reason }, 'accepting connections again'),
       onUwsApp: (app: import('uWebSockets.js').TemplatedApp) => attachUws(app, hub),

@@ -7,7 +7,7 @@
 import { SignJWT } from 'jose';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { ActorSystem, SvcError } from '../../kernel/index.ts';
-import { revoked } from '../../transports/http/index.ts';
+import { addressKey, revoked } from '../../transports/http/index.ts';
 import type { Emailer } from './emailer.ts';
 import { forbidden, identityError, invalid, notFound, unauthorized } from './errors.ts';
 import { checkPassword, type Passwords } from './passwords.ts';
@@ -228,7 +228,7 @@ export class IdentityService {
     const password = checkPassword(credential.password, ids.map((i) => i.value), 'credential.password');
     const profile = checkProfile(body.profile);
     // Each registration costs a hash: limited per client address.
-    if (address) await this.limit(`register:addr:${address}`, this.o.auth.register_attempts_per_address);
+    if (address) await this.limit(`register:addr:${addressKey(address)}`, this.o.auth.register_attempts_per_address);
     for (const i of ids) if (this.o.users.byIdentity(normalize(i.value))) throw identityError('IDENTITY_TAKEN', `${i.type} ${i.value} is already used`);
     const userId = randomUUID();
     const now = new Date().toISOString();
@@ -279,7 +279,7 @@ export class IdentityService {
     // refuses records nothing for the identity. Counted per account (all its identities share
     // one budget), or per identity when there is no such account.
     const byIdentity = user ? `login:user:${user.user_id}` : `login:id:${normalized}`;
-    const byAddress = address ? `login:addr:${address}` : '';
+    const byAddress = address ? `login:addr:${addressKey(address)}` : '';
     if (byAddress) await this.limit(byAddress, this.o.auth.login_attempts_per_address);
     try {
       await this.limit(byIdentity, this.o.auth.login_attempts_per_identity);
@@ -411,8 +411,9 @@ export class IdentityService {
   async forgotPassword(body: Record<string, unknown>, address: string): Promise<{ status: string; message: string }> {
     const input = identityInput(body.identity, 'identity', ['email']);
     const normalized = normalize(input.value);
+    // The address first: an attempt it refuses records nothing for the identity.
+    if (address) await this.limit(`forgot:addr:${addressKey(address)}`, this.o.auth.login_attempts_per_address);
     await this.limit(`forgot:id:${normalized}`, this.o.auth.forgot_attempts_per_identity);
-    if (address) await this.limit(`forgot:addr:${address}`, this.o.auth.login_attempts_per_address);
     const answer = { status: 'ok', message: 'if an account has this verified recovery email, a reset link was sent to it' };
     const user = this.o.users.byIdentity(normalized);
     const id = user?.identities.find((i) => i.value_normalized === normalized && i.type === 'email');

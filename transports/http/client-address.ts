@@ -1,38 +1,62 @@
 /**
  * The client's address, for per-address rate limits. Behind a reverse proxy
  * every connection comes from the proxy, so `[scale.server] trusted_proxies`
- * (CIDRs) names the proxies whose `Forwarded` / `X-Forwarded-For` headers
- * are believed: the chain is read from the right, skipping trusted hops, and
- * the first address that is not a trusted proxy is the client. From any
- * other peer those headers are ignored (anyone can send them).
+ * (CIDRs) names the proxies whose forwarding header is believed — one header,
+ * `trusted_proxy_header` (`x-forwarded-for` by default, or `forwarded`): the
+ * other one is whatever the client sent, passed through. The chain is read
+ * from the right, skipping trusted hops (a proxy appends), and the first
+ * address that is not a trusted proxy is the client. From any other peer
+ * the headers are ignored (anyone can send them).
  */
-import { BlockList, isIP } from 'node:net';
+import { BlockList, isIP, SocketAddress } from 'node:net';
 
 export class TrustedProxyError extends Error {}
 
-/** `::ffff:1.2.3.4` and `[::1]:443`-style forms to plain addresses. */
-function plain(address: string): string {
+/**
+ * One canonical text per address: `[::1]:443`, `"[…]"`, `1.2.3.4:80` unwrapped; IPv6 in its
+ * short form (uWS writes every group in full); IPv4-mapped IPv6 as IPv4.
+ */
+export function plainAddress(address: string): string {
   let a = address.trim();
   if (a.startsWith('"') && a.endsWith('"')) a = a.slice(1, -1);
   if (a.startsWith('[')) a = a.slice(1, a.indexOf(']') > 0 ? a.indexOf(']') : undefined);
   else if (/^\d+\.\d+\.\d+\.\d+:\d+$/.test(a)) a = a.slice(0, a.lastIndexOf(':'));
-  if (a.toLowerCase().startsWith('::ffff:') && isIP(a.slice(7)) === 4) a = a.slice(7);
+  if (isIP(a) === 6) {
+    a = new SocketAddress({ address: a, family: 'ipv6' }).address.toLowerCase();
+    if (a.startsWith('::ffff:') && isIP(a.slice(7)) === 4) a = a.slice(7);
+  }
   return a;
 }
 
-/** The hops a request passed through, oldest first (`Forwarded: for=` wins over `X-Forwarded-For`). */
-function chain(headers: Record<string, string>): string[] {
-  const forwarded = headers.forwarded;
-  if (forwarded) {
-    const hops: string[] = [];
-    for (const element of forwarded.split(',')) {
-      const m = /(?:^|;)\s*for=("[^"]*"|[^;,\s]+)/i.exec(element);
-      if (m) hops.push(plain(m[1] as string));
-    }
-    if (hops.length > 0) return hops;
+/**
+ * The key per-address limits count under: an IPv4 address, or an IPv6 /64 (one
+ * client usually holds a whole /64, so single IPv6 addresses are free to rotate).
+ */
+export function addressKey(address: string): string {
+  if (isIP(address) !== 6) return address;
+  const groups = new SocketAddress({ address, family: 'ipv6' }).address;
+  // Expand `::` to the missing zero groups, keep the first four.
+  const [head = '', tail = ''] = groups.split('::');
+  const left = head ? head.split(':') : [];
+  const right = groups.includes('::') ? (tail ? tail.split(':') : []) : [];
+  const full = groups.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
+  return `${full.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
+}
+
+/** Which forwarding header trusted proxies set (`[scale.server] trusted_proxy_header`). */
+export type ForwardingHeader = 'x-forwarded-for' | 'forwarded';
+
+/** The hops a request passed through, oldest first, from the one header the proxies set. */
+function chain(headers: Record<string, string>, header: ForwardingHeader): string[] {
+  const value = headers[header];
+  if (!value) return [];
+  if (header === 'x-forwarded-for') return value.split(',').map(plainAddress).filter((a) => a !== '');
+  const hops: string[] = [];
+  for (const element of value.split(',')) {
+    const m = /(?:^|;)\s*for=("[^"]*"|[^;,\s]+)/i.exec(element);
+    hops.push(m ? plainAddress(m[1] as string) : 'unknown');
   }
-  const xff = headers['x-forwarded-for'];
-  return xff ? xff.split(',').map(plain).filter((a) => a !== '') : [];
+  return hops;
 }
 
 /**
@@ -44,7 +68,10 @@ export class ClientAddresses {
   private readonly trusted: BlockList | undefined;
 
   /** Throws a {@link TrustedProxyError} naming an entry that is not an address or a CIDR. */
-  constructor(cidrs: readonly string[]) {
+  constructor(
+    cidrs: readonly string[],
+    private readonly header: ForwardingHeader = 'x-forwarded-for',
+  ) {
     if (cidrs.length === 0) return;
     const list = new BlockList();
     for (const entry of cidrs) {
@@ -66,9 +93,9 @@ export class ClientAddresses {
 
   /** The client's address: the peer, or — when the peer is a trusted proxy — whom it forwarded for. */
   of(remoteAddress: string, headers: Record<string, string>): string {
-    const peer = plain(remoteAddress);
+    const peer = plainAddress(remoteAddress);
     if (!this.trusted || !this.isTrusted(peer)) return peer;
-    const hops = chain(headers);
+    const hops = chain(headers, this.header);
     for (let i = hops.length - 1; i >= 0; i--) {
       const hop = hops[i] as string;
       if (isIP(hop) === 0) return peer; // `unknown` or an obfuscated id: go no further than the proxy

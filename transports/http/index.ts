@@ -17,6 +17,7 @@ export { StaticFiles } from './static.ts';
 export { listenUws, loadUws } from './uws-server.ts';
 export { listenNode } from './node-server.ts';
 export { AcceptGuard, openFileLimit, openDescriptors } from './accept-guard.ts';
-export { ClientAddresses, TrustedProxyError } from './client-address.ts';
+export { ClientAddresses, TrustedProxyError, addressKey, plainAddress } from './client-address.ts';
+export type { ForwardingHeader } from './client-address.ts';
 export type { HttpServer, ListenOptions } from './server.ts';
 export type { HttpRequest, HttpResponse, BuiltinRoute, BuiltinContext, BuiltinResult } from './types.ts';

@@ -16,7 +16,7 @@ import type { Socket } from 'node:net';
 import { failure, newRequestId } from './envelope.ts';
 import { HTTP_ERRORS, type HttpErrorCode } from './errors.ts';
 import type { Front } from './front.ts';
-import type { HttpServer, ListenOptions } from './server.ts';
+import { type HttpServer, InFlight, type ListenOptions } from './server.ts';
 
 /** An error envelope as a whole HTTP/1.1 response that closes the connection. */
 function rawError(code: HttpErrorCode, message: string, extra = ''): string {
@@ -52,13 +52,11 @@ function parseError(code: string | undefined): [HttpErrorCode, string] {
 function target(url: string): { path: string; query: string } | undefined {
   let t = url;
   if (!t.startsWith('/')) {
-    if (!/^https?:\/\//i.test(t)) return undefined;
-    try {
-      const u = new URL(t);
-      t = `${u.pathname}${u.search}`;
-    } catch {
-      return undefined;
-    }
+    // scheme://authority, then the path and query as sent (not normalised, like origin-form).
+    const m = /^https?:\/\/[^/?#]*/i.exec(t);
+    if (!m) return undefined;
+    t = t.slice(m[0].length) || '/';
+    if (!t.startsWith('/')) t = `/${t}`;
   }
   const q = t.indexOf('?');
   return { path: q < 0 ? t : t.slice(0, q), query: q < 0 ? '' : t.slice(q + 1) };
@@ -66,12 +64,7 @@ function target(url: string): { path: string; query: string } | undefined {
 
 export async function listenNode(front: Front, options: ListenOptions): Promise<HttpServer> {
   const bodyTimeoutMs = options.bodyTimeoutMs ?? 60_000;
-  let inFlight = 0;
-  let idle: (() => void) | null = null;
-
-  const done = (): void => {
-    if (--inFlight === 0 && idle) idle();
-  };
+  const inFlight = new InFlight();
   const sendError = (res: ServerResponse, code: HttpErrorCode, message: string, headers: Record<string, string> = {}): void => {
     if (res.headersSent || res.destroyed) return;
     res.shouldKeepAlive = false;
@@ -87,15 +80,19 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
   };
 
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
-    // Counted from arrival (a body may still be on its way), until answered or closed.
-    inFlight++;
+    // Counted from arrival (a body may still be on its way), until answered or closed. A response
+    // queued behind a pipelined one gets no 'close' when the connection drops: its request does.
+    inFlight.start();
     let finished = false;
     const finish = (): void => {
       if (finished) return;
       finished = true;
-      done();
+      inFlight.done();
     };
     res.once('close', finish);
+    req.once('close', () => {
+      if (!req.complete || res.destroyed) finish();
+    });
     const method = (req.method ?? 'GET').toUpperCase();
     const url = req.url ?? '/';
     if (url === '*') {
@@ -118,7 +115,8 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
     const declared = Number(headers['content-length'] ?? 0);
     const reject413 = () => {
       sendError(res, 'PAYLOAD_TOO_LARGE', `the body is larger than ${options.maxBodyBytes} bytes`);
-      req.destroy();
+      // Closed once the answer is out (an earlier pipelined answer goes first).
+      res.once('finish', () => req.destroy());
     };
     if (declared > options.maxBodyBytes) {
       reject413();
@@ -164,24 +162,38 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
           remoteAddress: req.socket.remoteAddress ?? '',
         })
         .then((out) => {
-          if (!res.destroyed) {
-            out.headers['content-length'] ??= String(typeof out.body === 'string' ? Buffer.byteLength(out.body) : out.body.length);
-            if (out.close) res.shouldKeepAlive = false;
-            res.writeHead(out.status, out.headers);
-            res.end(out.body);
-          }
-          finish();
-        });
+          if (res.destroyed) return;
+          out.headers['content-length'] ??= String(typeof out.body === 'string' ? Buffer.byteLength(out.body) : out.body.length);
+          if (out.close) res.shouldKeepAlive = false;
+          res.writeHead(out.status, out.headers);
+          res.end(out.body);
+        })
+        .catch((error: unknown) => {
+          options.onError?.(error);
+          res.destroy();
+        })
+        .finally(finish);
     });
   });
   // Malformed requests get an envelope and a closed connection instead of Node's bare 400.
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Socket) => {
-    if (error.code === 'ECONNRESET' || !socket.writable || (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent) {
+    if (error.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
+      return;
+    }
+    // An earlier request's answer is still on its way: it goes out, then the connection closes
+    // (an error written now would read as that request's answer).
+    const pending = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+    if (pending && !pending.writableFinished) {
+      pending.shouldKeepAlive = false;
       return;
     }
     const [code, message] = parseError(error.code);
     socket.end(rawError(code, message));
+  });
+  // CONNECT is not for this server (no proxying): 501 rather than a silent close.
+  server.on('connect', (_req: IncomingMessage, socket: Socket) => {
+    socket.end(rawError('NOT_IMPLEMENTED', 'CONNECT is not served'));
   });
   server.keepAliveTimeout = 65_000;
   // Node's own whole-request deadline, behind ours (which answers with an envelope).
@@ -202,7 +214,7 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
       server.closeIdleConnections();
     },
     whenIdle() {
-      return inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (idle = resolve));
+      return inFlight.whenIdle();
     },
     close() {
       server.close();

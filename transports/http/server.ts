@@ -10,6 +10,8 @@ export interface ListenOptions {
   maxConnections?: number;
   /** Told when accepting pauses or resumes (file descriptors exhausted, max_connections). */
   onAcceptChange?: (paused: boolean, reason: string) => void;
+  /** Told about a failure writing an answer (the front itself never rejects). */
+  onError?: (error: unknown) => void;
   /** Add routes of other protocols (WebSockets) to the uWebSockets.js App before it listens. */
   onUwsApp?: (app: import('uWebSockets.js').TemplatedApp) => void;
   /** Hook other protocols (WebSocket upgrades) onto the node:http server before it listens. */
@@ -26,4 +28,30 @@ export interface HttpServer {
   whenIdle(): Promise<void>;
   /** Close everything now. */
   close(): void;
+}
+
+/** Requests in flight on a server, and who waits for there to be none (drain). */
+export class InFlight {
+  private n = 0;
+  private waiting: (() => void)[] = [];
+
+  get count(): number {
+    return this.n;
+  }
+
+  start(): void {
+    this.n++;
+  }
+
+  done(): void {
+    if (--this.n === 0 && this.waiting.length > 0) {
+      const waiting = this.waiting;
+      this.waiting = [];
+      for (const resolve of waiting) resolve();
+    }
+  }
+
+  whenIdle(): Promise<void> {
+    return this.n === 0 ? Promise.resolve() : new Promise<void>((resolve) => this.waiting.push(resolve));
+  }
 }

@@ -15,7 +15,7 @@
  *   dispatched as another request. The front refuses it (400 and close), on
  *   the next turn as well, so that a request smuggled behind it never runs.
  * - its idle timeout (~10 s) fires while a body is still arriving: bodies
- *   get `min(body_timeout_ms, 7.5 s)` and a 408 rather than a silent close.
+ *   get `min(body_timeout_ms, 7 s)` and a 408 rather than a silent close.
  * - out of file descriptors, its accept loop spins: {@link AcceptGuard}.
  * - it writes `uWebSockets: 20` on every answer unless told to be silent.
  */
@@ -26,7 +26,7 @@ import { failure, newRequestId } from './envelope.ts';
 import { HTTP_ERRORS, type HttpErrorCode } from './errors.ts';
 import type { Front } from './front.ts';
 import type { HttpRequest, HttpResponse } from './types.ts';
-import type { HttpServer, ListenOptions } from './server.ts';
+import { type HttpServer, InFlight, type ListenOptions } from './server.ts';
 
 type Uws = typeof import('uWebSockets.js');
 type UwsResponse = import('uWebSockets.js').HttpResponse;
@@ -54,7 +54,7 @@ function statusLine(status: number): string {
 
 const NO_BODY: Buffer = Buffer.alloc(0);
 /** The binary's own idle timeout cuts a request at 8–12 s: bodies must be in before that. */
-const UWS_BODY_LIMIT_MS = 7_500;
+const UWS_BODY_LIMIT_MS = 7_000;
 /** Headers copied (beside the front's own) for routes that read the client address. */
 const FORWARDED = ['x-forwarded-for', 'forwarded'];
 
@@ -76,8 +76,7 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
   const wanted = front.headerNames;
   const addressPaths = front.addressPaths;
   const bodyTimeoutMs = Math.min(options.bodyTimeoutMs ?? 60_000, UWS_BODY_LIMIT_MS);
-  let inFlight = 0;
-  let idle: (() => void) | null = null;
+  const inFlight = new InFlight();
 
   const write = (res: UwsResponse, state: State, out: HttpResponse, head: boolean): void => {
     if (state.aborted) return;
@@ -113,7 +112,13 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     queued = false;
     const now = queue;
     queue = [];
-    for (const job of now) job();
+    for (const job of now) {
+      try {
+        job();
+      } catch (error) {
+        options.onError?.(error); // one job's failure does not strand the others
+      }
+    }
   };
   const later = (job: () => void): void => {
     queue.push(job);
@@ -144,24 +149,20 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
   const watchBody = (s: Slow): void => {
     slow.add(s);
     if (!ticker) {
-      ticker = setInterval(tick, Math.min(500, bodyTimeoutMs));
+      ticker = setInterval(tick, Math.min(250, bodyTimeoutMs));
       ticker.unref();
     }
-  };
-
-  const done = (): void => {
-    if (--inFlight === 0 && idle) idle();
   };
 
   options.onUwsApp?.(app);
   app.any('/*', (res, req) => {
     // Counted from arrival (a body may still be on its way), until answered or aborted.
-    inFlight++;
+    inFlight.start();
     const state: State = { aborted: false, finished: false };
     const finish = (): void => {
       if (state.finished) return;
       state.finished = true;
-      done();
+      inFlight.done();
     };
     res.onAborted(() => {
       state.aborted = true;
@@ -189,11 +190,13 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     }
     const url = req.getUrl();
     const wantsAddress = addressPaths.has(url);
-    if (wantsAddress && wanted !== 'all') {
-      for (const name of FORWARDED) {
-        const v = req.getHeader(name);
-        if (v !== '') headers[name] = v;
-      }
+    if (wantsAddress) {
+      // Every line of the forwarding headers, in order (a proxy appends its own line after the
+      // client's): joined as node:http joins them, so the chain is read from the right.
+      for (const name of FORWARDED) delete headers[name];
+      req.forEach((k, v) => {
+        if (FORWARDED.includes(k)) headers[k] = headers[k] === undefined ? v : `${headers[k]}, ${v}`;
+      });
     }
     const request: HttpRequest = {
       method,
@@ -215,10 +218,11 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     }
     const run = (): void => {
       if (state.aborted) return;
-      void front.handle(request).then((out) => {
-        write(res, state, out, method === 'HEAD');
-        finish();
-      });
+      front
+        .handle(request)
+        .then((out) => write(res, state, out, method === 'HEAD'))
+        .catch((error: unknown) => options.onError?.(error))
+        .finally(finish);
     };
     const declared = headers['content-length'];
     if (declared !== undefined && Number(declared) > options.maxBodyBytes) {
@@ -266,12 +270,12 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
       if (token) uws.us_listen_socket_close(token);
       token = false;
     },
-    resume: () => {
-      if (!open) return;
-      void listen(port).then((t) => {
-        if (open) token = t;
-        else if (t) uws.us_listen_socket_close(t);
-      });
+    resume: async () => {
+      if (!open) return false;
+      const t = await listen(port);
+      if (open) token = t;
+      else if (t) uws.us_listen_socket_close(t);
+      return t !== false;
     },
     onChange: options.onAcceptChange,
   });
@@ -286,7 +290,7 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     port,
     stopAccepting,
     whenIdle() {
-      return inFlight === 0 ? Promise.resolve() : new Promise<void>((resolve) => (idle = resolve));
+      return inFlight.whenIdle();
     },
     close() {
       stopAccepting();

@@ -169,6 +169,15 @@ for (const [name, bytes, status, code] of [
   });
 }
 
+t.test('a malformed request pipelined behind a good one: the good one is answered, then the connection closes (node:http)', { skip: onNode ? false : UWS_SWALLOWS }, async (t) => {
+  const before = await count();
+  const r = await exchange(bump() + 'GET /health HTTP/1.1\r\nHost: x\r\nX A: b\r\n\r\n');
+  t.ok(r.closed, 'closed');
+  const got = responses(r.data);
+  t.equal(got[0]?.status, 200, 'the first answer is the walker’s, not the 400');
+  t.match(JSON.parse(got[0]?.body ?? '{}'), { ok: true, data: { reports: [before + 1] } });
+});
+
 t.test('60 headers, OPTIONS * and an absolute-form target are served (node:http)', { skip: onNode ? false : UWS_SWALLOWS }, async (t) => {
   const many = await exchange(`GET /health HTTP/1.1\r\nHost: x\r\n${Array.from({ length: 60 }, (_, i) => `X-H${i}: v\r\n`).join('')}\r\n`, (d) => responses(d).length === 1);
   t.equal(responses(many.data)[0]?.status, 200, '60 headers');
