@@ -125,8 +125,9 @@ export async function setup(
   // Identity: users, tokens (revoked on every thread at once), rate limits, mail.
   const users = UsersStore.open(boot.usersPath);
   const revocations = new RevocationTable();
-  const expMs = config['scale.jwt'].exp_delta_days * 86_400_000;
-  for (const [userId, ms] of users.revocationsSince(Date.now() - Math.max(expMs, config['scale.admin'].session_expiry_hours * 3_600_000))) revocations.set(userId, ms);
+  // Every token still alive may be revoked: the longest any lives is max_token_days (svc token can sign that long).
+  const longest = Math.max(config['scale.jwt'].max_token_days, config['scale.jwt'].exp_delta_days) * 86_400_000;
+  for (const [userId, ms] of users.revocationsSince(Date.now() - Math.max(longest, config['scale.admin'].session_expiry_hours * 3_600_000))) revocations.set(userId, ms);
   revocations.serve(system);
   const mail = await createEmailer({ ...config['scale.emailer'], smtp: config['scale.emailer.smtp'] }, boot.projectRoot);
   if ('disabled' in mail && config['scale.emailer'].provider) log.error({ reason: mail.disabled }, 'email disabled');
@@ -135,6 +136,7 @@ export async function setup(
     algorithm: config['scale.jwt'].algorithm as 'HS256',
     revocations,
     maxTokenDays: config['scale.jwt'].max_token_days,
+    maxAdminHours: config['scale.admin'].session_expiry_hours,
     // A token of a user that never existed runs nothing (asked once per token; deletions are revocations).
     userExists: (userId) => users.exists(userId),
   });
@@ -149,6 +151,7 @@ export async function setup(
       placement: spreadOverWorkers,
       maxKeys: config['scale.auth'].rate_limit_max_keys,
       windowMs: config['scale.auth'].rate_window_seconds * 1000,
+      salt: boot.jwtSecret,
     }),
     createRoot: (rootId) => graph.ensureRoot(rootId),
     dropRoot: (rootId) => graph.dropRoot(rootId),
@@ -263,6 +266,8 @@ export async function setup(
   };
   if (boot.listenNow) await listen();
   front.markReady();
+  // Graph deletions a previous run did not finish (one thread does them, in the background).
+  if (ctx.nodeId === 'w1') void identity.finishGraphDrops();
 
   system.spawn(
     fromReceive(async (msg: HttpControl) => {

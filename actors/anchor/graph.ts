@@ -122,7 +122,8 @@ export class Graph {
    * Resolves to the number of documents deleted.
    */
   async dropRoot(rootId: string): Promise<number> {
-    return (await this.partition(rootId).ask({ t: 'drop' }, this.timeoutMs)) as number;
+    // The store may have to look through every document: far longer than a walker request.
+    return (await this.partition(rootId).ask({ t: 'drop' }, Math.max(this.timeoutMs, 600_000))) as number;
   }
 
   /** A fresh 32-hex-char root id. */

@@ -132,15 +132,15 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
   }
 
   async receive(msg: PartitionMsg): Promise<unknown> {
+    // Dropping needs no memory, poisoned or not: it deletes what is stored.
+    if (msg.t === 'drop') return this.dropped ? 0 : this.drop();
     if (this.poisoned !== undefined) throw this.poisoned; // restart: memory no longer matches the store
-    if (this.dropped) return msg.t === 'drop' ? 0 : rejectWith(graphError('SVC_ERR_NODE_NOT_FOUND', 'this graph was deleted with its user'));
+    if (this.dropped) return rejectWith(graphError('SVC_ERR_NODE_NOT_FOUND', 'this graph was deleted with its user'));
     switch (msg.t) {
       case 'poisoned':
         return undefined;
       case 'touch':
         return true;
-      case 'drop':
-        return this.drop();
       case 'invalidate':
         return this.invalidate(msg.ids, msg.edgeNodes);
       default:

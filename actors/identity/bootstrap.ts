@@ -93,6 +93,9 @@ export async function bootstrapAccounts(options: {
 export function serviceAccount(users: UsersStore, idOrName: string, role: Role): { user: UserRecord; created: boolean } {
   const found = users.byId(idOrName) ?? users.byIdentity(normalize(idOrName));
   if (found) return { user: found, created: false };
+  // A deleted user's id stays theirs: its old tokens must not come back to life.
+  if (users.wasDeleted(idOrName)) throw new Error(`${idOrName} belonged to a deleted user; choose another id`);
+  if (idOrName.length > 128 || /[\s/]/.test(idOrName)) throw new Error('a service account id is at most 128 characters, without spaces or slashes');
   const now = new Date().toISOString();
   const user: UserRecord = {
     user_id: idOrName,

@@ -11,6 +11,7 @@
  * goes first), and a shard idle for a whole window — when every window it
  * held has expired — deactivates.
  */
+import { createHash } from 'node:crypto';
 import type { ActorContext, ActorLogic, ActorSystem } from '../../kernel/index.ts';
 
 /** What a limit says about one attempt. */
@@ -34,6 +35,8 @@ export interface RateLimiter {
 }
 
 const SHARDS = 8;
+/** How many of the least recently hit windows eviction looks at. */
+const EVICTION_CANDIDATES = 64;
 const KIND = 'ratelimit';
 
 type Msg =
@@ -83,6 +86,7 @@ export class WindowTable {
     return { allowed, retryAfterMs: allowed ? 0 : w.start + w.windowMs - now };
   }
 
+  /** Whether one more attempt would be allowed (the window's own length applies). */
   peek(key: string, limit: number, now: number): RateVerdict {
     const w = this.live(key, now);
     if (!w || w.count < limit) return { allowed: true, retryAfterMs: 0 };
@@ -99,11 +103,27 @@ export class WindowTable {
     for (const [k, w] of this.windows) if (now - w.start >= w.windowMs) this.windows.delete(k);
   }
 
-  /** Full: expired windows go first, else the least recently hit one. */
+  /**
+   * Full: expired windows go first; else, of the least recently hit ones, the
+   * one with the fewest attempts — a flood of fresh keys (one attempt each)
+   * pushes out its own kind, not a counter that is holding someone back.
+   */
   private makeRoom(now: number): void {
     const oldest = this.windows.entries().next().value as [string, Window] | undefined;
     if (oldest && now - oldest[1].start >= oldest[1].windowMs) this.sweep(now);
-    if (this.windows.size >= this.maxKeys) this.windows.delete(this.windows.keys().next().value as string);
+    if (this.windows.size < this.maxKeys) return;
+    let victim: string | undefined;
+    let fewest = Infinity;
+    let looked = 0;
+    for (const [k, w] of this.windows) {
+      if (w.count < fewest) {
+        fewest = w.count;
+        victim = k;
+        if (fewest <= 1) break;
+      }
+      if (++looked >= EVICTION_CANDIDATES) break;
+    }
+    this.windows.delete(victim as string);
   }
 }
 
@@ -138,10 +158,11 @@ class Shard implements ActorLogic<Msg, unknown> {
   }
 }
 
-function shardOf(key: string): string {
-  let h = 0;
-  for (let i = 0; i < key.length; i++) h = (h * 31 + key.charCodeAt(i)) | 0;
-  return String(Math.abs(h) % SHARDS);
+/** The shard of a key: salted, so that nobody outside can aim many keys at one shard. */
+function shardOf(key: string, salt: number): string {
+  let h = salt | 0;
+  for (let i = 0; i < key.length; i++) h = Math.imul(h ^ key.charCodeAt(i), 0x01000193);
+  return String((h >>> 0) % SHARDS);
 }
 
 export interface ActorRateLimiterOptions {
@@ -153,6 +174,11 @@ export interface ActorRateLimiterOptions {
   sweepMs?: number;
   /** The longest window in use: a shard idle that long holds nothing live and deactivates (default 15 min). */
   windowMs?: number;
+  /**
+   * Salts the choice of shard; the same in every thread of the process (a
+   * secret of the deployment is a good source). Default: a fixed salt.
+   */
+  salt?: string;
 }
 
 /**
@@ -163,10 +189,13 @@ export interface ActorRateLimiterOptions {
  * const limiter = new ActorRateLimiter(system, { placement: spreadOverWorkers });
  */
 export class ActorRateLimiter implements RateLimiter {
+  private readonly salt: number;
+
   constructor(
     private readonly system: ActorSystem,
     options: ActorRateLimiterOptions,
   ) {
+    this.salt = createHash('sha256').update(`svc-ratelimit:${options.salt ?? ''}`).digest().readUInt32LE(0);
     const perShard = Math.max(1, Math.ceil((options.maxKeys ?? 50_000) / SHARDS));
     const sweepMs = options.sweepMs ?? 60_000;
     system.defineKind(KIND, {
@@ -177,15 +206,15 @@ export class ActorRateLimiter implements RateLimiter {
   }
 
   async hit(key: string, limit: number, windowMs: number): Promise<RateVerdict> {
-    return (await this.system.activate(KIND, shardOf(key)).ask({ t: 'hit', key, limit, windowMs } satisfies Msg)) as RateVerdict;
+    return (await this.system.activate(KIND, shardOf(key, this.salt)).ask({ t: 'hit', key, limit, windowMs } satisfies Msg)) as RateVerdict;
   }
 
   async peek(key: string, limit: number, windowMs: number): Promise<RateVerdict> {
-    return (await this.system.activate(KIND, shardOf(key)).ask({ t: 'peek', key, limit, windowMs } satisfies Msg)) as RateVerdict;
+    return (await this.system.activate(KIND, shardOf(key, this.salt)).ask({ t: 'peek', key, limit, windowMs } satisfies Msg)) as RateVerdict;
   }
 
   refund(key: string): void {
-    this.system.activate(KIND, shardOf(key)).tell({ t: 'refund', key } satisfies Msg);
+    this.system.activate(KIND, shardOf(key, this.salt)).tell({ t: 'refund', key } satisfies Msg);
   }
 
   /** Windows held across all shards (for stats and tests). */

@@ -307,8 +307,7 @@ export class IdentityService {
     await this.limit(successes, this.o.auth.login_successes_per_identity);
     this.o.limiter.refund(byIdentity);
     if (byAddress) this.o.limiter.refund(byAddress);
-    if (rehash) {
-      this.o.users.setPassword(user.user_id, await this.o.passwords.hash(password));
+    if (rehash && this.o.users.rehashPassword(user.user_id, user.password_hash, await this.o.passwords.hash(password))) {
       this.o.log('info', 'password rehashed to argon2id', { user_id: user.user_id });
     }
     return { user, token: await this.token(user, adminOnly ? this.o.adminSessionHours : undefined) };
@@ -338,6 +337,23 @@ export class IdentityService {
    * reasons; wrong ones count against the account's login budget.
    */
   async changePassword(userId: string, body: Record<string, unknown>): Promise<{ status: string; message: string; token: string }> {
+    // One at a time per user (a token holder cannot keep the hashing threads busy in parallel).
+    const before = this.changing.get(userId) ?? Promise.resolve();
+    const mine = before.then(() => this.changePasswordNow(userId, body));
+    const settled = mine.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.changing.set(userId, settled);
+    void settled.then(() => {
+      if (this.changing.get(userId) === settled) this.changing.delete(userId);
+    });
+    return mine;
+  }
+
+  private readonly changing = new Map<string, Promise<void>>();
+
+  private async changePasswordNow(userId: string, body: Record<string, unknown>): Promise<{ status: string; message: string; token: string }> {
     const current = str(body.current_password, 'current_password', FIELD_MAX.password);
     const user = this.o.users.byId(userId);
     if (!user) throw notFound('no such user');
@@ -447,7 +463,8 @@ export class IdentityService {
 
   private byName(name: string): UserRecord {
     if (name.length > FIELD_MAX.identity) throw invalid('username', `must be at most ${FIELD_MAX.identity} characters`);
-    const user = this.o.users.byIdentity(normalize(name));
+    // By username or email; service accounts (from svc token) have neither: by user id.
+    const user = this.o.users.byIdentity(normalize(name)) ?? this.o.users.byId(name);
     if (!user) throw notFound(`no user ${name}`);
     return user;
   }
@@ -519,15 +536,35 @@ export class IdentityService {
     return this.getUser(name);
   }
 
-  async deleteUser(name: string, actorId: string): Promise<{ deleted: string; graph_documents_deleted: number }> {
+  async deleteUser(name: string, actorId: string): Promise<{ deleted: string; graph_documents_deleted: number | null; graph?: string }> {
     const u = this.byName(name);
     if (u.protected) throw identityError('PROTECTED_ACCOUNT');
     if (u.user_id === actorId) throw invalid('username', 'an admin cannot delete their own account');
     const mark = this.o.users.delete(u.user_id);
     await this.o.revocations.broadcast(this.o.system, u.user_id, mark);
-    // Their graph goes too: nodes and edges they own (edges of others reaching them are left, and skipped).
-    const documents = await this.o.dropRoot(u.root_id);
-    return { deleted: u.user_id, graph_documents_deleted: documents };
+    // Their graph goes too: nodes and edges they own (edges of others reaching them are left, and
+    // skipped). Recorded with the deletion: if it does not finish now, the next start finishes it.
+    try {
+      const documents = await this.o.dropRoot(u.root_id);
+      this.o.users.graphDropped(u.root_id);
+      return { deleted: u.user_id, graph_documents_deleted: documents };
+    } catch (error) {
+      this.o.log('error', 'deleting a user’s graph failed; it is retried at the next start', { root_id: u.root_id, error: (error as Error).message });
+      return { deleted: u.user_id, graph_documents_deleted: null, graph: 'deletion pending: finished at the next start' };
+    }
+  }
+
+  /** Finish deleting the graphs of deleted users (at start: a deletion cut short goes on). */
+  async finishGraphDrops(): Promise<void> {
+    for (const root of this.o.users.pendingGraphDrops()) {
+      try {
+        const documents = await this.o.dropRoot(root);
+        this.o.users.graphDropped(root);
+        this.o.log('info', 'the graph of a deleted user is deleted', { root_id: root, documents });
+      } catch (error) {
+        this.o.log('error', 'deleting a deleted user’s graph failed again; retried at the next start', { root_id: root, error: (error as Error).message });
+      }
+    }
   }
 
   async forcePasswordReset(name: string): Promise<{ status: string }> {

@@ -120,6 +120,8 @@ export class UsersStore {
       CREATE UNIQUE INDEX IF NOT EXISTS identities_one_per_type ON identities(user_id, type) WHERE type != 'sso';
       CREATE INDEX IF NOT EXISTS identities_user ON identities(user_id);
       CREATE TABLE IF NOT EXISTS deleted_users (user_id TEXT PRIMARY KEY, deleted_at INTEGER NOT NULL);
+      -- Graphs of deleted users not deleted yet (done after the user, retried at start until it succeeds).
+      CREATE TABLE IF NOT EXISTS pending_graph_drops (root_id TEXT PRIMARY KEY, since INTEGER NOT NULL);
       CREATE TABLE IF NOT EXISTS one_time_tokens (
         token_hash TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(user_id) ON DELETE CASCADE,
         kind TEXT NOT NULL, identity TEXT NOT NULL, expires_at INTEGER NOT NULL, used_at INTEGER);
@@ -136,7 +138,8 @@ export class UsersStore {
       userById: this.db.prepare('SELECT * FROM users WHERE user_id = ?'),
       userByIdentity: this.db.prepare("SELECT u.* FROM users u JOIN identities i ON i.user_id = u.user_id WHERE i.value_normalized = ? AND i.type != 'sso'"),
       identitiesOf: this.db.prepare('SELECT * FROM identities WHERE user_id = ? ORDER BY rowid'),
-      setPassword: this.db.prepare('UPDATE users SET password_hash = ?, updated_at = ? WHERE user_id = ?'),
+      // Only over the hash it replaces: a change that landed meanwhile is not undone.
+      setPassword: this.db.prepare('UPDATE users SET password_hash = @hash, updated_at = @updated_at WHERE user_id = @user_id AND password_hash = @was'),
       setVerified: this.db.prepare('UPDATE identities SET verified = 1 WHERE user_id = ? AND value_normalized = ?'),
       deleteUser: this.db.prepare('DELETE FROM users WHERE user_id = ?'),
       count: this.db.prepare('SELECT count(*) AS n FROM users'),
@@ -150,6 +153,10 @@ export class UsersStore {
         'UPDATE users SET tokens_valid_after = max(@now, coalesce(tokens_valid_after, 0) + 1), updated_at = @updated_at WHERE user_id = @user_id RETURNING tokens_valid_after',
       ),
       exists: this.db.prepare('SELECT 1 FROM users WHERE user_id = ?').pluck(),
+      wasDeleted: this.db.prepare('SELECT 1 FROM deleted_users WHERE user_id = ?').pluck(),
+      pendDrop: this.db.prepare('INSERT OR REPLACE INTO pending_graph_drops (root_id, since) VALUES (?, ?)'),
+      pendingDrops: this.db.prepare('SELECT root_id FROM pending_graph_drops ORDER BY since').pluck(),
+      dropped: this.db.prepare('DELETE FROM pending_graph_drops WHERE root_id = ?'),
       putToken: this.db.prepare('INSERT INTO one_time_tokens (token_hash, user_id, kind, identity, expires_at) VALUES (?, ?, ?, ?, ?)'),
       revokeTokens: this.db.prepare('UPDATE one_time_tokens SET used_at = ? WHERE user_id = ? AND kind = ? AND used_at IS NULL'),
       peekToken: this.db.prepare('SELECT * FROM one_time_tokens WHERE token_hash = @hash AND kind = @kind AND used_at IS NULL AND expires_at > @now'),
@@ -235,8 +242,9 @@ export class UsersStore {
     }
   }
 
-  setPassword(userId: string, hash: string): void {
-    this.q.setPassword.run(hash, new Date().toISOString(), userId);
+  /** Replace the password hash `was` with `hash` (a rehash); false when it changed meanwhile. */
+  rehashPassword(userId: string, was: string, hash: string): boolean {
+    return this.q.setPassword.run({ hash, was, user_id: userId, updated_at: new Date().toISOString() }).changes === 1;
   }
 
   /** Change some columns of a user. */
@@ -264,6 +272,11 @@ export class UsersStore {
     })();
   }
 
+  /** Whether a user with this id was deleted (its id is never given out again). */
+  wasDeleted(userId: string): boolean {
+    return this.q.wasDeleted.get(userId) === 1;
+  }
+
   /** Whether a user with this id exists (tokens of users that never existed are refused). */
   exists(userId: string): boolean {
     return this.q.exists.get(userId) === 1;
@@ -280,12 +293,23 @@ export class UsersStore {
    */
   delete(userId: string, at = Date.now()): number {
     return this.db.transaction(() => {
-      const stamp = (this.q.userById.get(userId) as UserRow | undefined)?.tokens_valid_after ?? 0;
-      const mark = Math.max(at, stamp + 1);
+      const row = this.q.userById.get(userId) as UserRow | undefined;
+      const mark = Math.max(at, (row?.tokens_valid_after ?? 0) + 1);
       this.q.deleteUser.run(userId);
       this.q.remember.run(userId, mark);
+      if (row) this.q.pendDrop.run(row.root_id, at);
       return mark;
     })();
+  }
+
+  /** Roots of deleted users whose graphs are not deleted yet, oldest first. */
+  pendingGraphDrops(): string[] {
+    return this.q.pendingDrops.all() as string[];
+  }
+
+  /** The graph of a deleted user's root is gone. */
+  graphDropped(rootId: string): void {
+    this.q.dropped.run(rootId);
   }
 
   count(): number {

@@ -74,6 +74,8 @@ export class JwtVerifier {
       maxTokenDays?: number;
       /** Whether a user exists: asked once per token, when it is first verified (then cached with it). */
       userExists?: (userId: string) => boolean;
+      /** A token with the admin role lives at most this long (`[scale.admin] session_expiry_hours`). */
+      maxAdminHours?: number;
     },
   ) {
     this.key = Buffer.from(options.secret, 'utf8');
@@ -129,6 +131,10 @@ export class JwtVerifier {
     const maxMs = (this.options.maxTokenDays ?? 365) * 86_400_000;
     const from = typeof payload.iat === 'number' ? Math.min(payload.iat * 1000, nowMs) : nowMs;
     if (payload.exp * 1000 - from > maxMs) throw httpError('UNAUTHORIZED', `token lives longer than ${this.options.maxTokenDays ?? 365} days (max_token_days)`);
+    const adminHours = this.options.maxAdminHours;
+    if (adminHours !== undefined && payload.role === 'admin' && payload.exp * 1000 - from > adminHours * 3_600_000 + 60_000) {
+      throw httpError('UNAUTHORIZED', `an admin token lives at most ${adminHours} hours (session_expiry_hours)`);
+    }
     if (this.options.userExists && !this.options.userExists(payload.user_id)) throw httpError('UNAUTHORIZED', 'token of a user that does not exist');
     return payload;
   }

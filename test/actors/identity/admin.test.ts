@@ -6,6 +6,7 @@ import Database from 'better-sqlite3';
 import t from 'tap';
 import { bearer, claimsOf, GOOD_PASSWORD, login, register, tokenOf } from '../../helpers/identity.ts';
 import { post, startServer, type Server } from '../../helpers/server.ts';
+import { UsersStore } from 'svc/actors/identity';
 
 const entry = new URL('../../fixtures/todo-app.ts', import.meta.url).pathname;
 
@@ -238,4 +239,33 @@ t.test("a deleted user's tokens stay void after a restart (an admin's too)", asy
   t.equal((await call(server, 'POST', '/walker/ListTodos', user, {})).status, 401, "the deleted user's token runs no walker");
   t.equal((await call(server, 'POST', '/walker/CreateTodo', user, { title: 'ghost' })).status, 401);
   t.equal((await call(server, 'GET', '/admin/users', admin)).status, 200, 'the remaining admin still works');
+});
+
+t.test('a graph deletion cut short (the user row gone, the graph not) is finished at the next start', async (t) => {
+  await register(server.url, 'quinn_q');
+  const quinn = await tokenOf(server.url, 'quinn_q');
+  for (const title of ['a', 'b']) await call(server, 'POST', '/walker/CreateTodo', quinn, { title });
+  const { user_id: userId, root_id: rootId } = (await call(server, 'GET', '/admin/users/quinn_q', admin)).body.data as { user_id: string; root_id: string };
+  const dataDir = server.dataDir;
+  await server.stop();
+  // As if the process died between deleting the user and deleting their graph.
+  const users = UsersStore.open(join(dataDir, 'users.db'));
+  users.delete(userId);
+  t.same(users.pendingGraphDrops(), [rootId], 'the drop is recorded with the deletion');
+  users.close();
+  const count = () => {
+    const db = new Database(join(dataDir, 'anchor_store.db'), { readonly: true });
+    try {
+      return (db.prepare('SELECT count(*) AS n FROM anchors WHERE root = ?').get(rootId) as { n: number }).n;
+    } finally {
+      db.close();
+    }
+  };
+  t.equal(count(), 5, 'the graph is still stored');
+  server = await startServer({ entry, env: { SVC_DATA_DIR: dataDir, SVC_ACCESS_LOG: 'false' } });
+  await server.waitFor(/the graph of a deleted user is deleted/);
+  t.equal(count(), 0, 'the start finished it');
+  const again = UsersStore.open(join(dataDir, 'users.db'));
+  t.same(again.pendingGraphDrops(), [], 'and forgot it');
+  again.close();
 });

@@ -100,6 +100,46 @@ t.test('svc token refuses --days above max_token_days', async (t) => {
   t.match(run.stderr, /--days 400 is longer than \[scale.jwt\] max_token_days \(365\)/);
 });
 
+function svcToken(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [BIN, 'token', ...args], { env: { ...process.env, SVC_DATA_DIR: server.dataDir, JWT_SECRET: TEST_SECRET } });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d: Buffer) => (stdout += d));
+    p.stderr.on('data', (d: Buffer) => (stderr += d));
+    p.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+t.test('svc token: a service account an admin can manage; the role is the account’s; admin tokens live one session', async (t) => {
+  const made = await svcToken(['robot-1', entry]);
+  t.equal(made.code, 0, made.stderr);
+  t.match(made.stderr, /created the service account robot-1/);
+  t.equal((await post(`${server.url}/walker/ListTodos`, {}, bearer(made.stdout.trim()))).status, 200, 'its token works');
+  const promote = await svcToken(['robot-1', entry, '--role', 'admin']);
+  t.equal(promote.code, 1, 'an existing user’s role is not changed by minting a token');
+  t.match(promote.stderr, /robot-1 has the role user, not admin/);
+  const admin = await post(`${server.url}/admin/login`, { username: 'limits_admin', password: 'admin password for limits' });
+  const changed = await fetch(`${server.url}/user/password`, {
+    method: 'PUT',
+    headers: { 'content-type': 'application/json', ...bearer(admin.body.data.token) },
+    body: JSON.stringify({ current_password: 'admin password for limits', new_password: 'limits admin has a new one' }),
+  });
+  const adminToken = ((await changed.json()) as { data: { token: string } }).data.token;
+  const disabled = await fetch(`${server.url}/admin/users/robot-1`, { method: 'PUT', headers: { 'content-type': 'application/json', ...bearer(adminToken) }, body: JSON.stringify({ status: 'disabled' }) });
+  t.equal(disabled.status, 200, 'an admin finds a service account by its id and disables it');
+  t.equal((await post(`${server.url}/walker/ListTodos`, {}, bearer(made.stdout.trim()))).status, 401, 'its token stops working');
+  const longAdmin = await svcToken(['robot-admin', entry, '--role', 'admin', '--days', '30']);
+  t.equal(longAdmin.code, 1);
+  t.match(longAdmin.stderr, /an admin token lives at most \[scale.admin\] session_expiry_hours \(24 h\)/);
+  const sign = (exp: string) =>
+    new SignJWT({ user_id: '00000000-0000-0000-0000-000000000000', role: 'admin' }).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime(exp).sign(new TextEncoder().encode(TEST_SECRET));
+  const refused = await fetch(`${server.url}/admin/users`, { headers: bearer(await sign('3d')) });
+  t.equal(refused.status, 401, 'an admin token signed elsewhere for 3 days is refused');
+  t.match(((await refused.json()) as { error: { message: string } }).error.message, /an admin token lives at most 24 hours/);
+  t.equal((await fetch(`${server.url}/admin/users`, { headers: bearer(await sign('2h')) })).status, 200, 'for 2 hours it is fine');
+});
+
 t.test('a correctly signed token of a user that does not exist runs nothing', async (t) => {
   const ghost = await tokenFor('never-registered'); // signed with the server's secret, no such user
   const walker = await post(`${server.url}/walker/ListTodos`, {}, bearer(ghost));

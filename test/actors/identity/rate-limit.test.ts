@@ -14,6 +14,15 @@ t.test('a window table holds at most maxKeys windows: the least recently hit goe
   t.equal(table.peek('kept', 1, 5).allowed, false, 'a key hit recently keeps its count');
 });
 
+t.test('a flood of fresh keys does not push out a counter that is holding someone back', async (t) => {
+  const table = new WindowTable(100);
+  for (let i = 0; i < 10; i++) table.hit('login:user:victim', 5, 60_000, 0);
+  t.equal(table.peek('login:user:victim', 5, 0).allowed, false, 'the victim’s account is limited');
+  for (let i = 0; i < 100_000; i++) table.hit(`forgot:id:${i}`, 5, 60_000, 1);
+  t.equal(table.size, 100);
+  t.equal(table.peek('login:user:victim', 5, 2).allowed, false, 'still limited after 100,000 fresh keys (it is the oldest window)');
+});
+
 t.test('expired windows are swept and counted afresh', async (t) => {
   const table = new WindowTable(100);
   t.same(table.hit('k', 1, 1000, 0), { allowed: true, retryAfterMs: 0 });
