@@ -45,7 +45,7 @@ export function lockDataFolder(storePath: string): DataLock {
     }
     throw new DataLockError(
       `another svc process${owner ? ` (pid ${owner})` : ''} is serving the data in ${dirname(storePath)}; ` +
-        'stop it first, or give this one its own data folder (SVC_DATA_DIR or [scale.database] shelf_db_path)',
+        'stop it first, or give this one its own data folder (SVC_DATA_DIR, or [scale.database] shelf_db_path and users_db_path)',
     );
   }
   writeFileSync(`${path}.pid`, `${process.pid}\n`);

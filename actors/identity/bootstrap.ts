@@ -11,9 +11,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { Root } from '../walker/index.ts';
 import { checkPassword, type Passwords } from './passwords.ts';
-import { rootIdFor } from './root-id.ts';
 import { BOOTSTRAP_ADMIN_ID, GUEST_USER_ID } from './service.ts';
-import { type Identity, normalize, type Role, type UserRecord, type UsersStore } from './users-store.ts';
+import { type Identity, normalize, type Role, type UserRecord, userRecord, type UsersStore } from './users-store.ts';
 
 export interface AdminConfig {
   enabled: boolean;
@@ -32,22 +31,16 @@ export async function bootstrapAccounts(options: {
   say: (line: string) => void;
 }): Promise<void> {
   const { users, admin } = options;
-  const now = new Date().toISOString();
   if (!users.byId(GUEST_USER_ID)) {
-    users.create({
-      user_id: GUEST_USER_ID,
-      status: 'active',
-      role: 'system',
-      root_id: Root.SHARED_ID,
-      profile: {},
-      created_at: now,
-      updated_at: now,
-      must_change_password: false,
-      tokens_valid_after: null,
-      protected: true,
-      password_hash: null,
-      identities: [{ type: 'username', value_raw: '__guest__', value_normalized: '__guest__', verified: true, is_recovery: false }],
-    });
+    users.create(
+      userRecord({
+        user_id: GUEST_USER_ID,
+        role: 'system',
+        root_id: Root.SHARED_ID,
+        protected: true,
+        identities: [{ type: 'username', value_raw: '__guest__', value_normalized: '__guest__', verified: true, is_recovery: false }],
+      }),
+    );
   }
   if (!admin.enabled || users.byId(BOOTSTRAP_ADMIN_ID)) return;
   const name = admin.username.trim();
@@ -60,20 +53,16 @@ export async function bootstrapAccounts(options: {
   else checkPassword(password, [name, admin.email].filter(Boolean), 'ADMIN_DEFAULT_PASSWORD');
   const identities: Identity[] = [{ type: 'username', value_raw: name, value_normalized: normalize(name), verified: true, is_recovery: false }];
   if (admin.email) identities.push({ type: 'email', value_raw: admin.email, value_normalized: normalize(admin.email), verified: true, is_recovery: true });
-  users.create({
-    user_id: BOOTSTRAP_ADMIN_ID,
-    status: 'active',
-    role: 'admin',
-    root_id: rootIdFor(BOOTSTRAP_ADMIN_ID),
-    profile: {},
-    created_at: now,
-    updated_at: now,
-    must_change_password: admin.require_password_reset,
-    tokens_valid_after: null,
-    protected: true,
-    password_hash: await options.passwords.hash(password),
-    identities,
-  });
+  users.create(
+    userRecord({
+      user_id: BOOTSTRAP_ADMIN_ID,
+      role: 'admin',
+      must_change_password: admin.require_password_reset,
+      protected: true,
+      password_hash: await options.passwords.hash(password),
+      identities,
+    }),
+  );
   if (generated) {
     mkdirSync(dirname(options.passwordFile), { recursive: true });
     writeFileSync(options.passwordFile, `${password}\n`, { mode: 0o600 });
@@ -96,21 +85,7 @@ export function serviceAccount(users: UsersStore, idOrName: string, role: Role):
   // A deleted user's id stays theirs: its old tokens must not come back to life.
   if (users.wasDeleted(idOrName)) throw new Error(`${idOrName} belonged to a deleted user; choose another id`);
   if (idOrName.length > 128 || /[\s/]/.test(idOrName)) throw new Error('a service account id is at most 128 characters, without spaces or slashes');
-  const now = new Date().toISOString();
-  const user: UserRecord = {
-    user_id: idOrName,
-    status: 'active',
-    role,
-    root_id: rootIdFor(idOrName),
-    profile: {},
-    created_at: now,
-    updated_at: now,
-    must_change_password: false,
-    tokens_valid_after: null,
-    protected: false,
-    password_hash: null,
-    identities: [],
-  };
+  const user = userRecord({ user_id: idOrName, role });
   users.create(user);
   return { user, created: true };
 }

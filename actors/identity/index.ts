@@ -1,6 +1,6 @@
 /** Users, tokens, their graphs, and the admin. */
 export { rootIdFor } from './root-id.ts';
-export { UsersStore, normalize } from './users-store.ts';
+export { UsersStore, normalize, userRecord } from './users-store.ts';
 export type { UserRecord, Identity, Role, Status, OneTimeToken } from './users-store.ts';
 export { Passwords, checkPassword, argon2NeedsRehash } from './passwords.ts';
 export { ARGON2_OPTIONS, ThreadHasher, RemoteHasher, HASHER_ACTOR } from './hasher.ts';

@@ -7,9 +7,9 @@
  * interface.
  *
  * Memory is bounded: expired windows are swept as the shard works, each
- * shard keeps at most its share of `maxKeys` (the least recently hit window
- * goes first), and a shard idle for a whole window — when every window it
- * held has expired — deactivates.
+ * shard keeps at most its share of `maxKeys` (past it, of the least recently
+ * hit windows, the one with the fewest attempts goes), and a shard idle for a
+ * whole window — when every window it held has expired — deactivates.
  */
 import { createHash } from 'node:crypto';
 import type { ActorContext, ActorLogic, ActorSystem } from '../../kernel/index.ts';
@@ -168,7 +168,7 @@ function shardOf(key: string, salt: number): string {
 export interface ActorRateLimiterOptions {
   /** Which thread hosts a shard. */
   placement: (key: string, nodes: readonly string[]) => string;
-  /** Windows kept at most, across all shards (default 50,000); past it the least recently hit goes. */
+  /** Windows kept at most, across all shards (default 50,000); see {@link WindowTable} for which goes past it. */
   maxKeys?: number;
   /** How often expired windows are swept, at most (default 60 s). */
   sweepMs?: number;
@@ -205,16 +205,20 @@ export class ActorRateLimiter implements RateLimiter {
     });
   }
 
+  private shard(key: string) {
+    return this.system.activate<Msg, unknown>(KIND, shardOf(key, this.salt));
+  }
+
   async hit(key: string, limit: number, windowMs: number): Promise<RateVerdict> {
-    return (await this.system.activate(KIND, shardOf(key, this.salt)).ask({ t: 'hit', key, limit, windowMs } satisfies Msg)) as RateVerdict;
+    return (await this.shard(key).ask({ t: 'hit', key, limit, windowMs } satisfies Msg)) as RateVerdict;
   }
 
   async peek(key: string, limit: number, windowMs: number): Promise<RateVerdict> {
-    return (await this.system.activate(KIND, shardOf(key, this.salt)).ask({ t: 'peek', key, limit, windowMs } satisfies Msg)) as RateVerdict;
+    return (await this.shard(key).ask({ t: 'peek', key, limit, windowMs } satisfies Msg)) as RateVerdict;
   }
 
   refund(key: string): void {
-    this.system.activate(KIND, shardOf(key, this.salt)).tell({ t: 'refund', key } satisfies Msg);
+    this.shard(key).tell({ t: 'refund', key } satisfies Msg);
   }
 
   /** Windows held across all shards (for stats and tests). */

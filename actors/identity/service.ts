@@ -13,8 +13,7 @@ import { forbidden, identityError, invalid, notFound, unauthorized } from './err
 import { checkPassword, type Passwords } from './passwords.ts';
 import type { RateLimiter } from './rate-limit.ts';
 import type { RevocationTable } from './revocations.ts';
-import { rootIdFor } from './root-id.ts';
-import { type Identity, normalize, type Role, type UserRecord, type UsersStore } from './users-store.ts';
+import { type Identity, normalize, type Role, type UserRecord, userRecord, type UsersStore } from './users-store.ts';
 
 export const BOOTSTRAP_ADMIN_ID = '00000000-0000-0000-0000-000000000000';
 export const GUEST_USER_ID = '00000000-0000-0000-0000-000000000001';
@@ -169,6 +168,8 @@ function tooMany(retryAfterMs: number): SvcError {
 
 export class IdentityService {
   private readonly key: Uint8Array;
+  /** Per user, the password change under way (they run one at a time). */
+  private readonly changing = new Map<string, Promise<void>>();
 
   constructor(private readonly o: IdentityOptions) {
     this.key = new TextEncoder().encode(o.jwt.secret);
@@ -230,25 +231,16 @@ export class IdentityService {
     // Each registration costs a hash: limited per client address.
     if (address) await this.limit(`register:addr:${addressKey(address)}`, this.o.auth.register_attempts_per_address);
     for (const i of ids) if (this.o.users.byIdentity(normalize(i.value))) throw identityError('IDENTITY_TAKEN', `${i.type} ${i.value} is already used`);
-    const userId = randomUUID();
-    const now = new Date().toISOString();
-    const user: UserRecord = {
-      user_id: userId,
-      status: 'active',
+    const user = userRecord({
+      user_id: randomUUID(),
       role: 'user',
-      root_id: rootIdFor(userId),
       profile,
-      created_at: now,
-      updated_at: now,
-      must_change_password: false,
-      tokens_valid_after: null,
-      protected: false,
       identities: ids.map((i) => newIdentity(i.type, i.value)),
       password_hash: await this.o.passwords.hash(password),
-    };
+    });
     this.o.users.create(user);
     await this.o.createRoot(user.root_id);
-    return { user_id: userId, message: 'registered' };
+    return { user_id: user.user_id, message: 'registered' };
   }
 
   /**
@@ -350,8 +342,6 @@ export class IdentityService {
     });
     return mine;
   }
-
-  private readonly changing = new Map<string, Promise<void>>();
 
   private async changePasswordNow(userId: string, body: Record<string, unknown>): Promise<{ status: string; message: string; token: string }> {
     const current = str(body.current_password, 'current_password', FIELD_MAX.password);
@@ -494,24 +484,17 @@ export class IdentityService {
     const generated = body.password === undefined || body.password === '';
     const password = generated ? randomBytes(12).toString('base64url') : checkPassword(body.password, ids.map((i) => i.value_raw));
     for (const i of ids) if (this.o.users.byIdentity(i.value_normalized)) throw identityError('IDENTITY_TAKEN', `${i.type} ${i.value_raw} is already used`);
-    const userId = randomUUID();
-    const now = new Date().toISOString();
-    this.o.users.create({
-      user_id: userId,
-      status: 'active',
+    const user = userRecord({
+      user_id: randomUUID(),
       role,
-      root_id: rootIdFor(userId),
       profile: checkProfile(body.profile),
-      created_at: now,
-      updated_at: now,
       must_change_password: true,
-      tokens_valid_after: null,
-      protected: false,
       identities: ids,
       password_hash: await this.o.passwords.hash(password),
     });
-    await this.o.createRoot(rootIdFor(userId));
-    return { user_id: userId, username: username.value, role, ...(generated ? { temporary_password: password } : {}) };
+    this.o.users.create(user);
+    await this.o.createRoot(user.root_id);
+    return { user_id: user.user_id, username: username.value, role, ...(generated ? { temporary_password: password } : {}) };
   }
 
   async updateUser(name: string, body: Record<string, unknown>, actorId: string): Promise<Record<string, unknown>> {

@@ -8,6 +8,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { identityError } from './errors.ts';
+import { rootIdFor } from './root-id.ts';
 
 export type Role = 'admin' | 'system' | 'user';
 export type Status = 'active' | 'disabled';
@@ -52,6 +53,31 @@ export interface OneTimeToken {
   identity: string;
   expires_at: number;
   used_at: number | null;
+}
+
+/**
+ * A whole user record from the fields that differ: active, no profile, no
+ * identity, no password, not protected, no revocation, created now; the root
+ * derived from the user id unless given.
+ *
+ * @example
+ * users.create(userRecord({ user_id: randomUUID(), role: 'user', identities, password_hash }));
+ */
+export function userRecord(fields: Pick<UserRecord, 'user_id' | 'role'> & Partial<UserRecord>): UserRecord {
+  const now = new Date().toISOString();
+  return {
+    status: 'active',
+    root_id: rootIdFor(fields.user_id),
+    profile: {},
+    created_at: now,
+    updated_at: now,
+    must_change_password: false,
+    tokens_valid_after: null,
+    protected: false,
+    identities: [],
+    password_hash: null,
+    ...fields,
+  };
 }
 
 /** Lower case, trimmed, Unicode-normalised: what uniqueness and lookups use. */

@@ -204,7 +204,7 @@ export class Transaction {
       graphError('SVC_ERR_ACCESS_DENIED', `no WRITE access to that ${a.cls.name}: ${what} of another root's ${a.kind} cannot be committed`);
     const mayWrite = (a: Anchor) => levelOf(a.root, (this.touched.get(a) as Undo).access, callerRoot) >= AccessLevel.WRITE;
     for (const a of upserts) {
-      if (a.root !== callerRoot && !this.created.has(a) && !mayWrite(a)) throw refuse(a, 'a change');
+      if (a.root !== callerRoot && !mayWrite(a)) throw refuse(a, 'a change'); // created anchors are the caller's own
     }
     let ends: Map<string, Anchor> | undefined;
     for (const a of deletes) {

@@ -8,7 +8,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { argon2NeedsRehash, checkPassword, Passwords, ThreadHasher, UsersStore } from '../../../actors/identity/index.ts';
+import { argon2NeedsRehash, checkPassword, Passwords, ThreadHasher, userRecord, UsersStore } from '../../../actors/identity/index.ts';
 import { login } from '../../helpers/identity.ts';
 import { startServer } from '../../helpers/server.ts';
 
@@ -68,22 +68,15 @@ t.test('the password policy', async (t) => {
 t.test('legacy hashes in users.db log in and are rehashed to argon2id', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-legacy-'));
   const users = UsersStore.open(join(dataDir, 'users.db'));
-  const now = new Date().toISOString();
   const seed = (name: string, hash: string) =>
-    users.create({
-      user_id: `legacy-${name}`,
-      status: 'active',
-      role: 'user',
-      root_id: `root-${name}`,
-      profile: {},
-      created_at: now,
-      updated_at: now,
-      must_change_password: false,
-      tokens_valid_after: null,
-      protected: false,
-      password_hash: hash,
-      identities: [{ type: 'username', value_raw: name, value_normalized: name, verified: true, is_recovery: false }],
-    });
+    users.create(
+      userRecord({
+        user_id: `legacy-${name}`,
+        role: 'user',
+        password_hash: hash,
+        identities: [{ type: 'username', value_raw: name, value_normalized: name, verified: true, is_recovery: false }],
+      }),
+    );
   seed('from_bcrypt', bcrypt.hashSync('old bcrypt secret', 10));
   seed('from_sha', createHash('sha256').update('old sha secret').digest('hex'));
   users.close();

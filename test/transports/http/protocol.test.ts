@@ -87,7 +87,7 @@ t.test('duplicate Content-Length: 400 and close, and a request smuggled behind i
   t.ok(smuggled.closed, 'closed');
   t.notOk(responses(smuggled.data).some((r) => r.status === 200), 'nothing behind it was answered');
   const same = await exchange(bump('Content-Length: 2\r\nContent-Length: 2\r\n'));
-  t.equal(responses(same.data)[0]?.status ?? 0, onNode ? 400 : 400, 'equal duplicates are refused too');
+  t.equal(responses(same.data)[0]?.status ?? 0, 400, 'equal duplicates are refused too');
   t.equal(await count(), before + 1, 'no Bump ran but the one counting them');
 });
 
