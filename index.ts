@@ -25,11 +25,11 @@ export {
   disallowRoot,
 } from './actors/walker/index.ts';
 export type { NodeFilter, FnContext, Caller, RestSpec, ArchetypeClass, WalkerClass } from './actors/walker/index.ts';
-export { Graph, MemoryStore, SqliteStore, defaultStorePath } from './actors/anchor/index.ts';
+export { Graph, MemoryStore, SqliteStore, defaultStorePath, openAnchorStore, registerAnchorStore } from './actors/anchor/index.ts';
 export type { AnchorStore, WalkerResult, FunctionResult } from './actors/anchor/index.ts';
 export { Registry } from './actors/walker/index.ts';
 export { SvcError } from './kernel/index.ts';
-export { registerEmailer } from './actors/identity/index.ts';
+export { registerEmailer, openUsersRepository, registerUsersRepository } from './actors/identity/index.ts';
 export type { Emailer, EmailerConfig } from './actors/identity/index.ts';
 
 /** A multipart file field (`UploadFile`): `{ filename, mimetype, size, data }` once uploaded. */

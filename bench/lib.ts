@@ -128,11 +128,11 @@ export function parseWrkMs(s: string): number {
  * does): the server refuses tokens of users that do not exist.
  */
 export async function ensureUsers(dataDir: string, userIds: readonly string[], role: 'user' | 'admin' = 'user'): Promise<void> {
-  const { UsersStore, serviceAccount } = await import('../actors/identity/index.ts');
-  const users = UsersStore.open(join(dataDir, 'users.db'));
+  const { SqliteUsersRepository, serviceAccount } = await import('../actors/identity/index.ts');
+  const users = SqliteUsersRepository.open(join(dataDir, 'users.db'));
   try {
-    for (const id of userIds) serviceAccount(users, id, role);
+    for (const id of userIds) await serviceAccount(users, id, role);
   } finally {
-    users.close();
+    await users.close();
   }
 }

@@ -34,7 +34,7 @@ cli
   .example('curl -H "Authorization: Bearer $(npx svc token alice examples/todo/app.ts)" …')
   .action(async (userId: string, entry: string | undefined, options: Record<string, unknown>) => {
     const { token } = await import('./commands/token.ts');
-    token(userId, entry, options);
+    await token(userId, entry, options);
   });
 
 cli.help();

@@ -9,9 +9,9 @@ import { existsSync } from 'node:fs';
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { join } from 'node:path';
-import { fromReceive, type ActorSystem } from '../kernel/index.ts';
-import { Graph, SqliteStore, spreadOverWorkers } from '../actors/anchor/index.ts';
-import { Registry, Root } from '../actors/walker/index.ts';
+import { ActorBroadcast, fromReceive, threadOf, workerPlacement, type ActorSystem } from '../kernel/index.ts';
+import { Graph, openAnchorStore } from '../actors/anchor/index.ts';
+import { HookDispatcher, Registry, Root } from '../actors/walker/index.ts';
 import {
   type BuiltinRoute,
   buildRoutes,
@@ -20,7 +20,7 @@ import {
   type ForwardingHeader,
   Front,
   type HttpServer,
-  JwtVerifier,
+  identityRoutes,
   listenNode,
   listenUws,
   loadUws,
@@ -31,15 +31,16 @@ import { attachNode, attachUws, WsHub, wsRoutes } from '../transports/ws/index.t
 import { toHttpError } from '../transports/http/index.ts';
 import type { SvcConfig } from './config.ts';
 import {
+  Authenticator,
   createEmailer,
   IdentityService,
-  identityRoutes,
+  JwtVerifier,
   Passwords,
   ActorRateLimiter,
   RemoteHasher,
   RevocationTable,
-  rootIdFor,
-  UsersStore,
+  immediateUserExists,
+  openUsersRepository,
 } from '../actors/identity/index.ts';
 
 export interface ServeBoot {
@@ -79,6 +80,8 @@ export interface WorkerStats {
   handles: number;
 }
 
+const STATS_TOPIC = 'runtime.stats';
+
 export interface RouteSummary {
   method: string;
   path: string;
@@ -108,27 +111,29 @@ export async function setup(
   }
 
   const { config } = boot;
-  const log = pino({ base: { worker: ctx.nodeId }, level: 'info' }, pino.destination({ fd: 1, sync: false }));
+  const log = pino({ base: { worker: threadOf(ctx.nodeId) }, level: 'info' }, pino.destination({ fd: 1, sync: false }));
   process.on('unhandledRejection', (error) => log.error({ err: error }, 'unhandled rejection (an operation that was not awaited?)'));
 
-  const store = SqliteStore.open(boot.storePath, { synchronous: config['scale.database'].synchronous as 'NORMAL' | 'FULL' });
+  const store = await openAnchorStore(config['scale.database'].docdb_uri, { path: boot.storePath, baseDir: boot.projectRoot, synchronous: config['scale.database'].synchronous as 'NORMAL' | 'FULL' });
   const graph = await Graph.open({
     system,
     registry,
     store,
-    placement: spreadOverWorkers,
+    placement: workerPlacement(),
     // The run deadline is the request timeout: a run the client stopped waiting for is dropped, not committed.
     runTimeoutMs: config['scale.server'].request_timeout_ms,
     timeoutMs: config['scale.server'].request_timeout_ms + 1000,
     onQuarantine: (id, reason) => log.warn({ anchor: id, reason }, 'anchor moved to quarantine'),
   });
   // Identity: users, tokens (revoked on every thread at once), rate limits, mail.
-  const users = UsersStore.open(boot.usersPath);
+  const users = await openUsersRepository(config['scale.database'].docdb_uri, { path: boot.usersPath, baseDir: boot.projectRoot });
   const revocations = new RevocationTable();
   // Every token still alive may be revoked: the longest any lives is max_token_days (svc token can sign that long).
   const longest = Math.max(config['scale.jwt'].max_token_days, config['scale.jwt'].exp_delta_days) * 86_400_000;
-  for (const [userId, ms] of users.revocationsSince(Date.now() - Math.max(longest, config['scale.admin'].session_expiry_hours * 3_600_000))) revocations.set(userId, ms);
-  revocations.serve(system);
+  for (const [userId, ms] of await users.revocationsSince(Date.now() - Math.max(longest, config['scale.admin'].session_expiry_hours * 3_600_000))) revocations.set(userId, ms);
+  // One message to every worker thread: revocations, WebSocket broadcasts, statistics.
+  const bus = new ActorBroadcast(system, { accepts: (node) => threadOf(node) !== 'main' });
+  revocations.serve(bus);
   const mail = await createEmailer({ ...config['scale.emailer'], smtp: config['scale.emailer.smtp'] }, boot.projectRoot);
   if ('disabled' in mail && config['scale.emailer'].provider) log.error({ reason: mail.disabled }, 'email disabled');
   const jwt = new JwtVerifier({
@@ -138,8 +143,10 @@ export async function setup(
     maxTokenDays: config['scale.jwt'].max_token_days,
     maxAdminHours: config['scale.admin'].session_expiry_hours,
     // A token of a user that never existed runs nothing (asked once per token; deletions are revocations).
-    userExists: (userId) => users.exists(userId),
+    userExists: immediateUserExists(users),
   });
+  // One authenticator for the front, the built-in routes and WebSockets.
+  const auth = new Authenticator(jwt);
   const passwords = new Passwords(new RemoteHasher(system));
   passwords.warm();
   const identity = new IdentityService({
@@ -148,7 +155,7 @@ export async function setup(
     system,
     revocations,
     limiter: new ActorRateLimiter(system, {
-      placement: spreadOverWorkers,
+      placement: workerPlacement(),
       maxKeys: config['scale.auth'].rate_limit_max_keys,
       windowMs: config['scale.auth'].rate_window_seconds * 1000,
       salt: boot.jwtSecret,
@@ -166,7 +173,7 @@ export async function setup(
   const docsEnabled = config['scale.server'].docs_enabled;
   const publicDir = join(boot.projectRoot, 'public');
   const builtinRoutes: BuiltinRoute[] = [
-    ...identityRoutes(identity, (token) => jwt.verify(token)),
+    ...identityRoutes(identity, auth),
     {
       method: 'GET',
       path: '/admin/stats',
@@ -175,19 +182,19 @@ export async function setup(
       handler: async ({ req }) => {
         // `?gc=1` collects garbage first, when the process runs with --expose-gc (for leak checks).
         const gc = new URLSearchParams(req.query).get('gc') === '1';
-        const nodes = system.nodes().filter((n) => n !== 'main');
-        const workers = await Promise.all(
-          nodes.map((node) => (node === ctx.nodeId ? stats(gc) : (system.refFromAddress({ node, path: '/user/http' }).ask({ t: 'stats', gc } satisfies HttpControl, 5000) as Promise<WorkerStats>))),
-        );
+        const workers = (await bus.gather<WorkerStats>(STATS_TOPIC, { gc }, 5000)).sort((a, b) => a.worker.localeCompare(b.worker, 'en', { numeric: true }));
         return { data: { rss_bytes: process.memoryUsage.rss(), workers } };
       },
     },
   ];
+  // Hook walkers: before every generated route and every WebSocket upgrade.
+  const hooks = new HookDispatcher(registry, (walker, fields, options) => graph.spawn(walker, fields, options), { timeoutMs: config['scale.server'].request_timeout_ms + 1000 });
   const front = new Front({
     graph,
     registry,
     routes,
-    jwt,
+    auth,
+    hooks,
     builtinRoutes,
     openapi: openApiDocument(routes, { title: boot.title, version: boot.version }, builtinRoutes),
     docs: docsEnabled ? new Docs(boot.title) : undefined,
@@ -203,21 +210,16 @@ export async function setup(
   const wsConfig = config['scale.websocket'];
   const hub = new WsHub({
     system,
+    bus,
     routes: sockets,
     guest: { rootId: Root.SHARED_ID },
-    auth: {
-      verify: (token) => {
-        const claims = jwt.verify(token);
-        const caller: { userId: string; rootId: string; role?: string } = { userId: claims.user_id, rootId: rootIdFor(claims.user_id) };
-        if (typeof claims.role === 'string') caller.role = claims.role;
-        return { caller, userId: claims.user_id, mustChangePassword: claims.pwd_change === true };
-      },
-    },
+    auth: { verify: (token) => auth.authenticate(token) },
+    hooks,
     run: async (walker, fields, caller) => (await graph.spawnJson(walker, fields, { caller, timeoutMs: config['scale.server'].request_timeout_ms + 1000 })).json,
     errorOf: (error) => {
       const e = toHttpError(error, boot.dev);
       if (e.status >= 500 && e.body.code !== 'EXECUTION_ERROR') log.error({ err: error }, 'websocket frame failed');
-      return { code: e.body.code, message: e.body.message };
+      return { code: e.body.code, message: e.body.message, status: e.status };
     },
     limits: {
       maxFrameBytes: wsConfig.max_frame_bytes,
@@ -232,7 +234,7 @@ export async function setup(
   const stats = (gc = false): WorkerStats => {
     if (gc) collectGarbage();
     return {
-      worker: ctx.nodeId,
+      worker: threadOf(ctx.nodeId),
       websockets: hub.conns.size,
       session_actors: hub.sessionActors,
       actors: system.actorCount,
@@ -240,10 +242,11 @@ export async function setup(
       handles: process.getActiveResourcesInfo().length,
     };
   };
+  bus.subscribe(STATS_TOPIC, (msg) => stats((msg as { gc?: boolean }).gc === true));
 
   let server: HttpServer | undefined;
   const listen = async (): Promise<void> => {
-    if (server || !boot.listeners.includes(ctx.nodeId)) return;
+    if (server || !boot.listeners.includes(threadOf(ctx.nodeId))) return;
     const options = {
       host: config['scale.server'].host,
       port: boot.port,
@@ -267,7 +270,7 @@ export async function setup(
   if (boot.listenNow) await listen();
   front.markReady();
   // Graph deletions a previous run did not finish (one thread does them, in the background).
-  if (ctx.nodeId === 'w1') void identity.finishGraphDrops();
+  if (threadOf(ctx.nodeId) === 'w1') void identity.finishGraphDrops();
 
   system.spawn(
     fromReceive(async (msg: HttpControl) => {
@@ -287,7 +290,7 @@ export async function setup(
   return async () => {
     hub.stop();
     server?.close();
-    users.close();
+    await users.close();
     await store.close();
     log.flush();
   };

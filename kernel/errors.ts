@@ -19,6 +19,7 @@ export const KERNEL_ERRORS = {
   SVC_ERR_SHUTDOWN: { status: 503, message: 'the actor system is shutting down' },
   SVC_ERR_REMOTE: { status: 500, message: 'an error raised on another thread' },
   SVC_ERR_TRANSPORT: { status: 500, message: 'no transport can reach that node' },
+  SVC_ERR_MOVED: { status: 503, message: 'the virtual actor is hosted by another node now (the sender retries there)' },
 } as const;
 
 export type KernelErrorCode = keyof typeof KERNEL_ERRORS;

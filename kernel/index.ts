@@ -22,3 +22,8 @@ export type { Clock, TimerHandle } from './clock.ts';
 export { SvcError, KERNEL_ERRORS, kernelError, hasCode, encodeError, decodeError } from './errors.ts';
 export type { KernelErrorCode } from './errors.ts';
 export type { Transport, TransportHandler, Frame, FrameTarget, WireError } from './transport.ts';
+export { CompositeTransport } from './composite-transport.ts';
+export { RendezvousPlacement, FunctionPlacement, workerPlacement, threadOf, processOf, fnv1a } from './placement.ts';
+export type { Placement, RendezvousOptions } from './placement.ts';
+export { ActorBroadcast } from './broadcast.ts';
+export type { Broadcast, ActorBroadcastOptions } from './broadcast.ts';

@@ -16,6 +16,8 @@ export class PendingAsk implements Reply {
   done = false;
   /** Called once when the ask settles (remote asks drop their id here). */
   onSettle: (() => void) | undefined = undefined;
+  /** A virtual actor's ask to another node: what to send again if the actor moved. */
+  resend: { to: [kind: string, key: string]; msg: unknown; tries: number } | undefined = undefined;
   private res!: (value: unknown) => void;
   private rej!: (error: unknown) => void;
   readonly promise: Promise<unknown>;

@@ -7,13 +7,15 @@ import { ActorCell, type CellHost } from './cell.ts';
 import { LocalRef } from './context.ts';
 import { type Clock, realClock } from './clock.ts';
 import { DeadLetters } from './dead-letters.ts';
-import { decodeError, encodeError, kernelError } from './errors.ts';
+import { decodeError, encodeError, kernelError, SvcError } from './errors.ts';
 import type { Props } from './logic.ts';
 import { Deadlines, PendingAsk } from './pending-ask.ts';
 import { ActorRefBase, type ActorRef, type RefAddress, type RefHost, RemoteRef, VirtualRef } from './refs.ts';
 import type { SupervisorSpec } from './supervision.ts';
 import type { Frame, FrameTarget, Transport } from './transport.ts';
 import { KindActivations, type KindSpec } from './virtual.ts';
+import { FunctionPlacement, type Placement } from './placement.ts';
+import type { WireError } from './transport.ts';
 
 export interface SystemOptions {
   /** This node's id; taken from the transport when one is given (default `local`). */
@@ -65,6 +67,8 @@ export class ActorSystem implements RefHost {
   /** Asks waiting on other nodes, by node then id. */
   private readonly remoteAsks = new Map<string, Map<number, PendingAsk>>();
   private down = new Set<string>();
+  /** Placements of the kinds defined here (told of nodes joining and leaving). */
+  private readonly placements = new Set<Placement>();
   private shuttingDown: Promise<void> | null = null;
 
   constructor(options: SystemOptions = {}) {
@@ -152,7 +156,22 @@ export class ActorSystem implements RefHost {
     // Activations are independent: each has its own restart limit, past which only it is stopped.
     const supervision: Partial<SupervisorSpec> = { scope: 'child', onLimit: 'stop-child', ...spec.supervision };
     const guardian = this.kindsGuardian.spawnCell({ logic: guardianLogic, supervision }, encodeURIComponent(kind));
-    this.kinds.set(kind, new KindActivations(kind, spec as KindSpec, guardian));
+    let placement: Placement | undefined;
+    if (typeof spec.placement === 'function') placement = new FunctionPlacement(spec.placement, () => this.nodes());
+    else if (spec.placement) {
+      placement = spec.placement;
+      if (!this.placements.has(placement)) {
+        this.placements.add(placement);
+        for (const node of this.nodes()) if (!this.down.has(node)) placement.join(node);
+      }
+    }
+    this.kinds.set(kind, new KindActivations(kind, spec as KindSpec, guardian, placement));
+  }
+
+  /** The node that hosts `(kind, key)` now (this one when the kind has no placement). */
+  ownerOf(kind: string, key: string): string {
+    const placement = this.kinds.get(kind)?.placement;
+    return (placement && this.transport && placement.ownerOf(kind, key)) || this.nodeId;
   }
 
   /**
@@ -187,10 +206,10 @@ export class ActorSystem implements RefHost {
     if (this.shuttingDown) return fail(kernelError('SVC_ERR_SHUTDOWN', `the actor system of ${this.nodeId} is shutting down`));
     const activations = this.kinds.get(kind);
     if (!activations) return fail(kernelError('SVC_ERR_UNKNOWN_KIND', `no virtual actor kind ${kind}`));
-    const placement = activations.spec.placement;
+    const placement = activations.placement;
     if (placement && this.transport) {
-      const node = placement(key, this.transport.nodes());
-      if (node !== this.nodeId) return this.sendRemote(node, [kind, key], msg, askTimeoutMs);
+      const node = placement.ownerOf(kind, key);
+      if (node !== undefined && node !== this.nodeId) return this.sendRemote(node, [kind, key], msg, askTimeoutMs);
     }
     let cell: ActorCell;
     try {
@@ -211,6 +230,7 @@ export class ActorSystem implements RefHost {
     transport.attach({
       onFrame: (from, frame) => this.onFrame(from, frame),
       onNodeDown: (node) => this.onNodeDown(node),
+      onNodeUp: (node) => this.onNodeUp(node),
       onUndeliverable: (node, frame, error) => this.onUndeliverable(node, frame, error),
       refFromAddress: (address) => this.refFromAddress(address),
     });
@@ -229,11 +249,13 @@ export class ActorSystem implements RefHost {
    */
   refFromAddress(address: RefAddress): ActorRef {
     if ('kind' in address) return new VirtualRef(this, address.kind, address.key);
-    if (address.node === this.nodeId) {
+    // Short names (`w1`, `main`) stand for the node of that thread in this process.
+    const node = this.transport?.resolve?.(address.node) ?? address.node;
+    if (node === this.nodeId) {
       const cell = this.registry.get(address.path);
       return cell ? cell.ref : new PathRef(this, address.path);
     }
-    return new RemoteRef(this, address.node, address.path);
+    return new RemoteRef(this, node, address.path);
   }
 
   /** @internal used by {@link RemoteRef} and {@link VirtualRef}. */
@@ -250,24 +272,61 @@ export class ActorSystem implements RefHost {
       ask.reject(kernelError('SVC_ERR_NODE_DOWN', `${node} is not reachable`));
       return ask.promise;
     }
+    // A virtual actor's ask can be sent again when the node answers that the actor moved.
+    if (typeof to !== 'string') ask.resend = { to, msg, tries: 0 };
+    this.deadlines.track(ask, askTimeoutMs);
+    this.sendAsk(transport, node, ask, to, msg);
+    return ask.promise;
+  }
+
+  private sendAsk(transport: Transport, node: string, ask: PendingAsk, to: FrameTarget, msg: unknown): void {
     const id = ++this.askSeq;
     let pending = this.remoteAsks.get(node);
     if (!pending) this.remoteAsks.set(node, (pending = new Map()));
     const table = pending;
     table.set(id, ask);
     ask.onSettle = () => table.delete(id);
-    this.deadlines.track(ask, askTimeoutMs);
     if (!transport.send(node, { t: 2, id, to, msg })) {
       ask.reject(kernelError('SVC_ERR_NODE_DOWN', `${node} is not reachable`));
     }
-    return ask.promise;
+  }
+
+  /**
+   * `from` says it does not host the virtual actor of `ask`: send it where
+   * placement says now, or where `from` says it is when this node still
+   * thinks `from` hosts it (its view of the members is behind). A few tries,
+   * then the error stands (503, retryable).
+   */
+  private moved(from: string, id: number, ask: PendingAsk, error: WireError): void {
+    const route = ask.resend as { to: [string, string]; msg: unknown; tries: number };
+    this.remoteAsks.get(from)?.delete(id);
+    ask.onSettle = undefined;
+    const [kind, key] = route.to;
+    let owner = this.ownerOf(kind, key);
+    const hint = (error.details as { owner?: unknown } | undefined)?.owner;
+    if (owner === from && typeof hint === 'string') owner = this.transport?.resolve?.(hint) ?? hint;
+    if (++route.tries > 3 || this.down.has(owner)) {
+      ask.reject(decodeError(error));
+      return;
+    }
+    if (owner === this.nodeId) {
+      const activations = this.kinds.get(kind);
+      if (!activations) return ask.reject(kernelError('SVC_ERR_UNKNOWN_KIND', `no virtual actor kind ${kind}`));
+      try {
+        activations.getOrActivate(key).enqueue(route.msg, ask);
+      } catch (e) {
+        ask.reject(e);
+      }
+      return;
+    }
+    this.sendAsk(this.transport as Transport, owner, ask, route.to, route.msg);
   }
 
   private onFrame(from: string, frame: Frame): void {
     switch (frame.t) {
       case 1:
         try {
-          this.deliverTarget(frame.to, frame.msg, undefined);
+          this.deliverTarget(frame.to, frame.msg, undefined, frame.fw === 1);
         } catch (error) {
           this.onError(error, typeof frame.to === 'string' ? frame.to : `$${frame.to[0]}/${frame.to[1]}`);
         }
@@ -285,15 +344,26 @@ export class ActorSystem implements RefHost {
         const ask = this.remoteAsks.get(from)?.get(frame.id);
         if (!ask) return; // timed out already
         if (frame.ok) ask.resolve(frame.value);
+        else if (frame.error.code === 'SVC_ERR_MOVED' && ask.resend) this.moved(from, frame.id, ask, frame.error);
         else ask.reject(decodeError(frame.error));
       }
     }
   }
 
-  private deliverTarget(to: FrameTarget, msg: unknown, reply: RemoteReply | undefined): void {
+  private deliverTarget(to: FrameTarget, msg: unknown, reply: RemoteReply | undefined, forwarded = false): void {
     if (typeof to !== 'string') {
       const activations = this.kinds.get(to[0]);
       if (activations) {
+        // Ownership check: the sender's view of the members may be behind (or ahead of) this node's.
+        const owner = activations.placement?.ownerOf(to[0], to[1]);
+        if (owner !== undefined && owner !== this.nodeId && !this.down.has(owner) && !forwarded) {
+          if (reply) {
+            reply.reject(new SvcError('SVC_ERR_MOVED', `$${to[0]}/${to[1]} is hosted by ${owner}, not ${this.nodeId}`, { details: { owner } }));
+          } else if (!this.transport?.send(owner, { t: 1, to, msg, fw: 1 })) {
+            this.deadLetters.publish(`$${to[0]}/${to[1]}`, msg, 'node-down');
+          }
+          return;
+        }
         activations.getOrActivate(to[1]).enqueue(msg, reply);
         return;
       }
@@ -325,8 +395,28 @@ export class ActorSystem implements RefHost {
     }
   }
 
+  private onNodeUp(node: string): void {
+    this.down.delete(node);
+    for (const placement of this.placements) placement.join(node);
+    this.handOff();
+  }
+
+  /** After the members changed: stop the activations here that placement puts elsewhere now (their next message activates them there). */
+  private handOff(): void {
+    if (this.shuttingDown) return;
+    for (const activations of this.kinds.values()) {
+      const placement = activations.placement;
+      if (!placement) continue;
+      for (const [key, cell] of activations.entries()) {
+        const owner = placement.ownerOf(activations.kind, key);
+        if (owner !== undefined && owner !== this.nodeId) void cell.stopGracefully(this.stopTimeoutMs);
+      }
+    }
+  }
+
   private onNodeDown(node: string): void {
     this.down.add(node);
+    for (const placement of this.placements) placement.leave(node);
     const pending = this.remoteAsks.get(node);
     this.remoteAsks.delete(node);
     if (!pending) return;

@@ -19,7 +19,8 @@ export interface WireError {
 }
 
 export type Frame =
-  | { t: 1; to: FrameTarget; msg: unknown }
+  /** A tell; `fw` marks one forwarded by a node that does not host its virtual actor (delivered where it lands, never forwarded twice). */
+  | { t: 1; to: FrameTarget; msg: unknown; fw?: 1 }
   | { t: 2; id: number; to: FrameTarget; msg: unknown }
   | { t: 3; id: number; ok: true; value: unknown }
   | { t: 3; id: number; ok: false; error: WireError };
@@ -30,6 +31,8 @@ export interface TransportHandler {
   onFrame(from: string, frame: Frame): void;
   /** `node` is gone: asks pending on it must fail now. */
   onNodeDown(node: string): void;
+  /** `node` is reachable (again, or for the first time): placement may give it actors. */
+  onNodeUp(node: string): void;
   /** A tell or ask the transport could not send (it would not encode): a dead letter, or a failed ask. */
   onUndeliverable(node: string, frame: Frame, error: unknown): void;
   /** Rebuild a ref that travelled inside a message. */
@@ -45,6 +48,8 @@ export interface Transport {
   readonly nodeId: string;
   /** Nodes reachable now, this one included, in a stable order. */
   nodes(): readonly string[];
+  /** The full id for a short one (`w1` → `<process>/w1`), when the transport knows it. */
+  resolve?(node: string): string;
   /** Queue a frame for `node`; `false` when the node is unknown or down. */
   send(node: string, frame: Frame): boolean;
   attach(handler: TransportHandler): void;

@@ -9,6 +9,7 @@
 import type { ActorCell } from './cell.ts';
 import type { Props } from './logic.ts';
 import type { SupervisorSpec } from './supervision.ts';
+import type { Placement } from './placement.ts';
 
 /**
  * How to build the actor for a key, and where it lives.
@@ -21,10 +22,12 @@ export interface KindSpec<M = unknown, R = unknown> {
   /** Deactivate an activation after this long without messages (default: never). */
   idleAfterMs?: number;
   /**
-   * Which node hosts `key`, given the live nodes (stable order). Must give the
-   * same answer on every node. Default: this node.
+   * Which node hosts `key`: a {@link Placement} (told of nodes joining and
+   * leaving; share one object between kinds placed alike), or a function of the
+   * live nodes (stable order). Must give the same answer on every node.
+   * Default: this node.
    */
-  placement?: (key: string, nodes: readonly string[]) => string;
+  placement?: Placement | ((key: string, nodes: readonly string[]) => string);
   /**
    * How the kind's guardian supervises activations. Default: each activation
    * has its own restart limit (`scope: 'child'`), past which that activation
@@ -44,7 +47,13 @@ export class KindActivations {
     readonly kind: string,
     readonly spec: KindSpec,
     private readonly guardian: ActorCell,
+    readonly placement: Placement | undefined = undefined,
   ) {}
+
+  /** Live activations by key. */
+  *entries(): IterableIterator<[string, ActorCell]> {
+    for (const [key, cell] of this.live) if (isLive(cell)) yield [key, cell];
+  }
 
   /** Activations not stopping. */
   get size(): number {

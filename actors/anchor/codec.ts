@@ -12,15 +12,22 @@ import {
   prepare,
   type Registry,
 } from '../walker/index.ts';
-import type { StoredDoc } from './store.ts';
+import type { BodyForm, StoredDoc } from './store.ts';
 
 interface Body {
   access: Access;
   context: Record<string, unknown>;
 }
 
-/** The stored form of an anchor at its next version. */
-export function encode(anchor: Anchor, module: string): StoredDoc {
+/**
+ * The stored form of an anchor at its next version, its body as the store
+ * takes it: JSON text, or (`object`) a copy of its own — the anchor's memory
+ * changes in place after this, while the store may still hold the body.
+ *
+ * @example
+ * const doc = encode(anchor, registry.module, store.bodyForm);
+ */
+export function encode(anchor: Anchor, module: string, form: BodyForm = 'text'): StoredDoc {
   const info = prepare(anchor.cls);
   const body: Body = { access: anchor.access, context: anchor.data };
   const doc: StoredDoc = {
@@ -32,7 +39,7 @@ export function encode(anchor: Anchor, module: string): StoredDoc {
     fingerprint: info.fingerprint,
     format_version: FORMAT_VERSION,
     version: anchor.version + 1,
-    body: JSON.stringify(body),
+    body: form === 'object' ? structuredClone(body) : JSON.stringify(body),
   };
   if (anchor.kind === 'edge') {
     doc.source = anchor.source ?? null;

@@ -4,7 +4,7 @@
  * thread can spawn a walker for any root; the request travels to the
  * partition that owns the root.
  */
-import type { ActorSystem, VirtualRef } from '../../kernel/index.ts';
+import { type ActorSystem, type Placement, type VirtualRef, workerPlacement } from '../../kernel/index.ts';
 import { type Caller, graphError, isAnchorId, newId, type Registry, Root } from '../walker/index.ts';
 import { decode } from './codec.ts';
 import { type FunctionResult, Partition, type PartitionMsg, type RunReply, type WalkerResult } from './partition.ts';
@@ -20,8 +20,8 @@ export interface GraphOptions {
   idleAfterMs?: number;
   /** Waiting requests a partition admits before answering 503 (default 1,024). */
   mailboxCapacity?: number;
-  /** Which thread hosts a root (default: {@link spreadOverWorkers}). */
-  placement?: (root: string, nodes: readonly string[]) => string;
+  /** Which thread hosts a root (default: rendezvous hashing over the worker threads, {@link workerPlacement}). */
+  placement?: Placement | ((root: string, nodes: readonly string[]) => string);
   /** Told about every document moved to quarantine (default: a warning on stderr). */
   onQuarantine?: (id: string, reason: string) => void;
   /** Default timeout of a walker request (default 30 s). */
@@ -30,13 +30,6 @@ export interface GraphOptions {
   runTimeoutMs?: number;
 }
 
-/** FNV-1a over the root id, spread over worker threads (the main thread when there are none). */
-export function spreadOverWorkers(root: string, nodes: readonly string[]): string {
-  const workers = nodes.length > 1 ? nodes.filter((n) => n !== 'main') : nodes;
-  let h = 0x811c9dc5;
-  for (let i = 0; i < root.length; i++) h = Math.imul(h ^ root.charCodeAt(i), 0x01000193);
-  return workers[(h >>> 0) % workers.length] as string;
-}
 
 export interface SpawnOptions {
   caller: Caller;
@@ -74,7 +67,7 @@ export class Graph {
     };
     this.system.defineKind<PartitionMsg, unknown>(this.kind, {
       idleAfterMs: options.idleAfterMs ?? 300_000,
-      placement: options.placement ?? spreadOverWorkers,
+      placement: options.placement ?? workerPlacement(),
       props: (root) => ({
         capacity: options.mailboxCapacity ?? 1024,
         logic: () => new Partition(root, context),

@@ -2,13 +2,21 @@
  * Graph state: partition actors (one per root), the anchor store interface
  * and its backends, the codec between anchors and stored documents.
  */
-export { Graph, spreadOverWorkers } from './graph.ts';
+export { Graph } from './graph.ts';
 export type { GraphOptions, SpawnOptions } from './graph.ts';
 export { Partition, reportJson } from './partition.ts';
 export type { PartitionMsg, WalkerResult, FunctionResult, RunReply, PartitionContext } from './partition.ts';
-export type { AnchorStore, StoredDoc, CommitBatch, QuarantineEntry } from './store.ts';
+export type { AnchorStore, StoredDoc, CommitBatch, QuarantineEntry, BodyForm } from './store.ts';
 export { CommitChain } from './store.ts';
+export { STORE_ERRORS, storeError } from './errors.ts';
+export type { StoreErrorCode } from './errors.ts';
+export { openAnchorStore, registerAnchorStore } from './open-store.ts';
+export type { OpenAnchorStoreOptions, AnchorStoreFactory } from './open-store.ts';
+export { parseStoreUri, unavailableBackend } from './store-uri.ts';
+export type { StoreUri } from './store-uri.ts';
 export { MemoryStore } from './memory-store.ts';
+export { ForwardingStore, serveStoreWriter, STORE_WRITER_ACTOR } from './store-writer.ts';
+export type { WriterMsg } from './store-writer.ts';
 export { SqliteStore, defaultStorePath } from './sqlite-store.ts';
 export type { SqliteStoreOptions } from './sqlite-store.ts';
 export { encode, decode } from './codec.ts';

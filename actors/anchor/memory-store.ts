@@ -1,9 +1,10 @@
 /**
  * An anchor store in memory: for tests and for running snippets without
- * touching disk. Bodies are kept as JSON text, so what comes back is a copy.
+ * touching disk. Bodies are kept as JSON text — or, with `bodyForm: 'object'`,
+ * as objects, as a document database takes them — and what comes back is a copy.
  */
-import { graphError } from '../walker/index.ts';
-import type { AnchorStore, CommitBatch, QuarantineEntry, StoredDoc } from './store.ts';
+import { storeError } from './errors.ts';
+import type { AnchorStore, BodyForm, CommitBatch, QuarantineEntry, StoredDoc } from './store.ts';
 
 /**
  * @example
@@ -11,6 +12,7 @@ import type { AnchorStore, CommitBatch, QuarantineEntry, StoredDoc } from './sto
  */
 export class MemoryStore implements AnchorStore {
   readonly kind = 'memory';
+  readonly bodyForm: BodyForm;
   private docs = new Map<string, StoredDoc>();
   /** Node id → ids of edges that touch it, in insertion order. */
   private incident = new Map<string, Set<string>>();
@@ -18,8 +20,27 @@ export class MemoryStore implements AnchorStore {
   private aliases_ = new Map<string, string>();
   private closed = false;
 
+  constructor(options: { bodyForm?: BodyForm } = {}) {
+    this.bodyForm = options.bodyForm ?? 'text';
+  }
+
+  /**
+   * A body as kept: text (an object is stringified), or — in object form — a
+   * copy of its own; text handed to an object store stays text, as a document
+   * database would keep a string field (decoding takes both).
+   */
+  private keep(body: unknown): unknown {
+    if (typeof body === 'string') return body;
+    return this.bodyForm === 'text' ? JSON.stringify(body) : structuredClone(body);
+  }
+
+  /** A document handed out: the caller may change it (an object body is copied). */
+  private copy<D extends StoredDoc>(doc: D): D {
+    return { ...doc, body: typeof doc.body === 'object' && doc.body !== null ? structuredClone(doc.body) : doc.body };
+  }
+
   private check(): void {
-    if (this.closed) throw graphError('SVC_ERR_STORE', 'the store is closed');
+    if (this.closed) throw storeError('SVC_ERR_STORE', 'the store is closed');
   }
 
   async get(ids: readonly string[]): Promise<StoredDoc[]> {
@@ -27,7 +48,7 @@ export class MemoryStore implements AnchorStore {
     const out: StoredDoc[] = [];
     for (const id of ids) {
       const doc = this.docs.get(id);
-      if (doc) out.push({ ...doc });
+      if (doc) out.push(this.copy(doc));
     }
     return out;
   }
@@ -37,7 +58,7 @@ export class MemoryStore implements AnchorStore {
     const out: StoredDoc[] = [];
     for (const id of this.incident.get(nodeId) ?? []) {
       const doc = this.docs.get(id);
-      if (doc) out.push({ ...doc });
+      if (doc) out.push(this.copy(doc));
     }
     return out;
   }
@@ -73,7 +94,7 @@ export class MemoryStore implements AnchorStore {
     const chain = batch.chain;
     if (chain?.broken) throw chain.refusal();
     const conflict = (message: string) => {
-      const error = graphError('SVC_ERR_CONFLICT', message);
+      const error = storeError('SVC_ERR_CONFLICT', message);
       chain?.break(error);
       return error;
     };
@@ -85,7 +106,16 @@ export class MemoryStore implements AnchorStore {
       const have = this.docs.get(del.id)?.version;
       if (have !== undefined && have !== del.version) throw conflict(`${del.id} is at version ${have}, expected ${del.version}`);
     }
-    for (const doc of batch.upserts) this.put({ ...doc, body: typeof doc.body === 'string' ? doc.body : JSON.stringify(doc.body) });
+    // Every body first: one that cannot be kept fails the batch before any of it is applied.
+    let kept: StoredDoc[];
+    try {
+      kept = batch.upserts.map((doc) => ({ ...doc, body: this.keep(doc.body) }));
+    } catch (error) {
+      const failure = storeError('SVC_ERR_STORE', `commit failed: ${(error as Error).message}`, { cause: error });
+      chain?.break(failure);
+      throw failure;
+    }
+    for (const doc of kept) this.put(doc);
     for (const del of batch.deletes) this.remove(del.id);
   }
 
@@ -98,7 +128,7 @@ export class MemoryStore implements AnchorStore {
   }
 
   async quarantined(): Promise<QuarantineEntry[]> {
-    return [...this.quarantine_.values()].map((q) => ({ ...q }));
+    return [...this.quarantine_.values()].map((q) => this.copy(q));
   }
 
   async restore(id: string): Promise<boolean> {

@@ -30,6 +30,7 @@ import {
   WalkerRun,
 } from '../walker/index.ts';
 import { decode, encode } from './codec.ts';
+import { storeError } from './errors.ts';
 import { type AnchorStore, CommitChain, type StoredDoc } from './store.ts';
 
 export type PartitionMsg =
@@ -125,7 +126,7 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     if (found.get(this.rootId)) return;
     const root = new Anchor(this.rootId, 'node', Root, this.rootId, 0, privateAccess(), {}, [], undefined, undefined);
     root.home = this;
-    await this.context.store.commit({ upserts: [encode(root, this.registry.module)], deletes: [] });
+    await this.context.store.commit({ upserts: [encode(root, this.registry.module, this.context.store.bodyForm)], deletes: [] });
     root.version = 1;
     root.isNew = false;
     this.l1.set(root.id, root);
@@ -163,7 +164,7 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
       value = { json: reportJson(outcome) };
       changes = run.changes();
       batch = {
-        upserts: changes.upserts.map((a) => encode(a, this.registry.module)),
+        upserts: changes.upserts.map((a) => encode(a, this.registry.module, this.context.store.bodyForm)),
         deletes: changes.deletes.map((a) => ({ id: a.id, version: a.version })),
       };
     } catch (error) {
@@ -226,7 +227,7 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     try {
       return await this.context.store.deleteRoot(this.rootId);
     } catch (error) {
-      throw graphError('SVC_ERR_STORE', `deleting the graph failed: ${(error as Error).message}`, { cause: error });
+      throw storeError('SVC_ERR_STORE', `deleting the graph failed: ${(error as Error).message}`, { cause: error });
     }
   }
 
@@ -295,6 +296,12 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     return this.l1.get(id);
   }
 
+  residentRoot(): Anchor {
+    const root = this.l1.get(this.rootId);
+    if (!root) throw storeError('SVC_ERR_STORE', 'the caller’s root is not loaded');
+    return root;
+  }
+
   async fetch(ids: string[]): Promise<Map<string, Anchor>> {
     const out = new Map<string, Anchor>();
     if (ids.length === 0) return out;
@@ -302,7 +309,7 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     try {
       docs = await this.context.store.get(ids);
     } catch (error) {
-      throw graphError('SVC_ERR_STORE', `loading anchors failed: ${(error as Error).message}`, { cause: error });
+      throw storeError('SVC_ERR_STORE', `loading anchors failed: ${(error as Error).message}`, { cause: error });
     }
     for (const doc of docs) {
       const anchor = this.materialize(doc);
@@ -316,7 +323,7 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     try {
       docs = await this.context.store.edges(nodeId);
     } catch (error) {
-      throw graphError('SVC_ERR_STORE', `loading edges failed: ${(error as Error).message}`, { cause: error });
+      throw storeError('SVC_ERR_STORE', `loading edges failed: ${(error as Error).message}`, { cause: error });
     }
     const out: Anchor[] = [];
     const seen = new Set<string>();

@@ -10,7 +10,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { SvcError } from '../../kernel/index.ts';
-import { graphError } from '../walker/index.ts';
+import { storeError } from './errors.ts';
 import type { AnchorStore, CommitBatch, QuarantineEntry, StoredDoc } from './store.ts';
 
 export interface SqliteStoreOptions {
@@ -18,6 +18,11 @@ export interface SqliteStoreOptions {
   synchronous?: 'NORMAL' | 'FULL';
   /** How long a writer waits for another connection's write lock (default 5 s). */
   busyTimeoutMs?: number;
+  /**
+   * Read only (a worker thread whose writes go to the process's one writer,
+   * see `ForwardingStore`): the file and its tables must exist already.
+   */
+  readOnly?: boolean;
 }
 
 /** `.svc/data/anchor_store.db` under the project root, or under `SVC_DATA_DIR`. */
@@ -45,6 +50,7 @@ const DELETE_SLICE = 20_000;
  */
 export class SqliteStore implements AnchorStore {
   readonly kind = 'sqlite';
+  readonly bodyForm = 'text';
   private readonly db: Database.Database;
   private readonly stmt;
   private pending: Pending[] = [];
@@ -55,12 +61,14 @@ export class SqliteStore implements AnchorStore {
     readonly path: string,
     options: SqliteStoreOptions,
   ) {
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    this.db = new Database(path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma(`synchronous = ${options.synchronous ?? 'NORMAL'}`);
+    if (path !== ':memory:' && !options.readOnly) mkdirSync(dirname(path), { recursive: true });
+    this.db = new Database(path, { readonly: options.readOnly === true, fileMustExist: options.readOnly === true });
+    if (!options.readOnly) {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma(`synchronous = ${options.synchronous ?? 'NORMAL'}`);
+    }
     this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
-    this.db.exec(`
+    if (!options.readOnly) this.db.exec(`
       -- seq keeps insertion order: a node's edges come back in the order they were connected.
       CREATE TABLE IF NOT EXISTS anchors (
         seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, root TEXT NOT NULL, kind TEXT NOT NULL,
@@ -110,7 +118,7 @@ export class SqliteStore implements AnchorStore {
   }
 
   private check(): void {
-    if (this.closed) throw graphError('SVC_ERR_STORE', 'the store is closed');
+    if (this.closed) throw storeError('SVC_ERR_STORE', 'the store is closed');
   }
 
   async get(ids: readonly string[]): Promise<StoredDoc[]> {
@@ -167,8 +175,8 @@ export class SqliteStore implements AnchorStore {
           this.db.exec('RELEASE batch');
           const failure =
             error instanceof Conflict
-              ? graphError('SVC_ERR_CONFLICT', error.message)
-              : graphError('SVC_ERR_STORE', `commit failed: ${(error as Error).message}`, { cause: error });
+              ? storeError('SVC_ERR_CONFLICT', error.message)
+              : storeError('SVC_ERR_STORE', `commit failed: ${(error as Error).message}`, { cause: error });
           chain?.break(failure);
           outcomes.push(failure);
         }
@@ -176,7 +184,7 @@ export class SqliteStore implements AnchorStore {
       this.db.exec('COMMIT');
     } catch (error) {
       if (this.db.inTransaction) this.db.exec('ROLLBACK');
-      const failure = graphError('SVC_ERR_STORE', `commit failed: ${(error as Error).message}`, { cause: error });
+      const failure = storeError('SVC_ERR_STORE', `commit failed: ${(error as Error).message}`, { cause: error });
       for (const p of pending) {
         p.batch.chain?.break(failure);
         p.reject(failure);

@@ -8,7 +8,8 @@
  * decoded is moved to quarantine, never dropped.
  */
 import type { SvcError } from '../../kernel/index.ts';
-import { type AnchorKind, graphError } from '../walker/index.ts';
+import type { AnchorKind } from '../walker/index.ts';
+import { storeError } from './errors.ts';
 
 /** A document as stored: the indexed columns, and a body the codec decodes. */
 export interface StoredDoc {
@@ -23,9 +24,20 @@ export interface StoredDoc {
   /** Edges: the node ids they join (indexed: a node's edges are found through them). */
   source?: string | null;
   target?: string | null;
-  /** `{access, context}`: JSON text (SQLite, memory) or an object (MongoDB). */
+  /**
+   * `{access, context}`, in the form the store takes ({@link AnchorStore.bodyForm}):
+   * JSON text (SQLite, memory) or an object (a document database). Decoding takes both.
+   */
   body: unknown;
 }
+
+/**
+ * How a store takes document bodies: `text` (JSON text, what SQLite and the
+ * memory store keep) or `object` (a plain object of its own — a copy the store
+ * may keep or serialize later — for a document database that would otherwise
+ * parse the text again).
+ */
+export type BodyForm = 'text' | 'object';
 
 /** One atomic write: new versions of documents, and deletions, each checked against its expected version. */
 export interface CommitBatch {
@@ -65,7 +77,7 @@ export class CommitChain {
    * earlier run was someone else's.
    */
   refusal(): SvcError {
-    return graphError('SVC_ERR_CONFLICT', 'an earlier change of this graph failed to commit and this run may have read it; nothing of this run was stored — retry');
+    return storeError('SVC_ERR_CONFLICT', 'an earlier change of this graph failed to commit and this run may have read it; nothing of this run was stored — retry');
   }
 }
 
@@ -83,7 +95,9 @@ export interface QuarantineEntry extends StoredDoc {
 export interface AnchorStore {
   /** `sqlite`, `memory`, `mongo`. */
   readonly kind: string;
-  /** The documents with these ids that exist, in no particular order. */
+  /** The body form `commit` is handed (`text` when absent). */
+  readonly bodyForm?: BodyForm;
+  /** The documents with these ids that exist, in no particular order (an object body is the caller's to keep: no store shares it). */
   get(ids: readonly string[]): Promise<StoredDoc[]>;
   /** The edges whose source or target is `nodeId`, oldest first. */
   edges(nodeId: string): Promise<StoredDoc[]>;

@@ -12,7 +12,7 @@ import { dirname } from 'node:path';
 import { Root } from '../walker/index.ts';
 import { checkPassword, type Passwords } from './passwords.ts';
 import { BOOTSTRAP_ADMIN_ID, GUEST_USER_ID } from './service.ts';
-import { type Identity, normalize, type Role, type UserRecord, userRecord, type UsersStore } from './users-store.ts';
+import { type Identity, normalize, type Role, type UserRecord, userRecord, type UsersRepository } from './users-repository.ts';
 
 export interface AdminConfig {
   enabled: boolean;
@@ -23,7 +23,7 @@ export interface AdminConfig {
 }
 
 export async function bootstrapAccounts(options: {
-  users: UsersStore;
+  users: UsersRepository;
   passwords: Passwords;
   admin: AdminConfig;
   /** Where a generated admin password is kept (`.svc/data/admin_password`, next to users.db). */
@@ -31,8 +31,8 @@ export async function bootstrapAccounts(options: {
   say: (line: string) => void;
 }): Promise<void> {
   const { users, admin } = options;
-  if (!users.byId(GUEST_USER_ID)) {
-    users.create(
+  if (!(await users.byId(GUEST_USER_ID))) {
+    await users.create(
       userRecord({
         user_id: GUEST_USER_ID,
         role: 'system',
@@ -42,10 +42,10 @@ export async function bootstrapAccounts(options: {
       }),
     );
   }
-  if (!admin.enabled || users.byId(BOOTSTRAP_ADMIN_ID)) return;
+  if (!admin.enabled || (await users.byId(BOOTSTRAP_ADMIN_ID))) return;
   const name = admin.username.trim();
   if (!name) throw new Error('[scale.admin] username must not be empty');
-  const taken = users.byIdentity(normalize(name));
+  const taken = await users.byIdentity(normalize(name));
   if (taken) throw new Error(`the admin username ${name} is already used by another account; set ADMIN_USERNAME`);
   let password = admin.default_password;
   const generated = !password;
@@ -53,7 +53,7 @@ export async function bootstrapAccounts(options: {
   else checkPassword(password, [name, admin.email].filter(Boolean), 'ADMIN_DEFAULT_PASSWORD');
   const identities: Identity[] = [{ type: 'username', value_raw: name, value_normalized: normalize(name), verified: true, is_recovery: false }];
   if (admin.email) identities.push({ type: 'email', value_raw: admin.email, value_normalized: normalize(admin.email), verified: true, is_recovery: true });
-  users.create(
+  await users.create(
     userRecord({
       user_id: BOOTSTRAP_ADMIN_ID,
       role: 'admin',
@@ -79,13 +79,13 @@ export async function bootstrapAccounts(options: {
  * that id (no password, no identity: it cannot log in; an admin can disable
  * or delete it like any other).
  */
-export function serviceAccount(users: UsersStore, idOrName: string, role: Role): { user: UserRecord; created: boolean } {
-  const found = users.byId(idOrName) ?? users.byIdentity(normalize(idOrName));
+export async function serviceAccount(users: UsersRepository, idOrName: string, role: Role): Promise<{ user: UserRecord; created: boolean }> {
+  const found = (await users.byId(idOrName)) ?? (await users.byIdentity(normalize(idOrName)));
   if (found) return { user: found, created: false };
   // A deleted user's id stays theirs: its old tokens must not come back to life.
-  if (users.wasDeleted(idOrName)) throw new Error(`${idOrName} belonged to a deleted user; choose another id`);
+  if (await users.wasDeleted(idOrName)) throw new Error(`${idOrName} belonged to a deleted user; choose another id`);
   if (idOrName.length > 128 || /[\s/]/.test(idOrName)) throw new Error('a service account id is at most 128 characters, without spaces or slashes');
   const user = userRecord({ user_id: idOrName, role });
-  users.create(user);
+  await users.create(user);
   return { user, created: true };
 }

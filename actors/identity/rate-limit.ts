@@ -12,7 +12,8 @@
  * whole window — when every window it held has expired — deactivates.
  */
 import { createHash } from 'node:crypto';
-import type { ActorContext, ActorLogic, ActorSystem } from '../../kernel/index.ts';
+import { isIP, SocketAddress } from 'node:net';
+import type { ActorContext, ActorLogic, ActorSystem, Placement } from '../../kernel/index.ts';
 
 /** What a limit says about one attempt. */
 export interface RateVerdict {
@@ -32,6 +33,25 @@ export interface RateLimiter {
   peek(key: string, limit: number, windowMs: number): Promise<RateVerdict>;
   /** Give back an attempt counted by `hit`. */
   refund(key: string): void;
+}
+
+/**
+ * The key per-address limits count under (give it a plain address, as
+ * `ClientAddresses` of the HTTP transport yields): an IPv4 address, or an IPv6 /64 (one
+ * client usually holds a whole /64, so single IPv6 addresses are free to rotate).
+ *
+ * @example
+ * addressKey('2001:db8:cafe:1:2:3:4:5') // '2001:db8:cafe:1::/64'
+ */
+export function addressKey(address: string): string {
+  if (isIP(address) !== 6) return address;
+  const groups = new SocketAddress({ address, family: 'ipv6' }).address;
+  // Expand `::` to the missing zero groups, keep the first four.
+  const [head = '', tail = ''] = groups.split('::');
+  const left = head ? head.split(':') : [];
+  const right = groups.includes('::') ? (tail ? tail.split(':') : []) : [];
+  const full = groups.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
+  return `${full.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
 }
 
 const SHARDS = 8;
@@ -166,8 +186,8 @@ function shardOf(key: string, salt: number): string {
 }
 
 export interface ActorRateLimiterOptions {
-  /** Which thread hosts a shard. */
-  placement: (key: string, nodes: readonly string[]) => string;
+  /** Which thread hosts a shard (a kernel placement, or a function of the live nodes). */
+  placement: Placement | ((key: string, nodes: readonly string[]) => string);
   /** Windows kept at most, across all shards (default 50,000); see {@link WindowTable} for which goes past it. */
   maxKeys?: number;
   /** How often expired windows are swept, at most (default 60 s). */
@@ -186,7 +206,7 @@ export interface ActorRateLimiterOptions {
  * placed on one thread.
  *
  * @example
- * const limiter = new ActorRateLimiter(system, { placement: spreadOverWorkers });
+ * const limiter = new ActorRateLimiter(system, { placement: workerPlacement() });
  */
 export class ActorRateLimiter implements RateLimiter {
   private readonly salt: number;

@@ -1,16 +1,20 @@
 /**
  * Token revocation on every worker at once: each thread keeps a table of
  * "tokens of this user issued before T are void", consulted on every token
- * use (cached or not). A change is written to the users store, then told to
- * every thread's table, and only then acknowledged.
+ * use (cached or not). A change is written to the users store, then
+ * published to every member's table (a {@link Broadcast}: the threads of the
+ * process, and the pods of a cluster once it spans them), and only then
+ * acknowledged.
  */
-import { type ActorSystem, fromReceive } from '../../kernel/index.ts';
-import type { RevocationList } from '../../transports/http/index.ts';
+import type { Broadcast } from '../../kernel/index.ts';
+import type { RevocationList } from './jwt.ts';
 
-export const REVOCATIONS_ACTOR = 'revocations';
+/** The broadcast topic of revocations. */
+export const REVOCATIONS_TOPIC = 'identity.revocations';
 
 export class RevocationTable implements RevocationList {
   private readonly after = new Map<string, number>();
+  private bus: Broadcast | undefined;
 
   validAfter(userId: string): number | undefined {
     return this.after.get(userId);
@@ -21,30 +25,20 @@ export class RevocationTable implements RevocationList {
     if (current === undefined || ms > current) this.after.set(userId, ms);
   }
 
-  /** The table's actor in this thread (other threads send it their changes). */
-  serve(system: ActorSystem): void {
-    system.spawn(
-      fromReceive((msg: { userId: string; ms: number }) => {
-        this.set(msg.userId, msg.ms);
-        return true;
-      }),
-      REVOCATIONS_ACTOR,
-    );
+  /** Take the changes other members publish (and publish this one's through `bus`). */
+  serve(bus: Broadcast): void {
+    this.bus = bus;
+    bus.subscribe(REVOCATIONS_TOPIC, (msg) => {
+      const { userId, ms } = msg as { userId: string; ms: number };
+      this.set(userId, ms);
+      return true;
+    });
   }
 
-  /** Set it here and on every other thread; resolves once all have it. */
-  async broadcast(system: ActorSystem, userId: string, ms: number): Promise<void> {
+  /** Set it here and on every member; resolves once every member that is up has it. */
+  async broadcast(userId: string, ms: number): Promise<void> {
     this.set(userId, ms);
-    await Promise.all(
-      system
-        .nodes()
-        .filter((n) => n !== system.nodeId && n !== 'main')
-        .map((node) =>
-          system
-            .refFromAddress({ node, path: `/user/${REVOCATIONS_ACTOR}` })
-            .ask({ userId, ms }, 2000)
-            .catch(() => undefined), // a thread that is gone needs no revocation
-        ),
-    );
+    // A member that is gone needs no revocation; one that comes back loads them from the store.
+    await this.bus?.gather(REVOCATIONS_TOPIC, { userId, ms }, 2000);
   }
 }

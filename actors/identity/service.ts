@@ -2,24 +2,24 @@
  * Users, tokens and their flows (seed 000 §2.2–2.4, §3, §4.3–4.4, §5, §7):
  * register, login, refresh, me, password change, identities, verification
  * and reset mail, and the admin's user management. HTTP-free: the routes in
- * `http-routes.ts` call these with parsed bodies and verified claims.
+ * `transports/http/identity-routes.ts` call these with parsed bodies and verified claims.
  */
 import { SignJWT } from 'jose';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { ActorSystem, SvcError } from '../../kernel/index.ts';
-import { addressKey, revoked } from '../../transports/http/index.ts';
+import { addressKey, type RateLimiter } from './rate-limit.ts';
 import type { Emailer } from './emailer.ts';
 import { forbidden, identityError, invalid, notFound, unauthorized } from './errors.ts';
+import { revoked } from './jwt.ts';
 import { checkPassword, type Passwords } from './passwords.ts';
-import type { RateLimiter } from './rate-limit.ts';
 import type { RevocationTable } from './revocations.ts';
-import { type Identity, normalize, type Role, type UserRecord, userRecord, type UsersStore } from './users-store.ts';
+import { type Identity, normalize, type Role, type UserPatch, type UserRecord, userRecord, type UsersRepository } from './users-repository.ts';
 
 export const BOOTSTRAP_ADMIN_ID = '00000000-0000-0000-0000-000000000000';
 export const GUEST_USER_ID = '00000000-0000-0000-0000-000000000001';
 
 export interface IdentityOptions {
-  users: UsersStore;
+  users: UsersRepository;
   passwords: Passwords;
   system: ActorSystem;
   revocations: RevocationTable;
@@ -175,7 +175,7 @@ export class IdentityService {
     this.key = new TextEncoder().encode(o.jwt.secret);
   }
 
-  get users(): UsersStore {
+  get users(): UsersRepository {
     return this.o.users;
   }
 
@@ -203,9 +203,9 @@ export class IdentityService {
    * before it (the security stamp moves on, in the same transaction), on
    * every thread, before answering.
    */
-  async revokeTokens(userId: string, patch: Parameters<UsersStore['update']>[1] = {}): Promise<void> {
-    const stamp = this.o.users.updateAndRevoke(userId, patch);
-    if (stamp !== undefined) await this.o.revocations.broadcast(this.o.system, userId, stamp);
+  async revokeTokens(userId: string, patch: UserPatch = {}): Promise<void> {
+    const stamp = await this.o.users.updateAndRevoke(userId, patch);
+    if (stamp !== undefined) await this.o.revocations.broadcast(userId, stamp);
   }
 
   private async limit(key: string, limit: number): Promise<void> {
@@ -230,7 +230,7 @@ export class IdentityService {
     const profile = checkProfile(body.profile);
     // Each registration costs a hash: limited per client address.
     if (address) await this.limit(`register:addr:${addressKey(address)}`, this.o.auth.register_attempts_per_address);
-    for (const i of ids) if (this.o.users.byIdentity(normalize(i.value))) throw identityError('IDENTITY_TAKEN', `${i.type} ${i.value} is already used`);
+    for (const i of ids) if (await this.o.users.byIdentity(normalize(i.value))) throw identityError('IDENTITY_TAKEN', `${i.type} ${i.value} is already used`);
     const user = userRecord({
       user_id: randomUUID(),
       role: 'user',
@@ -238,7 +238,7 @@ export class IdentityService {
       identities: ids.map((i) => newIdentity(i.type, i.value)),
       password_hash: await this.o.passwords.hash(password),
     });
-    this.o.users.create(user);
+    await this.o.users.create(user);
     await this.o.createRoot(user.root_id);
     return { user_id: user.user_id, message: 'registered' };
   }
@@ -265,7 +265,7 @@ export class IdentityService {
       password = str(credential.password, 'credential.password', FIELD_MAX.password);
     }
     const normalized = normalize(identityValue);
-    const user = this.o.users.byIdentity(normalized);
+    const user = await this.o.users.byIdentity(normalized);
     // Every attempt is counted up front (concurrent guesses cannot slip past the limit); a
     // successful one is given back, so only failures add up. The address first: an attempt it
     // refuses records nothing for the identity. Counted per account (all its identities share
@@ -299,7 +299,7 @@ export class IdentityService {
     await this.limit(successes, this.o.auth.login_successes_per_identity);
     this.o.limiter.refund(byIdentity);
     if (byAddress) this.o.limiter.refund(byAddress);
-    if (rehash && this.o.users.rehashPassword(user.user_id, user.password_hash, await this.o.passwords.hash(password))) {
+    if (rehash && (await this.o.users.replacePasswordHash(user.user_id, user.password_hash, await this.o.passwords.hash(password)))) {
       this.o.log('info', 'password rehashed to argon2id', { user_id: user.user_id });
     }
     return { user, token: await this.token(user, adminOnly ? this.o.adminSessionHours : undefined) };
@@ -311,14 +311,14 @@ export class IdentityService {
    * carries its stamp — a revocation landing in between voids both.
    */
   async refresh(claims: { user_id: string; sv?: unknown; iat_ms?: unknown; iat?: unknown }): Promise<string> {
-    const user = this.o.users.byId(claims.user_id);
+    const user = await this.o.users.byId(claims.user_id);
     if (!user || user.status !== 'active') throw unauthorized('no such active user');
     if (user.tokens_valid_after !== null && revoked(claims, user.tokens_valid_after)) throw unauthorized('token revoked');
     return this.token(user);
   }
 
-  me(userId: string): Record<string, unknown> {
-    const user = this.o.users.byId(userId);
+  async me(userId: string): Promise<Record<string, unknown>> {
+    const user = await this.o.users.byId(userId);
     if (!user) throw notFound('no such user');
     return publicUser(user);
   }
@@ -345,7 +345,7 @@ export class IdentityService {
 
   private async changePasswordNow(userId: string, body: Record<string, unknown>): Promise<{ status: string; message: string; token: string }> {
     const current = str(body.current_password, 'current_password', FIELD_MAX.password);
-    const user = this.o.users.byId(userId);
+    const user = await this.o.users.byId(userId);
     if (!user) throw notFound('no such user');
     const next = checkPassword(body.new_password, user.identities.map((i) => i.value_raw), 'new_password');
     if (!user.password_hash || !(await this.o.passwords.verify(user.password_hash, current)).ok) {
@@ -355,27 +355,27 @@ export class IdentityService {
     }
     if (current === next) throw invalid('new_password', 'must differ from the current password');
     await this.revokeTokens(userId, { password_hash: await this.o.passwords.hash(next), must_change_password: false });
-    const fresh = this.o.users.byId(userId);
+    const fresh = await this.o.users.byId(userId);
     if (!fresh) throw notFound('no such user');
     return { status: 'password_changed', message: 'password changed; tokens issued before are no longer valid', token: await this.token(fresh) };
   }
 
-  addIdentity(userId: string, body: Record<string, unknown>): { status: string; verified: boolean } {
-    const user = this.o.users.byId(userId);
+  async addIdentity(userId: string, body: Record<string, unknown>): Promise<{ status: string; verified: boolean }> {
+    const user = await this.o.users.byId(userId);
     if (!user) throw notFound('no such user');
     const input = identityInput(body.identity, 'identity');
     if (user.identities.some((i) => i.type === input.type)) throw invalid('identity.type', `this account has a ${input.type} already`);
     if (body.is_recovery !== undefined && typeof body.is_recovery !== 'boolean') throw invalid('is_recovery', 'must be true or false');
     const id = newIdentity(input.type, input.value, body.is_recovery as boolean | undefined);
-    this.o.users.addIdentity(userId, id);
+    await this.o.users.addIdentity(userId, id);
     return { status: 'added', verified: id.verified };
   }
 
   private async issue(user: UserRecord, kind: 'verify' | 'reset', identity: string): Promise<string> {
-    this.o.users.revokeTokens(user.user_id, kind);
+    await this.o.users.voidOneTimeTokens(user.user_id, kind);
     const token = randomBytes(32).toString('base64url');
     const ttl = kind === 'verify' ? this.o.auth.verify_token_ttl_seconds : this.o.auth.reset_token_ttl_seconds;
-    this.o.users.putToken({ token_hash: sha256(token), user_id: user.user_id, kind, identity, expires_at: Date.now() + ttl * 1000 });
+    await this.o.users.putOneTimeToken({ token_hash: sha256(token), user_id: user.user_id, kind, identity, expires_at: Date.now() + ttl * 1000 });
     return token;
   }
 
@@ -387,7 +387,7 @@ export class IdentityService {
     const input = obj(body.identity, 'identity');
     if (input.type !== 'email') throw invalid('identity.type', 'only email identities are verified by mail');
     const value = normalizeRaw(str(input.value, 'identity.value', FIELD_MAX.identity));
-    const user = this.o.users.byId(userId);
+    const user = await this.o.users.byId(userId);
     if (!user) throw notFound('no such user');
     await this.limit(`verify:user:${userId}`, this.o.auth.forgot_attempts_per_identity);
     const id = user.identities.find((i) => i.type === 'email' && i.value_normalized === normalize(value));
@@ -405,11 +405,11 @@ export class IdentityService {
     return { status: 202, data: { status: 'pending_verification', email_sent: sent } };
   }
 
-  verifyIdentity(body: Record<string, unknown>): { status: string; identity: string } {
+  async verifyIdentity(body: Record<string, unknown>): Promise<{ status: string; identity: string }> {
     const token = str(body.token, 'token', FIELD_MAX.oneTimeToken);
-    const row = this.o.users.takeToken(sha256(token), 'verify');
+    const row = await this.o.users.takeOneTimeToken(sha256(token), 'verify');
     if (!row) throw identityError('INVALID_TOKEN');
-    this.o.users.setVerified(row.user_id, row.identity);
+    await this.o.users.setVerified(row.user_id, row.identity);
     return { status: 'verified', identity: row.identity };
   }
 
@@ -421,7 +421,7 @@ export class IdentityService {
     if (address) await this.limit(`forgot:addr:${addressKey(address)}`, this.o.auth.login_attempts_per_address);
     await this.limit(`forgot:id:${normalized}`, this.o.auth.forgot_attempts_per_identity);
     const answer = { status: 'ok', message: 'if an account has this verified recovery email, a reset link was sent to it' };
-    const user = this.o.users.byIdentity(normalized);
+    const user = await this.o.users.byIdentity(normalized);
     const id = user?.identities.find((i) => i.value_normalized === normalized && i.type === 'email');
     if (!user || !id?.verified || !id.is_recovery || user.status !== 'active' || !this.o.emailer) return answer;
     const token = await this.issue(user, 'reset', normalized);
@@ -436,42 +436,42 @@ export class IdentityService {
     const password = body.new_password;
     if (typeof password !== 'string' || password.length === 0) throw invalid('new_password', 'must be a non-empty string');
     // The password is checked before the token is spent: a refused password does not cost the link.
-    const pending = this.o.users.peekToken(sha256(token), 'reset');
-    const owner = pending && this.o.users.byId(pending.user_id);
+    const pending = await this.o.users.peekOneTimeToken(sha256(token), 'reset');
+    const owner = pending && (await this.o.users.byId(pending.user_id));
     if (!owner) throw identityError('INVALID_TOKEN');
     checkPassword(password, owner.identities.map((i) => i.value_raw), 'new_password');
-    const row = this.o.users.takeToken(sha256(token), 'reset');
-    const user = row && this.o.users.byId(row.user_id);
+    const row = await this.o.users.takeOneTimeToken(sha256(token), 'reset');
+    const user = row && (await this.o.users.byId(row.user_id));
     if (!user) throw identityError('INVALID_TOKEN');
     const hash = await this.o.passwords.hash(password);
-    this.o.users.revokeTokens(user.user_id, 'reset');
+    await this.o.users.voidOneTimeTokens(user.user_id, 'reset');
     await this.revokeTokens(user.user_id, { password_hash: hash, must_change_password: false });
     return { status: 'password_reset', message: 'password reset; log in with the new password' };
   }
 
   // ---- /admin/* ------------------------------------------------------------------
 
-  private byName(name: string): UserRecord {
+  private async byName(name: string): Promise<UserRecord> {
     if (name.length > FIELD_MAX.identity) throw invalid('username', `must be at most ${FIELD_MAX.identity} characters`);
     // By username or email; service accounts (from svc token) have neither: by user id.
-    const user = this.o.users.byIdentity(normalize(name)) ?? this.o.users.byId(name);
+    const user = (await this.o.users.byIdentity(normalize(name))) ?? (await this.o.users.byId(name));
     if (!user) throw notFound(`no user ${name}`);
     return user;
   }
 
-  listUsers(query: URLSearchParams): { users: Record<string, unknown>[]; total: number } {
+  async listUsers(query: URLSearchParams): Promise<{ users: Record<string, unknown>[]; total: number }> {
     const limit = Number(query.get('limit') ?? 50);
     const offset = Number(query.get('offset') ?? 0);
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > 500) throw invalid('limit', 'must be an integer from 1 to 500');
     if (!Number.isSafeInteger(offset) || offset < 0) throw invalid('offset', 'must be a whole number ≥ 0');
     const search = query.get('search') ?? undefined;
     if (search !== undefined && search.length > FIELD_MAX.identity) throw invalid('search', `must be at most ${FIELD_MAX.identity} characters`);
-    const { users, total } = this.o.users.list({ search, limit, offset });
+    const { users, total } = await this.o.users.list({ search, limit, offset });
     return { users: users.map((u) => ({ ...publicUser(u), username: u.identities.find((i) => i.type === 'username')?.value_raw ?? null, protected: u.protected, must_change_password: u.must_change_password })), total };
   }
 
-  getUser(name: string): Record<string, unknown> {
-    const u = this.byName(name);
+  async getUser(name: string): Promise<Record<string, unknown>> {
+    const u = await this.byName(name);
     return { ...publicUser(u), protected: u.protected, must_change_password: u.must_change_password, root_id: u.root_id };
   }
 
@@ -483,7 +483,7 @@ export class IdentityService {
     if (!['user', 'admin'].includes(role)) throw invalid('role', 'must be user or admin');
     const generated = body.password === undefined || body.password === '';
     const password = generated ? randomBytes(12).toString('base64url') : checkPassword(body.password, ids.map((i) => i.value_raw));
-    for (const i of ids) if (this.o.users.byIdentity(i.value_normalized)) throw identityError('IDENTITY_TAKEN', `${i.type} ${i.value_raw} is already used`);
+    for (const i of ids) if (await this.o.users.byIdentity(i.value_normalized)) throw identityError('IDENTITY_TAKEN', `${i.type} ${i.value_raw} is already used`);
     const user = userRecord({
       user_id: randomUUID(),
       role,
@@ -492,14 +492,14 @@ export class IdentityService {
       identities: ids,
       password_hash: await this.o.passwords.hash(password),
     });
-    this.o.users.create(user);
+    await this.o.users.create(user);
     await this.o.createRoot(user.root_id);
     return { user_id: user.user_id, username: username.value, role, ...(generated ? { temporary_password: password } : {}) };
   }
 
   async updateUser(name: string, body: Record<string, unknown>, actorId: string): Promise<Record<string, unknown>> {
-    const u = this.byName(name);
-    const patch: Parameters<UsersStore['update']>[1] = {};
+    const u = await this.byName(name);
+    const patch: UserPatch = {};
     if (body.role !== undefined) {
       if (!['user', 'admin'].includes(body.role as string)) throw invalid('role', 'must be user or admin');
       if (u.protected && body.role !== u.role) throw identityError('PROTECTED_ACCOUNT');
@@ -515,21 +515,21 @@ export class IdentityService {
     if (body.profile !== undefined) patch.profile = { ...checkProfile(body.profile), ...(u.profile.sso ? { sso: u.profile.sso } : {}) };
     // A new role or a disabled account: tokens minted from the old state are void (in the same write).
     if ((patch.role && patch.role !== u.role) || (patch.status && patch.status !== u.status)) await this.revokeTokens(u.user_id, patch);
-    else this.o.users.update(u.user_id, patch);
+    else await this.o.users.update(u.user_id, patch);
     return this.getUser(name);
   }
 
   async deleteUser(name: string, actorId: string): Promise<{ deleted: string; graph_documents_deleted: number | null; graph?: string }> {
-    const u = this.byName(name);
+    const u = await this.byName(name);
     if (u.protected) throw identityError('PROTECTED_ACCOUNT');
     if (u.user_id === actorId) throw invalid('username', 'an admin cannot delete their own account');
-    const mark = this.o.users.delete(u.user_id);
-    await this.o.revocations.broadcast(this.o.system, u.user_id, mark);
+    const mark = await this.o.users.delete(u.user_id);
+    await this.o.revocations.broadcast(u.user_id, mark);
     // Their graph goes too: nodes and edges they own (edges of others reaching them are left, and
     // skipped). Recorded with the deletion: if it does not finish now, the next start finishes it.
     try {
       const documents = await this.o.dropRoot(u.root_id);
-      this.o.users.graphDropped(u.root_id);
+      await this.o.users.graphDropped(u.root_id);
       return { deleted: u.user_id, graph_documents_deleted: documents };
     } catch (error) {
       this.o.log('error', 'deleting a user’s graph failed; it is retried at the next start', { root_id: u.root_id, error: (error as Error).message });
@@ -539,10 +539,10 @@ export class IdentityService {
 
   /** Finish deleting the graphs of deleted users (at start: a deletion cut short goes on). */
   async finishGraphDrops(): Promise<void> {
-    for (const root of this.o.users.pendingGraphDrops()) {
+    for (const root of await this.o.users.pendingGraphDrops()) {
       try {
         const documents = await this.o.dropRoot(root);
-        this.o.users.graphDropped(root);
+        await this.o.users.graphDropped(root);
         this.o.log('info', 'the graph of a deleted user is deleted', { root_id: root, documents });
       } catch (error) {
         this.o.log('error', 'deleting a deleted user’s graph failed again; retried at the next start', { root_id: root, error: (error as Error).message });
@@ -551,7 +551,7 @@ export class IdentityService {
   }
 
   async forcePasswordReset(name: string): Promise<{ status: string }> {
-    const u = this.byName(name);
+    const u = await this.byName(name);
     await this.revokeTokens(u.user_id, { must_change_password: true });
     return { status: 'password_change_required' };
   }

@@ -1,6 +1,8 @@
 /**
  * Errors of the graph model and walker execution. Each has a stable code
  * (listed in docs/errors.md) and the HTTP status a front answers with.
+ * The stores' own (`SVC_ERR_CONFLICT`, `SVC_ERR_STORE`) are in
+ * `actors/anchor/errors.ts`.
  */
 import { SvcError } from '../../kernel/index.ts';
 
@@ -10,11 +12,9 @@ export const GRAPH_ERRORS = {
   SVC_ERR_UNKNOWN_WALKER: { status: 404, message: 'no walker or function of that name' },
   SVC_ERR_INVALID_FIELDS: { status: 400, message: 'fields do not match the declared schema' },
   SVC_ERR_WALKER_FAILED: { status: 500, message: 'the walker or function threw' },
-  SVC_ERR_CONFLICT: { status: 409, message: 'a concurrent writer changed the same anchor' },
   SVC_ERR_NOT_IN_RUN: { status: 500, message: 'graph objects can only change inside a walker run' },
   SVC_ERR_DESTROYED: { status: 409, message: 'the node or edge was destroyed' },
   SVC_ERR_BAD_ARCHETYPE: { status: 500, message: 'a node, edge or walker class is declared wrongly' },
-  SVC_ERR_STORE: { status: 500, message: 'the anchor store failed' },
   SVC_ERR_WALKER_TIMEOUT: { status: 504, message: 'the walker ran past its deadline; its changes were dropped' },
 } as const;
 

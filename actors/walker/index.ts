@@ -11,6 +11,8 @@ export { entry, exit, abilitiesOf } from './abilities.ts';
 export { fn, restspec, isFunctionDef, HTTPMethod, APIProtocol } from './fn.ts';
 export type { FunctionDef, FnContext, Caller, RestSpec, Access as EndpointAccess } from './fn.ts';
 export { Registry, typeName } from './registry.ts';
+export { HookDispatcher, HookRefusal, fillRequestFields } from './hooks.ts';
+export type { HookRequest, HookSpawn } from './hooks.ts';
 export { WalkerRun } from './run.ts';
 export type { RunHost, RunChanges } from './run.ts';
 export { Transaction } from './transaction.ts';

@@ -25,6 +25,8 @@ export interface RunHost extends AnchorHome {
   readonly registry: Registry;
   /** An owned anchor held in memory. */
   resident(id: string): Anchor | undefined;
+  /** The root held in memory; throws the store's error when it is not (it could not be loaded). */
+  residentRoot(): Anchor;
   /**
    * Load anchors not in memory. Owned ones become resident; foreign ones
    * come back as copies for this run only. Missing ids are absent from the map.
@@ -112,9 +114,7 @@ export class WalkerRun implements GraphRun, AnchorHome {
   }
 
   private rootView(): Root {
-    const root = this.host.resident(this.host.rootId);
-    if (!root) throw graphError('SVC_ERR_STORE', 'the caller’s root is not loaded');
-    return viewOf<Root>(root);
+    return viewOf<Root>(this.host.residentRoot());
   }
 
   // ---- running walkers and functions ---------------------------------------

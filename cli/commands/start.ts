@@ -16,7 +16,7 @@ import { freePort } from '../ports.ts';
 import { jwtSecret, SecretError } from '../secrets.ts';
 import { DataLockError, lockDataFolder } from '../data-lock.ts';
 import { dataPaths } from '../paths.ts';
-import { bootstrapAccounts, Passwords, ThreadHasher, UsersStore } from '../../actors/identity/index.ts';
+import { bootstrapAccounts, openUsersRepository, Passwords, ThreadHasher } from '../../actors/identity/index.ts';
 import type { HttpControl, RouteSummary, ServeBoot } from '../serve-worker.ts';
 
 export interface StartFlags {
@@ -121,7 +121,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   // Syntax errors surface here, with file and line.
   await compileWorker(SERVE_WORKER, entry);
 
-  const { dataDir, storePath, usersPath } = dataPaths(projectRoot, config);
+  const { dataDir, storePath, usersPath, docdbUri, backend, sqliteFiles } = dataPaths(projectRoot, config);
   const boot = (extra: Partial<ServeBoot>): ServeBoot => ({
     faux: false,
     moduleName,
@@ -148,14 +148,15 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     return;
   }
 
+  // Each worker thread opens the stores itself: a store inside one thread would split the data between them.
+  if (backend === 'memory' || storePath === ':memory:') throw new StartError('[scale.database] docdb_uri: memory stores live inside one thread (for tests); svc start needs a shared store (leave docdb_uri empty for SQLite in the data folder)');
   // One serving process per data folder (the graph store and the users store), for the life of this process.
-  lockDataFolder(storePath);
-  lockDataFolder(usersPath);
+  for (const file of sqliteFiles) lockDataFolder(file);
   const secret = jwtSecret({ configured: config['scale.jwt'].secret, production, projectRoot });
   // Password hashing for the whole process: a few low-priority threads, served to the workers.
   const hasher = new ThreadHasher({ threads: config['scale.auth'].hash_concurrency, nice: config['scale.auth'].hash_nice });
   // The guest and the bootstrap admin, once, before any worker serves.
-  const users = UsersStore.open(usersPath);
+  const users = await openUsersRepository(docdbUri, { path: usersPath, baseDir: projectRoot });
   try {
     await bootstrapAccounts({
       users,
@@ -165,7 +166,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
       say,
     });
   } finally {
-    users.close();
+    await users.close();
   }
   const host = server.host;
   const chosen = await freePort(host, server.port);
@@ -187,7 +188,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   let current = await launch();
   const routes = (await current.pool.system.refFromAddress({ node: 'w1', path: '/user/http' }).ask({ t: 'describe' } satisfies HttpControl)) as RouteSummary[];
   say(`svc: ${routes.length} endpoints from ${relative(process.cwd(), entry) || entry}`);
-  say(`svc: store sqlite at ${relative(process.cwd(), storePath) || storePath}; jwt: ${secret.source}`);
+  say(`svc: store ${backend === 'sqlite' ? `sqlite at ${relative(process.cwd(), storePath) || storePath}` : backend}; jwt: ${secret.source}`);
   say(`svc: ${workers} worker thread${workers === 1 ? '' : 's'}, transport ${transport === 'uws' ? 'uWebSockets.js' : 'node:http'}${production ? ', production' : ''}${flags.dev ? ', dev (reloading on change)' : ''}`);
   say(`Server ready at http://${host}:${chosen}`);
 

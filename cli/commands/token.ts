@@ -7,15 +7,14 @@
  * refuses tokens of users that do not exist).
  */
 import { dirname, resolve } from 'node:path';
-import { serviceAccount, UsersStore, type Role } from '../../actors/identity/index.ts';
-import { JwtVerifier } from '../../transports/http/index.ts';
+import { JwtVerifier, openUsersRepository, serviceAccount, type Role } from '../../actors/identity/index.ts';
 import { ConfigError, loadConfig } from '../config.ts';
 import { dataPaths } from '../paths.ts';
 import { jwtSecret, SecretError } from '../secrets.ts';
 
 class TokenError extends Error {}
 
-export function token(idOrName: string, entry: string | undefined, flags: { role?: string; days?: number | string; profile?: string }): void {
+export async function token(idOrName: string, entry: string | undefined, flags: { role?: string; days?: number | string; profile?: string }): Promise<void> {
   try {
     const projectRoot = dirname(resolve(entry ?? 'main.ts'));
     const { config } = loadConfig({ dir: projectRoot, profile: flags.profile, env: process.env });
@@ -26,12 +25,13 @@ export function token(idOrName: string, entry: string | undefined, flags: { role
     if (days > max) throw new TokenError(`--days ${days} is longer than [scale.jwt] max_token_days (${max}): the server would refuse the token`);
     if (flags.role !== undefined && !['user', 'admin'].includes(flags.role)) throw new TokenError(`--role must be user or admin, got ${JSON.stringify(flags.role)}`);
     const { secret } = jwtSecret({ configured: config['scale.jwt'].secret, production, projectRoot });
-    const users = UsersStore.open(dataPaths(projectRoot, config).usersPath);
+    const paths = dataPaths(projectRoot, config);
+    const users = await openUsersRepository(paths.docdbUri, { path: paths.usersPath, baseDir: projectRoot });
     let claims: { user_id: string; role: string; sv: number; pwd_change?: boolean };
     try {
-      let account: ReturnType<typeof serviceAccount>;
+      let account: Awaited<ReturnType<typeof serviceAccount>>;
       try {
-        account = serviceAccount(users, idOrName, (flags.role ?? 'user') as Role);
+        account = await serviceAccount(users, idOrName, (flags.role ?? 'user') as Role);
       } catch (error) {
         throw new TokenError((error as Error).message);
       }
@@ -43,7 +43,7 @@ export function token(idOrName: string, entry: string | undefined, flags: { role
       claims = { user_id: user.user_id, role: user.role, sv: user.tokens_valid_after ?? 0 };
       if (user.must_change_password) claims.pwd_change = true;
     } finally {
-      users.close();
+      await users.close();
     }
     // An admin's token lives no longer than an admin session, however it was obtained.
     const adminDays = config['scale.admin'].session_expiry_hours / 24;

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { SignJWT } from 'jose';
-import { serviceAccount, UsersStore, type Role } from 'svc/actors/identity';
+import { serviceAccount, SqliteUsersRepository, type Role } from 'svc/actors/identity';
 
 export const TEST_SECRET = 'test-secret-test-secret-test-secret-0123456789';
 const BIN = new URL('../../bin/svc.mjs', import.meta.url).pathname;
@@ -104,11 +104,11 @@ export async function tokenFor(
   options: { role?: string; expiresIn?: string | number; secret?: string; alg?: string; server?: { dataDir: string } } = {},
 ): Promise<string> {
   if (options.server) {
-    const users = UsersStore.open(join(options.server.dataDir, 'users.db'));
+    const users = SqliteUsersRepository.open(join(options.server.dataDir, 'users.db'));
     try {
-      userId = serviceAccount(users, userId, (options.role ?? 'user') as Role).user.user_id;
+      userId = (await serviceAccount(users, userId, (options.role ?? 'user') as Role)).user.user_id;
     } finally {
-      users.close();
+      await users.close();
     }
   }
   return new SignJWT({ user_id: userId, role: options.role ?? 'user' })

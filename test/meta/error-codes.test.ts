@@ -2,6 +2,7 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { KERNEL_ERRORS } from 'svc/kernel';
 import { GRAPH_ERRORS } from 'svc/actors/walker';
+import { STORE_ERRORS } from 'svc/actors/anchor';
 import { HTTP_ERRORS } from 'svc/transports/http';
 import { IDENTITY_ERRORS } from 'svc/actors/identity';
 
@@ -16,7 +17,7 @@ function documented(): Map<string, number> {
 
 t.test('every kernel error code is documented with its status', async (t) => {
   const rows = documented();
-  for (const [code, { status }] of Object.entries({ ...KERNEL_ERRORS, ...GRAPH_ERRORS, ...HTTP_ERRORS, ...IDENTITY_ERRORS })) {
+  for (const [code, { status }] of Object.entries({ ...KERNEL_ERRORS, ...GRAPH_ERRORS, ...STORE_ERRORS, ...HTTP_ERRORS, ...IDENTITY_ERRORS })) {
     t.equal(rows.get(code), status, `${code} documented as ${status}`);
   }
 });
@@ -33,7 +34,12 @@ t.test('identity codes do not redefine wire codes', async (t) => {
 });
 
 t.test('codes follow the SVC_ERR_ convention', async (t) => {
-  for (const code of Object.keys({ ...KERNEL_ERRORS, ...GRAPH_ERRORS })) t.match(code, /^SVC_ERR_[A-Z_]+$/);
-  const kernel = new Set(Object.keys(KERNEL_ERRORS));
-  for (const code of Object.keys(GRAPH_ERRORS)) t.notOk(kernel.has(code), `${code} is defined once`);
+  for (const code of Object.keys({ ...KERNEL_ERRORS, ...GRAPH_ERRORS, ...STORE_ERRORS })) t.match(code, /^SVC_ERR_[A-Z_]+$/);
+  const seen = new Set<string>();
+  for (const catalogue of [KERNEL_ERRORS, GRAPH_ERRORS, STORE_ERRORS]) {
+    for (const code of Object.keys(catalogue)) {
+      t.notOk(seen.has(code), `${code} is defined once`);
+      seen.add(code);
+    }
+  }
 });

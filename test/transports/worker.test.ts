@@ -1,5 +1,5 @@
 import t from 'tap';
-import { fromReceive, type ActorRef } from 'svc/kernel';
+import { fromReceive, threadOf, type ActorRef } from 'svc/kernel';
 import { WorkerPool } from 'svc/transports/worker';
 import { defineKinds } from './fixtures/worker-actors.ts';
 import { Latch } from '../helpers/latch.ts';
@@ -80,7 +80,7 @@ t.test('a virtual actor is activated once across threads, where placement puts i
 
 t.test('a worker that dies mid-ask: pending asks fail promptly with SVC_ERR_NODE_DOWN', async (t) => {
   const exits: [string, number][] = [];
-  const pool = await WorkerPool.start({ size: 2, module: fixture, system: { askTimeoutMs: 60_000 }, onExit: (n, c) => exits.push([n, c]) });
+  const pool = await WorkerPool.start({ size: 2, module: fixture, system: { askTimeoutMs: 60_000 }, onExit: (n, c) => exits.push([threadOf(n), c]) });
   t.teardown(() => pool.close());
   const arrived = new Latch();
   const notify = pool.system.spawn(fromReceive(() => arrived.hit()), 'notify');
@@ -94,7 +94,7 @@ t.test('a worker that dies mid-ask: pending asks fail promptly with SVC_ERR_NODE
   await failed;
   t.ok(performance.now() - started < 10_000, 'well before the 60 s timeout');
   t.same(exits, [['w2', 3]]);
-  t.same(pool.transport.nodes(), ['main', 'w1']);
+  t.same(pool.transport.nodes().map(threadOf), ['main', 'w1']);
   t.equal(await on(pool, 'w1', 'whoami').ask('?'), 'w1', 'the other worker keeps serving');
   await t.rejects(on(pool, 'w2', 'echo').ask('?'), { code: 'SVC_ERR_NODE_DOWN' });
   t.notOk(on(pool, 'w2', 'echo').tell('?'), 'tells to a dead node are refused');
@@ -102,4 +102,56 @@ t.test('a worker that dies mid-ask: pending asks fail promptly with SVC_ERR_NODE
 
 t.test('a worker whose setup fails makes start fail with the error', async (t) => {
   await t.rejects(WorkerPool.start({ size: 1, module: new URL('./fixtures/no-setup.ts', import.meta.url) }), { message: /exports no setup function/ });
+});
+
+t.test('node ids carry the process; short thread names are aliases in this process', async (t) => {
+  const pool = await WorkerPool.start({ size: 2, module: fixture, processId: 'proc7' });
+  t.teardown(() => pool.close());
+  t.same(pool.workers, ['proc7/w1', 'proc7/w2']);
+  t.equal(pool.system.nodeId, 'proc7/main');
+  t.same(pool.transport.nodes(), ['proc7/main', 'proc7/w1', 'proc7/w2']);
+  t.equal(await on(pool, 'proc7/w2', 'whoami').ask('?'), 'w2');
+  t.equal(await on(pool, 'w2', 'whoami').ask('?'), 'w2', 'the short name reaches the same thread');
+  t.equal(on(pool, 'w1', 'echo').path, 'proc7/w1:/user/echo');
+});
+
+t.test('a worker that dies is replaced under its node id and takes its virtual actors back', async (t) => {
+  const exits: string[] = [];
+  const replaced: string[] = [];
+  const back = new Latch();
+  const pool = await WorkerPool.start({
+    size: 3,
+    module: fixture,
+    replace: true,
+    onExit: (n) => exits.push(threadOf(n)),
+    onReplaced: (n, error) => {
+      replaced.push(error ? `failed ${String(error)}` : threadOf(n));
+      back.hit();
+    },
+  });
+  t.teardown(() => pool.close());
+  defineKinds(pool.system);
+  // Keys spread over the three workers; find one that w2 hosts.
+  const homes = new Map<string, string>();
+  for (let i = 0; i < 60; i++) homes.set(`k${i}`, (await pool.system.activate<{ type: string }, string>('counter', `k${i}`).ask({ type: 'where' })) as string);
+  const onW2 = [...homes].filter(([, home]) => home === 'w2').map(([k]) => k);
+  t.ok(onW2.length > 5 && onW2.length < 40, `w2 hosts a share (${onW2.length} of 60)`);
+  await pool.kill('w2');
+  t.same(exits, ['w2']);
+  // While w2 is down its keys live elsewhere, and only its keys moved (rendezvous hashing).
+  for (const [key, home] of homes) {
+    const now = (await pool.system.activate<{ type: string }, string>('counter', key).ask({ type: 'where' })) as string;
+    if (home === 'w2') t.not(now, 'w2', `${key} moved off the dead thread`);
+    else t.equal(now, home, `${key} stayed on ${home}`);
+  }
+  await back.wait(1);
+  t.same(replaced, ['w2']);
+  t.same(pool.transport.nodes().map(threadOf), ['main', 'w1', 'w2', 'w3']);
+  t.equal(await on(pool, 'w2', 'whoami').ask('?'), 'w2', 'the new thread answers under the old name');
+  // Everyone sends w2's keys to w2 again — from main and from the other workers.
+  for (const key of onW2) {
+    t.equal(await pool.system.activate<{ type: string }, string>('counter', key).ask({ type: 'where' }), 'w2', `${key} is back on w2`);
+    t.equal(await on(pool, 'w1', 'relay').ask({ target: pool.system.activate('counter', key), msg: { type: 'where' } }), 'w2', `w1 sends ${key} to w2`);
+    t.equal(await on(pool, 'w3', 'relay').ask({ target: pool.system.activate('counter', key), msg: { type: 'where' } }), 'w2', `w3 sends ${key} to w2`);
+  }
 });

@@ -28,21 +28,6 @@ export function plainAddress(address: string): string {
   return a;
 }
 
-/**
- * The key per-address limits count under: an IPv4 address, or an IPv6 /64 (one
- * client usually holds a whole /64, so single IPv6 addresses are free to rotate).
- */
-export function addressKey(address: string): string {
-  if (isIP(address) !== 6) return address;
-  const groups = new SocketAddress({ address, family: 'ipv6' }).address;
-  // Expand `::` to the missing zero groups, keep the first four.
-  const [head = '', tail = ''] = groups.split('::');
-  const left = head ? head.split(':') : [];
-  const right = groups.includes('::') ? (tail ? tail.split(':') : []) : [];
-  const full = groups.includes('::') ? [...left, ...Array(8 - left.length - right.length).fill('0'), ...right] : left;
-  return `${full.slice(0, 4).map((g) => g.replace(/^0+(?=.)/, '')).join(':')}::/64`;
-}
-
 /** Which forwarding header trusted proxies set (`[scale.server] trusted_proxy_header`). */
 export type ForwardingHeader = 'x-forwarded-for' | 'forwarded';
 

@@ -54,6 +54,18 @@ export function httpError(code: HttpErrorCode, message?: string, details?: unkno
   return new HttpError(HTTP_ERRORS[code].status, body);
 }
 
+/**
+ * A token refused by identity (an `UNAUTHORIZED` SvcError) as the plain 401
+ * the front answers: its message, never a stack, even in `--dev`. Other
+ * errors are returned as they are.
+ *
+ * @example
+ * try { auth.authenticate(token) } catch (e) { throw unauthorizedAsHttp(e) }
+ */
+export function unauthorizedAsHttp(error: unknown): unknown {
+  return error instanceof SvcError && error.code === 'UNAUTHORIZED' ? httpError('UNAUTHORIZED', error.message) : error;
+}
+
 /** Codes of the graph and kernel that become a seed code on the wire. */
 const MAPPED: Record<string, HttpErrorCode> = {
   SVC_ERR_INVALID_FIELDS: 'VALIDATION_ERROR',

@@ -4,21 +4,18 @@
  * sockets — the uWebSockets.js and node:http servers both hand it an
  * {@link HttpRequest} and write back the {@link HttpResponse}.
  */
-import { STATUS_CODES } from 'node:http';
 import type { TSchema } from 'typebox';
 import type { Graph } from '../../actors/anchor/index.ts';
-import { rootIdFor } from '../../actors/identity/index.ts';
-import { type Caller, type Registry, Root, walkerInfo } from '../../actors/walker/index.ts';
+import { type Authenticated, type Authenticator, bearer, type Claims } from '../../actors/identity/index.ts';
+import { type Caller, fillRequestFields, HookDispatcher, HookRefusal, type Registry, Root } from '../../actors/walker/index.ts';
 import type { Docs } from './docs.ts';
 import { failure, newRequestId, success, successJson } from './envelope.ts';
-import { httpError, HttpError, toHttpError } from './errors.ts';
-import type { JwtVerifier } from './jwt.ts';
+import { httpError, HttpError, toHttpError, unauthorizedAsHttp } from './errors.ts';
 import { collectFields, jsonBody } from './params.ts';
 import { type EndpointRoute, parseTemplate, Router } from './router.ts';
 import type { StaticFiles } from './static.ts';
 import type { ClientAddresses } from './client-address.ts';
 import type { BuiltinRoute, HttpRequest, HttpResponse } from './types.ts';
-import type { Claims } from './jwt.ts';
 
 /** One access-log line. */
 export interface AccessEntry {
@@ -37,7 +34,10 @@ export interface FrontOptions {
   graph: Graph;
   registry: Registry;
   routes: EndpointRoute[];
-  jwt: JwtVerifier;
+  /** Turns a bearer token into a caller (identity's, shared with the WebSocket hub). */
+  auth: Authenticator;
+  /** Hook walkers (shared with the WebSocket hub); by default built from the registry, run on the graph. */
+  hooks?: HookDispatcher;
   openapi: Record<string, unknown>;
   docs: Docs | undefined;
   statics: StaticFiles | undefined;
@@ -76,17 +76,15 @@ export class Front {
   private ready = false;
   private draining = false;
   private readonly builtins = new Map<string, () => HttpResponse>();
-  private readonly hooks: [string, ReturnType<Registry['hooks']>[number][1]][];
+  private readonly hooks: HookDispatcher;
   private readonly builtinRouter: Router<{ method: string; template: string; pathParams: string[]; segments: (string | null)[]; route: BuiltinRoute }>;
   /** Paths whose handlers read the client address (servers fill it for these only). */
   readonly addressPaths: Set<string>;
 
   constructor(private readonly o: FrontOptions) {
     this.router = new Router(o.routes);
-    this.hooks = o.registry.hooks();
-    const wantsAll =
-      o.routes.some((r) => 'headers' in (r.schema.properties ?? {})) ||
-      this.hooks.some(([, cls]) => walkerInfo(cls).fields.includes('headers'));
+    this.hooks = o.hooks ?? new HookDispatcher(o.registry, (walker, fields, options) => o.graph.spawn(walker, fields, options), { timeoutMs: o.requestTimeoutMs });
+    const wantsAll = o.routes.some((r) => 'headers' in (r.schema.properties ?? {})) || this.hooks.wantsHeaders;
     this.headerNames = wantsAll ? 'all' : FRONT_HEADERS;
     this.builtinRouter = new Router(
       (o.builtinRoutes ?? []).map((route) => {
@@ -186,7 +184,7 @@ export class Front {
     const { route, params } = match;
     setRoute(route.template);
     // Hooks run first, whatever the endpoint's access: on the caller's graph when the token is good, else the guest's.
-    if (this.hooks.length) await this.runHooks(req, this.softCaller(req));
+    if (this.hooks.active) await this.runHooks(req);
     const caller = this.authenticate(req, route);
     const { fields, at } = collectFields(route, req, params);
     fillRequestFields(route.schema.properties as Record<string, TSchema>, fields, req);
@@ -208,12 +206,12 @@ export class Front {
     let claims: Claims | undefined;
     let token = '';
     if (route.auth !== 'none') {
-      const header = req.headers.authorization;
-      const m = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-      if (!m) throw httpError('UNAUTHORIZED', `${req.method} ${route.path} needs a bearer token`);
-      token = m[1] as string;
-      claims = this.o.jwt.verify(token);
-      if (claims.pwd_change === true && !route.duringPasswordChange) throw passwordChangeRequired();
+      const given = bearer(req.headers.authorization);
+      if (given === undefined) throw httpError('UNAUTHORIZED', `${req.method} ${route.path} needs a bearer token`);
+      token = given;
+      const who = this.verify(token);
+      claims = who.claims;
+      if (who.mustChangePassword && !route.duringPasswordChange) throw passwordChangeRequired();
       if (route.auth === 'admin' && claims.role !== 'admin') throw httpError('FORBIDDEN', 'admins only');
     }
     if (route.needsAddress && this.o.clientAddresses) req.remoteAddress = this.o.clientAddresses.of(req.remoteAddress, req.headers);
@@ -237,13 +235,20 @@ export class Front {
       if (route.access === 'pub') return { rootId: Root.SHARED_ID };
       throw httpError('UNAUTHORIZED', `${route.kind} ${route.name} needs a bearer token`);
     }
-    const m = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!m) throw httpError('UNAUTHORIZED', 'the Authorization header must be "Bearer <token>"');
-    const claims = this.o.jwt.verify(m[1] as string);
-    if (claims.pwd_change === true) throw passwordChangeRequired();
-    const caller: Caller = { userId: claims.user_id, rootId: rootIdFor(claims.user_id) };
-    if (typeof claims.role === 'string') caller.role = claims.role;
-    return caller;
+    const token = bearer(header);
+    if (token === undefined) throw httpError('UNAUTHORIZED', 'the Authorization header must be "Bearer <token>"');
+    const who = this.verify(token);
+    if (who.mustChangePassword) throw passwordChangeRequired();
+    return who.caller;
+  }
+
+  /** Identity's verdict on a token; a bad one is the 401 the front has always answered. */
+  private verify(token: string): Authenticated {
+    try {
+      return this.o.auth.authenticate(token);
+    } catch (error) {
+      throw unauthorizedAsHttp(error);
+    }
   }
 
   /** The caller if the request carries a good token, the guest otherwise (for hooks). */
@@ -255,24 +260,12 @@ export class Front {
     }
   }
 
-  /** Hook walkers (`_Name`) run before the route; a report with a status ≥ 400 ends the request. */
-  private async runHooks(req: HttpRequest, caller: Caller): Promise<void> {
-    for (const [name, cls] of this.hooks) {
-      const fields: Record<string, unknown> = {};
-      fillRequestFields(walkerInfo(cls).schema.properties as Record<string, TSchema>, fields, req);
-      const { reports } = await this.o.graph.spawn(name, fields, { caller, timeoutMs: this.o.requestTimeoutMs });
-      for (const r of reports) {
-        if (typeof r !== 'object' || r === null) continue;
-        const status = (r as { status?: unknown }).status;
-        if (typeof status !== 'number' || !Number.isInteger(status) || status < 400 || status > 599) continue;
-        const { code, message, details } = r as { code?: unknown; message?: unknown; details?: unknown };
-        const body = {
-          code: typeof code === 'string' ? code : (STATUS_CODES[status] ?? 'ERROR').toUpperCase().replace(/[^A-Z]+/g, '_'),
-          message: typeof message === 'string' ? message : (STATUS_CODES[status] ?? 'error'),
-          ...(details === undefined ? {} : { details }),
-        };
-        throw new HttpError(status, body);
-      }
+  /** Hook walkers (`_Name`) run before the route; a refusal ends the request with its status and error body. */
+  private async runHooks(req: HttpRequest): Promise<void> {
+    try {
+      await this.hooks.run(req, this.softCaller(req));
+    } catch (error) {
+      throw error instanceof HookRefusal ? new HttpError(error.status, error.body) : error;
     }
   }
 }
@@ -292,24 +285,6 @@ function decodeParams(raw: Record<string, string>): Record<string, string> | und
 
 function passwordChangeRequired(): HttpError {
   return new HttpError(403, { code: 'PASSWORD_CHANGE_REQUIRED', message: 'change the password first (PUT /user/password)' });
-}
-
-/**
- * A walker or function that declares `headers` gets the request headers
- * (lower-case names); one that declares `request` gets `{method, path}`, and
- * `query` and the raw `body` text when its schema asks for them (webhook
- * signatures are computed over the raw body).
- */
-function fillRequestFields(props: Record<string, TSchema>, fields: Record<string, unknown>, req: HttpRequest): void {
-  if (props.headers) fields.headers = req.headers;
-  const request = props.request as { properties?: Record<string, unknown> } | undefined;
-  if (request) {
-    const wanted = request.properties ?? {};
-    const value: Record<string, unknown> = { method: req.method, path: req.path };
-    if ('query' in wanted) value.query = req.query;
-    if ('body' in wanted) value.body = req.body.toString('utf8');
-    fields.request = value;
-  }
 }
 
 function preflight(req: HttpRequest): HttpResponse {

@@ -1,13 +1,13 @@
 /**
- * The HTTP front: generated endpoints, the envelope, JWT checks, OpenAPI and
- * docs, static files, over uWebSockets.js or node:http.
+ * The HTTP front: generated endpoints, the envelope, the identity routes and
+ * admin portal, OpenAPI and docs, static files, over uWebSockets.js or
+ * node:http.
  */
 export { Front } from './front.ts';
 export type { FrontOptions, AccessEntry } from './front.ts';
 export { buildRoutes, Router } from './router.ts';
 export type { EndpointRoute } from './router.ts';
-export { JwtVerifier, isHmacAlgorithm, revoked } from './jwt.ts';
-export type { Claims, RevocationList, HmacAlgorithm } from './jwt.ts';
+export { identityRoutes } from './identity-routes.ts';
 export { HTTP_ERRORS, httpError, HttpError, toHttpError } from './errors.ts';
 export type { ErrorBody, HttpErrorCode } from './errors.ts';
 export { openApiDocument } from './openapi.ts';
@@ -17,7 +17,7 @@ export { StaticFiles } from './static.ts';
 export { listenUws, loadUws } from './uws-server.ts';
 export { listenNode } from './node-server.ts';
 export { AcceptGuard, openFileLimit, openDescriptors } from './accept-guard.ts';
-export { ClientAddresses, TrustedProxyError, addressKey, plainAddress } from './client-address.ts';
+export { ClientAddresses, TrustedProxyError, plainAddress } from './client-address.ts';
 export type { ForwardingHeader } from './client-address.ts';
 export type { HttpServer, ListenOptions } from './server.ts';
 export type { HttpRequest, HttpResponse, BuiltinRoute, BuiltinContext, BuiltinResult } from './types.ts';

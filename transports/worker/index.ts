@@ -7,6 +7,6 @@ export type { WorkerPoolOptions } from './pool.ts';
 export { ThreadTransport } from './thread-transport.ts';
 export { PortLink } from './port-link.ts';
 export type { PortLike } from './port-link.ts';
-export { encodeFrames, decodeFrames } from './codec.ts';
+export { encodeFrames, decodeFrames } from '../codec/index.ts';
 export type { WorkerSetup } from './protocol.ts';
 export { compileWorker, forgetBuilds } from './compile.ts';

@@ -2,8 +2,14 @@
  * The main thread's side: start N worker threads, each with its own actor
  * system, mesh them (a MessagePort between every pair), and watch them. A
  * thread that dies is marked down everywhere at once, so asks pending on it
- * fail with `SVC_ERR_NODE_DOWN` instead of hanging.
+ * fail with `SVC_ERR_NODE_DOWN` instead of hanging; with `replace`, a new
+ * thread takes its node id and, once ready, its share of actors back.
+ *
+ * Node ids carry the process: `<process>/main`, `<process>/w1`… The thread
+ * part alone (`main`, `w1`) is accepted wherever a node is named in this
+ * process (`refFromAddress({ node: 'w1', … })`, `kill('w1')`).
  */
+import { randomBytes } from 'node:crypto';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { ActorSystem, decodeError, type SystemOptions } from '../../kernel/index.ts';
 import { compileWorker } from './compile.ts';
@@ -25,8 +31,19 @@ export interface WorkerPoolOptions {
   onExit?: (node: string, code: number) => void;
   /** Called with the main thread's system before any worker starts (to spawn actors the workers use from their setup on). */
   onSystem?: (system: ActorSystem) => void;
-  /** Node ids: `main`, then `${prefix}1..N` (default prefix `w`). */
+  /** Thread names: `main`, then `${prefix}1..N` (default prefix `w`). */
   prefix?: string;
+  /** The process part of node ids (default: a random id, unique enough across hosts). */
+  processId?: string;
+  /**
+   * Start a new thread under the same node id when one exits on its own (default
+   * false). At most `maxRestarts` (default 5) per minute per node; past that the
+   * node stays down.
+   */
+  replace?: boolean;
+  maxRestarts?: number;
+  /** A replacement thread is serving (or failed to start: `error`). */
+  onReplaced?: (node: string, error?: unknown) => void;
 }
 
 /**
@@ -40,22 +57,34 @@ export class WorkerPool {
   readonly transport: ThreadTransport;
   /** Worker node ids, in order. */
   readonly workers: readonly string[];
+  /** The main thread's node id. */
+  readonly main: string;
   private readonly threads = new Map<string, Worker>();
   private readonly exited = new Map<string, Promise<number>>();
+  private readonly restarts = new Map<string, number[]>();
   private closing = false;
+  private entry = '';
+  private execArgv: string[] = [];
 
-  private constructor(transport: ThreadTransport, workers: string[], options: WorkerPoolOptions) {
+  private constructor(
+    transport: ThreadTransport,
+    workers: string[],
+    private readonly options: WorkerPoolOptions,
+  ) {
     this.transport = transport;
     this.workers = workers;
+    this.main = transport.nodeId;
     this.system = new ActorSystem({ ...options.system, transport });
   }
 
   /** Start the workers; resolves once every one has run its setup. */
   static async start(options: WorkerPoolOptions): Promise<WorkerPool> {
     const prefix = options.prefix ?? 'w';
-    const workers = Array.from({ length: options.size }, (_, i) => `${prefix}${i + 1}`);
-    const nodes = ['main', ...workers];
-    const transport = new ThreadTransport('main', nodes);
+    const processId = options.processId ?? randomBytes(3).toString('hex');
+    const workers = Array.from({ length: options.size }, (_, i) => `${processId}/${prefix}${i + 1}`);
+    const main = `${processId}/main`;
+    const nodes = [main, ...workers];
+    const transport = new ThreadTransport(main, nodes);
     const pool = new WorkerPool(transport, workers, options);
     options.onSystem?.(pool.system);
 
@@ -70,28 +99,15 @@ export class WorkerPool {
       }
     }
     const module = options.module instanceof URL ? options.module.href : options.module;
-    const entry = await compileWorker(module, options.app instanceof URL ? options.app.href : options.app);
+    pool.entry = await compileWorker(module, options.app instanceof URL ? options.app.href : options.app);
     // Loader flags of this process (tsx) are of no use in a worker running plain JavaScript.
     // Per-process V8 flags (--expose-gc) are refused in a worker's execArgv: workers learn of them from the environment.
-    const execArgv = withoutTsx(process.execArgv)
+    pool.execArgv = withoutTsx(process.execArgv)
       .filter((a) => !/^--expose[-_]gc$/.test(a))
       .concat('--enable-source-maps');
     if (typeof (globalThis as { gc?: unknown }).gc === 'function') process.env.SVC_EXPOSE_GC = '1';
     const ready: Promise<void>[] = [];
-    for (const node of workers) {
-      const ports = peers.get(node) as Record<string, MessagePort>;
-      const boot: WorkerBoot = {
-        nodeId: node,
-        nodes,
-        module,
-        data: options.data,
-        peers: ports,
-        system: { askTimeoutMs: options.system?.askTimeoutMs, stopTimeoutMs: options.system?.stopTimeoutMs },
-      };
-      const worker = new Worker(entry, { workerData: boot, transferList: Object.values(ports), execArgv });
-      pool.threads.set(node, worker);
-      ready.push(pool.watch(node, worker, options));
-    }
+    for (const node of workers) ready.push(pool.launch(node, nodes, peers.get(node) as Record<string, MessagePort>));
     try {
       await Promise.all(ready);
     } catch (error) {
@@ -101,7 +117,24 @@ export class WorkerPool {
     return pool;
   }
 
-  private watch(node: string, worker: Worker, options: WorkerPoolOptions): Promise<void> {
+  /** Start the thread of `node`, linked to the main thread and to `peers`; resolves once it is ready. */
+  private launch(node: string, nodes: readonly string[], peers: Record<string, MessagePort>): Promise<void> {
+    const options = this.options;
+    const boot: WorkerBoot = {
+      nodeId: node,
+      main: this.main,
+      nodes: [...nodes],
+      module: options.module instanceof URL ? options.module.href : options.module,
+      data: options.data,
+      peers,
+      system: { askTimeoutMs: options.system?.askTimeoutMs, stopTimeoutMs: options.system?.stopTimeoutMs },
+    };
+    const worker = new Worker(this.entry, { workerData: boot, transferList: Object.values(peers), execArgv: this.execArgv });
+    this.threads.set(node, worker);
+    return this.watch(node, worker);
+  }
+
+  private watch(node: string, worker: Worker): Promise<void> {
     return new Promise((resolve, reject) => {
       let started = false;
       const control = (msg: unknown): void => {
@@ -114,7 +147,10 @@ export class WorkerPool {
         }
       };
       this.transport.addPeer(node, worker, control);
+      let isGone = false;
       const gone = (): void => {
+        if (isGone) return;
+        isGone = true;
         this.transport.markDown(node);
         for (const [other, thread] of this.threads) {
           if (other !== node) thread.postMessage({ ctl: 'down', node } satisfies Control);
@@ -130,7 +166,10 @@ export class WorkerPool {
           worker.once('exit', (code) => {
             gone();
             if (!started) reject(new Error(`worker ${node} exited with code ${code} before it was ready`));
-            if (!this.closing) options.onExit?.(node, code);
+            if (!this.closing) {
+              this.options.onExit?.(node, code);
+              if (started && this.options.replace && this.threads.get(node) === worker) this.replace(node);
+            }
             done(code);
           }),
         ),
@@ -138,15 +177,45 @@ export class WorkerPool {
     });
   }
 
+  /** A new thread for a node that died: meshed with the live threads, up once its setup ran. */
+  private replace(node: string): void {
+    const now = Date.now();
+    const recent = (this.restarts.get(node) ?? []).filter((at) => now - at < 60_000);
+    if (recent.length >= (this.options.maxRestarts ?? 5)) {
+      this.options.onReplaced?.(node, new Error(`${node} exited ${recent.length} times within a minute; it stays down`));
+      return;
+    }
+    recent.push(now);
+    this.restarts.set(node, recent);
+    const live = this.transport.nodes().filter((n) => n !== this.main && n !== node);
+    const peers: Record<string, MessagePort> = {};
+    for (const other of live) {
+      const { port1, port2 } = new MessageChannel();
+      peers[other] = port1;
+      this.threads.get(other)?.postMessage({ ctl: 'peer', node, port: port2 } satisfies Control, [port2]);
+    }
+    this.launch(node, [this.main, ...live, node], peers).then(
+      () => {
+        if (this.closing) return;
+        this.transport.markUp(node);
+        for (const other of live) this.threads.get(other)?.postMessage({ ctl: 'up', node } satisfies Control);
+        this.options.onReplaced?.(node);
+      },
+      (error: unknown) => this.options.onReplaced?.(node, error),
+    );
+  }
+
   /** The thread of a worker node (for tests and diagnostics). */
   thread(node: string): Worker | undefined {
-    return this.threads.get(node);
+    return this.threads.get(this.transport.resolve(node));
   }
 
   /** Kill a worker at once, as a crash would. */
   async kill(node: string): Promise<void> {
-    await this.threads.get(node)?.terminate();
-    await this.exited.get(node);
+    const full = this.transport.resolve(node);
+    const exited = this.exited.get(full); // taken first: a replacement brings its own
+    await this.threads.get(full)?.terminate();
+    await exited;
   }
 
   /**

@@ -4,7 +4,7 @@
  * do not each pay a thread wake-up.
  */
 import type { Frame, TransportHandler } from '../../kernel/index.ts';
-import { decodeFrames, encodeFrames } from './codec.ts';
+import { decodeFrames, encodeFrames } from '../codec/index.ts';
 
 /** The part of a MessagePort (or `parentPort`, or a `Worker`) a link uses. */
 export interface PortLike {
@@ -132,6 +132,13 @@ export class PortLink {
     this.out = [];
     this.port.off('message', this.receive);
     this.onDown(this.peer);
+  }
+
+  /** Replaced by a new link to the same node (a replacement thread): stop listening, say nothing. */
+  detach(): void {
+    this.closed = true;
+    this.out = [];
+    this.port.off('message', this.receive);
   }
 
   close(): void {

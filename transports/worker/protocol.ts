@@ -5,6 +5,8 @@ import type { ActorSystem, SystemOptions, WireError } from '../../kernel/index.t
 /** Sent as `workerData` to each worker. */
 export interface WorkerBoot {
   nodeId: string;
+  /** The main thread's node id. */
+  main: string;
   nodes: string[];
   /** Path or file URL of the module whose `setup` (or default export) runs in the worker. */
   module: string;
@@ -18,6 +20,10 @@ export type Control =
   | { ctl: 'ready' }
   | { ctl: 'failed'; error: WireError }
   | { ctl: 'down'; node: string }
+  /** A replacement thread: here is a port to it (it is not up before `up`). */
+  | { ctl: 'peer'; node: string; port: MessagePort }
+  /** The replacement thread is ready: it takes its share of actors again. */
+  | { ctl: 'up'; node: string }
   | { ctl: 'shutdown'; deadlineMs: number }
   | { ctl: 'stopped' };
 

@@ -19,6 +19,8 @@ export async function runWorker(mod: { setup?: WorkerSetup; default?: WorkerSetu
   const onControl = (msg: unknown): void => {
     const ctl = msg as Control;
     if (ctl.ctl === 'down') transport.markDown(ctl.node);
+    else if (ctl.ctl === 'peer') transport.addPeer(ctl.node, ctl.port, onControl);
+    else if (ctl.ctl === 'up') transport.markUp(ctl.node);
     else if (ctl.ctl === 'shutdown') {
       void (system?.shutdown({ deadlineMs: ctl.deadlineMs }) ?? Promise.resolve())
         .then(() => cleanup?.())
@@ -29,7 +31,7 @@ export async function runWorker(mod: { setup?: WorkerSetup; default?: WorkerSetu
         });
     }
   };
-  transport.addPeer('main', port, onControl);
+  transport.addPeer(boot.main, port, onControl);
   for (const [node, peerPort] of Object.entries(boot.peers)) transport.addPeer(node, peerPort as MessagePort, onControl);
 
   try {

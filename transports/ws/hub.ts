@@ -2,12 +2,13 @@
  * The WebSocket side of one worker thread, whatever the socket layer: which
  * walkers are served at `/ws/<Name>`, one session actor per connection,
  * keep-alive pings, idle and auth timeouts, broadcast relayed to the other
- * threads, and draining on shutdown. The uWebSockets.js and `ws` adapters
- * hand it sockets as {@link SocketHandle}s.
+ * threads, hook walkers before an upgrade, and draining on shutdown. The
+ * uWebSockets.js and `ws` adapters hand it sockets as {@link SocketHandle}s.
  */
 import type { TObject } from 'typebox';
-import { type ActorRef, type ActorSystem, fromReceive } from '../../kernel/index.ts';
-import { APIProtocol, type EndpointAccess, type Registry, walkerInfo } from '../../actors/walker/index.ts';
+import { type ActorRef, type ActorSystem, type Broadcast } from '../../kernel/index.ts';
+import { bearer } from '../../actors/identity/index.ts';
+import { APIProtocol, type EndpointAccess, type HookDispatcher, HookRefusal, type Registry, walkerInfo } from '../../actors/walker/index.ts';
 import { CLOSE, Session, type SessionAuth, type SessionCaller, type SessionEnv, type SessionMsg, type SessionSink, sessionProps } from '../../actors/session/index.ts';
 
 /** A walker served over WebSocket. */
@@ -81,11 +82,16 @@ export interface Conn {
 
 export interface WsHubOptions {
   system: ActorSystem;
+  /** Carries broadcast replies to the hubs of the other threads (and pods); without it, broadcasts stay on this thread. */
+  bus?: Broadcast;
   routes: WsRoute[];
   auth: SessionAuth;
   guest: SessionCaller;
   run(walker: string, fields: Record<string, unknown>, caller: SessionCaller): Promise<string>;
-  errorOf(error: unknown): { code: string; message: string };
+  /** The stable code, message and (for a refused upgrade) HTTP status of a failure. */
+  errorOf(error: unknown): { code: string; message: string; status?: number };
+  /** Hook walkers, run before every upgrade (shared with the HTTP front). */
+  hooks?: HookDispatcher;
   limits?: Partial<WsLimits>;
   /** Connection opened / closed (access log). */
   onEvent?: (event: { event: 'open' | 'close'; walker: string; code?: number; user?: string; ms?: number }) => void;
@@ -104,13 +110,26 @@ function refusalFrame(text: string, code: string, message: string): string {
   return JSON.stringify(frame);
 }
 
-/** The thread's broadcast relay: other threads send it what to publish here. */
-export const WS_RELAY_ACTOR = 'ws-relay';
+/** The broadcast topic that carries WebSocket broadcast replies between hubs. */
+export const WS_RELAY_TOPIC = 'ws.relay';
 
 type Relay = { topic: string; text: string };
 
+/** What {@link WsHub.admit} reads of an upgrade when no hook declares `headers`. */
+const HOOK_HEADERS = ['authorization'] as const;
+
 /** The verdict on an upgrade request. */
-export type Upgrade = { ok: true; route: WsRoute; token: string | undefined } | { ok: false; status: number; code: string; message: string };
+export type Upgrade = { ok: true; route: WsRoute; token: string | undefined } | { ok: false; status: number; code: string; message: string; details?: unknown };
+
+/** What an upgrade request carried, copied from it (for hook walkers). */
+export interface UpgradeRequest {
+  /** As sent, without the query. */
+  path: string;
+  /** The raw query string (no `?`). */
+  query: string;
+  /** Lower-case names: every header when {@link WsHub.hookHeaders} is `'all'`, else those it names. */
+  headers: Record<string, string>;
+}
 
 export class WsHub {
   readonly limits: WsLimits;
@@ -143,13 +162,12 @@ export class WsHub {
         errorOf: o.errorOf,
       });
     }
-    if (o.routes.some((r) => r.broadcast)) {
-      o.system.spawn(
-        fromReceive((msg: Relay) => {
-          this.publishLocal?.(msg.topic, msg.text);
-        }),
-        WS_RELAY_ACTOR,
-      );
+    if (o.bus && o.routes.some((r) => r.broadcast)) {
+      const self = o.system.nodeId;
+      o.bus.subscribe(WS_RELAY_TOPIC, (msg, from) => {
+        // This thread's own subscribers were reached by the sender's socket.
+        if (from !== self) this.publishLocal?.((msg as Relay).topic, (msg as Relay).text);
+      });
     }
   }
 
@@ -170,6 +188,52 @@ export class WsHub {
   /** Whether a path is a WebSocket route (`/ws/<Name>`). */
   isWsPath(path: string): boolean {
     return path.startsWith('/ws/');
+  }
+
+  /** Whether an accepted upgrade must still pass the hook walkers ({@link admit}, asynchronous). */
+  get checksHooks(): boolean {
+    return this.o.hooks?.active === true;
+  }
+
+  /** The request headers the socket layer copies for {@link admit}: all when a hook reads them, else the token's. */
+  get hookHeaders(): 'all' | readonly string[] {
+    return this.o.hooks?.wantsHeaders ? 'all' : HOOK_HEADERS;
+  }
+
+  /**
+   * Run the hook walkers on an upgrade {@link upgrade} accepted, as the HTTP
+   * front runs them on a request: `request` is `{method: 'GET', path}`, the
+   * caller the user of a good token (`Authorization: Bearer`, else the query
+   * token), else the guest. A refusal answers the upgrade with its status and
+   * error body.
+   */
+  async admit(verdict: Upgrade & { ok: true }, req: UpgradeRequest): Promise<Upgrade> {
+    const hooks = this.o.hooks;
+    if (!hooks?.active) return verdict;
+    try {
+      await hooks.run({ method: 'GET', path: req.path, query: req.query, headers: req.headers, body: '' }, this.hookCaller(bearer(req.headers.authorization), verdict.token));
+    } catch (error) {
+      if (error instanceof HookRefusal) return { ok: false, status: error.status, ...error.body };
+      const e = this.o.errorOf(error);
+      return { ok: false, status: e.status ?? 500, code: e.code, message: e.message };
+    }
+    // Shutting down began while the hooks ran.
+    if (this.draining) return { ok: false, status: 503, code: 'SERVICE_UNAVAILABLE', message: 'the server is shutting down' };
+    return verdict;
+  }
+
+  /** Who hooks run for: the first good token's user (one that must change its password is a guest), else the guest. */
+  private hookCaller(...tokens: (string | undefined)[]): SessionCaller {
+    for (const token of tokens) {
+      if (token === undefined) continue;
+      try {
+        const who = this.o.auth.verify(token);
+        if (!who.mustChangePassword) return who.caller;
+      } catch {
+        // a bad token: the next one, or the guest
+      }
+    }
+    return this.o.guest;
   }
 
   /** Decide on an upgrade to `path?query`. */
@@ -282,11 +346,7 @@ export class WsHub {
     // The sender's own socket publishes to the others here; once it is gone, the thread's publisher reaches them all.
     if (!conn.closed) conn.socket.publishFromHere(topic, text);
     else this.publishLocal?.(topic, text);
-    const system = this.o.system;
-    for (const node of system.nodes()) {
-      if (node === system.nodeId || node === 'main') continue;
-      system.refFromAddress({ node, path: `/user/${WS_RELAY_ACTOR}` }).tell({ topic, text } satisfies Relay);
-    }
+    this.o.bus?.publish(WS_RELAY_TOPIC, { topic, text } satisfies Relay);
   }
 
   private sweep(): void {

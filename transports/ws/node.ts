@@ -3,16 +3,16 @@
  * cannot load. Broadcast fans out in JavaScript, one send per subscriber; a
  * client whose unsent bytes pass the limit is disconnected.
  */
-import type { IncomingMessage, Server } from 'node:http';
+import { type IncomingMessage, type Server, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { failure, newRequestId } from '../http/index.ts';
-import type { Conn, WsHub } from './hub.ts';
+import type { Conn, Upgrade, WsHub } from './hub.ts';
 
-function refuse(socket: Duplex, status: number, code: string, message: string): void {
-  const body = failure({ code, message }, newRequestId());
+function refuse(socket: Duplex, status: number, code: string, message: string, details?: unknown): void {
+  const body = failure(details === undefined ? { code, message } : { code, message, details }, newRequestId());
   socket.end(
-    `HTTP/1.1 ${status} ${status === 404 ? 'Not Found' : 'Service Unavailable'}\r\n` +
+    `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? 'Error'}\r\n` +
       `content-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );
 }
@@ -43,20 +43,8 @@ export function attachNode(server: Server, hub: WsHub): void {
     for (const ws of topics.get(topic) ?? []) if (ws !== except) sendTo(ws, data);
   };
 
-  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    socket.on('error', () => undefined);
-    const url = req.url ?? '/';
-    const q = url.indexOf('?');
-    const path = q < 0 ? url : url.slice(0, q);
-    if (!hub.isWsPath(path) || req.method !== 'GET') {
-      refuse(socket, 404, 'NOT_FOUND', `no WebSocket walker at ${path}`);
-      return;
-    }
-    const verdict = hub.upgrade(path, q < 0 ? '' : url.slice(q + 1));
-    if (!verdict.ok) {
-      refuse(socket, verdict.status, verdict.code, verdict.message);
-      return;
-    }
+  /** Complete the handshake and hand the socket to the hub. */
+  const accept = (req: IncomingMessage, socket: Duplex, head: Buffer, verdict: Upgrade & { ok: true }): void => {
     wss.handleUpgrade(req, socket, head, (ws) => {
       const subscribed = new Set<string>();
       let alive = true;
@@ -88,6 +76,44 @@ export function attachNode(server: Server, hub: WsHub): void {
         hub.closed(conn, code);
       });
     });
+  };
+
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => undefined);
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q < 0 ? url : url.slice(0, q);
+    if (!hub.isWsPath(path) || req.method !== 'GET') {
+      refuse(socket, 404, 'NOT_FOUND', `no WebSocket walker at ${path}`);
+      return;
+    }
+    const query = q < 0 ? '' : url.slice(q + 1);
+    const verdict = hub.upgrade(path, query);
+    if (!verdict.ok) {
+      refuse(socket, verdict.status, verdict.code, verdict.message);
+      return;
+    }
+    if (!hub.checksHooks) {
+      accept(req, socket, head, verdict);
+      return;
+    }
+    // Hook walkers decide first; the client may be gone by the time they are done.
+    const wanted = hub.hookHeaders;
+    const all = req.headers as Record<string, string>;
+    const headers: Record<string, string> = {};
+    if (wanted === 'all') Object.assign(headers, all);
+    else for (const name of wanted) if (all[name] !== undefined) headers[name] = all[name];
+    void hub.admit(verdict, { path, query, headers }).then(
+      (admitted) => {
+        if (socket.destroyed) return;
+        if (!admitted.ok) refuse(socket, admitted.status, admitted.code, admitted.message, admitted.details);
+        else accept(req, socket, head, admitted);
+      },
+      () => {
+        if (!socket.destroyed) refuse(socket, 500, 'INTERNAL_ERROR', 'internal error');
+      },
+    );
   });
+
   hub.attach((topic, text) => fanOut(topic, text));
 }

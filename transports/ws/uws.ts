@@ -4,7 +4,8 @@
  * costs one call from JavaScript; a client that stops reading is cut off by
  * uWS once its unsent bytes pass the limit.
  */
-import type { TemplatedApp, WebSocket } from 'uWebSockets.js';
+import { STATUS_CODES } from 'node:http';
+import type { HttpResponse, TemplatedApp, WebSocket } from 'uWebSockets.js';
 import { failure, newRequestId } from '../http/index.ts';
 import type { Conn, SocketHandle, WsHub, WsRoute } from './hub.ts';
 
@@ -45,8 +46,15 @@ class UwsSocket implements SocketHandle {
 }
 
 /** The JSON envelope of a refused upgrade. */
-function refusal(code: string, message: string): string {
-  return failure({ code, message }, newRequestId());
+function refusal(code: string, message: string, details?: unknown): string {
+  return failure(details === undefined ? { code, message } : { code, message, details }, newRequestId());
+}
+
+/** Answer an upgrade request with an error instead (call inside `cork`). */
+function writeRefusal(res: HttpResponse, status: number, body: string): void {
+  res.writeStatus(`${status} ${STATUS_CODES[status] ?? 'Error'}`);
+  res.writeHeader('content-type', 'application/json; charset=utf-8');
+  res.end(body, true);
 }
 
 export function attachUws(app: TemplatedApp, hub: WsHub): void {
@@ -61,22 +69,51 @@ export function attachUws(app: TemplatedApp, hub: WsHub): void {
     idleTimeout: 0,
     sendPingsAutomatically: false,
     upgrade: (res, req, context) => {
-      const verdict = hub.upgrade(req.getUrl(), req.getQuery() ?? '');
+      const path = req.getUrl();
+      const query = req.getQuery() ?? '';
+      const verdict = hub.upgrade(path, query);
       if (!verdict.ok) {
         const body = refusal(verdict.code, verdict.message);
-        res.cork(() => {
-          res.writeStatus(verdict.status === 404 ? '404 Not Found' : '503 Service Unavailable');
-          res.writeHeader('content-type', 'application/json; charset=utf-8');
-          res.end(body, true);
-        });
+        res.cork(() => writeRefusal(res, verdict.status, body));
         return;
       }
-      res.upgrade<Data>(
-        { route: verdict.route, token: verdict.token },
-        req.getHeader('sec-websocket-key'),
-        req.getHeader('sec-websocket-protocol'),
-        req.getHeader('sec-websocket-extensions'),
-        context,
+      const key = req.getHeader('sec-websocket-key');
+      const protocol = req.getHeader('sec-websocket-protocol');
+      const extensions = req.getHeader('sec-websocket-extensions');
+      if (!hub.checksHooks) {
+        res.upgrade<Data>({ route: verdict.route, token: verdict.token }, key, protocol, extensions, context);
+        return;
+      }
+      // Hook walkers decide first (asynchronously): abort handled, and everything read off `req`, before that.
+      let aborted = false;
+      res.onAborted(() => {
+        aborted = true;
+      });
+      const wanted = hub.hookHeaders;
+      const headers: Record<string, string> = {};
+      if (wanted === 'all') {
+        req.forEach((k, v) => {
+          headers[k] = v;
+        });
+      } else {
+        for (const name of wanted) {
+          const v = req.getHeader(name);
+          if (v !== '') headers[name] = v;
+        }
+      }
+      void hub.admit(verdict, { path, query, headers }).then(
+        (admitted) => {
+          if (aborted) return;
+          if (!admitted.ok) {
+            const body = refusal(admitted.code, admitted.message, admitted.details);
+            res.cork(() => writeRefusal(res, admitted.status, body));
+          } else {
+            res.cork(() => res.upgrade<Data>({ route: admitted.route, token: admitted.token }, key, protocol, extensions, context));
+          }
+        },
+        () => {
+          if (!aborted) res.cork(() => writeRefusal(res, 500, refusal('INTERNAL_ERROR', 'internal error')));
+        },
       );
     },
     open: (ws: WebSocket<Data>) => {
@@ -104,11 +141,7 @@ export function attachUws(app: TemplatedApp, hub: WsHub): void {
   app.ws('/*', {
     upgrade: (res, req) => {
       const body = refusal('NOT_FOUND', `no WebSocket walker at ${req.getUrl()}`);
-      res.cork(() => {
-        res.writeStatus('404 Not Found');
-        res.writeHeader('content-type', 'application/json; charset=utf-8');
-        res.end(body, true);
-      });
+      res.cork(() => writeRefusal(res, 404, body));
     },
   });
   hub.attach((topic, text) => {

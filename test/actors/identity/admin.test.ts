@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import t from 'tap';
 import { bearer, claimsOf, GOOD_PASSWORD, login, register, tokenOf } from '../../helpers/identity.ts';
 import { post, startServer, type Server } from '../../helpers/server.ts';
-import { UsersStore } from 'svc/actors/identity';
+import { SqliteUsersRepository } from 'svc/actors/identity';
 
 const entry = new URL('../../fixtures/todo-app.ts', import.meta.url).pathname;
 
@@ -249,10 +249,10 @@ t.test('a graph deletion cut short (the user row gone, the graph not) is finishe
   const dataDir = server.dataDir;
   await server.stop();
   // As if the process died between deleting the user and deleting their graph.
-  const users = UsersStore.open(join(dataDir, 'users.db'));
-  users.delete(userId);
-  t.same(users.pendingGraphDrops(), [rootId], 'the drop is recorded with the deletion');
-  users.close();
+  const users = SqliteUsersRepository.open(join(dataDir, 'users.db'));
+  await users.delete(userId);
+  t.same(await users.pendingGraphDrops(), [rootId], 'the drop is recorded with the deletion');
+  await users.close();
   const count = () => {
     const db = new Database(join(dataDir, 'anchor_store.db'), { readonly: true });
     try {
@@ -265,7 +265,7 @@ t.test('a graph deletion cut short (the user row gone, the graph not) is finishe
   server = await startServer({ entry, env: { SVC_DATA_DIR: dataDir, SVC_ACCESS_LOG: 'false' } });
   await server.waitFor(/the graph of a deleted user is deleted/);
   t.equal(count(), 0, 'the start finished it');
-  const again = UsersStore.open(join(dataDir, 'users.db'));
-  t.same(again.pendingGraphDrops(), [], 'and forgot it');
-  again.close();
+  const again = SqliteUsersRepository.open(join(dataDir, 'users.db'));
+  t.same(await again.pendingGraphDrops(), [], 'and forgot it');
+  await again.close();
 });

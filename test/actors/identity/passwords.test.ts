@@ -8,7 +8,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { argon2NeedsRehash, checkPassword, Passwords, ThreadHasher, userRecord, UsersStore } from '../../../actors/identity/index.ts';
+import { argon2NeedsRehash, checkPassword, Passwords, SqliteUsersRepository, ThreadHasher, userRecord } from '../../../actors/identity/index.ts';
 import { login } from '../../helpers/identity.ts';
 import { startServer } from '../../helpers/server.ts';
 
@@ -67,7 +67,7 @@ t.test('the password policy', async (t) => {
 
 t.test('legacy hashes in users.db log in and are rehashed to argon2id', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-legacy-'));
-  const users = UsersStore.open(join(dataDir, 'users.db'));
+  const users = SqliteUsersRepository.open(join(dataDir, 'users.db'));
   const seed = (name: string, hash: string) =>
     users.create(
       userRecord({
@@ -77,9 +77,9 @@ t.test('legacy hashes in users.db log in and are rehashed to argon2id', async (t
         identities: [{ type: 'username', value_raw: name, value_normalized: name, verified: true, is_recovery: false }],
       }),
     );
-  seed('from_bcrypt', bcrypt.hashSync('old bcrypt secret', 10));
-  seed('from_sha', createHash('sha256').update('old sha secret').digest('hex'));
-  users.close();
+  await seed('from_bcrypt', bcrypt.hashSync('old bcrypt secret', 10));
+  await seed('from_sha', createHash('sha256').update('old sha secret').digest('hex'));
+  await users.close();
 
   const server = await startServer({ entry, env: { SVC_DATA_DIR: dataDir } });
   t.teardown(() => server.stop());

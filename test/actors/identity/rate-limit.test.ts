@@ -1,7 +1,7 @@
 // The rate limiter keeps bounded memory whatever keys arrive (issue 9, item 3).
 import t from 'tap';
 import { ActorSystem, ManualClock } from 'svc/kernel';
-import { ActorRateLimiter, IdentityService, Passwords, RevocationTable, UsersStore, WindowTable } from 'svc/actors/identity';
+import { ActorRateLimiter, IdentityService, MemoryUsersRepository, Passwords, RevocationTable, WindowTable } from 'svc/actors/identity';
 
 t.test('a window table holds at most maxKeys windows: the least recently hit goes first', async (t) => {
   const table = new WindowTable(1000);
@@ -50,11 +50,11 @@ t.test('shards: a bounded total, and idle shards deactivate (nothing live is los
 
 t.test('login: an attempt the address limit refuses records nothing for the identity; long identities are refused before any work', async (t) => {
   const system = new ActorSystem();
-  const users = UsersStore.open(':memory:');
+  const users = new MemoryUsersRepository();
   const passwords = Passwords.local(1);
   t.teardown(async () => {
     await system.shutdown();
-    users.close();
+    await users.close();
     await passwords.close();
   });
   const limiter = new ActorRateLimiter(system, { placement: (_k, nodes) => nodes[0] as string });

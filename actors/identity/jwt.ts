@@ -1,5 +1,6 @@
 /**
- * JWT verification on the request path: HMAC (HS256/384/512) checked
+ * JWT verification, for every transport (HTTP front, WebSocket sessions, the
+ * `svc token` command): HMAC (HS256/384/512) checked
  * synchronously with node:crypto — no promise, no event-loop hop — with a
  * constant-time signature comparison, the algorithm pinned by configuration
  * (`alg: none` and any other algorithm are refused), `exp` required. Verified
@@ -7,7 +8,7 @@
  * cache hit or not.
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { httpError } from './errors.ts';
+import { unauthorized } from './errors.ts';
 
 export type HmacAlgorithm = 'HS256' | 'HS384' | 'HS512';
 const HASH: Record<HmacAlgorithm, string> = { HS256: 'sha256', HS384: 'sha384', HS512: 'sha512' };
@@ -87,7 +88,7 @@ export class JwtVerifier {
     return this.options.now ? this.options.now() : Date.now();
   }
 
-  /** The claims of a valid token; otherwise throws a 401 `UNAUTHORIZED` with the reason. */
+  /** The claims of a valid token; otherwise throws an `UNAUTHORIZED` {@link SvcError} (401) with the reason. */
   verify(token: string): Claims {
     const nowMs = this.now();
     let claims = this.cache.get(token);
@@ -97,16 +98,16 @@ export class JwtVerifier {
       this.cache.set(token, claims);
     } else if (claims.exp * 1000 <= nowMs) {
       this.cache.delete(token);
-      throw httpError('UNAUTHORIZED', 'token expired');
+      throw unauthorized('token expired');
     }
     const after = this.revocations.validAfter(claims.user_id);
-    if (after !== undefined && revoked(claims, after)) throw httpError('UNAUTHORIZED', 'token revoked');
+    if (after !== undefined && revoked(claims, after)) throw unauthorized('token revoked');
     return claims;
   }
 
   private check(token: string, nowMs: number): Claims {
     const parts = token.split('.');
-    if (parts.length !== 3) throw httpError('UNAUTHORIZED', 'malformed token');
+    if (parts.length !== 3) throw unauthorized('malformed token');
     const [h, p, s] = parts as [string, string, string];
     let header: { alg?: unknown };
     let payload: Claims;
@@ -114,28 +115,28 @@ export class JwtVerifier {
       header = b64json(h) as { alg?: unknown };
       payload = b64json(p) as Claims;
     } catch {
-      throw httpError('UNAUTHORIZED', 'malformed token');
+      throw unauthorized('malformed token');
     }
-    if (header?.alg !== this.options.algorithm) throw httpError('UNAUTHORIZED', `token algorithm must be ${this.options.algorithm}`);
+    if (header?.alg !== this.options.algorithm) throw unauthorized(`token algorithm must be ${this.options.algorithm}`);
     // Compared as canonical base64url text: padding or alphabet variants of a good signature are refused.
     const expected = Buffer.from(createHmac(this.hash, this.key).update(`${h}.${p}`).digest('base64url'));
     const given = Buffer.from(s);
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw httpError('UNAUTHORIZED', 'bad token signature');
-    if (typeof payload !== 'object' || payload === null) throw httpError('UNAUTHORIZED', 'malformed token');
-    if (typeof payload.exp !== 'number') throw httpError('UNAUTHORIZED', 'token has no expiry');
-    if (payload.exp * 1000 <= nowMs) throw httpError('UNAUTHORIZED', 'token expired');
-    if (typeof payload.nbf === 'number' && payload.nbf * 1000 > nowMs) throw httpError('UNAUTHORIZED', 'token not valid yet');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw unauthorized('bad token signature');
+    if (typeof payload !== 'object' || payload === null) throw unauthorized('malformed token');
+    if (typeof payload.exp !== 'number') throw unauthorized('token has no expiry');
+    if (payload.exp * 1000 <= nowMs) throw unauthorized('token expired');
+    if (typeof payload.nbf === 'number' && payload.nbf * 1000 > nowMs) throw unauthorized('token not valid yet');
     // A token issued in the future would escape revocation (iat < valid-after).
-    if (typeof payload.iat === 'number' && payload.iat * 1000 > nowMs + 60_000) throw httpError('UNAUTHORIZED', 'token issued in the future');
-    if (typeof payload.user_id !== 'string' || payload.user_id === '') throw httpError('UNAUTHORIZED', 'token has no user_id');
+    if (typeof payload.iat === 'number' && payload.iat * 1000 > nowMs + 60_000) throw unauthorized('token issued in the future');
+    if (typeof payload.user_id !== 'string' || payload.user_id === '') throw unauthorized('token has no user_id');
     const maxMs = (this.options.maxTokenDays ?? 365) * 86_400_000;
     const from = typeof payload.iat === 'number' ? Math.min(payload.iat * 1000, nowMs) : nowMs;
-    if (payload.exp * 1000 - from > maxMs) throw httpError('UNAUTHORIZED', `token lives longer than ${this.options.maxTokenDays ?? 365} days (max_token_days)`);
+    if (payload.exp * 1000 - from > maxMs) throw unauthorized(`token lives longer than ${this.options.maxTokenDays ?? 365} days (max_token_days)`);
     const adminHours = this.options.maxAdminHours;
     if (adminHours !== undefined && payload.role === 'admin' && payload.exp * 1000 - from > adminHours * 3_600_000 + 60_000) {
-      throw httpError('UNAUTHORIZED', `an admin token lives at most ${adminHours} hours (session_expiry_hours)`);
+      throw unauthorized(`an admin token lives at most ${adminHours} hours (session_expiry_hours)`);
     }
-    if (this.options.userExists && !this.options.userExists(payload.user_id)) throw httpError('UNAUTHORIZED', 'token of a user that does not exist');
+    if (this.options.userExists && !this.options.userExists(payload.user_id)) throw unauthorized('token of a user that does not exist');
     return payload;
   }
 

@@ -1,89 +1,32 @@
 /**
- * Users, their identities and credentials, and one-time tokens, in their own
- * store: embedded SQLite at `.svc/data/users.db` (seed 000 §2.2–2.3). Identity
- * values are unique across all users after normalisation (a UNIQUE index,
- * so two workers registering the same name at once cannot both win).
+ * The embedded users repository: SQLite through better-sqlite3, in WAL mode,
+ * at `.svc/data/users.db` (seed 000 §2.2–2.3). Synchronous inside: each
+ * operation runs whole — in one transaction where it writes several rows —
+ * before its promise settles, so it is atomic across the threads and
+ * processes sharing the file. Identity values are unique across all users
+ * after normalisation (a UNIQUE index, so two workers registering the same
+ * name at once cannot both win).
  */
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { storeError } from '../anchor/index.ts';
 import { identityError } from './errors.ts';
-import { rootIdFor } from './root-id.ts';
-
-export type Role = 'admin' | 'system' | 'user';
-export type Status = 'active' | 'disabled';
-
-export interface Identity {
-  type: 'username' | 'email' | 'sso';
-  value_raw: string;
-  value_normalized: string;
-  verified: boolean;
-  is_recovery: boolean;
-  provider?: string;
-  external_id?: string;
-  linked_at?: string;
-}
-
-export interface UserRecord {
-  user_id: string;
-  status: Status;
-  role: Role;
-  root_id: string;
-  profile: Record<string, unknown>;
-  created_at: string;
-  updated_at: string;
-  /** The user must change the password before anything else (forced by admin or bootstrap). */
-  must_change_password: boolean;
-  /**
-   * The security stamp: tokens minted from a read of an older stamp (or,
-   * without one, issued before this moment in ms) are revoked. Moves strictly
-   * forward at every password change, reset, forced reset, disable, role change.
-   */
-  tokens_valid_after: number | null;
-  /** Cannot be deleted: the bootstrap admin, system accounts, the guest. */
-  protected: boolean;
-  identities: Identity[];
-  password_hash: string | null;
-}
-
-export interface OneTimeToken {
-  token_hash: string;
-  user_id: string;
-  kind: 'verify' | 'reset';
-  identity: string;
-  expires_at: number;
-  used_at: number | null;
-}
-
-/**
- * A whole user record from the fields that differ: active, no profile, no
- * identity, no password, not protected, no revocation, created now; the root
- * derived from the user id unless given.
- *
- * @example
- * users.create(userRecord({ user_id: randomUUID(), role: 'user', identities, password_hash }));
- */
-export function userRecord(fields: Pick<UserRecord, 'user_id' | 'role'> & Partial<UserRecord>): UserRecord {
-  const now = new Date().toISOString();
-  return {
-    status: 'active',
-    root_id: rootIdFor(fields.user_id),
-    profile: {},
-    created_at: now,
-    updated_at: now,
-    must_change_password: false,
-    tokens_valid_after: null,
-    protected: false,
-    identities: [],
-    password_hash: null,
-    ...fields,
-  };
-}
-
-/** Lower case, trimmed, Unicode-normalised: what uniqueness and lookups use. */
-export function normalize(value: string): string {
-  return value.normalize('NFKC').trim().toLowerCase();
-}
+import {
+  type Identity,
+  type ImmediateUserLookup,
+  normalize,
+  type OneTimeToken,
+  PATCHABLE,
+  pageBounds,
+  type Role,
+  type Status,
+  type UserPatch,
+  type UserRecord,
+  type UsersPage,
+  type UsersPageOptions,
+  type UsersRepository,
+} from './users-repository.ts';
 
 interface UserRow {
   user_id: string;
@@ -117,14 +60,16 @@ function isUnique(error: unknown): boolean {
 
 /**
  * @example
- * const users = UsersStore.open('.svc/data/users.db');
- * users.byIdentity(normalize('Alice'));
+ * const users = SqliteUsersRepository.open('.svc/data/users.db');
+ * await users.byIdentity(normalize('Alice'));
  */
-export class UsersStore {
+export class SqliteUsersRepository implements UsersRepository, ImmediateUserLookup {
+  readonly kind = 'sqlite';
   private readonly db: Database.Database;
   private readonly q;
+  private closed = false;
 
-  private constructor(path: string) {
+  private constructor(readonly path: string) {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
@@ -184,14 +129,19 @@ export class UsersStore {
       pendingDrops: this.db.prepare('SELECT root_id FROM pending_graph_drops ORDER BY since').pluck(),
       dropped: this.db.prepare('DELETE FROM pending_graph_drops WHERE root_id = ?'),
       putToken: this.db.prepare('INSERT INTO one_time_tokens (token_hash, user_id, kind, identity, expires_at) VALUES (?, ?, ?, ?, ?)'),
-      revokeTokens: this.db.prepare('UPDATE one_time_tokens SET used_at = ? WHERE user_id = ? AND kind = ? AND used_at IS NULL'),
+      voidTokens: this.db.prepare('UPDATE one_time_tokens SET used_at = ? WHERE user_id = ? AND kind = ? AND used_at IS NULL'),
       peekToken: this.db.prepare('SELECT * FROM one_time_tokens WHERE token_hash = @hash AND kind = @kind AND used_at IS NULL AND expires_at > @now'),
       takeToken: this.db.prepare('UPDATE one_time_tokens SET used_at = @now WHERE token_hash = @hash AND kind = @kind AND used_at IS NULL AND expires_at > @now RETURNING *'),
     };
   }
 
-  static open(path: string): UsersStore {
-    return new UsersStore(path);
+  /** Open (creating the file, its folder and its tables when missing); `:memory:` for a private database. */
+  static open(path: string): SqliteUsersRepository {
+    return new SqliteUsersRepository(path);
+  }
+
+  private check(): void {
+    if (this.closed) throw storeError('SVC_ERR_STORE', 'the users repository is closed');
   }
 
   private record(row: UserRow | undefined): UserRecord | undefined {
@@ -219,15 +169,22 @@ export class UsersStore {
     };
   }
 
-  /** Create a user with its identities, atomically; `IDENTITY_TAKEN` if one is used already. */
-  create(user: UserRecord): void {
+  async create(user: UserRecord): Promise<void> {
+    this.check();
     try {
       this.db.transaction(() => {
         this.q.insertUser.run({
-          ...user,
+          user_id: user.user_id,
+          status: user.status,
+          role: user.role,
+          root_id: user.root_id,
           profile: JSON.stringify(user.profile),
+          created_at: user.created_at,
+          updated_at: user.updated_at,
           must_change_password: user.must_change_password ? 1 : 0,
+          tokens_valid_after: user.tokens_valid_after,
           protected: user.protected ? 1 : 0,
+          password_hash: user.password_hash,
         });
         for (const id of user.identities) this.insertIdentity(user.user_id, id);
       })();
@@ -251,15 +208,33 @@ export class UsersStore {
     });
   }
 
-  byId(userId: string): UserRecord | undefined {
+  async byId(userId: string): Promise<UserRecord | undefined> {
+    this.check();
     return this.record(this.q.userById.get(userId) as UserRow | undefined);
   }
 
-  byIdentity(normalized: string): UserRecord | undefined {
+  async byIdentity(normalized: string): Promise<UserRecord | undefined> {
+    this.check();
     return this.record(this.q.userByIdentity.get(normalized) as UserRow | undefined);
   }
 
-  addIdentity(userId: string, id: Identity): void {
+  async exists(userId: string): Promise<boolean> {
+    return this.existsNow(userId);
+  }
+
+  /** {@link exists}, answered at once (for the synchronous JWT verifier). */
+  existsNow(userId: string): boolean {
+    this.check();
+    return this.q.exists.get(userId) === 1;
+  }
+
+  async wasDeleted(userId: string): Promise<boolean> {
+    this.check();
+    return this.q.wasDeleted.get(userId) === 1;
+  }
+
+  async addIdentity(userId: string, id: Identity): Promise<void> {
+    this.check();
     try {
       this.insertIdentity(userId, id);
     } catch (error) {
@@ -268,56 +243,45 @@ export class UsersStore {
     }
   }
 
-  /** Replace the password hash `was` with `hash` (a rehash); false when it changed meanwhile. */
-  rehashPassword(userId: string, was: string, hash: string): boolean {
-    return this.q.setPassword.run({ hash, was, user_id: userId, updated_at: new Date().toISOString() }).changes === 1;
+  async setVerified(userId: string, normalized: string): Promise<void> {
+    this.check();
+    this.q.setVerified.run(userId, normalized);
   }
 
-  /** Change some columns of a user. */
-  update(userId: string, patch: Partial<Pick<UserRecord, 'status' | 'role' | 'must_change_password' | 'tokens_valid_after' | 'profile' | 'password_hash'>>): void {
+  async update(userId: string, patch: UserPatch): Promise<void> {
+    this.check();
+    this.patch(userId, patch);
+  }
+
+  private patch(userId: string, patch: UserPatch): void {
     const sets: string[] = ['updated_at = @updated_at'];
     const values: Record<string, unknown> = { user_id: userId, updated_at: new Date().toISOString() };
-    for (const [k, v] of Object.entries(patch)) {
+    // Known columns only (the names go into the SQL text).
+    for (const k of PATCHABLE) {
+      const v = patch[k];
+      if (v === undefined) continue;
       sets.push(`${k} = @${k}`);
       values[k] = typeof v === 'boolean' ? (v ? 1 : 0) : k === 'profile' ? JSON.stringify(v) : v;
     }
     this.db.prepare(`UPDATE users SET ${sets.join(', ')} WHERE user_id = @user_id`).run(values);
   }
 
-  /**
-   * Change some columns (or none) and void every token minted from what was
-   * read before, in one transaction: the user's security stamp
-   * (`tokens_valid_after`) moves strictly forward. Resolves to the new stamp,
-   * undefined when there is no such user.
-   */
-  updateAndRevoke(userId: string, patch: Parameters<UsersStore['update']>[1] = {}): number | undefined {
+  async replacePasswordHash(userId: string, was: string, hash: string): Promise<boolean> {
+    this.check();
+    return this.q.setPassword.run({ hash, was, user_id: userId, updated_at: new Date().toISOString() }).changes === 1;
+  }
+
+  async updateAndRevoke(userId: string, patch: UserPatch = {}): Promise<number | undefined> {
+    this.check();
     return this.db.transaction(() => {
-      if (Object.keys(patch).length > 0) this.update(userId, patch);
+      if (PATCHABLE.some((k) => patch[k] !== undefined)) this.patch(userId, patch);
       const row = this.q.revoke.get({ user_id: userId, now: Date.now(), updated_at: new Date().toISOString() }) as { tokens_valid_after: number } | undefined;
       return row?.tokens_valid_after;
     })();
   }
 
-  /** Whether a user with this id was deleted (its id is never given out again). */
-  wasDeleted(userId: string): boolean {
-    return this.q.wasDeleted.get(userId) === 1;
-  }
-
-  /** Whether a user with this id exists (tokens of users that never existed are refused). */
-  exists(userId: string): boolean {
-    return this.q.exists.get(userId) === 1;
-  }
-
-  setVerified(userId: string, normalized: string): void {
-    this.q.setVerified.run(userId, normalized);
-  }
-
-  /**
-   * Delete a user (identities and one-time tokens with it). The moment is
-   * remembered — after the user's last security stamp — so that every token
-   * of theirs stays void; it is returned.
-   */
-  delete(userId: string, at = Date.now()): number {
+  async delete(userId: string, at = Date.now()): Promise<number> {
+    this.check();
     return this.db.transaction(() => {
       const row = this.q.userById.get(userId) as UserRow | undefined;
       const mark = Math.max(at, (row?.tokens_valid_after ?? 0) + 1);
@@ -328,55 +292,62 @@ export class UsersStore {
     })();
   }
 
-  /** Roots of deleted users whose graphs are not deleted yet, oldest first. */
-  pendingGraphDrops(): string[] {
-    return this.q.pendingDrops.all() as string[];
-  }
-
-  /** The graph of a deleted user's root is gone. */
-  graphDropped(rootId: string): void {
-    this.q.dropped.run(rootId);
-  }
-
-  count(): number {
-    return (this.q.count.get() as { n: number }).n;
-  }
-
-  /** Users, searched by identity (prefix or part), newest first. */
-  list(options: { search?: string; limit?: number; offset?: number }): { users: UserRecord[]; total: number } {
-    const limit = Math.min(Math.max(options.limit ?? 50, 1), 500);
-    const offset = Math.max(options.offset ?? 0, 0);
-    const like = options.search ? `%${normalize(options.search).replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
-    const where = like ? "WHERE EXISTS (SELECT 1 FROM identities i WHERE i.user_id = u.user_id AND i.value_normalized LIKE @like ESCAPE '\\')" : '';
-    const total = (this.db.prepare(`SELECT count(*) AS n FROM users u ${where}`).get({ like }) as { n: number }).n;
-    const rows = this.db.prepare(`SELECT * FROM users u ${where} ORDER BY created_at DESC, user_id LIMIT @limit OFFSET @offset`).all({ like, limit, offset }) as UserRow[];
-    return { users: rows.map((r) => this.record(r) as UserRecord), total };
-  }
-
-  /** Users whose tokens issued before some moment after `since` (ms) are revoked. */
-  revocationsSince(since: number): [string, number][] {
+  async revocationsSince(since: number): Promise<[string, number][]> {
+    this.check();
     return (this.q.revocations.all({ since }) as { user_id: string; tokens_valid_after: number }[]).map((r) => [r.user_id, r.tokens_valid_after]);
   }
 
-  putToken(token: Omit<OneTimeToken, 'used_at'>): void {
+  async pendingGraphDrops(): Promise<string[]> {
+    this.check();
+    return this.q.pendingDrops.all() as string[];
+  }
+
+  async graphDropped(rootId: string): Promise<void> {
+    this.check();
+    this.q.dropped.run(rootId);
+  }
+
+  async count(): Promise<number> {
+    this.check();
+    return (this.q.count.get() as { n: number }).n;
+  }
+
+  async list(options: UsersPageOptions): Promise<UsersPage> {
+    this.check();
+    const { limit, offset } = pageBounds(options);
+    const like = options.search ? `%${normalize(options.search).replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
+    const where = like ? "WHERE EXISTS (SELECT 1 FROM identities i WHERE i.user_id = u.user_id AND i.value_normalized LIKE @like ESCAPE '\\')" : '';
+    // One read transaction: the page and its total agree.
+    return this.db.transaction(() => {
+      const total = (this.db.prepare(`SELECT count(*) AS n FROM users u ${where}`).get({ like }) as { n: number }).n;
+      const rows = this.db.prepare(`SELECT * FROM users u ${where} ORDER BY created_at DESC, user_id LIMIT @limit OFFSET @offset`).all({ like, limit, offset }) as UserRow[];
+      return { users: rows.map((r) => this.record(r) as UserRecord), total };
+    })();
+  }
+
+  async putOneTimeToken(token: Omit<OneTimeToken, 'used_at'>): Promise<void> {
+    this.check();
     this.q.putToken.run(token.token_hash, token.user_id, token.kind, token.identity, token.expires_at);
   }
 
-  revokeTokens(userId: string, kind: OneTimeToken['kind']): void {
-    this.q.revokeTokens.run(Date.now(), userId, kind);
+  async voidOneTimeTokens(userId: string, kind: OneTimeToken['kind']): Promise<void> {
+    this.check();
+    this.q.voidTokens.run(Date.now(), userId, kind);
   }
 
-  /** A valid token, not spent. */
-  peekToken(hash: string, kind: OneTimeToken['kind']): OneTimeToken | undefined {
+  async peekOneTimeToken(hash: string, kind: OneTimeToken['kind']): Promise<OneTimeToken | undefined> {
+    this.check();
     return this.q.peekToken.get({ hash, kind, now: Date.now() }) as OneTimeToken | undefined;
   }
 
-  /** Use a token once: the row if it was valid (and is now used), undefined otherwise. Atomic. */
-  takeToken(hash: string, kind: OneTimeToken['kind']): OneTimeToken | undefined {
+  async takeOneTimeToken(hash: string, kind: OneTimeToken['kind']): Promise<OneTimeToken | undefined> {
+    this.check();
     return this.q.takeToken.get({ hash, kind, now: Date.now() }) as OneTimeToken | undefined;
   }
 
-  close(): void {
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
     this.db.close();
   }
 }

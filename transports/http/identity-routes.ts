@@ -1,12 +1,13 @@
 /**
- * The `/user/*` and `/admin/*` endpoints (seed 000 §4.3), bound to the
- * identity service. The front verifies tokens (and the admin role) before
- * these run, and wraps what they return in the envelope.
+ * The `/user/*` and `/admin/*` endpoints (seed 000 §4.3): the HTTP binding of
+ * the identity service (which knows nothing of HTTP). The front verifies
+ * tokens (and the admin role) before these run, and wraps what they return
+ * in the envelope.
  */
-import type { BuiltinRoute } from '../../transports/http/index.ts';
+import { type Authenticator, bearer, FIELD_MAX, type IdentityService, invalid } from '../../actors/identity/index.ts';
 import { adminPortal } from './admin-portal.ts';
-import { invalid } from './errors.ts';
-import { FIELD_MAX, type IdentityService } from './service.ts';
+import { unauthorizedAsHttp } from './errors.ts';
+import type { BuiltinRoute } from './types.ts';
 
 // Request bodies, for /openapi.json (the service validates them itself).
 const str = { type: 'string' };
@@ -15,7 +16,12 @@ const credential = { type: 'object', required: ['type', 'password'], properties:
 const object = (required: string[], properties: Record<string, unknown>) => ({ type: 'object', required, properties });
 const profile = { type: 'object', description: 'display_name, avatar_url, bio, … (limits in the README)' };
 
-export function identityRoutes(service: IdentityService, verify: (token: string) => { user_id: string; sv?: unknown; iat_ms?: unknown; iat?: unknown }): BuiltinRoute[] {
+/**
+ * @example
+ * const routes = identityRoutes(identityService, new Authenticator(jwt));
+ * new Front({ builtinRoutes: routes, ... });
+ */
+export function identityRoutes(service: IdentityService, auth: Authenticator): BuiltinRoute[] {
   return [
     {
       method: 'POST',
@@ -45,15 +51,21 @@ export function identityRoutes(service: IdentityService, verify: (token: string)
         const raw = c.body().token;
         if (typeof raw !== 'string' || raw.trim() === '') throw invalid('token', 'must be a non-empty string');
         if (raw.length > FIELD_MAX.jwt) throw invalid('token', `must be at most ${FIELD_MAX.jwt} characters`);
-        const claims = verify(raw.replace(/^Bearer\s+/i, '').trim());
+        // The body's token may come with its `Bearer ` scheme.
+        let claims;
+        try {
+          claims = auth.authenticate(bearer(raw) ?? raw.trim()).claims;
+        } catch (error) {
+          throw unauthorizedAsHttp(error);
+        }
         return { data: { token: await service.refresh(claims), message: 'token refreshed' } };
       },
     },
-    { method: 'GET', path: '/user/me', auth: 'token', duringPasswordChange: true, doc: { summary: 'The signed-in user' }, handler: (c) => ({ data: service.me(c.claims.user_id) }) },
+    { method: 'GET', path: '/user/me', auth: 'token', duringPasswordChange: true, doc: { summary: 'The signed-in user' }, handler: async (c) => ({ data: await service.me(c.claims.user_id) }) },
     { method: 'PUT', path: '/user/password', auth: 'token', duringPasswordChange: true, doc: { summary: 'Change the password (older tokens stop working)', body: object(['current_password', 'new_password'], { current_password: str, new_password: str }) }, handler: async (c) => ({ data: await service.changePassword(c.claims.user_id, c.body()) }) },
-    { method: 'POST', path: '/user/add-identity', auth: 'token', doc: { summary: 'Add a username or email', body: object(['identity'], { identity, is_recovery: { type: 'boolean' } }) }, handler: (c) => ({ data: service.addIdentity(c.claims.user_id, c.body()) }) },
+    { method: 'POST', path: '/user/add-identity', auth: 'token', doc: { summary: 'Add a username or email', body: object(['identity'], { identity, is_recovery: { type: 'boolean' } }) }, handler: async (c) => ({ data: await service.addIdentity(c.claims.user_id, c.body()) }) },
     { method: 'POST', path: '/user/send-verification', auth: 'token', doc: { summary: 'Mail a verification link to an email identity', status: 202, body: object(['identity'], { identity }) }, handler: (c) => service.sendVerification(c.claims.user_id, c.body()) },
-    { method: 'POST', path: '/user/verify-identity', auth: 'none', doc: { summary: 'Verify an email with the token from the mail', body: object(['token'], { token: str }) }, handler: (c) => ({ data: service.verifyIdentity(c.body()) }) },
+    { method: 'POST', path: '/user/verify-identity', auth: 'none', doc: { summary: 'Verify an email with the token from the mail', body: object(['token'], { token: str }) }, handler: async (c) => ({ data: await service.verifyIdentity(c.body()) }) },
     { method: 'POST', path: '/user/forgot-password', auth: 'none', needsAddress: true, doc: { summary: 'Mail a reset link (always the same answer)', body: object(['identity'], { identity }) }, handler: async (c) => ({ data: await service.forgotPassword(c.body(), c.req.remoteAddress) }) },
     { method: 'POST', path: '/user/reset-password', auth: 'none', doc: { summary: 'Set a new password with the token from the mail', body: object(['token', 'new_password'], { token: str, new_password: str }) }, handler: async (c) => ({ data: await service.resetPassword(c.body()) }) },
 
@@ -69,9 +81,9 @@ export function identityRoutes(service: IdentityService, verify: (token: string)
         return { data: { user_id: user.user_id, token, role: user.role, must_change_password: user.must_change_password } };
       },
     },
-    { method: 'GET', path: '/admin/users', auth: 'admin', doc: { summary: 'List users (?search=&limit=&offset=)' }, handler: (c) => ({ data: service.listUsers(new URLSearchParams(c.req.query)) }) },
+    { method: 'GET', path: '/admin/users', auth: 'admin', doc: { summary: 'List users (?search=&limit=&offset=)' }, handler: async (c) => ({ data: await service.listUsers(new URLSearchParams(c.req.query)) }) },
     { method: 'POST', path: '/admin/users', auth: 'admin', doc: { summary: 'Create a user (a temporary password when none is given)', status: 201, body: object(['username'], { username: str, email: str, role: { enum: ['user', 'admin'] }, password: str, profile }) }, handler: async (c) => ({ status: 201, data: await service.createUser(c.body()) }) },
-    { method: 'GET', path: '/admin/users/{username}', auth: 'admin', doc: { summary: 'One user' }, handler: (c) => ({ data: service.getUser(c.params.username as string) }) },
+    { method: 'GET', path: '/admin/users/{username}', auth: 'admin', doc: { summary: 'One user' }, handler: async (c) => ({ data: await service.getUser(c.params.username as string) }) },
     { method: 'PUT', path: '/admin/users/{username}', auth: 'admin', doc: { summary: 'Edit role, status or profile', body: object([], { role: { enum: ['user', 'admin'] }, status: { enum: ['active', 'disabled'] }, profile }) }, handler: async (c) => ({ data: await service.updateUser(c.params.username as string, c.body(), c.claims.user_id) }) },
     { method: 'DELETE', path: '/admin/users/{username}', auth: 'admin', doc: { summary: 'Delete a user and their graph (their tokens stop working)' }, handler: async (c) => ({ data: await service.deleteUser(c.params.username as string, c.claims.user_id) }) },
     { method: 'POST', path: '/admin/users/{username}/force-password-reset', auth: 'admin', doc: { summary: 'Void their tokens; the next login must change the password' }, handler: async (c) => ({ data: await service.forcePasswordReset(c.params.username as string) }) },

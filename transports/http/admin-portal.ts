@@ -6,7 +6,7 @@
  * `textContent` only.
  */
 import { createHash } from 'node:crypto';
-import type { HttpResponse } from '../../transports/http/index.ts';
+import type { HttpResponse } from './types.ts';
 
 const PAGE = `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>svc admin</title>

@@ -1,0 +1,160 @@
+/**
+ * One SQLite writer per process. Every worker thread used to open its own
+ * writing connection to the same file; a write then waited on the others'
+ * locks for up to `busy_timeout`, blocking that thread's event loop. Now the
+ * main thread holds the one writing connection ({@link serveStoreWriter}) and
+ * group-commits what every worker sends it; each worker reads through its own
+ * read-only connection (WAL readers never wait) and hands its writes over
+ * ({@link ForwardingStore}). Commit chains cross the thread as ids: the
+ * writer keeps one chain per id, so a batch refused after an earlier failure
+ * is refused there too.
+ */
+import { type ActorRef, type ActorSystem, fromReceive, replyLater } from '../../kernel/index.ts';
+import { type AnchorStore, type BodyForm, type CommitBatch, CommitChain, type QuarantineEntry, type StoredDoc } from './store.ts';
+import type { SvcError } from '../../kernel/index.ts';
+import { storeError } from './errors.ts';
+
+/** The writer's name under `/user` on the main thread. */
+export const STORE_WRITER_ACTOR = 'store-writer';
+
+export type WriterMsg =
+  | { t: 'commit'; upserts: StoredDoc[]; deletes: CommitBatch['deletes']; chain?: string }
+  | { t: 'quarantine'; id: string; reason: string }
+  | { t: 'restore'; id: string }
+  | { t: 'alias'; from: string; to: string }
+  | { t: 'deleteRoot'; rootId: string };
+
+/** Chains remembered at most (a chain lives as long as one partition incarnation; the oldest are forgotten first). */
+const MAX_CHAINS = 50_000;
+
+/**
+ * Serve `store`'s writes to the other threads of this process.
+ *
+ * @example
+ * serveStoreWriter(pool.system, SqliteStore.open(path)); // on the main thread, before the workers start
+ */
+export function serveStoreWriter(system: ActorSystem, store: AnchorStore): ActorRef<WriterMsg, unknown> {
+  const chains = new Map<string, CommitChain>();
+  const chainOf = (id: string): CommitChain => {
+    let chain = chains.get(id);
+    if (!chain) {
+      chain = new CommitChain();
+      chains.set(id, chain);
+      if (chains.size > MAX_CHAINS) chains.delete(chains.keys().next().value as string);
+    }
+    return chain;
+  };
+  return system.spawn(
+    fromReceive((msg: WriterMsg) => {
+      // Replies come once durable; meanwhile the next messages are taken, so batches from every thread share a transaction.
+      switch (msg.t) {
+        case 'commit': {
+          const batch: CommitBatch = { upserts: msg.upserts, deletes: msg.deletes };
+          if (msg.chain !== undefined) batch.chain = chainOf(msg.chain);
+          return replyLater(store.commit(batch));
+        }
+        case 'quarantine':
+          return replyLater(store.quarantine(msg.id, msg.reason));
+        case 'restore':
+          return replyLater(store.restore(msg.id));
+        case 'alias':
+          return replyLater(store.addAlias(msg.from, msg.to));
+        case 'deleteRoot':
+          return replyLater(store.deleteRoot(msg.rootId));
+      }
+    }, { capacity: 100_000 }),
+    STORE_WRITER_ACTOR,
+  );
+}
+
+let chainSeq = 0;
+
+/**
+ * A store whose reads go to a local (read-only) connection and whose writes
+ * go to the process's writer.
+ *
+ * @example
+ * const store = new ForwardingStore(SqliteStore.open(path, { readOnly: true }), system.refFromAddress({ node: 'main', path: `/user/${STORE_WRITER_ACTOR}` }));
+ */
+export class ForwardingStore implements AnchorStore {
+  readonly kind: string;
+  readonly bodyForm: BodyForm | undefined;
+  private readonly timeoutMs: number;
+  private readonly ids = new WeakMap<CommitChain, string>();
+  private readonly prefix: string;
+  private closed = false;
+
+  constructor(
+    private readonly reader: AnchorStore,
+    private readonly writer: ActorRef<WriterMsg, unknown>,
+    options: { node?: string; timeoutMs?: number } = {},
+  ) {
+    this.kind = reader.kind;
+    this.bodyForm = reader.bodyForm;
+    this.prefix = `${options.node ?? 'local'}:${Date.now().toString(36)}:`;
+    this.timeoutMs = options.timeoutMs ?? 60_000;
+  }
+
+  get(ids: readonly string[]): Promise<StoredDoc[]> {
+    return this.reader.get(ids);
+  }
+
+  edges(nodeId: string): Promise<StoredDoc[]> {
+    return this.reader.edges(nodeId);
+  }
+
+  commit(batch: CommitBatch): Promise<void> {
+    if (this.closed) return Promise.reject(storeError('SVC_ERR_STORE', 'the store is closed'));
+    const chain = batch.chain;
+    if (chain?.broken) return Promise.reject(chain.refusal());
+    const msg: WriterMsg = { t: 'commit', upserts: batch.upserts, deletes: batch.deletes };
+    if (chain) {
+      let id = this.ids.get(chain);
+      if (id === undefined) this.ids.set(chain, (id = `${this.prefix}${++chainSeq}`));
+      msg.chain = id;
+    }
+    const done = this.writer.ask(msg, this.timeoutMs) as Promise<void>;
+    // The writer breaks its copy of the chain; this side's copy must refuse what comes next too.
+    if (chain) done.catch((error: unknown) => chain.break(error as SvcError));
+    return done;
+  }
+
+  quarantine(id: string, reason: string): Promise<void> {
+    if (this.closed) return Promise.reject(storeError('SVC_ERR_STORE', 'the store is closed'));
+    return this.writer.ask({ t: 'quarantine', id, reason }, this.timeoutMs) as Promise<void>;
+  }
+
+  quarantined(): Promise<QuarantineEntry[]> {
+    return this.reader.quarantined();
+  }
+
+  restore(id: string): Promise<boolean> {
+    if (this.closed) return Promise.reject(storeError('SVC_ERR_STORE', 'the store is closed'));
+    return this.writer.ask({ t: 'restore', id }, this.timeoutMs) as Promise<boolean>;
+  }
+
+  aliases(): Promise<[from: string, to: string][]> {
+    return this.reader.aliases();
+  }
+
+  addAlias(from: string, to: string): Promise<void> {
+    if (this.closed) return Promise.reject(storeError('SVC_ERR_STORE', 'the store is closed'));
+    return this.writer.ask({ t: 'alias', from, to }, this.timeoutMs) as Promise<void>;
+  }
+
+  deleteRoot(rootId: string): Promise<number> {
+    if (this.closed) return Promise.reject(storeError('SVC_ERR_STORE', 'the store is closed'));
+    // Slices of a large table: well past an ordinary ask.
+    return this.writer.ask({ t: 'deleteRoot', rootId }, 3_600_000) as Promise<number>;
+  }
+
+  count(): Promise<number> {
+    return this.reader.count();
+  }
+
+  /** Closes the reader; the writer belongs to the main thread. */
+  close(): Promise<void> {
+    this.closed = true;
+    return this.reader.close();
+  }
+}

@@ -1,0 +1,247 @@
+/**
+ * A users repository in memory (`docdb_uri = "memory:"`): for tests and
+ * snippets, private to the thread that made it. Every operation runs whole
+ * before its promise settles (nothing awaits inside one), which makes each
+ * atomic; what goes in and comes out is copied.
+ */
+import { storeError } from '../anchor/index.ts';
+import { identityError } from './errors.ts';
+import {
+  type Identity,
+  type ImmediateUserLookup,
+  normalize,
+  type OneTimeToken,
+  PATCHABLE,
+  pageBounds,
+  type UserPatch,
+  type UserRecord,
+  type UsersPage,
+  type UsersPageOptions,
+  type UsersRepository,
+} from './users-repository.ts';
+
+/** The key an identity holds alone: a username or email by value (across both), SSO by provider and external id. */
+function identityKey(id: Identity): string {
+  return id.type === 'sso' ? `sso\u0000${id.provider ?? ''}\u0000${id.external_id ?? ''}` : `value\u0000${id.value_normalized}`;
+}
+
+/** An identity as stored: optional fields only when set (as SQLite gives them back). */
+function stored(id: Identity): Identity {
+  const out: Identity = { type: id.type, value_raw: id.value_raw, value_normalized: id.value_normalized, verified: id.verified, is_recovery: id.is_recovery };
+  if (id.provider) out.provider = id.provider;
+  if (id.external_id) out.external_id = id.external_id;
+  if (id.linked_at) out.linked_at = id.linked_at;
+  return out;
+}
+
+/**
+ * @example
+ * const users = new MemoryUsersRepository();
+ * await users.create(userRecord({ user_id: 'u1', role: 'user' }));
+ */
+export class MemoryUsersRepository implements UsersRepository, ImmediateUserLookup {
+  readonly kind = 'memory';
+  /** By user id, in creation order. */
+  private readonly users = new Map<string, UserRecord>();
+  /** {@link identityKey} → user id. */
+  private readonly taken = new Map<string, string>();
+  /** User id → revocation mark of its deletion. */
+  private readonly deleted = new Map<string, number>();
+  /** Root id → when its user was deleted. */
+  private readonly drops = new Map<string, number>();
+  private readonly tokens = new Map<string, OneTimeToken>();
+  private closed = false;
+
+  private check(): void {
+    if (this.closed) throw storeError('SVC_ERR_STORE', 'the users repository is closed');
+  }
+
+  private copy(user: UserRecord | undefined): UserRecord | undefined {
+    return user && structuredClone(user);
+  }
+
+  /** Whether `ids` may join a user who has `have`: the rules of {@link UsersRepository.create}. */
+  private free(have: readonly Identity[], ids: readonly Identity[]): boolean {
+    const keys = new Set<string>();
+    const types = new Set(have.filter((i) => i.type !== 'sso').map((i) => i.type));
+    for (const id of ids) {
+      const key = identityKey(id);
+      if (this.taken.has(key) || keys.has(key)) return false;
+      keys.add(key);
+      if (id.type !== 'sso') {
+        if (types.has(id.type)) return false;
+        types.add(id.type);
+      }
+    }
+    return true;
+  }
+
+  async create(user: UserRecord): Promise<void> {
+    this.check();
+    if (this.users.has(user.user_id) || !this.free([], user.identities)) throw identityError('IDENTITY_TAKEN');
+    const record = structuredClone(user);
+    record.identities = user.identities.map(stored);
+    this.users.set(user.user_id, record);
+    for (const id of record.identities) this.taken.set(identityKey(id), user.user_id);
+  }
+
+  async byId(userId: string): Promise<UserRecord | undefined> {
+    this.check();
+    return this.copy(this.users.get(userId));
+  }
+
+  async byIdentity(normalized: string): Promise<UserRecord | undefined> {
+    this.check();
+    const userId = this.taken.get(`value\u0000${normalized}`);
+    return userId === undefined ? undefined : this.copy(this.users.get(userId));
+  }
+
+  async exists(userId: string): Promise<boolean> {
+    return this.existsNow(userId);
+  }
+
+  /** {@link exists}, answered at once (for the synchronous JWT verifier). */
+  existsNow(userId: string): boolean {
+    this.check();
+    return this.users.has(userId);
+  }
+
+  async wasDeleted(userId: string): Promise<boolean> {
+    this.check();
+    return this.deleted.has(userId);
+  }
+
+  async addIdentity(userId: string, identity: Identity): Promise<void> {
+    this.check();
+    const user = this.users.get(userId);
+    // SQLite's foreign key refuses an identity of no user the same way (a constraint).
+    if (!user || !this.free(user.identities, [identity])) throw identityError('IDENTITY_TAKEN');
+    const id = stored(identity);
+    user.identities.push(id);
+    this.taken.set(identityKey(id), userId);
+  }
+
+  async setVerified(userId: string, normalized: string): Promise<void> {
+    this.check();
+    for (const id of this.users.get(userId)?.identities ?? []) if (id.value_normalized === normalized) id.verified = true;
+  }
+
+  async update(userId: string, patch: UserPatch): Promise<void> {
+    this.check();
+    this.patch(userId, patch);
+  }
+
+  private patch(userId: string, patch: UserPatch): void {
+    const user = this.users.get(userId);
+    if (!user) return;
+    for (const k of PATCHABLE) {
+      const v = patch[k];
+      if (v !== undefined) (user as unknown as Record<string, unknown>)[k] = typeof v === 'object' && v !== null ? structuredClone(v) : v;
+    }
+    user.updated_at = new Date().toISOString();
+  }
+
+  async replacePasswordHash(userId: string, was: string, hash: string): Promise<boolean> {
+    this.check();
+    const user = this.users.get(userId);
+    if (!user || user.password_hash !== was) return false;
+    user.password_hash = hash;
+    user.updated_at = new Date().toISOString();
+    return true;
+  }
+
+  async updateAndRevoke(userId: string, patch: UserPatch = {}): Promise<number | undefined> {
+    this.check();
+    const user = this.users.get(userId);
+    if (!user) return undefined;
+    this.patch(userId, patch);
+    user.tokens_valid_after = Math.max(Date.now(), (user.tokens_valid_after ?? 0) + 1);
+    user.updated_at = new Date().toISOString();
+    return user.tokens_valid_after;
+  }
+
+  async delete(userId: string, at = Date.now()): Promise<number> {
+    this.check();
+    const user = this.users.get(userId);
+    const mark = Math.max(at, (user?.tokens_valid_after ?? 0) + 1);
+    if (user) {
+      this.users.delete(userId);
+      for (const id of user.identities) this.taken.delete(identityKey(id));
+      for (const [hash, token] of this.tokens) if (token.user_id === userId) this.tokens.delete(hash);
+      // Re-inserted: a root deleted again is as recent as its latest deletion.
+      this.drops.delete(user.root_id);
+      this.drops.set(user.root_id, at);
+    }
+    this.deleted.set(userId, mark);
+    return mark;
+  }
+
+  async revocationsSince(since: number): Promise<[string, number][]> {
+    this.check();
+    const out: [string, number][] = [];
+    for (const u of this.users.values()) if (u.tokens_valid_after !== null && u.tokens_valid_after > since) out.push([u.user_id, u.tokens_valid_after]);
+    for (const [userId, mark] of this.deleted) if (mark > since) out.push([userId, mark]);
+    return out;
+  }
+
+  async pendingGraphDrops(): Promise<string[]> {
+    this.check();
+    return [...this.drops].sort((a, b) => a[1] - b[1]).map(([root]) => root);
+  }
+
+  async graphDropped(rootId: string): Promise<void> {
+    this.check();
+    this.drops.delete(rootId);
+  }
+
+  async count(): Promise<number> {
+    this.check();
+    return this.users.size;
+  }
+
+  async list(options: UsersPageOptions): Promise<UsersPage> {
+    this.check();
+    const { limit, offset } = pageBounds(options);
+    const part = options.search ? normalize(options.search) : '';
+    const matching = [...this.users.values()].filter((u) => !part || u.identities.some((i) => i.value_normalized.includes(part)));
+    matching.sort((a, b) => (a.created_at === b.created_at ? (a.user_id < b.user_id ? -1 : a.user_id > b.user_id ? 1 : 0) : a.created_at < b.created_at ? 1 : -1));
+    return { users: matching.slice(offset, offset + limit).map((u) => structuredClone(u)), total: matching.length };
+  }
+
+  async putOneTimeToken(token: Omit<OneTimeToken, 'used_at'>): Promise<void> {
+    this.check();
+    // As SQLite's primary and foreign keys: one token per hash, of a user that exists.
+    if (this.tokens.has(token.token_hash) || !this.users.has(token.user_id)) throw storeError('SVC_ERR_STORE', 'that one-time token cannot be kept (its hash is used, or its user is gone)');
+    this.tokens.set(token.token_hash, { token_hash: token.token_hash, user_id: token.user_id, kind: token.kind, identity: token.identity, expires_at: token.expires_at, used_at: null });
+  }
+
+  async voidOneTimeTokens(userId: string, kind: OneTimeToken['kind']): Promise<void> {
+    this.check();
+    const now = Date.now();
+    for (const token of this.tokens.values()) if (token.user_id === userId && token.kind === kind && token.used_at === null) token.used_at = now;
+  }
+
+  private usable(hash: string, kind: OneTimeToken['kind'], now: number): OneTimeToken | undefined {
+    const token = this.tokens.get(hash);
+    return token && token.kind === kind && token.used_at === null && token.expires_at > now ? token : undefined;
+  }
+
+  async peekOneTimeToken(hash: string, kind: OneTimeToken['kind']): Promise<OneTimeToken | undefined> {
+    this.check();
+    const token = this.usable(hash, kind, Date.now());
+    return token && { ...token };
+  }
+
+  async takeOneTimeToken(hash: string, kind: OneTimeToken['kind']): Promise<OneTimeToken | undefined> {
+    this.check();
+    const now = Date.now();
+    const token = this.usable(hash, kind, now);
+    if (!token) return undefined;
+    token.used_at = now;
+    return { ...token };
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+  }
+}

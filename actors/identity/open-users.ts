@@ -1,0 +1,54 @@
+/**
+ * The users repository chosen by configuration (`[scale.database]
+ * docdb_uri`, the URI the anchor store is chosen by: users follow the graph):
+ * backends registered by URI scheme, as emailers are by name. SQLite
+ * (`sqlite:`, a file path, or nothing) and `memory:` are built in; a later
+ * release registers `postgres://` and `mongodb://`.
+ */
+import { parseStoreUri, type StoreUri, unavailableBackend } from '../anchor/index.ts';
+import { MemoryUsersRepository } from './memory-users.ts';
+import { SqliteUsersRepository } from './sqlite-users.ts';
+import type { UsersRepository } from './users-repository.ts';
+
+export interface OpenUsersOptions {
+  /** The SQLite file when the URI names none (`cli/paths.ts`: `.svc/data/users.db`, or `users_db_path`). */
+  path?: string;
+  /** Where a relative path in the URI resolves from (the project root; default the working directory). */
+  baseDir?: string;
+}
+
+export type UsersRepositoryFactory = (uri: StoreUri, options: OpenUsersOptions) => UsersRepository | Promise<UsersRepository>;
+
+const registered = new Map<string, UsersRepositoryFactory>();
+
+/**
+ * Make a backend available for a URI scheme (lower case, without the colon);
+ * a later registration of a scheme replaces the earlier one.
+ *
+ * @example
+ * registerUsersRepository('postgres', (uri) => PostgresUsers.connect(uri.uri));
+ */
+export function registerUsersRepository(scheme: string, factory: UsersRepositoryFactory): void {
+  registered.set(scheme.toLowerCase(), factory);
+}
+
+registerUsersRepository('sqlite', (uri, o) => {
+  const path = uri.path ?? o.path;
+  if (!path) throw new TypeError('openUsersRepository: a SQLite repository needs a file (in the URI or as options.path)');
+  return SqliteUsersRepository.open(path);
+});
+registerUsersRepository('memory', () => new MemoryUsersRepository());
+
+/**
+ * Open the users repository a URI names. An unknown scheme, or one whose
+ * backend is not in this build, rejects with `SVC_ERR_STORE_BACKEND`.
+ *
+ * @example
+ * const users = await openUsersRepository(config['scale.database'].docdb_uri, { path: usersPath, baseDir: projectRoot });
+ */
+export async function openUsersRepository(uri: string | undefined, options: OpenUsersOptions = {}): Promise<UsersRepository> {
+  const parsed = parseStoreUri(uri, options.baseDir);
+  const factory = registered.get(parsed.scheme);
+  if (!factory) throw unavailableBackend(parsed, 'users repository', [...registered.keys()]);
+  return factory(parsed, options);
+}

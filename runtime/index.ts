@@ -1,0 +1,8 @@
+/**
+ * The composition root: `createRuntime(options)` builds what one thread of
+ * `svc start` serves from modules `{ start, drain, close }` in a declared
+ * order; `composeRuntime(modules)` runs any list of modules.
+ */
+export { Runtime, RuntimeError, composeRuntime } from './runtime.ts';
+export type { RuntimeContext, RuntimeModule } from './runtime.ts';
+export { RUNTIME_ERRORS } from './errors.ts';

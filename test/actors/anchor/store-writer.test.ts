@@ -1,0 +1,89 @@
+// One writer per process: a worker's store reads through its own read-only connection and hands writes to the main thread's writer.
+import t from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ActorSystem } from 'svc/kernel';
+import { CommitChain, ForwardingStore, serveStoreWriter, SqliteStore, STORE_WRITER_ACTOR, type StoredDoc } from 'svc/actors/anchor';
+import { storeConformance } from '../../helpers/store-conformance.ts';
+import { MemoryNet } from '../../helpers/memory-transport.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'svc-writer-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+let n = 0;
+
+/** A main thread serving the writer and `workers` threads with forwarding stores, over one file. */
+function processWith(workers: number) {
+  const path = join(dir, `s${n++}`, 'anchor_store.db');
+  const net = new MemoryNet();
+  const main = new ActorSystem({ transport: net.transport('p/main') });
+  const writer = SqliteStore.open(path);
+  serveStoreWriter(main, writer);
+  const threads = Array.from({ length: workers }, (_, i) => new ActorSystem({ transport: net.transport(`p/w${i + 1}`) }));
+  const stores = threads.map(
+    (system) => new ForwardingStore(SqliteStore.open(path, { readOnly: true }), system.refFromAddress({ node: 'p/main', path: `/user/${STORE_WRITER_ACTOR}` }), { node: system.nodeId }),
+  );
+  const shutdown = async () => {
+    for (const s of [...threads, main]) await s.shutdown();
+    await writer.close();
+  };
+  const close = async () => {
+    for (const s of stores) await s.close();
+    await shutdown();
+  };
+  return { stores, writer, close, shutdown };
+}
+
+t.test('a forwarding store passes the store conformance suite', async (t) => {
+  storeConformance(t, async () => {
+    const p = processWith(1);
+    const store = p.stores[0] as ForwardingStore;
+    const close = store.close.bind(store);
+    store.close = async () => {
+      await close();
+      await p.shutdown();
+    };
+    return store;
+  });
+});
+
+function doc(id: string, version = 1, title = 't'): StoredDoc {
+  return {
+    id: id.padEnd(32, '0'),
+    root: 'r'.repeat(32),
+    kind: 'node',
+    arch_module: 'app',
+    arch_type: 'Todo',
+    fingerprint: 'f'.repeat(16),
+    format_version: 1,
+    version,
+    body: JSON.stringify({ access: {}, context: { title } }),
+  };
+}
+
+t.test('two threads write through one writer: a stale write from either is a conflict, a chain broken on one side stays broken', async (t) => {
+  const p = processWith(2);
+  t.teardown(p.close);
+  const [a, b] = p.stores as [ForwardingStore, ForwardingStore];
+  await a.commit({ upserts: [doc('aa')], deletes: [] });
+  t.equal((await b.get([doc('aa').id]))[0]?.version, 1, 'the other thread reads it at once');
+  const chain = new CommitChain();
+  // Both threads race the same version 2: one wins.
+  const results = await Promise.allSettled([a.commit({ upserts: [doc('aa', 2, 'from a')], deletes: [], chain }), b.commit({ upserts: [doc('aa', 2, 'from b')], deletes: [] })]);
+  t.equal(results.filter((r) => r.status === 'fulfilled').length, 1, 'one of the two writes won');
+  if (results[0]?.status === 'rejected') {
+    t.match(results[0].reason, { code: 'SVC_ERR_CONFLICT' });
+    await t.rejects(a.commit({ upserts: [doc('bb')], deletes: [], chain }), { code: 'SVC_ERR_CONFLICT' }, 'later batches of the chain are refused');
+    t.same(await a.get([doc('bb').id]), [], 'and not applied');
+  } else {
+    t.match((results[1] as PromiseRejectedResult).reason, { code: 'SVC_ERR_CONFLICT' });
+  }
+  // Pipelined batches of one chain: the first fails at the writer, the second (sent before the answer) is refused there.
+  const chain2 = new CommitChain();
+  const first = a.commit({ upserts: [doc('aa', 9)], deletes: [], chain: chain2 });
+  const second = a.commit({ upserts: [doc('cc')], deletes: [], chain: chain2 });
+  await t.rejects(first, { code: 'SVC_ERR_CONFLICT' });
+  await t.rejects(second, { code: 'SVC_ERR_CONFLICT' });
+  t.same(await b.get([doc('cc').id]), [], 'the refused batch was not applied');
+  t.equal(await p.writer.count(), 1);
+});

@@ -1,0 +1,49 @@
+// `[scale.database] docdb_uri` (DOCDB_URI) as `svc start` reads it: the backends chosen by URI.
+import t from 'tap';
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import Database from 'better-sqlite3';
+import { startServer } from '../helpers/server.ts';
+
+const BIN = new URL('../../bin/svc.mjs', import.meta.url).pathname;
+const entry = new URL('../fixtures/http-app.ts', import.meta.url).pathname;
+
+/** Run svc to completion; resolves with its exit code and output. */
+function svc(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, SVC_ACCESS_LOG: 'false', ...env } });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d: Buffer) => (stdout += d));
+    p.stderr.on('data', (d: Buffer) => (stderr += d));
+    p.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+t.test('docdb_uri: PostgreSQL and MongoDB are not available yet (one clear line), memory: is refused', async (t) => {
+  const env = { SVC_DATA_DIR: t.testdir({}), JWT_SECRET: 'test-secret-test-secret-test-secret-0123456789' };
+  for (const [uri, why] of [
+    ['postgres://svc:hunter2@db:5432/svc', /svc: the PostgreSQL users repository is not available yet/],
+    ['mongodb://db/svc', /svc: the MongoDB users repository is not available yet/],
+    ['memory:', /svc: \[scale\.database\] docdb_uri: memory stores live inside one thread/],
+  ] as const) {
+    const r = await svc(['start', entry, '--host', '127.0.0.1', '--port', '0', '--workers', '1'], { ...env, DOCDB_URI: uri });
+    t.equal(r.code, 1, uri);
+    t.match(r.stderr, why);
+    t.notMatch(r.stderr, /hunter2|\n\s+at /, 'no password, no stack');
+    t.notMatch(r.stdout, /Server ready/);
+  }
+});
+
+t.test('docdb_uri naming a SQLite file: the graph and the users in it', async (t) => {
+  const dir = t.testdir({});
+  const file = join(dir, 'all.db');
+  const server = await startServer({ entry, env: { DOCDB_URI: `sqlite:${file}` } });
+  t.teardown(() => server.stop());
+  t.match(server.output(), new RegExp(`store sqlite at .*all\\.db`));
+  const db = new Database(file, { readonly: true });
+  t.teardown(() => db.close());
+  const tables = (db.prepare("SELECT name FROM sqlite_master WHERE type = 'table'").pluck().all() as string[]).sort();
+  t.ok(tables.includes('anchors') && tables.includes('users'), `one file holds both: ${tables.join(', ')}`);
+  t.ok((db.prepare('SELECT count(*) FROM users').pluck().get() as number) >= 1, 'the bootstrap accounts are in it');
+});

@@ -1,0 +1,100 @@
+// The rooms of the tree (DESIGN.md "Layout"): a room is a subfolder of actors/
+// or transports/ (actors/identity, transports/http), or another top-level
+// folder (kernel/, cli/, runtime/, cluster/, client/). Its index.ts is its door.
+// - kernel/ imports nothing of ours outside kernel/;
+// - actors/ never import transports/ or cli/;
+// - a file imports another room only through that room's index.ts (files of
+//   one room import each other freely; cli/commands/* is inside cli/).
+// Imports are read with the TypeScript scanner (comments and strings are not imports).
+import t from 'tap';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, posix, relative } from 'node:path';
+import ts from 'typescript';
+
+const root = new URL('../..', import.meta.url).pathname;
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; exports: Record<string, string> };
+
+/** Top-level folders that are not product code (no rooms). */
+const NOT_PRODUCT = new Set(['test', 'bench', 'examples', 'bin', 'docs', 'node_modules']);
+/** Top-level folders whose subfolders are the rooms. */
+const HALLS = new Set(['actors', 'transports']);
+
+function files(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    if (name.startsWith('.') || (dir === root && NOT_PRODUCT.has(name))) continue;
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) out.push(...files(path));
+    else if (/\.(ts|mts)$/.test(name) && !name.endsWith('.d.ts')) out.push(path);
+  }
+  return out;
+}
+
+/** The room of a repository path (`actors/identity/jwt.ts` → `actors/identity`), or undefined for top-level files. */
+function roomOf(rel: string): string | undefined {
+  const parts = rel.split('/');
+  if (parts.length < 2) return undefined;
+  if (HALLS.has(parts[0] as string)) return parts.length >= 3 ? `${parts[0]}/${parts[1]}` : undefined;
+  return parts[0];
+}
+
+/** The repository path an import names, when it is ours (relative, or the package's own name); else undefined. */
+function resolveImport(fromRel: string, spec: string): string | undefined {
+  if (spec.startsWith('.')) return posix.normalize(posix.join(posix.dirname(fromRel), spec));
+  if (spec === pkg.name || spec.startsWith(`${pkg.name}/`)) {
+    const target = pkg.exports[`.${spec.slice(pkg.name.length)}`];
+    return target ? posix.normalize(target) : `${spec.slice(pkg.name.length + 1)} (not exported)`;
+  }
+  return undefined;
+}
+
+/** What is wrong with `fromRel` importing `toRel` (both repository paths). */
+function violations(fromRel: string, toRel: string): string[] {
+  const out: string[] = [];
+  const from = roomOf(fromRel);
+  const to = roomOf(toRel);
+  if (fromRel.startsWith('kernel/') && !toRel.startsWith('kernel/')) out.push('kernel/ imports nothing of ours outside kernel/');
+  if (fromRel.startsWith('actors/') && (toRel.startsWith('transports/') || toRel.startsWith('cli/'))) out.push('actors never import transports/ or cli/');
+  if (to !== undefined && from !== to && toRel !== `${to}/index.ts`) out.push(`another room is imported only through its door, ${to}/index.ts`);
+  return out;
+}
+
+function importsOf(file: string): string[] {
+  return ts.preProcessFile(readFileSync(file, 'utf8'), true, true).importedFiles.map((f) => f.fileName);
+}
+
+t.test('the rules themselves catch what they should', async (t) => {
+  t.equal(roomOf('actors/identity/jwt.ts'), 'actors/identity');
+  t.equal(roomOf('transports/http/front.ts'), 'transports/http');
+  t.equal(roomOf('cli/commands/start.ts'), 'cli');
+  t.equal(roomOf('kernel/actor.ts'), 'kernel');
+  t.equal(roomOf('runtime/modules/http.ts'), 'runtime');
+  t.equal(roomOf('index.ts'), undefined);
+  t.match(violations('kernel/system.ts', 'actors/walker/index.ts'), [/kernel/]);
+  t.match(violations('actors/identity/service.ts', 'transports/http/index.ts'), [/actors never import transports/]);
+  t.match(violations('actors/identity/service.ts', 'cli/config.ts'), [/actors never import/, /door/]);
+  t.match(violations('transports/ws/hub.ts', 'actors/identity/jwt.ts'), [/door, actors\/identity\/index.ts/]);
+  t.match(violations('cli/serve-worker.ts', 'transports/http/front.ts'), [/door/]);
+  t.match(violations('index.ts', 'actors/walker/walker.ts'), [/door/], 'the package door goes through room doors too');
+  t.same(violations('transports/ws/hub.ts', 'actors/identity/index.ts'), [], 'through the door');
+  t.same(violations('actors/identity/jwt.ts', 'actors/identity/errors.ts'), [], 'inside one room');
+  t.same(violations('cli/commands/start.ts', 'cli/config.ts'), [], 'cli/commands is inside cli');
+  t.same(violations('actors/identity/service.ts', 'kernel/index.ts'), [], 'actors use the kernel door');
+  t.same(violations('transports/http/front.ts', 'actors/walker/index.ts'), []);
+});
+
+t.test('every import of ours follows the rules', async (t) => {
+  const product = files(root);
+  t.ok(product.length > 40, 'product files found');
+  let checked = 0;
+  for (const file of product) {
+    const rel = relative(root, file);
+    for (const spec of importsOf(file)) {
+      const target = resolveImport(rel, spec);
+      if (target === undefined) continue;
+      checked++;
+      for (const broken of violations(rel, target)) t.fail(`${rel} imports ${spec}: ${broken}`);
+    }
+  }
+  t.ok(checked > 100, `${checked} imports of ours checked`);
+});
