@@ -6,3 +6,9 @@
 export { Runtime, RuntimeError, composeRuntime } from './runtime.ts';
 export type { RuntimeContext, RuntimeModule } from './runtime.ts';
 export { RUNTIME_ERRORS } from './errors.ts';
+export { SCHEMA, ConfigError, loadConfig } from './config.ts';
+export type { SvcConfig, LoadedConfig } from './config.ts';
+export { dataPaths } from './paths.ts';
+export type { DataPaths } from './paths.ts';
+export { createRuntime, serveModules, CONTROL_ACTOR } from './serve.ts';
+export type { ServeBoot, ServeOptions, HttpControl, WorkerStats, RouteSummary } from './serve.ts';

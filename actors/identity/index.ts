@@ -7,6 +7,8 @@ export type { Claims, RevocationList, HmacAlgorithm } from './jwt.ts';
 export { normalize, userRecord, immediateUserExists } from './users-repository.ts';
 export type { UsersRepository, UserRecord, UserPatch, Identity, Role, Status, OneTimeToken, UsersPage, UsersPageOptions, ImmediateUserLookup } from './users-repository.ts';
 export { SqliteUsersRepository } from './sqlite-users.ts';
+export { ForwardingUsersRepository, serveUsersWriter, USERS_WRITER_ACTOR } from './users-writer.ts';
+export type { UsersWriterMsg } from './users-writer.ts';
 export { MemoryUsersRepository } from './memory-users.ts';
 export { openUsersRepository, registerUsersRepository } from './open-users.ts';
 export type { OpenUsersOptions, UsersRepositoryFactory } from './open-users.ts';

@@ -6,7 +6,9 @@
  * release registers `postgres://` and `mongodb://`.
  */
 import { parseStoreUri, type StoreUri, unavailableBackend } from '../anchor/index.ts';
+import type { ActorRef } from '../../kernel/index.ts';
 import { MemoryUsersRepository } from './memory-users.ts';
+import { ForwardingUsersRepository, type UsersWriterMsg } from './users-writer.ts';
 import { SqliteUsersRepository } from './sqlite-users.ts';
 import type { UsersRepository } from './users-repository.ts';
 
@@ -15,6 +17,8 @@ export interface OpenUsersOptions {
   path?: string;
   /** Where a relative path in the URI resolves from (the project root; default the working directory). */
   baseDir?: string;
+  /** SQLite in a worker thread: the process's one writer (`serveUsersWriter` on the main thread); reads stay on this thread. */
+  processWriter?: ActorRef<UsersWriterMsg, unknown>;
 }
 
 export type UsersRepositoryFactory = (uri: StoreUri, options: OpenUsersOptions) => UsersRepository | Promise<UsersRepository>;
@@ -35,6 +39,7 @@ export function registerUsersRepository(scheme: string, factory: UsersRepository
 registerUsersRepository('sqlite', (uri, o) => {
   const path = uri.path ?? o.path;
   if (!path) throw new TypeError('openUsersRepository: a SQLite repository needs a file (in the URI or as options.path)');
+  if (o.processWriter) return new ForwardingUsersRepository(SqliteUsersRepository.open(path, { readOnly: true }), o.processWriter);
   return SqliteUsersRepository.open(path);
 });
 registerUsersRepository('memory', () => new MemoryUsersRepository());

@@ -69,14 +69,19 @@ export class SqliteUsersRepository implements UsersRepository, ImmediateUserLook
   private readonly q;
   private closed = false;
 
-  private constructor(readonly path: string) {
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    this.db = new Database(path);
-    this.db.pragma('journal_mode = WAL');
-    this.db.pragma('synchronous = NORMAL');
+  private constructor(
+    readonly path: string,
+    readOnly: boolean,
+  ) {
+    if (path !== ':memory:' && !readOnly) mkdirSync(dirname(path), { recursive: true });
+    this.db = new Database(path, { readonly: readOnly, fileMustExist: readOnly });
+    if (!readOnly) {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = NORMAL');
+    }
     this.db.pragma('busy_timeout = 5000');
     this.db.pragma('foreign_keys = ON');
-    this.db.exec(`
+    if (!readOnly) this.db.exec(`
       CREATE TABLE IF NOT EXISTS users (
         user_id TEXT PRIMARY KEY, status TEXT NOT NULL, role TEXT NOT NULL, root_id TEXT NOT NULL,
         profile TEXT NOT NULL, created_at TEXT NOT NULL, updated_at TEXT NOT NULL,
@@ -135,9 +140,14 @@ export class SqliteUsersRepository implements UsersRepository, ImmediateUserLook
     };
   }
 
-  /** Open (creating the file, its folder and its tables when missing); `:memory:` for a private database. */
-  static open(path: string): SqliteUsersRepository {
-    return new SqliteUsersRepository(path);
+  /**
+   * Open (creating the file, its folder and its tables when missing); `:memory:`
+   * for a private database. `readOnly`: a worker thread's reading connection
+   * (its writes go to the process's one writer, `ForwardingUsersRepository`);
+   * the file must exist.
+   */
+  static open(path: string, options: { readOnly?: boolean } = {}): SqliteUsersRepository {
+    return new SqliteUsersRepository(path, options.readOnly === true);
   }
 
   private check(): void {

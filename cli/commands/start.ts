@@ -11,13 +11,14 @@ import { basename, dirname, extname, isAbsolute, join, relative, resolve } from 
 import { fileURLToPath } from 'node:url';
 import { WorkerPool, forgetBuilds, compileWorker } from '../../transports/worker/index.ts';
 import { ClientAddresses, loadUws, openFileLimit, TrustedProxyError } from '../../transports/http/index.ts';
-import { ConfigError, loadConfig } from '../config.ts';
+import { ConfigError, dataPaths, loadConfig } from '../../runtime/index.ts';
 import { freePort } from '../ports.ts';
 import { jwtSecret, SecretError } from '../secrets.ts';
 import { DataLockError, lockDataFolder } from '../data-lock.ts';
-import { dataPaths } from '../paths.ts';
-import { bootstrapAccounts, openUsersRepository, Passwords, ThreadHasher } from '../../actors/identity/index.ts';
-import type { HttpControl, RouteSummary, ServeBoot } from '../serve-worker.ts';
+import { bootstrapAccounts, openUsersRepository, Passwords, serveUsersWriter, ThreadHasher } from '../../actors/identity/index.ts';
+import { openAnchorStore, serveStoreWriter } from '../../actors/anchor/index.ts';
+import { threadOf } from '../../kernel/index.ts';
+import type { HttpControl, RouteSummary, ServeBoot } from '../../runtime/index.ts';
 
 export interface StartFlags {
   port?: number | string;
@@ -155,8 +156,14 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   const secret = jwtSecret({ configured: config['scale.jwt'].secret, production, projectRoot });
   // Password hashing for the whole process: a few low-priority threads, served to the workers.
   const hasher = new ThreadHasher({ threads: config['scale.auth'].hash_concurrency, nice: config['scale.auth'].hash_nice });
-  // The guest and the bootstrap admin, once, before any worker serves.
+  // SQLite: this thread holds the one writing connection of each file for the whole process (workers read on their own and hand writes here).
   const users = await openUsersRepository(docdbUri, { path: usersPath, baseDir: projectRoot });
+  const writers = backend === 'sqlite' ? await openAnchorStore(docdbUri, { path: storePath, baseDir: projectRoot, synchronous: config['scale.database'].synchronous as 'NORMAL' | 'FULL' }) : undefined;
+  const closeWriters = async (): Promise<void> => {
+    await users.close();
+    await writers?.close();
+  };
+  // The guest and the bootstrap admin, once, before any worker serves.
   try {
     await bootstrapAccounts({
       users,
@@ -165,26 +172,48 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
       passwordFile: join(dataDir, 'admin_password'),
       say,
     });
-  } finally {
-    await users.close();
+  } catch (error) {
+    await closeWriters();
+    throw error;
   }
+  if (!writers) await users.close();
   const host = server.host;
   const chosen = await freePort(host, server.port);
   if (server.port !== 0 && chosen !== server.port) say(`svc: port ${server.port} is in use; using ${chosen}`);
-  const bootData = boot({ jwtSecret: secret.secret, port: chosen, listeners: transport === 'uws' ? workerIds(workers) : ['w1'] });
+  const bootData = boot({ jwtSecret: secret.secret, port: chosen, listeners: transport === 'uws' ? workerIds(workers) : ['w1'], processWriters: writers !== undefined });
 
   const launch = async (listenNow = true): Promise<Running> => {
-    const pool = await WorkerPool.start({
+    let pool: WorkerPool | undefined;
+    pool = await WorkerPool.start({
       size: workers,
       module: SERVE_WORKER,
       app: entry,
       data: { ...bootData, listenNow },
-      onSystem: (system) => hasher.serve(system),
-      onExit: (node, code) => process.stderr.write(`svc: worker ${node} exited with code ${code}\n`),
+      onSystem: (system) => {
+        hasher.serve(system);
+        if (writers) {
+          serveStoreWriter(system, writers);
+          serveUsersWriter(system, users);
+        }
+      },
+      // A thread that dies is replaced under the same name; its roots come back to it once it serves.
+      replace: true,
+      onExit: (node, code) => {
+        if (!stopping) process.stderr.write(`svc: worker ${threadOf(node)} exited with code ${code}; starting a new one\n`);
+      },
+      onReplaced: (node, error) => {
+        if (error) process.stderr.write(`svc: worker ${threadOf(node)} could not be replaced: ${(error as Error).message ?? error}\n`);
+        else {
+          process.stderr.write(`svc: worker ${threadOf(node)} is serving again\n`);
+          // node:http listens on one thread: a replacement started for a reload's hand-over must open the port itself.
+          if (transport === 'node' && threadOf(node) === 'w1') void pool?.system.refFromAddress({ node, path: '/user/http' }).ask({ t: 'listen' } satisfies HttpControl).catch(() => undefined);
+        }
+      },
     });
     return { pool, port: chosen };
   };
 
+  let stopping = false;
   let current = await launch();
   const routes = (await current.pool.system.refFromAddress({ node: 'w1', path: '/user/http' }).ask({ t: 'describe' } satisfies HttpControl)) as RouteSummary[];
   say(`svc: ${routes.length} endpoints from ${relative(process.cwd(), entry) || entry}`);
@@ -192,7 +221,6 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   say(`svc: ${workers} worker thread${workers === 1 ? '' : 's'}, transport ${transport === 'uws' ? 'uWebSockets.js' : 'node:http'}${production ? ', production' : ''}${flags.dev ? ', dev (reloading on change)' : ''}`);
   say(`Server ready at http://${host}:${chosen}`);
 
-  let stopping = false;
   const drain = async (running: Running, deadlineMs: number): Promise<void> => {
     await Promise.allSettled(
       running.pool.workers.map((node) =>
@@ -205,7 +233,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     if (stopping) return;
     stopping = true;
     say(`svc: ${signal}: draining (up to ${server.shutdown_timeout_ms} ms)`);
-    void drain(current, server.shutdown_timeout_ms).then(
+    void drain(current, server.shutdown_timeout_ms).then(closeWriters).then(
       () => {
         say('svc: stopped');
         process.exit(0);

@@ -8,8 +8,8 @@
  */
 import { dirname, resolve } from 'node:path';
 import { JwtVerifier, openUsersRepository, serviceAccount, type Role } from '../../actors/identity/index.ts';
-import { ConfigError, loadConfig } from '../config.ts';
-import { dataPaths } from '../paths.ts';
+import { ConfigError, loadConfig } from '../../runtime/index.ts';
+import { dataPaths } from '../../runtime/index.ts';
 import { jwtSecret, SecretError } from '../secrets.ts';
 
 class TokenError extends Error {}

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { join } from 'node:path';
 import { loadConfig } from 'svc/cli/config';
-import { dataPaths } from '../../cli/paths.ts';
+import { dataPaths } from '../../runtime/index.ts';
 
 function paths(env: Record<string, string>, toml = '') {
   const dir = t.testdir({ 'svc.toml': toml });

@@ -31,3 +31,26 @@ t.test('SQLite: what one connection writes, another sees (threads and processes 
   t.equal((await a.byId(u.user_id))?.tokens_valid_after, stamp);
   t.ok(a.existsNow(u.user_id), 'the synchronous check the JWT verifier uses');
 });
+
+t.test('SQLite through the process writer: a worker reads on its own connection, writes through the main thread', async (t) => {
+  const { ActorSystem } = await import('svc/kernel');
+  const { ForwardingUsersRepository, serveUsersWriter, USERS_WRITER_ACTOR } = await import('svc/actors/identity');
+  const { MemoryNet } = await import('../../helpers/memory-transport.ts');
+  usersConformance(t, async () => {
+    const path = join(t.testdir({}), `users-${Math.random().toString(36).slice(2)}.db`);
+    const net = new MemoryNet();
+    const main = new ActorSystem({ transport: net.transport('p/main') });
+    const worker = new ActorSystem({ transport: net.transport('p/w1') });
+    const writer = SqliteUsersRepository.open(path);
+    serveUsersWriter(main, writer);
+    const users = new ForwardingUsersRepository(SqliteUsersRepository.open(path, { readOnly: true }), worker.refFromAddress({ node: 'p/main', path: `/user/${USERS_WRITER_ACTOR}` }));
+    const close = users.close.bind(users);
+    users.close = async () => {
+      await close();
+      await worker.shutdown();
+      await main.shutdown();
+      await writer.close();
+    };
+    return users;
+  });
+});

@@ -1,0 +1,232 @@
+/**
+ * Configuration: `svc.toml` (section names as in the seeds), layered with
+ * `svc.<profile>.toml` for `--profile`, then environment variables, then
+ * command-line flags. Unknown keys are warned about; a value of the wrong
+ * type is an error naming the key.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'smol-toml';
+
+type Kind = 'int' | 'number' | 'bool' | 'string' | 'enum' | 'list';
+
+interface KeySpec {
+  kind: Kind;
+  default: unknown;
+  env?: string[];
+  values?: readonly string[];
+  min?: number;
+}
+
+/** Every key svc reads, by section. */
+export const SCHEMA = {
+  'scale.server': {
+    port: { kind: 'int', default: 8000, env: ['SVC_PORT', 'PORT'], min: 0 },
+    host: { kind: 'string', default: '0.0.0.0', env: ['SVC_HOST'] },
+    docs_enabled: { kind: 'bool', default: true, env: ['SVC_DOCS_ENABLED'] },
+    suppress_health_check_logs: { kind: 'bool', default: false, env: ['SVC_SUPPRESS_HEALTH_CHECK_LOGS'] },
+    max_body_bytes: { kind: 'int', default: 1024 * 1024, env: ['SVC_MAX_BODY_BYTES'], min: 1 },
+    request_timeout_ms: { kind: 'int', default: 30_000, env: ['SVC_REQUEST_TIMEOUT_MS'], min: 1 },
+    access_log: { kind: 'bool', default: true, env: ['SVC_ACCESS_LOG'] },
+    workers: { kind: 'int', default: 0, env: ['SVC_WORKERS'], min: 0 },
+    transport: { kind: 'enum', default: 'auto', env: ['SVC_TRANSPORT'], values: ['auto', 'uws', 'node'] },
+    shutdown_timeout_ms: { kind: 'int', default: 10_000, env: ['SVC_SHUTDOWN_TIMEOUT_MS'], min: 0 },
+    body_timeout_ms: { kind: 'int', default: 60_000, env: ['SVC_BODY_TIMEOUT_MS'], min: 1 },
+    max_connections: { kind: 'int', default: 10_000, env: ['SVC_MAX_CONNECTIONS'], min: 1 },
+    trusted_proxies: { kind: 'list', default: [], env: ['SVC_TRUSTED_PROXIES'] },
+    trusted_proxy_header: { kind: 'enum', default: 'x-forwarded-for', env: ['SVC_TRUSTED_PROXY_HEADER'], values: ['x-forwarded-for', 'forwarded'] },
+  },
+  'scale.websocket': {
+    max_frame_bytes: { kind: 'int', default: 64 * 1024, min: 1, env: ['SVC_WS_MAX_FRAME_BYTES'] },
+    max_buffered_bytes: { kind: 'int', default: 1024 * 1024, min: 1, env: ['SVC_WS_MAX_BUFFERED_BYTES'] },
+    idle_timeout_seconds: { kind: 'number', default: 120, env: ['SVC_WS_IDLE_TIMEOUT_SECONDS'] },
+    auth_timeout_seconds: { kind: 'number', default: 10, env: ['SVC_WS_AUTH_TIMEOUT_SECONDS'] },
+    ping_interval_seconds: { kind: 'number', default: 30, env: ['SVC_WS_PING_INTERVAL_SECONDS'] },
+  },
+  'scale.jwt': {
+    secret: { kind: 'string', default: '', env: ['JWT_SECRET'] },
+    algorithm: { kind: 'enum', default: 'HS256', env: ['JWT_ALGORITHM'], values: ['HS256', 'HS384', 'HS512'] },
+    exp_delta_days: { kind: 'int', default: 7, env: ['JWT_EXP_DELTA_DAYS'], min: 1 },
+    max_token_days: { kind: 'int', default: 365, env: ['JWT_MAX_TOKEN_DAYS'], min: 1 },
+  },
+  'scale.database': {
+    shelf_db_path: { kind: 'string', default: '', env: ['SVC_SHELF_DB_PATH'] },
+    synchronous: { kind: 'enum', default: 'NORMAL', env: ['SVC_SQLITE_SYNCHRONOUS'], values: ['NORMAL', 'FULL'] },
+    docdb_uri: { kind: 'string', default: '', env: ['DOCDB_URI'] },
+    kv_url: { kind: 'string', default: '', env: ['KV_URL'] },
+    users_db_path: { kind: 'string', default: '', env: ['SVC_USERS_DB_PATH'] },
+  },
+  'scale.auth': {
+    verify_token_ttl_seconds: { kind: 'int', default: 86_400, min: 1 },
+    reset_token_ttl_seconds: { kind: 'int', default: 1800, min: 1 },
+    verify_url_template: { kind: 'string', default: '' },
+    reset_url_template: { kind: 'string', default: '' },
+    login_attempts_per_identity: { kind: 'int', default: 10, min: 1, env: ['SVC_LOGIN_ATTEMPTS_PER_IDENTITY'] },
+    login_attempts_per_address: { kind: 'int', default: 100, min: 1, env: ['SVC_LOGIN_ATTEMPTS_PER_ADDRESS'] },
+    login_successes_per_identity: { kind: 'int', default: 60, min: 1, env: ['SVC_LOGIN_SUCCESSES_PER_IDENTITY'] },
+    register_attempts_per_address: { kind: 'int', default: 100, min: 1, env: ['SVC_REGISTER_ATTEMPTS_PER_ADDRESS'] },
+    rate_limit_max_keys: { kind: 'int', default: 50_000, min: 1, env: ['SVC_RATE_LIMIT_MAX_KEYS'] },
+    forgot_attempts_per_identity: { kind: 'int', default: 5, min: 1 },
+    rate_window_seconds: { kind: 'int', default: 900, min: 1, env: ['SVC_RATE_WINDOW_SECONDS'] },
+    hash_concurrency: { kind: 'int', default: 0, min: 0, env: ['SVC_HASH_CONCURRENCY'] },
+    hash_nice: { kind: 'int', default: 10, min: 0, env: ['SVC_HASH_NICE'] },
+  },
+  'scale.admin': {
+    enabled: { kind: 'bool', default: true },
+    username: { kind: 'string', default: 'admin', env: ['ADMIN_USERNAME'] },
+    email: { kind: 'string', default: '', env: ['ADMIN_EMAIL'] },
+    default_password: { kind: 'string', default: '', env: ['ADMIN_DEFAULT_PASSWORD'] },
+    session_expiry_hours: { kind: 'int', default: 24, min: 1 },
+    require_password_reset: { kind: 'bool', default: true },
+  },
+  'scale.emailer': {
+    provider: { kind: 'string', default: '', env: ['EMAILER_PROVIDER'] },
+    from_address: { kind: 'string', default: '', env: ['EMAILER_FROM_ADDRESS'] },
+    enabled: { kind: 'bool', default: true },
+  },
+  'scale.emailer.smtp': {
+    host: { kind: 'string', default: 'localhost', env: ['EMAILER_SMTP_HOST'] },
+    port: { kind: 'int', default: 25, min: 1, env: ['EMAILER_SMTP_PORT'] },
+    username: { kind: 'string', default: '', env: ['EMAILER_SMTP_USERNAME'] },
+    password: { kind: 'string', default: '', env: ['EMAILER_SMTP_PASSWORD'] },
+    use_tls: { kind: 'bool', default: true, env: ['EMAILER_SMTP_USE_TLS'] },
+    timeout: { kind: 'number', default: 10, env: ['EMAILER_SMTP_TIMEOUT'] },
+  },
+} as const satisfies Record<string, Record<string, KeySpec>>;
+
+type Schema = typeof SCHEMA;
+type ValueOf<S extends KeySpec> = S['kind'] extends 'int' | 'number' ? number : S['kind'] extends 'bool' ? boolean : S['kind'] extends 'list' ? string[] : string;
+export type SvcConfig = { [Sec in keyof Schema]: { [K in keyof Schema[Sec]]: ValueOf<Schema[Sec][K] & KeySpec> } };
+
+export class ConfigError extends Error {}
+
+export interface LoadedConfig {
+  config: SvcConfig;
+  warnings: string[];
+  /** Files read, in the order applied. */
+  files: string[];
+}
+
+function typed(spec: KeySpec, value: unknown, where: string): unknown {
+  switch (spec.kind) {
+    case 'int':
+      if (typeof value === 'number' && Number.isInteger(value) && value >= (spec.min ?? -Infinity)) return value;
+      throw new ConfigError(`${where} must be an integer${spec.min !== undefined ? ` ≥ ${spec.min}` : ''}, got ${JSON.stringify(value)}`);
+    case 'number':
+      if (typeof value === 'number' && Number.isFinite(value)) return value;
+      throw new ConfigError(`${where} must be a number, got ${JSON.stringify(value)}`);
+    case 'bool':
+      if (typeof value === 'boolean') return value;
+      throw new ConfigError(`${where} must be true or false, got ${JSON.stringify(value)}`);
+    case 'string':
+      if (typeof value === 'string') return value;
+      throw new ConfigError(`${where} must be a string, got ${JSON.stringify(value)}`);
+    case 'enum':
+      if (typeof value === 'string' && spec.values?.includes(value)) return value;
+      throw new ConfigError(`${where} must be one of ${spec.values?.join(', ')}, got ${JSON.stringify(value)}`);
+    case 'list':
+      if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value;
+      throw new ConfigError(`${where} must be a list of strings, got ${JSON.stringify(value)}`);
+  }
+}
+
+function fromEnv(spec: KeySpec, raw: string, name: string): unknown {
+  switch (spec.kind) {
+    case 'int':
+      if (/^-?\d+$/.test(raw.trim())) return typed(spec, Number(raw), `environment ${name}`);
+      throw new ConfigError(`environment ${name} must be an integer, got ${JSON.stringify(raw)}`);
+    case 'number':
+      if (raw.trim() !== '' && Number.isFinite(Number(raw))) return Number(raw);
+      throw new ConfigError(`environment ${name} must be a number, got ${JSON.stringify(raw)}`);
+    case 'bool':
+      if (/^(1|true|yes|on)$/i.test(raw)) return true;
+      if (/^(0|false|no|off)$/i.test(raw)) return false;
+      throw new ConfigError(`environment ${name} must be true or false, got ${JSON.stringify(raw)}`);
+    case 'list':
+      return raw.split(',').map((v) => v.trim()).filter((v) => v !== '');
+    default:
+      return typed(spec, raw, `environment ${name}`);
+  }
+}
+
+/** Walk a parsed TOML document: apply known keys, collect unknown ones. */
+function apply(doc: Record<string, unknown>, file: string, into: Record<string, Record<string, unknown>>, warnings: string[]): void {
+  const visit = (obj: Record<string, unknown>, path: string[]): void => {
+    for (const [key, value] of Object.entries(obj)) {
+      const full = [...path, key];
+      const section = full.slice(0, -1).join('.');
+      const known = (SCHEMA as Record<string, Record<string, KeySpec>>)[section];
+      if (known && Object.hasOwn(known, key)) {
+        (into[section] as Record<string, unknown>)[key] = typed(known[key] as KeySpec, value, `${file}: [${section}] ${key}`);
+      } else if (value && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Date)) {
+        visit(value as Record<string, unknown>, full);
+      } else {
+        warnings.push(`${file}: unknown key ${full.join('.')} (ignored)`);
+      }
+    }
+  };
+  visit(doc, []);
+}
+
+function readToml(path: string): Record<string, unknown> {
+  try {
+    return parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+  } catch (error) {
+    throw new ConfigError(`${path}: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * @example
+ * const { config, warnings } = loadConfig({ dir: projectRoot, profile: 'prod', env: process.env, flags: { 'scale.server.port': 9000 } });
+ */
+export function loadConfig(options: {
+  dir: string;
+  profile?: string | undefined;
+  env?: NodeJS.ProcessEnv;
+  /** Values from flags, by `section.key`, already typed. */
+  flags?: Record<string, unknown>;
+}): LoadedConfig {
+  const warnings: string[] = [];
+  const files: string[] = [];
+  const values: Record<string, Record<string, unknown>> = {};
+  for (const [section, keys] of Object.entries(SCHEMA)) {
+    values[section] = Object.fromEntries(Object.entries(keys).map(([k, spec]) => [k, (spec as KeySpec).default]));
+  }
+  const candidates = ['svc.toml'];
+  if (options.profile) {
+    if (!/^[\w-]+$/.test(options.profile)) throw new ConfigError(`--profile must be a simple name, got ${JSON.stringify(options.profile)}`);
+    candidates.push(`svc.${options.profile}.toml`);
+  }
+  for (const name of candidates) {
+    const path = join(options.dir, name);
+    if (!existsSync(path)) {
+      if (name !== 'svc.toml') warnings.push(`profile ${options.profile}: ${name} not found, nothing layered`);
+      continue;
+    }
+    apply(readToml(path), name, values, warnings);
+    files.push(path);
+  }
+  const env = options.env ?? {};
+  for (const [section, keys] of Object.entries(SCHEMA)) {
+    for (const [key, spec] of Object.entries(keys) as [string, KeySpec][]) {
+      for (const name of [...(spec.env ?? [])].reverse()) {
+        const raw = env[name];
+        if (raw !== undefined && raw !== '') (values[section] as Record<string, unknown>)[key] = fromEnv(spec, raw, name);
+      }
+    }
+  }
+  for (const [path, value] of Object.entries(options.flags ?? {})) {
+    const i = path.lastIndexOf('.');
+    const section = path.slice(0, i);
+    const key = path.slice(i + 1);
+    const spec = (SCHEMA as Record<string, Record<string, KeySpec>>)[section]?.[key];
+    if (!spec) throw new ConfigError(`unknown setting ${path}`);
+    (values[section] as Record<string, unknown>)[key] = typed(spec, value, `--${key.replace(/_/g, '-')}`);
+  }
+  const jwt = values['scale.jwt'] as { exp_delta_days: number; max_token_days: number };
+  if (jwt.exp_delta_days > jwt.max_token_days) {
+    throw new ConfigError(`[scale.jwt] exp_delta_days (${jwt.exp_delta_days}) is longer than max_token_days (${jwt.max_token_days}): tokens would be refused`);
+  }
+  return { config: values as unknown as SvcConfig, warnings, files };
+}

@@ -1,0 +1,484 @@
+/**
+ * What one thread of `svc start` serves, as runtime modules in their start
+ * order: log, bus, store, graph, users, identity, hooks, http, websocket,
+ * server, control. Each module provides services the later ones need; none
+ * knows the whole. {@link createRuntime} picks them from the configuration
+ * (the store and the users repository by `docdb_uri`, the server by
+ * transport).
+ *
+ * To add a store backend: register it (`registerAnchorStore`,
+ * `registerUsersRepository`) — the `store` and `users` modules choose by URI.
+ * A transport: a module after `http` that serves the `front` service. A metric
+ * or an event consumer: a module that needs what it observes or feeds.
+ */
+import pino from 'pino';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { ActorBroadcast, type ActorRef, type ActorSystem, type Broadcast, fromReceive, threadOf, workerPlacement } from '../kernel/index.ts';
+import { type AnchorStore, Graph, openAnchorStore, STORE_WRITER_ACTOR, type WriterMsg } from '../actors/anchor/index.ts';
+import { HookDispatcher, Registry, Root } from '../actors/walker/index.ts';
+import {
+  ActorRateLimiter,
+  Authenticator,
+  createEmailer,
+  IdentityService,
+  immediateUserExists,
+  JwtVerifier,
+  openUsersRepository,
+  HASHER_ACTOR,
+  Passwords,
+  RemoteHasher,
+  RevocationTable,
+  USERS_WRITER_ACTOR,
+  type UsersRepository,
+  type UsersWriterMsg,
+} from '../actors/identity/index.ts';
+import {
+  type BuiltinRoute,
+  buildRoutes,
+  ClientAddresses,
+  Docs,
+  type EndpointRoute,
+  type ForwardingHeader,
+  Front,
+  type HttpServer,
+  identityRoutes,
+  listenNode,
+  listenUws,
+  loadUws,
+  openApiDocument,
+  StaticFiles,
+  toHttpError,
+} from '../transports/http/index.ts';
+import { attachNode, attachUws, WsHub, type WsRoute, wsRoutes } from '../transports/ws/index.ts';
+import type { SvcConfig } from './config.ts';
+import { collectGarbage } from './gc.ts';
+import { composeRuntime, type Runtime, type RuntimeModule } from './runtime.ts';
+
+/** What the main thread hands each worker thread of `svc start`. */
+export interface ServeBoot {
+  /** Only build the routes and answer `describe` (for `--faux`). */
+  faux: boolean;
+  moduleName: string;
+  title: string;
+  projectRoot: string;
+  config: SvcConfig;
+  jwtSecret: string;
+  dev: boolean;
+  transport: 'uws' | 'node';
+  port: number;
+  /** Threads that open the port (`w1`…: every worker with uWebSockets.js, the first with node:http). */
+  listeners: string[];
+  /** Open the port at start (false: wait for a `listen` order — node:http hands the port over on reload). */
+  listenNow: boolean;
+  storePath: string;
+  usersPath: string;
+  version: string;
+  /**
+   * The main thread serves the SQLite writers (`store-writer`, `users-writer`):
+   * this thread reads on its own connections and hands writes over.
+   */
+  processWriters?: boolean;
+}
+
+/** Orders the main thread gives a worker's `/user/http` actor. */
+export type HttpControl = { t: 'drain'; deadlineMs: number } | { t: 'describe' } | { t: 'listen' } | { t: 'stats'; gc?: boolean };
+
+/** What `GET /admin/stats` reports of each worker thread. */
+export interface WorkerStats {
+  worker: string;
+  /** Open WebSocket connections (session actors) on this thread. */
+  websockets: number;
+  /** Session actors still running on this thread (a closed connection's actor ends once its frame in hand is done). */
+  session_actors: number;
+  /** Live actors on this thread (guardians, partitions, sessions…). */
+  actors: number;
+  /** This thread's V8 heap in use. */
+  heap_used_bytes: number;
+  /** Handles and requests keeping this thread's event loop alive. */
+  handles: number;
+}
+
+export interface RouteSummary {
+  method: string;
+  path: string;
+  kind: string;
+  name: string;
+  access: string;
+}
+
+export interface ServeOptions {
+  system: ActorSystem;
+  boot: ServeBoot;
+  /** The app module's exports. */
+  app: Record<string, unknown>;
+  /** Where log lines go (default: stdout). */
+  logDestination?: pino.DestinationStream;
+}
+
+const STATS_TOPIC = 'runtime.stats';
+
+/** The control actor's name under `/user`: the main thread's orders arrive there. */
+export const CONTROL_ACTOR = 'http';
+
+/**
+ * The runtime of one serving thread, not started yet.
+ *
+ * @example
+ * const rt = createRuntime({ system, boot, app });
+ * await rt.start();          // listening once it resolves
+ * await rt.drain(10_000);    // front unready, no new connections, in-flight work finished
+ * await rt.close();          // sockets, stores, log
+ */
+export function createRuntime(options: ServeOptions): Runtime {
+  const rt = composeRuntime(serveModules(options));
+  rt.provide('runtime', rt);
+  return rt;
+}
+
+/** The modules of one serving thread, in start order. */
+export function serveModules(options: ServeOptions): RuntimeModule[] {
+  const { system, boot, app } = options;
+  const registry = Registry.fromModule(app, boot.moduleName);
+  const routes = buildRoutes(registry);
+  const sockets = wsRoutes(registry);
+  if (routes.length === 0 && sockets.length === 0) throw new Error(`${boot.moduleName} exports no walker and no function: nothing to serve`);
+  const describe = (): RouteSummary[] => [
+    ...routes.map((r) => ({ method: r.method, path: r.template, kind: r.kind, name: r.name, access: r.access })),
+    ...sockets.map((r) => ({ method: 'WS', path: `/ws/${r.name}`, kind: r.broadcast ? 'websocket walker (broadcast)' : 'websocket walker', name: r.name, access: r.access })),
+  ];
+  if (boot.faux) return [{ name: 'control', start: () => void system.spawn(fromReceive(() => describe()), CONTROL_ACTOR) }];
+  const thread = threadOf(system.nodeId);
+  const writerOn = (path: string) => (boot.processWriters ? system.refFromAddress({ node: 'main', path: `/user/${path}` }) : undefined);
+  return [
+    logModule(thread, options.logDestination),
+    busModule(system),
+    storeModule(boot, writerOn(STORE_WRITER_ACTOR) as ActorRef<WriterMsg, unknown> | undefined),
+    graphModule(system, boot, registry),
+    usersModule(boot, writerOn(USERS_WRITER_ACTOR) as ActorRef<UsersWriterMsg, unknown> | undefined),
+    identityModule(system, boot, thread),
+    hooksModule(boot, registry),
+    httpModule(boot, registry, routes),
+    websocketModule(system, boot, sockets),
+    serverModule(boot, thread),
+    controlModule(system, describe),
+  ];
+}
+
+type Log = pino.Logger;
+
+function logModule(thread: string, destination?: pino.DestinationStream): RuntimeModule {
+  let log: Log | undefined;
+  const onRejection = (error: unknown) => log?.error({ err: error }, 'unhandled rejection (an operation that was not awaited?)');
+  return {
+    name: 'log',
+    start(rt) {
+      log = rt.provide('log', pino({ base: { worker: thread }, level: 'info' }, destination ?? pino.destination({ fd: 1, sync: false })));
+      process.on('unhandledRejection', onRejection);
+    },
+    close() {
+      process.off('unhandledRejection', onRejection);
+      log?.flush();
+    },
+  };
+}
+
+/** One message to every worker thread: revocations, WebSocket broadcasts, statistics. */
+function busModule(system: ActorSystem): RuntimeModule {
+  return {
+    name: 'bus',
+    start: (rt) => void rt.provide<Broadcast>('bus', new ActorBroadcast(system, { accepts: (node) => threadOf(node) !== 'main' })),
+  };
+}
+
+function storeModule(boot: ServeBoot, processWriter: ActorRef<WriterMsg, unknown> | undefined): RuntimeModule {
+  let store: AnchorStore | undefined;
+  return {
+    name: 'store',
+    async start(rt) {
+      const db = boot.config['scale.database'];
+      store = rt.provide(
+        'store',
+        await openAnchorStore(db.docdb_uri, { path: boot.storePath, baseDir: boot.projectRoot, synchronous: db.synchronous as 'NORMAL' | 'FULL', processWriter }),
+      );
+    },
+    close: () => store?.close(),
+  };
+}
+
+function graphModule(system: ActorSystem, boot: ServeBoot, registry: Registry): RuntimeModule {
+  const server = boot.config['scale.server'];
+  return {
+    name: 'graph',
+    async start(rt) {
+      const log = rt.need<Log>('log');
+      rt.provide(
+        'graph',
+        await Graph.open({
+          system,
+          registry,
+          store: rt.need<AnchorStore>('store'),
+          placement: workerPlacement(),
+          // The run deadline is the request timeout: a run the client stopped waiting for is dropped, not committed.
+          runTimeoutMs: server.request_timeout_ms,
+          timeoutMs: server.request_timeout_ms + 1000,
+          onQuarantine: (id, reason) => log.warn({ anchor: id, reason }, 'anchor moved to quarantine'),
+        }),
+      );
+    },
+  };
+}
+
+function usersModule(boot: ServeBoot, processWriter: ActorRef<UsersWriterMsg, unknown> | undefined): RuntimeModule {
+  let users: UsersRepository | undefined;
+  return {
+    name: 'users',
+    async start(rt) {
+      users = rt.provide('users', await openUsersRepository(boot.config['scale.database'].docdb_uri, { path: boot.usersPath, baseDir: boot.projectRoot, processWriter }));
+    },
+    close: () => users?.close(),
+  };
+}
+
+/** Users, tokens (revoked on every thread at once), rate limits, mail; one authenticator for every transport. */
+function identityModule(system: ActorSystem, boot: ServeBoot, thread: string): RuntimeModule {
+  const { config } = boot;
+  return {
+    name: 'identity',
+    async start(rt) {
+      const log = rt.need<Log>('log');
+      const users = rt.need<UsersRepository>('users');
+      const graph = rt.need<Graph>('graph');
+      const revocations = rt.provide('revocations', new RevocationTable());
+      // Every token still alive may be revoked: the longest any lives is max_token_days (svc token can sign that long).
+      const longest = Math.max(config['scale.jwt'].max_token_days, config['scale.jwt'].exp_delta_days) * 86_400_000;
+      for (const [userId, ms] of await users.revocationsSince(Date.now() - Math.max(longest, config['scale.admin'].session_expiry_hours * 3_600_000))) revocations.set(userId, ms);
+      revocations.serve(rt.need<Broadcast>('bus'));
+      const mail = await createEmailer({ ...config['scale.emailer'], smtp: config['scale.emailer.smtp'] }, boot.projectRoot);
+      if ('disabled' in mail && config['scale.emailer'].provider) log.error({ reason: mail.disabled }, 'email disabled');
+      const jwt = new JwtVerifier({
+        secret: boot.jwtSecret,
+        algorithm: config['scale.jwt'].algorithm as 'HS256',
+        revocations,
+        maxTokenDays: config['scale.jwt'].max_token_days,
+        maxAdminHours: config['scale.admin'].session_expiry_hours,
+        // A token of a user that never existed runs nothing (asked once per token; deletions are revocations).
+        userExists: immediateUserExists(users),
+      });
+      rt.provide('auth', new Authenticator(jwt));
+      // Password hashing runs on the main thread's pool (in one thread: this system serves the hasher itself).
+      const passwords = new Passwords(new RemoteHasher(system, system.lookup(HASHER_ACTOR) ? system.nodeId : 'main'));
+      passwords.warm();
+      const identity = rt.provide(
+        'identity',
+        new IdentityService({
+          users,
+          passwords,
+          system,
+          revocations,
+          limiter: new ActorRateLimiter(system, {
+            placement: workerPlacement(),
+            maxKeys: config['scale.auth'].rate_limit_max_keys,
+            windowMs: config['scale.auth'].rate_window_seconds * 1000,
+            salt: boot.jwtSecret,
+          }),
+          createRoot: (rootId) => graph.ensureRoot(rootId),
+          dropRoot: (rootId) => graph.dropRoot(rootId),
+          emailer: 'emailer' in mail ? mail.emailer : undefined,
+          emailDisabledReason: 'disabled' in mail ? mail.disabled : '',
+          jwt: { secret: boot.jwtSecret, algorithm: config['scale.jwt'].algorithm, expDays: config['scale.jwt'].exp_delta_days },
+          auth: config['scale.auth'],
+          adminSessionHours: config['scale.admin'].session_expiry_hours,
+          log: (level, message, extra) => log[level](extra ?? {}, message),
+        }),
+      );
+      // Graph deletions a previous run did not finish (one thread does them, in the background).
+      if (thread === 'w1' || thread === 'local') void identity.finishGraphDrops();
+    },
+  };
+}
+
+/** Hook walkers: before every generated route and every WebSocket upgrade, whatever the transport. */
+function hooksModule(boot: ServeBoot, registry: Registry): RuntimeModule {
+  return {
+    name: 'hooks',
+    start(rt) {
+      const graph = rt.need<Graph>('graph');
+      rt.provide('hooks', new HookDispatcher(registry, (walker, fields, options) => graph.spawn(walker, fields, options), { timeoutMs: boot.config['scale.server'].request_timeout_ms + 1000 }));
+    },
+  };
+}
+
+function httpModule(boot: ServeBoot, registry: Registry, routes: EndpointRoute[]): RuntimeModule {
+  const { config } = boot;
+  let front: Front | undefined;
+  return {
+    name: 'http',
+    start(rt) {
+      const log = rt.need<Log>('log');
+      const bus = rt.need<Broadcast>('bus');
+      const auth = rt.need<Authenticator>('auth');
+      const builtinRoutes: BuiltinRoute[] = [
+        ...identityRoutes(rt.need<IdentityService>('identity'), auth),
+        {
+          method: 'GET',
+          path: '/admin/stats',
+          auth: 'admin',
+          doc: { summary: 'Per worker thread: open WebSockets, session actors, actors, heap, handles (?gc=1 collects first under --expose-gc)' },
+          handler: async ({ req }) => {
+            // `?gc=1` collects garbage first, when the process runs with --expose-gc (for leak checks).
+            const gc = new URLSearchParams(req.query).get('gc') === '1';
+            const workers = (await bus.gather<WorkerStats>(STATS_TOPIC, { gc }, 5000)).sort((a, b) => a.worker.localeCompare(b.worker, 'en', { numeric: true }));
+            return { data: { rss_bytes: process.memoryUsage.rss(), workers } };
+          },
+        },
+      ];
+      const publicDir = join(boot.projectRoot, 'public');
+      front = rt.provide(
+        'front',
+        new Front({
+          graph: rt.need<Graph>('graph'),
+          registry,
+          routes,
+          auth,
+          hooks: rt.need<HookDispatcher>('hooks'),
+          builtinRoutes,
+          openapi: openApiDocument(routes, { title: boot.title, version: boot.version }, builtinRoutes),
+          docs: config['scale.server'].docs_enabled ? new Docs(boot.title) : undefined,
+          statics: existsSync(publicDir) ? new StaticFiles(publicDir) : undefined,
+          requestTimeoutMs: config['scale.server'].request_timeout_ms + 1000,
+          dev: boot.dev,
+          accessLog: config['scale.server'].access_log ? (entry) => log.info(entry, 'request') : undefined,
+          suppressHealthLogs: config['scale.server'].suppress_health_check_logs,
+          onError: (error, requestId) => log.error({ err: error, req_id: requestId }, 'request failed'),
+          clientAddresses: new ClientAddresses(config['scale.server'].trusted_proxies, config['scale.server'].trusted_proxy_header as ForwardingHeader),
+        }),
+      );
+    },
+    // Readiness turns false first: load balancers stop sending while the rest drains.
+    drain: () => front?.startDraining(),
+  };
+}
+
+function websocketModule(system: ActorSystem, boot: ServeBoot, sockets: WsRoute[]): RuntimeModule {
+  const { config } = boot;
+  let hub: WsHub | undefined;
+  return {
+    name: 'websocket',
+    start(rt) {
+      const log = rt.need<Log>('log');
+      const graph = rt.need<Graph>('graph');
+      const auth = rt.need<Authenticator>('auth');
+      const ws = config['scale.websocket'];
+      hub = rt.provide(
+        'hub',
+        new WsHub({
+          system,
+          bus: rt.need<Broadcast>('bus'),
+          routes: sockets,
+          guest: { rootId: Root.SHARED_ID },
+          auth: { verify: (token) => auth.authenticate(token) },
+          hooks: rt.need<HookDispatcher>('hooks'),
+          run: async (walker, fields, caller) => (await graph.spawnJson(walker, fields, { caller, timeoutMs: config['scale.server'].request_timeout_ms + 1000 })).json,
+          errorOf: (error) => {
+            const e = toHttpError(error, boot.dev);
+            if (e.status >= 500 && e.body.code !== 'EXECUTION_ERROR') log.error({ err: error }, 'websocket frame failed');
+            return { code: e.body.code, message: e.body.message, status: e.status };
+          },
+          limits: {
+            maxFrameBytes: ws.max_frame_bytes,
+            maxBufferedBytes: ws.max_buffered_bytes,
+            idleTimeoutMs: ws.idle_timeout_seconds * 1000,
+            authTimeoutMs: ws.auth_timeout_seconds * 1000,
+            pingIntervalMs: ws.ping_interval_seconds * 1000,
+          },
+          onEvent: config['scale.server'].access_log ? (e) => log.info(e, 'websocket') : undefined,
+        }),
+      );
+    },
+    close: () => hub?.stop(),
+  };
+}
+
+/** The listening socket (uWebSockets.js or node:http) with the WebSocket hub on it. */
+function serverModule(boot: ServeBoot, thread: string): RuntimeModule {
+  const { config } = boot;
+  let server: HttpServer | undefined;
+  let hub: WsHub | undefined;
+  return {
+    name: 'server',
+    async start(rt) {
+      const log = rt.need<Log>('log');
+      const front = rt.need<Front>('front');
+      hub = rt.need<WsHub>('hub');
+      const wsHub = hub;
+      const listen = async (): Promise<void> => {
+        if (server || !boot.listeners.includes(thread)) return;
+        const options = {
+          host: config['scale.server'].host,
+          port: boot.port,
+          maxBodyBytes: config['scale.server'].max_body_bytes,
+          bodyTimeoutMs: config['scale.server'].body_timeout_ms,
+          maxConnections: config['scale.server'].max_connections,
+          onError: (error: unknown) => log.error({ err: error }, 'writing an answer failed'),
+          onAcceptChange: (paused: boolean, reason: string) =>
+            paused ? log.warn({ reason }, 'not accepting connections for now') : log.info({ reason }, 'accepting connections again'),
+          onUwsApp: (app: import('uWebSockets.js').TemplatedApp) => attachUws(app, wsHub),
+          onNodeServer: (s: import('node:http').Server) => attachNode(s, wsHub),
+        };
+        if (boot.transport === 'uws') {
+          const uws = loadUws();
+          if (uws instanceof Error) throw new Error(`uWebSockets.js cannot load in this worker: ${uws.message}`);
+          server = await listenUws(uws, front, options);
+        } else {
+          server = await listenNode(front, options);
+        }
+      };
+      rt.provide('listen', listen);
+      if (boot.listenNow) await listen();
+      front.markReady();
+    },
+    // No new connections; requests and WebSocket frames in hand are answered within the deadline.
+    async drain(deadlineMs) {
+      server?.stopAccepting();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all([server?.whenIdle(), hub?.drain(deadlineMs)]), new Promise((resolve) => (timer = setTimeout(resolve, deadlineMs)))]);
+      clearTimeout(timer);
+    },
+    close: () => server?.close(),
+  };
+}
+
+/** The main thread's orders (`/user/http`): describe, statistics, listen, drain. */
+function controlModule(system: ActorSystem, describe: () => RouteSummary[]): RuntimeModule {
+  return {
+    name: 'control',
+    start(rt) {
+      const hub = rt.need<WsHub>('hub');
+      const listen = rt.need<() => Promise<void>>('listen');
+      const runtime = rt.need<Runtime>('runtime');
+      const stats = (gc = false): WorkerStats => {
+        if (gc) collectGarbage();
+        return {
+          worker: threadOf(system.nodeId),
+          websockets: hub.conns.size,
+          session_actors: hub.sessionActors,
+          actors: system.actorCount,
+          heap_used_bytes: process.memoryUsage().heapUsed,
+          handles: process.getActiveResourcesInfo().length,
+        };
+      };
+      rt.need<Broadcast>('bus').subscribe(STATS_TOPIC, (msg) => stats((msg as { gc?: boolean }).gc === true));
+      system.spawn(
+        fromReceive(async (msg: HttpControl) => {
+          if (msg.t === 'describe') return describe();
+          if (msg.t === 'stats') return stats(msg.gc === true);
+          if (msg.t === 'listen') return listen();
+          await runtime.drain(msg.deadlineMs);
+          return true;
+        }),
+        CONTROL_ACTOR,
+      );
+    },
+  };
+}
