@@ -87,7 +87,7 @@ t.test('createRuntime: the modules of a serving thread start in order, serve HTT
   t.match(echoed, { id: 1, ok: true });
 
   await rt.drain(2000);
-  await t.rejects(fetch(`${url}/health`), undefined, 'no new connections once drained');
+  await t.rejects(fetch(`${url}/health`), 'no new connections once drained');
   await rt.close();
   t.same(rt.startedModules, [], 'every module closed');
 });

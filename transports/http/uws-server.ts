@@ -20,6 +20,7 @@
  * - it writes `uWebSockets: 20` on every answer unless told to be silent.
  */
 import { createRequire } from 'node:module';
+import { isMainThread } from 'node:worker_threads';
 import { STATUS_CODES } from 'node:http';
 import { AcceptGuard } from './accept-guard.ts';
 import { failure, newRequestId } from './envelope.ts';
@@ -71,7 +72,42 @@ interface Slow {
   done: () => void;
 }
 
+/** Apps open in this thread, closed at once if the thread is about to end. */
+const openApps = new Set<() => void>();
+let exitGuarded = false;
+
+/**
+ * A worker thread that ends with uWebSockets.js sockets still open aborts the
+ * whole process (libuv asserts on the handles left in the thread's loop). So in
+ * a worker, `process.exit` and an uncaught exception first close every app of
+ * the thread; the thread then ends alone and the pool replaces it.
+ */
+function guardThreadExit(): void {
+  if (exitGuarded || isMainThread) return;
+  exitGuarded = true;
+  const closeAll = (): void => {
+    for (const close of [...openApps]) {
+      try {
+        close();
+      } catch {
+        // closing what is left, whatever state it is in
+      }
+    }
+  };
+  const exit = process.exit.bind(process);
+  process.exit = ((code?: number | string | null) => {
+    closeAll();
+    return exit(code);
+  }) as typeof process.exit;
+  process.on('uncaughtException', (error) => {
+    console.error('[svc worker] uncaught exception; this thread ends (the pool starts another):', error);
+    closeAll();
+    exit(1);
+  });
+}
+
 export async function listenUws(uws: Uws, front: Front, options: ListenOptions): Promise<HttpServer> {
+  guardThreadExit();
   const app = uws.App();
   const wanted = front.headerNames;
   const addressPaths = front.addressPaths;
@@ -285,6 +321,12 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     open = false;
     token = false;
   };
+  const closeNow = (): void => {
+    stopAccepting();
+    if (ticker) clearInterval(ticker);
+    (app as { close?: () => void }).close?.();
+  };
+  openApps.add(closeNow);
   return {
     kind: 'uws',
     port,
@@ -293,9 +335,8 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
       return inFlight.whenIdle();
     },
     close() {
-      stopAccepting();
-      if (ticker) clearInterval(ticker);
-      (app as { close?: () => void }).close?.();
+      openApps.delete(closeNow);
+      closeNow();
     },
   };
 }
