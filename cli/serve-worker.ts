@@ -11,10 +11,10 @@ export type { HttpControl, RouteSummary, ServeBoot, WorkerStats } from '../runti
 
 export async function setup(
   system: ActorSystem,
-  ctx: { nodeId: string; data: unknown; app: Record<string, unknown> | undefined },
+  ctx: { nodeId: string; data: unknown; app: Record<string, unknown> | undefined; replacement?: boolean },
 ): Promise<() => Promise<void>> {
   if (!ctx.app) throw new Error('no app module was bundled');
-  const rt = createRuntime({ system, boot: ctx.data as ServeBoot, app: ctx.app });
+  const rt = createRuntime({ system, boot: { ...(ctx.data as ServeBoot), replacement: ctx.replacement === true }, app: ctx.app });
   await rt.start();
   return () => rt.close();
 }

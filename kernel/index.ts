@@ -23,7 +23,9 @@ export { SvcError, KERNEL_ERRORS, kernelError, hasCode, encodeError, decodeError
 export type { KernelErrorCode } from './errors.ts';
 export type { Transport, TransportHandler, Frame, FrameTarget, WireError } from './transport.ts';
 export { CompositeTransport } from './composite-transport.ts';
-export { RendezvousPlacement, FunctionPlacement, workerPlacement, threadOf, processOf, fnv1a } from './placement.ts';
+export { RendezvousPlacement, FunctionPlacement, workerPlacement, threadOf, processOf, fnv1a, MAIN_THREAD, isWorkerNode } from './placement.ts';
 export type { Placement, RendezvousOptions } from './placement.ts';
 export { ActorBroadcast } from './broadcast.ts';
+export { serveActivationLeases, remoteLeases, LEASES_ACTOR } from './leases.ts';
+export type { ActivationLease } from './leases.ts';
 export type { Broadcast, ActorBroadcastOptions } from './broadcast.ts';

@@ -137,7 +137,15 @@ export function processOf(node: string): string {
   return i < 0 ? '' : node.slice(0, i);
 }
 
+/** The thread name of a process's main thread (it supervises; worker threads serve). */
+export const MAIN_THREAD = 'main';
+
+/** True for a node that is not a process's main thread. */
+export function isWorkerNode(node: string): boolean {
+  return threadOf(node) !== MAIN_THREAD;
+}
+
 /** Worker threads only, or the only node there is: the default placement of partitions and limiter shards. */
 export function workerPlacement(): RendezvousPlacement {
-  return new RendezvousPlacement({ accepts: (node) => threadOf(node) !== 'main' });
+  return new RendezvousPlacement({ accepts: isWorkerNode });
 }

@@ -67,6 +67,7 @@ export class ActorSystem implements RefHost {
   /** Asks waiting on other nodes, by node then id. */
   private readonly remoteAsks = new Map<string, Map<number, PendingAsk>>();
   private down = new Set<string>();
+  private readonly nodeWatchers = new Set<(event: 'up' | 'down', node: string) => void>();
   /** Placements of the kinds defined here (told of nodes joining and leaving). */
   private readonly placements = new Set<Placement>();
   private shuttingDown: Promise<void> | null = null;
@@ -395,10 +396,35 @@ export class ActorSystem implements RefHost {
     }
   }
 
+  /**
+   * Be told of nodes going down and coming up (this node included: a
+   * replacement thread hears `up` for itself once the others count it in).
+   *
+   * @example
+   * const stop = system.watchNodes((event, node) => log.info({ event, node }));
+   */
+  watchNodes(fn: (event: 'up' | 'down', node: string) => void): () => void {
+    this.nodeWatchers.add(fn);
+    return () => {
+      this.nodeWatchers.delete(fn);
+    };
+  }
+
+  private tellWatchers(event: 'up' | 'down', node: string): void {
+    for (const fn of this.nodeWatchers) {
+      try {
+        fn(event, node);
+      } catch (error) {
+        this.onError(error, `watchNodes(${event} ${node})`);
+      }
+    }
+  }
+
   private onNodeUp(node: string): void {
     this.down.delete(node);
     for (const placement of this.placements) placement.join(node);
     this.handOff();
+    this.tellWatchers('up', node);
   }
 
   /** After the members changed: stop the activations here that placement puts elsewhere now (their next message activates them there). */
@@ -417,6 +443,7 @@ export class ActorSystem implements RefHost {
   private onNodeDown(node: string): void {
     this.down.add(node);
     for (const placement of this.placements) placement.leave(node);
+    this.tellWatchers('down', node);
     const pending = this.remoteAsks.get(node);
     this.remoteAsks.delete(node);
     if (!pending) return;

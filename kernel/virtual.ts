@@ -10,6 +10,7 @@ import type { ActorCell } from './cell.ts';
 import type { Props } from './logic.ts';
 import type { SupervisorSpec } from './supervision.ts';
 import type { Placement } from './placement.ts';
+import type { ActivationLease } from './leases.ts';
 
 /**
  * How to build the actor for a key, and where it lives.
@@ -28,6 +29,12 @@ export interface KindSpec<M = unknown, R = unknown> {
    * Default: this node.
    */
   placement?: Placement | ((key: string, nodes: readonly string[]) => string);
+  /**
+   * One activation of a key across nodes: an activation starts only once it
+   * holds the key's lease, and gives it back when it has stopped (see
+   * {@link ActivationLease}). Default: none (one activation per node).
+   */
+  lease?: ActivationLease;
   /**
    * How the kind's guardian supervises activations. Default: each activation
    * has its own restart limit (`scope: 'child'`), past which that activation
@@ -75,12 +82,17 @@ export class KindActivations {
     const encoded = encodeURIComponent(key);
     // `$` never appears in an encoded key, so a suffixed name cannot collide with another key.
     const name = this.guardian.kids.has(encoded) ? `${encoded}$${++this.seq}` : encoded;
+    const lease = this.spec.lease;
+    const stopped = previous?.whenTerminated();
+    // With a lease, the activation waits for it too (held elsewhere until that activation stopped); a keeper out of reach does not keep it from starting.
+    const held = lease ? lease.acquire(this.kind, key) : undefined;
     const cell = this.guardian.spawnCell(this.spec.props(key), name, {
-      startAfter: previous?.whenTerminated(),
+      startAfter: held ? Promise.all([stopped, held]).then(() => undefined) : stopped,
       idleMs: this.spec.idleAfterMs,
       onIdle: (c) => void c.stopGracefully(c.host.stopTimeoutMs),
       onTerminated: (c) => {
         if (this.live.get(key) === c) this.live.delete(key);
+        if (held) void held.then(() => lease?.release(this.kind, key), () => undefined);
       },
     });
     this.live.set(key, cell);

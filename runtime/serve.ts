@@ -14,7 +14,7 @@
 import pino from 'pino';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { ActorBroadcast, type ActorRef, type ActorSystem, type Broadcast, fromReceive, threadOf, workerPlacement } from '../kernel/index.ts';
+import { ActorBroadcast, type ActorRef, type ActorSystem, type Broadcast, fromReceive, isWorkerNode, MAIN_THREAD, remoteLeases, threadOf, workerPlacement } from '../kernel/index.ts';
 import { type AnchorStore, Graph, openAnchorStore, STORE_WRITER_ACTOR, type WriterMsg } from '../actors/anchor/index.ts';
 import { HookDispatcher, Registry, Root } from '../actors/walker/index.ts';
 import {
@@ -79,6 +79,10 @@ export interface ServeBoot {
    * this thread reads on its own connections and hands writes over.
    */
   processWriters?: boolean;
+  /** The main thread keeps activation leases: a root's partition is live on one thread at a time, also while it moves. */
+  activationLeases?: boolean;
+  /** This thread replaces one that died: it opens the port only when told (once the others count it in). */
+  replacement?: boolean;
 }
 
 /** Orders the main thread gives a worker's `/user/http` actor. */
@@ -149,7 +153,7 @@ export function serveModules(options: ServeOptions): RuntimeModule[] {
   ];
   if (boot.faux) return [{ name: 'control', start: () => void system.spawn(fromReceive(() => describe()), CONTROL_ACTOR) }];
   const thread = threadOf(system.nodeId);
-  const writerOn = (path: string) => (boot.processWriters ? system.refFromAddress({ node: 'main', path: `/user/${path}` }) : undefined);
+  const writerOn = (path: string) => (boot.processWriters ? system.refFromAddress({ node: MAIN_THREAD, path: `/user/${path}` }) : undefined);
   return [
     logModule(thread, options.logDestination),
     busModule(system),
@@ -187,7 +191,7 @@ function logModule(thread: string, destination?: pino.DestinationStream): Runtim
 function busModule(system: ActorSystem): RuntimeModule {
   return {
     name: 'bus',
-    start: (rt) => void rt.provide<Broadcast>('bus', new ActorBroadcast(system, { accepts: (node) => threadOf(node) !== 'main' })),
+    start: (rt) => void rt.provide<Broadcast>('bus', new ActorBroadcast(system, { accepts: isWorkerNode })),
   };
 }
 
@@ -219,6 +223,7 @@ function graphModule(system: ActorSystem, boot: ServeBoot, registry: Registry): 
           registry,
           store: rt.need<AnchorStore>('store'),
           placement: workerPlacement(),
+          ...(boot.activationLeases ? { lease: remoteLeases(system, MAIN_THREAD) } : {}),
           // The run deadline is the request timeout: a run the client stopped waiting for is dropped, not committed.
           runTimeoutMs: server.request_timeout_ms,
           timeoutMs: server.request_timeout_ms + 1000,
@@ -252,8 +257,21 @@ function identityModule(system: ActorSystem, boot: ServeBoot, thread: string): R
       const revocations = rt.provide('revocations', new RevocationTable());
       // Every token still alive may be revoked: the longest any lives is max_token_days (svc token can sign that long).
       const longest = Math.max(config['scale.jwt'].max_token_days, config['scale.jwt'].exp_delta_days) * 86_400_000;
-      for (const [userId, ms] of await users.revocationsSince(Date.now() - Math.max(longest, config['scale.admin'].session_expiry_hours * 3_600_000))) revocations.set(userId, ms);
+      const window = Math.max(longest, config['scale.admin'].session_expiry_hours * 3_600_000);
       revocations.serve(rt.need<Broadcast>('bus'));
+      const booted = Date.now();
+      for (const [userId, ms] of await users.revocationsSince(booted - window)) revocations.set(userId, ms);
+      if (boot.replacement) {
+        // The others publish revocations to this thread only once they count it in: read what they wrote meanwhile.
+        const stop = system.watchNodes((event, node) => {
+          if (event !== 'up' || node !== system.nodeId) return;
+          stop();
+          void users.revocationsSince(booted - window).then(
+            (marks) => marks.forEach(([userId, ms]) => revocations.set(userId, ms)),
+            (error: unknown) => log.error({ err: error }, 'reading revocations failed'),
+          );
+        });
+      }
       const mail = await createEmailer({ ...config['scale.emailer'], smtp: config['scale.emailer.smtp'] }, boot.projectRoot);
       if ('disabled' in mail && config['scale.emailer'].provider) log.error({ reason: mail.disabled }, 'email disabled');
       const jwt = new JwtVerifier({
@@ -267,7 +285,7 @@ function identityModule(system: ActorSystem, boot: ServeBoot, thread: string): R
       });
       rt.provide('auth', new Authenticator(jwt));
       // Password hashing runs on the main thread's pool (in one thread: this system serves the hasher itself).
-      const passwords = new Passwords(new RemoteHasher(system, system.lookup(HASHER_ACTOR) ? system.nodeId : 'main'));
+      const passwords = new Passwords(new RemoteHasher(system, system.lookup(HASHER_ACTOR) ? system.nodeId : MAIN_THREAD));
       passwords.warm();
       const identity = rt.provide(
         'identity',
@@ -435,7 +453,7 @@ function serverModule(boot: ServeBoot, thread: string): RuntimeModule {
         }
       };
       rt.provide('listen', listen);
-      if (boot.listenNow) await listen();
+      if (boot.listenNow && !boot.replacement) await listen();
       front.markReady();
     },
     // No new connections; requests and WebSocket frames in hand are answered within the deadline.

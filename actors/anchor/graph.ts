@@ -4,7 +4,7 @@
  * thread can spawn a walker for any root; the request travels to the
  * partition that owns the root.
  */
-import { type ActorSystem, type Placement, type VirtualRef, workerPlacement } from '../../kernel/index.ts';
+import { type ActivationLease, type ActorSystem, type Placement, type VirtualRef, workerPlacement } from '../../kernel/index.ts';
 import { type Caller, graphError, isAnchorId, newId, type Registry, Root } from '../walker/index.ts';
 import { decode } from './codec.ts';
 import { type FunctionResult, Partition, type PartitionMsg, type RunReply, type WalkerResult } from './partition.ts';
@@ -22,6 +22,8 @@ export interface GraphOptions {
   mailboxCapacity?: number;
   /** Which thread hosts a root (default: rendezvous hashing over the worker threads, {@link workerPlacement}). */
   placement?: Placement | ((root: string, nodes: readonly string[]) => string);
+  /** One partition per root across the threads of the process even while a root moves (see the kernel's `ActivationLease`). */
+  lease?: ActivationLease;
   /** Told about every document moved to quarantine (default: a warning on stderr). */
   onQuarantine?: (id: string, reason: string) => void;
   /** Default timeout of a walker request (default 30 s). */
@@ -68,6 +70,7 @@ export class Graph {
     this.system.defineKind<PartitionMsg, unknown>(this.kind, {
       idleAfterMs: options.idleAfterMs ?? 300_000,
       placement: options.placement ?? workerPlacement(),
+      ...(options.lease ? { lease: options.lease } : {}),
       props: (root) => ({
         capacity: options.mailboxCapacity ?? 1024,
         logic: () => new Partition(root, context),

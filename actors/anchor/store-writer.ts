@@ -9,6 +9,7 @@
  * writer keeps one chain per id, so a batch refused after an earlier failure
  * is refused there too.
  */
+import { randomBytes } from 'node:crypto';
 import { type ActorRef, type ActorSystem, fromReceive, replyLater } from '../../kernel/index.ts';
 import { type AnchorStore, type BodyForm, type CommitBatch, CommitChain, type QuarantineEntry, type StoredDoc } from './store.ts';
 import type { SvcError } from '../../kernel/index.ts';
@@ -18,7 +19,8 @@ import { storeError } from './errors.ts';
 export const STORE_WRITER_ACTOR = 'store-writer';
 
 export type WriterMsg =
-  | { t: 'commit'; upserts: StoredDoc[]; deletes: CommitBatch['deletes']; chain?: string }
+  /** `seq` numbers a chain's batches from 1: a gap (a batch lost on the way) breaks the chain. */
+  | { t: 'commit'; upserts: StoredDoc[]; deletes: CommitBatch['deletes']; chain?: string; seq?: number }
   | { t: 'quarantine'; id: string; reason: string }
   | { t: 'restore'; id: string }
   | { t: 'alias'; from: string; to: string }
@@ -34,15 +36,23 @@ const MAX_CHAINS = 50_000;
  * serveStoreWriter(pool.system, SqliteStore.open(path)); // on the main thread, before the workers start
  */
 export function serveStoreWriter(system: ActorSystem, store: AnchorStore): ActorRef<WriterMsg, unknown> {
-  const chains = new Map<string, CommitChain>();
-  const chainOf = (id: string): CommitChain => {
-    let chain = chains.get(id);
-    if (!chain) {
-      chain = new CommitChain();
-      chains.set(id, chain);
+  const chains = new Map<string, { chain: CommitChain; next: number }>();
+  /** The chain of a batch, or undefined when the batch does not follow the last one seen (then it must be refused). */
+  const chainOf = (id: string, seq: number): CommitChain | undefined => {
+    let entry = chains.get(id);
+    if (!entry) {
+      // Unknown and not the first batch: forgotten (evicted) or an earlier batch never arrived.
+      if (seq !== 1) return undefined;
+      entry = { chain: new CommitChain(), next: 1 };
+      chains.set(id, entry);
       if (chains.size > MAX_CHAINS) chains.delete(chains.keys().next().value as string);
     }
-    return chain;
+    if (seq !== entry.next) {
+      entry.chain.break(entry.chain.refusal());
+      return undefined;
+    }
+    entry.next++;
+    return entry.chain;
   };
   return system.spawn(
     fromReceive((msg: WriterMsg) => {
@@ -50,7 +60,11 @@ export function serveStoreWriter(system: ActorSystem, store: AnchorStore): Actor
       switch (msg.t) {
         case 'commit': {
           const batch: CommitBatch = { upserts: msg.upserts, deletes: msg.deletes };
-          if (msg.chain !== undefined) batch.chain = chainOf(msg.chain);
+          if (msg.chain !== undefined) {
+            const chain = chainOf(msg.chain, msg.seq ?? 1);
+            if (!chain) return replyLater(Promise.reject(new CommitChain().refusal()));
+            batch.chain = chain;
+          }
           return replyLater(store.commit(batch));
         }
         case 'quarantine':
@@ -80,7 +94,7 @@ export class ForwardingStore implements AnchorStore {
   readonly kind: string;
   readonly bodyForm: BodyForm | undefined;
   private readonly timeoutMs: number;
-  private readonly ids = new WeakMap<CommitChain, string>();
+  private readonly ids = new WeakMap<CommitChain, { id: string; seq: number }>();
   private readonly prefix: string;
   private closed = false;
 
@@ -91,7 +105,8 @@ export class ForwardingStore implements AnchorStore {
   ) {
     this.kind = reader.kind;
     this.bodyForm = reader.bodyForm;
-    this.prefix = `${options.node ?? 'local'}:${Date.now().toString(36)}:`;
+    // Unique across the threads (and restarts) of the process: a chain id names one writer's chain only.
+    this.prefix = `${options.node ?? 'local'}:${randomBytes(6).toString('hex')}:`;
     this.timeoutMs = options.timeoutMs ?? 60_000;
   }
 
@@ -109,9 +124,10 @@ export class ForwardingStore implements AnchorStore {
     if (chain?.broken) return Promise.reject(chain.refusal());
     const msg: WriterMsg = { t: 'commit', upserts: batch.upserts, deletes: batch.deletes };
     if (chain) {
-      let id = this.ids.get(chain);
-      if (id === undefined) this.ids.set(chain, (id = `${this.prefix}${++chainSeq}`));
-      msg.chain = id;
+      let entry = this.ids.get(chain);
+      if (entry === undefined) this.ids.set(chain, (entry = { id: `${this.prefix}${++chainSeq}`, seq: 0 }));
+      msg.chain = entry.id;
+      msg.seq = ++entry.seq;
     }
     const done = this.writer.ask(msg, this.timeoutMs) as Promise<void>;
     // The writer breaks its copy of the chain; this side's copy must refuse what comes next too.

@@ -12,7 +12,7 @@
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { type ActorSystem, fromReceive, replyLater } from '../../kernel/index.ts';
+import { type ActorSystem, fromReceive, MAIN_THREAD, replyLater } from '../../kernel/index.ts';
 
 export const HASHER_ACTOR = 'hasher';
 
@@ -179,7 +179,7 @@ export class ThreadHasher implements Hasher {
 export class RemoteHasher implements Hasher {
   constructor(
     private readonly system: ActorSystem,
-    private readonly node = 'main',
+    private readonly node = MAIN_THREAD,
     private readonly timeoutMs = 60_000,
   ) {}
 

@@ -95,14 +95,20 @@ export class Session implements ActorLogic<SessionMsg, void> {
   private token: string | undefined;
   private userId: string | undefined;
   private closed = false;
+  private reapprove: ((caller: SessionCaller) => Promise<{ code: string; message: string } | undefined>) | undefined;
 
   constructor(
     private readonly env: SessionEnv,
     private readonly sink: SessionSink,
   ) {}
 
-  /** The connection is open: take the query token (closing at once when it is bad), or the guest on a public walker. */
-  start(queryToken: string | undefined): void {
+  /**
+   * The connection is open: take the query token (closing at once when it is
+   * bad), or the guest on a public walker. `reapprove`: hook walkers judged the
+   * upgrade for its caller; a frame token for someone else is judged again.
+   */
+  start(queryToken: string | undefined, reapprove?: (caller: SessionCaller) => Promise<{ code: string; message: string } | undefined>): void {
+    this.reapprove = reapprove;
     if (queryToken !== undefined) {
       this.authenticate(queryToken);
     } else if (this.env.isPublic) {
@@ -184,7 +190,13 @@ export class Session implements ActorLogic<SessionMsg, void> {
     if (Object.hasOwn(f, 'token')) {
       // A token in a frame is verified first, whatever else the frame holds.
       if (typeof f.token !== 'string' || f.token === '') return this.close(CLOSE.UNAUTHORIZED, 'the token must be a non-empty string');
+      const before = this.userId;
       if (!this.authenticate(f.token)) return;
+      if (this.reapprove && this.userId !== before) {
+        // The hooks judged the upgrade for someone else (the guest): they judge this user too.
+        const refusal = await this.reapprove(this.caller as SessionCaller);
+        if (refusal) return this.close(CLOSE.FORBIDDEN, `${refusal.code}: ${refusal.message}`);
+      }
     } else if (this.awaitingToken) {
       return this.close(CLOSE.UNAUTHORIZED, `walker ${this.env.walker} needs a token (query parameter "token" or a first frame {"token": "..."})`);
     } else if (this.token !== undefined) {

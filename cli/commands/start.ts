@@ -17,7 +17,7 @@ import { jwtSecret, SecretError } from '../secrets.ts';
 import { DataLockError, lockDataFolder } from '../data-lock.ts';
 import { bootstrapAccounts, openUsersRepository, Passwords, serveUsersWriter, ThreadHasher } from '../../actors/identity/index.ts';
 import { openAnchorStore, serveStoreWriter } from '../../actors/anchor/index.ts';
-import { threadOf } from '../../kernel/index.ts';
+import { serveActivationLeases, threadOf } from '../../kernel/index.ts';
 import type { HttpControl, RouteSummary, ServeBoot } from '../../runtime/index.ts';
 
 export interface StartFlags {
@@ -180,7 +180,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   const host = server.host;
   const chosen = await freePort(host, server.port);
   if (server.port !== 0 && chosen !== server.port) say(`svc: port ${server.port} is in use; using ${chosen}`);
-  const bootData = boot({ jwtSecret: secret.secret, port: chosen, listeners: transport === 'uws' ? workerIds(workers) : ['w1'], processWriters: writers !== undefined });
+  const bootData = boot({ jwtSecret: secret.secret, port: chosen, listeners: transport === 'uws' ? workerIds(workers) : ['w1'], processWriters: writers !== undefined, activationLeases: true });
 
   const launch = async (listenNow = true): Promise<Running> => {
     let pool: WorkerPool | undefined;
@@ -191,6 +191,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
       data: { ...bootData, listenNow },
       onSystem: (system) => {
         hasher.serve(system);
+        serveActivationLeases(system);
         if (writers) {
           serveStoreWriter(system, writers);
           serveUsersWriter(system, users);
@@ -204,9 +205,12 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
       onReplaced: (node, error) => {
         if (error) process.stderr.write(`svc: worker ${threadOf(node)} could not be replaced: ${(error as Error).message ?? error}\n`);
         else {
-          process.stderr.write(`svc: worker ${threadOf(node)} is serving again\n`);
-          // node:http listens on one thread: a replacement started for a reload's hand-over must open the port itself.
-          if (transport === 'node' && threadOf(node) === 'w1') void pool?.system.refFromAddress({ node, path: '/user/http' }).ask({ t: 'listen' } satisfies HttpControl).catch(() => undefined);
+          // It opens its port only now that every thread counts it in (before, it would serve roots others still hold).
+          void pool?.system
+            .refFromAddress({ node, path: '/user/http' })
+            .ask({ t: 'listen' } satisfies HttpControl)
+            .then(() => process.stderr.write(`svc: worker ${threadOf(node)} is serving again\n`))
+            .catch((error: unknown) => process.stderr.write(`svc: worker ${threadOf(node)} could not listen: ${(error as Error).message}\n`));
         }
       },
     });

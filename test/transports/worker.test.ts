@@ -1,4 +1,7 @@
 import t from 'tap';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fromReceive, threadOf, type ActorRef } from 'svc/kernel';
 import { WorkerPool } from 'svc/transports/worker';
 import { defineKinds } from './fixtures/worker-actors.ts';
@@ -154,4 +157,52 @@ t.test('a worker that dies is replaced under its node id and takes its virtual a
     t.equal(await on(pool, 'w1', 'relay').ask({ target: pool.system.activate('counter', key), msg: { type: 'where' } }), 'w2', `w1 sends ${key} to w2`);
     t.equal(await on(pool, 'w3', 'relay').ask({ target: pool.system.activate('counter', key), msg: { type: 'where' } }), 'w2', `w3 sends ${key} to w2`);
   }
+});
+
+t.test('two workers dying together are both replaced, and can reach each other again', async (t) => {
+  const back = new Latch();
+  const replaced: string[] = [];
+  const pool = await WorkerPool.start({
+    size: 3,
+    module: fixture,
+    replace: true,
+    onReplaced: (n, error) => {
+      if (!error) replaced.push(threadOf(n));
+      if (!error) back.hit();
+    },
+  });
+  t.teardown(() => pool.close());
+  defineKinds(pool.system);
+  await Promise.all([pool.kill('w1'), pool.kill('w2')]);
+  await back.wait(2);
+  t.same(replaced.sort(), ['w1', 'w2']);
+  t.equal(await on(pool, 'w1', 'relay').ask({ target: on(pool, 'w2', 'whoami'), msg: '?' }), 'w2', 'w1 reaches the new w2');
+  t.equal(await on(pool, 'w2', 'relay').ask({ target: on(pool, 'w1', 'whoami'), msg: '?' }), 'w1', 'w2 reaches the new w1');
+  for (let i = 0; i < 20; i++) {
+    const key = `j${i}`;
+    const views = await Promise.all(['w1', 'w2', 'w3'].map((w) => on(pool, w, 'relay').ask({ target: pool.system.activate('counter', key), msg: { type: 'where' } })));
+    t.equal(new Set([...views, await pool.system.activate('counter', key).ask({ type: 'where' })]).size, 1, `every thread sends ${key} to one place`);
+  }
+});
+
+t.test('a replacement that fails to start is tried again', async (t) => {
+  const outcomes: string[] = [];
+  const back = new Latch();
+  const dir = mkdtempSync(join(tmpdir(), 'svc-flaky-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const pool = await WorkerPool.start({
+    size: 2,
+    module: new URL('./fixtures/flaky-setup.ts', import.meta.url),
+    data: { failFile: join(dir, 'flag') },
+    replace: true,
+    onReplaced: (n, error) => {
+      outcomes.push(error ? 'failed' : `up ${threadOf(n)}`);
+      if (!error) back.hit();
+    },
+  });
+  t.teardown(() => pool.close());
+  await pool.kill('w2');
+  await back.wait(1);
+  t.same(outcomes, ['failed', 'up w2'], 'the first replacement failed its setup, the second serves');
+  t.same(pool.transport.nodes().map(threadOf), ['main', 'w1', 'w2']);
 });

@@ -62,6 +62,8 @@ export class WorkerPool {
   private readonly threads = new Map<string, Worker>();
   private readonly exited = new Map<string, Promise<number>>();
   private readonly restarts = new Map<string, number[]>();
+  /** Replacements, one after another. */
+  private replacing: Promise<void> = Promise.resolve();
   private closing = false;
   private entry = '';
   private execArgv: string[] = [];
@@ -118,11 +120,12 @@ export class WorkerPool {
   }
 
   /** Start the thread of `node`, linked to the main thread and to `peers`; resolves once it is ready. */
-  private launch(node: string, nodes: readonly string[], peers: Record<string, MessagePort>): Promise<void> {
+  private launch(node: string, nodes: readonly string[], peers: Record<string, MessagePort>, replacement = false): Promise<void> {
     const options = this.options;
     const boot: WorkerBoot = {
       nodeId: node,
       main: this.main,
+      replacement,
       nodes: [...nodes],
       module: options.module instanceof URL ? options.module.href : options.module,
       data: options.data,
@@ -168,6 +171,7 @@ export class WorkerPool {
             if (!started) reject(new Error(`worker ${node} exited with code ${code} before it was ready`));
             if (!this.closing) {
               this.options.onExit?.(node, code);
+              // A replacement that dies before it is ready is handled by the replacement loop (it retries).
               if (started && this.options.replace && this.threads.get(node) === worker) this.replace(node);
             }
             done(code);
@@ -177,32 +181,50 @@ export class WorkerPool {
     });
   }
 
-  /** A new thread for a node that died: meshed with the live threads, up once its setup ran. */
+  /**
+   * A new thread for a node that died. Replacements run one at a time: each
+   * is meshed with every thread alive when it starts (a thread replaced just
+   * before is up by then), so two threads dying together never end up unable
+   * to reach each other. A replacement that fails before it is ready is tried
+   * again (after a pause), within the restart limit.
+   */
   private replace(node: string): void {
-    const now = Date.now();
-    const recent = (this.restarts.get(node) ?? []).filter((at) => now - at < 60_000);
-    if (recent.length >= (this.options.maxRestarts ?? 5)) {
-      this.options.onReplaced?.(node, new Error(`${node} exited ${recent.length} times within a minute; it stays down`));
+    this.replacing = this.replacing.then(() => this.replaceNow(node));
+  }
+
+  private async replaceNow(node: string): Promise<void> {
+    for (;;) {
+      if (this.closing) return;
+      const now = Date.now();
+      const recent = (this.restarts.get(node) ?? []).filter((at) => now - at < 60_000);
+      if (recent.length >= (this.options.maxRestarts ?? 5)) {
+        this.options.onReplaced?.(node, new Error(`${node} exited ${recent.length} times within a minute; it stays down`));
+        return;
+      }
+      recent.push(now);
+      this.restarts.set(node, recent);
+      const live = this.transport.nodes().filter((n) => n !== this.main && n !== node);
+      const peers: Record<string, MessagePort> = {};
+      for (const other of live) {
+        const { port1, port2 } = new MessageChannel();
+        peers[other] = port1;
+        this.threads.get(other)?.postMessage({ ctl: 'peer', node, port: port2 } satisfies Control, [port2]);
+      }
+      try {
+        await this.launch(node, [this.main, ...live, node], peers, true);
+      } catch (error) {
+        this.options.onReplaced?.(node, error);
+        await new Promise((resolve) => setTimeout(resolve, 200 * recent.length));
+        continue;
+      }
+      if (this.closing) return;
+      this.transport.markUp(node);
+      for (const other of this.transport.nodes()) if (other !== this.main && other !== node) this.threads.get(other)?.postMessage({ ctl: 'up', node } satisfies Control);
+      // Last, the thread itself: the others count it in now (it may open its port).
+      this.threads.get(node)?.postMessage({ ctl: 'up', node } satisfies Control);
+      this.options.onReplaced?.(node);
       return;
     }
-    recent.push(now);
-    this.restarts.set(node, recent);
-    const live = this.transport.nodes().filter((n) => n !== this.main && n !== node);
-    const peers: Record<string, MessagePort> = {};
-    for (const other of live) {
-      const { port1, port2 } = new MessageChannel();
-      peers[other] = port1;
-      this.threads.get(other)?.postMessage({ ctl: 'peer', node, port: port2 } satisfies Control, [port2]);
-    }
-    this.launch(node, [this.main, ...live, node], peers).then(
-      () => {
-        if (this.closing) return;
-        this.transport.markUp(node);
-        for (const other of live) this.threads.get(other)?.postMessage({ ctl: 'up', node } satisfies Control);
-        this.options.onReplaced?.(node);
-      },
-      (error: unknown) => this.options.onReplaced?.(node, error),
-    );
   }
 
   /** The thread of a worker node (for tests and diagnostics). */

@@ -7,6 +7,8 @@ export interface WorkerBoot {
   nodeId: string;
   /** The main thread's node id. */
   main: string;
+  /** This thread replaces one that died (it is counted in once it is ready: `up` for itself). */
+  replacement: boolean;
   nodes: string[];
   /** Path or file URL of the module whose `setup` (or default export) runs in the worker. */
   module: string;
@@ -36,5 +38,5 @@ export type Control =
  */
 export type WorkerSetup = (
   system: ActorSystem,
-  context: { nodeId: string; nodes: readonly string[]; data: unknown; app: Record<string, unknown> | undefined },
+  context: { nodeId: string; nodes: readonly string[]; data: unknown; app: Record<string, unknown> | undefined; replacement?: boolean },
 ) => void | (() => Promise<void> | void) | Promise<void | (() => Promise<void> | void)>;

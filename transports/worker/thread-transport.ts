@@ -80,6 +80,8 @@ export class ThreadTransport implements Transport {
   /** A peer (a replacement thread, with a link from {@link addPeer}) is ready: it takes its share of actors again. */
   markUp(node: string): void {
     const full = this.resolve(node);
+    // This thread itself: the others count it in now.
+    if (full === this.nodeId) return void this.handler?.onNodeUp(full);
     if (!this.down.has(full)) return;
     this.down.delete(full);
     this.live = this.all.filter((n) => !this.down.has(n));

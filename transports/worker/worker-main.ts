@@ -38,7 +38,7 @@ export async function runWorker(mod: { setup?: WorkerSetup; default?: WorkerSetu
     system = new ActorSystem({ transport, ...boot.system });
     const setup = mod.setup ?? mod.default;
     if (typeof setup !== 'function') throw new Error(`${boot.module} exports no setup function (export "setup" or a default function)`);
-    const done = await setup(system, { nodeId: boot.nodeId, nodes: boot.nodes, data: boot.data, app });
+    const done = await setup(system, { nodeId: boot.nodeId, nodes: boot.nodes, data: boot.data, app, replacement: boot.replacement });
     if (typeof done === 'function') cleanup = done;
     port.postMessage({ ctl: 'ready' } satisfies Control);
   } catch (error) {

@@ -119,9 +119,23 @@ type Relay = { topic: string; text: string };
 const HOOK_HEADERS = ['authorization'] as const;
 
 /** The verdict on an upgrade request. */
-export type Upgrade = { ok: true; route: WsRoute; token: string | undefined } | { ok: false; status: number; code: string; message: string; details?: unknown };
+export type Upgrade =
+  | {
+      ok: true;
+      route: WsRoute;
+      token: string | undefined;
+      /** What the hook walkers approved: the request they saw and for whom (a later token for someone else is checked again). */
+      hooked?: HookApproval;
+    }
+  | { ok: false; status: number; code: string; message: string; details?: unknown };
 
 /** What an upgrade request carried, copied from it (for hook walkers). */
+/** What the hooks approved on an upgrade. */
+export interface HookApproval {
+  request: UpgradeRequest;
+  userId: string | undefined;
+}
+
 export interface UpgradeRequest {
   /** As sent, without the query. */
   path: string;
@@ -210,8 +224,17 @@ export class WsHub {
   async admit(verdict: Upgrade & { ok: true }, req: UpgradeRequest): Promise<Upgrade> {
     const hooks = this.o.hooks;
     if (!hooks?.active) return verdict;
+    // One token per connection: the one the hooks judge is the one the session runs as.
+    const header = bearer(req.headers.authorization);
+    if (header !== undefined && verdict.token !== undefined && header !== verdict.token) {
+      return { ok: false, status: 400, code: 'BAD_REQUEST', message: 'two different tokens (Authorization header and ?token=): send one' };
+    }
+    const token = verdict.token ?? header;
+    // The walker's own path, whatever percent-encoding reached it: path rules in hooks see what HTTP hooks see.
+    const request = { path: `/ws/${verdict.route.name}`, query: req.query, headers: req.headers };
+    const caller = this.hookCaller(token);
     try {
-      await hooks.run({ method: 'GET', path: req.path, query: req.query, headers: req.headers, body: '' }, this.hookCaller(bearer(req.headers.authorization), verdict.token));
+      await this.runHooks(request, caller);
     } catch (error) {
       if (error instanceof HookRefusal) return { ok: false, status: error.status, ...error.body };
       const e = this.o.errorOf(error);
@@ -219,19 +242,32 @@ export class WsHub {
     }
     // Shutting down began while the hooks ran.
     if (this.draining) return { ok: false, status: 503, code: 'SERVICE_UNAVAILABLE', message: 'the server is shutting down' };
-    return verdict;
+    return { ...verdict, token, hooked: { request, userId: caller.userId } };
   }
 
-  /** Who hooks run for: the first good token's user (one that must change its password is a guest), else the guest. */
-  private hookCaller(...tokens: (string | undefined)[]): SessionCaller {
-    for (const token of tokens) {
-      if (token === undefined) continue;
-      try {
-        const who = this.o.auth.verify(token);
-        if (!who.mustChangePassword) return who.caller;
-      } catch {
-        // a bad token: the next one, or the guest
-      }
+  private runHooks(request: UpgradeRequest, caller: SessionCaller): Promise<void> {
+    return (this.o.hooks as HookDispatcher).run({ method: 'GET', path: request.path, query: request.query, headers: request.headers, body: '' }, caller);
+  }
+
+  /** A session's token now names someone the hooks did not judge: judge them (undefined: approved). */
+  private async reapprove(caller: SessionCaller, approval: HookApproval): Promise<{ code: string; message: string } | undefined> {
+    try {
+      await this.runHooks(approval.request, caller);
+      return undefined;
+    } catch (error) {
+      if (error instanceof HookRefusal) return { code: error.body.code, message: error.body.message };
+      return this.o.errorOf(error);
+    }
+  }
+
+  /** Who hooks run for: the token's user (one that must change its password is a guest), else the guest. */
+  private hookCaller(token: string | undefined): SessionCaller {
+    if (token === undefined) return this.o.guest;
+    try {
+      const who = this.o.auth.verify(token);
+      if (!who.mustChangePassword) return who.caller;
+    } catch {
+      // a bad token: the session closes it; the hooks judge a guest
     }
     return this.o.guest;
   }
@@ -252,7 +288,7 @@ export class WsHub {
   }
 
   /** A socket is open: its session starts (closing it at once for a bad query token). */
-  open(route: WsRoute, token: string | undefined, socket: SocketHandle): Conn {
+  open(route: WsRoute, token: string | undefined, socket: SocketHandle, hooked?: HookApproval): Conn {
     const now = Date.now();
     const sink: SessionSink = {
       send: (text: string) => {
@@ -280,7 +316,7 @@ export class WsHub {
     };
     this.conns.add(conn);
     this.o.onEvent?.({ event: 'open', walker: route.name });
-    conn.session.start(token);
+    conn.session.start(token, hooked && ((caller: SessionCaller) => this.reapprove(caller, hooked)));
     if (!conn.closed) {
       conn.ref = this.o.system.spawn(sessionProps(conn.session));
       this.sessionActors++;

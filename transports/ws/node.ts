@@ -7,7 +7,7 @@ import { type IncomingMessage, type Server, STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { failure, newRequestId } from '../http/index.ts';
-import type { Conn, Upgrade, WsHub } from './hub.ts';
+import type { Conn, SocketHandle, Upgrade, WsHub } from './hub.ts';
 
 function refuse(socket: Duplex, status: number, code: string, message: string, details?: unknown): void {
   const body = failure(details === undefined ? { code, message } : { code, message, details }, newRequestId());
@@ -48,7 +48,7 @@ export function attachNode(server: Server, hub: WsHub): void {
     wss.handleUpgrade(req, socket, head, (ws) => {
       const subscribed = new Set<string>();
       let alive = true;
-      const conn: Conn = hub.open(verdict.route, verdict.token, {
+      const socketHandle: SocketHandle = {
         send: (text) => sendTo(ws, text),
         end: (code, reason) => {
           if (!alive) return;
@@ -65,7 +65,8 @@ export function attachNode(server: Server, hub: WsHub): void {
           subscribed.add(topic);
         },
         publishFromHere: (topic, text) => fanOut(topic, text, ws),
-      });
+      };
+      const conn: Conn = hub.open(verdict.route, verdict.token, socketHandle, verdict.hooked);
       // binaryType is 'nodebuffer': every message is one Buffer.
       ws.on('message', (data: Buffer) => hub.frame(conn, data, data.length));
       ws.on('pong', () => hub.seen(conn));

@@ -7,11 +7,12 @@
 import { STATUS_CODES } from 'node:http';
 import type { HttpResponse, TemplatedApp, WebSocket } from 'uWebSockets.js';
 import { failure, newRequestId } from '../http/index.ts';
-import type { Conn, SocketHandle, WsHub, WsRoute } from './hub.ts';
+import type { Conn, HookApproval, SocketHandle, WsHub, WsRoute } from './hub.ts';
 
 interface Data {
   route: WsRoute;
   token: string | undefined;
+  hooked?: HookApproval;
   conn?: Conn;
   socket?: UwsSocket;
 }
@@ -108,7 +109,7 @@ export function attachUws(app: TemplatedApp, hub: WsHub): void {
             const body = refusal(admitted.code, admitted.message, admitted.details);
             res.cork(() => writeRefusal(res, admitted.status, body));
           } else {
-            res.cork(() => res.upgrade<Data>({ route: admitted.route, token: admitted.token }, key, protocol, extensions, context));
+            res.cork(() => res.upgrade<Data>({ route: admitted.route, token: admitted.token, ...(admitted.hooked ? { hooked: admitted.hooked } : {}) }, key, protocol, extensions, context));
           }
         },
         () => {
@@ -119,7 +120,7 @@ export function attachUws(app: TemplatedApp, hub: WsHub): void {
     open: (ws: WebSocket<Data>) => {
       const data = ws.getUserData();
       data.socket = new UwsSocket(ws);
-      data.conn = hub.open(data.route, data.token, data.socket);
+      data.conn = hub.open(data.route, data.token, data.socket, data.hooked);
     },
     message: (ws, message) => {
       const conn = ws.getUserData().conn;

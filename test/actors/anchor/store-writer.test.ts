@@ -87,3 +87,21 @@ t.test('two threads write through one writer: a stale write from either is a con
   t.same(await b.get([doc('cc').id]), [], 'the refused batch was not applied');
   t.equal(await p.writer.count(), 1);
 });
+
+t.test('the writer refuses a batch that does not follow the last one of its chain (one lost on the way)', async (t) => {
+  const path = join(dir, `gap${n++}`, 'anchor_store.db');
+  const net = new MemoryNet();
+  const main = new ActorSystem({ transport: net.transport('p/main') });
+  const writer = SqliteStore.open(path);
+  t.teardown(async () => {
+    await main.shutdown();
+    await writer.close();
+  });
+  const ref = serveStoreWriter(main, writer);
+  await ref.ask({ t: 'commit', upserts: [doc('d1')], deletes: [], chain: 'c', seq: 1 });
+  // seq 2 never arrived: 3 is refused, and so is everything after on that chain.
+  await t.rejects(ref.ask({ t: 'commit', upserts: [doc('d3')], deletes: [], chain: 'c', seq: 3 }), { code: 'SVC_ERR_CONFLICT' });
+  await t.rejects(ref.ask({ t: 'commit', upserts: [doc('d4')], deletes: [], chain: 'c', seq: 2 }), { code: 'SVC_ERR_CONFLICT' });
+  await t.rejects(ref.ask({ t: 'commit', upserts: [doc('d5')], deletes: [], chain: 'unknown', seq: 4 }), { code: 'SVC_ERR_CONFLICT' }, 'an unknown chain past its first batch');
+  t.equal(await writer.count(), 1, 'none of the refused batches was applied');
+});

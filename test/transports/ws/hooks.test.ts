@@ -104,7 +104,7 @@ t.test('hooks run for the token user: Authorization header, else the query token
   t.equal(header.body.error.details.user, userId, 'the bearer header');
   const query = await refused(t, `/ws/Echo?token=${token}`, { 'x-block': '1' });
   t.equal(query.body.error.details.user, userId, 'the query token');
-  const bad = await refused(t, '/ws/Echo?token=not.a.token', { 'x-block': '1', authorization: 'Bearer forged.token.here' });
+  const bad = await refused(t, '/ws/Echo?token=not.a.token', { 'x-block': '1' });
   t.equal(bad.status, 403, 'a bad token is not refused for itself: the hook decides, as the guest');
   t.equal(bad.body.error.details.user, null);
 });
@@ -148,4 +148,37 @@ t.test('a client that leaves while the hooks run does not upset the server', asy
     t.same((await a.send({ msg: 'still' })).data.reports, ['still']);
     a.ws.close();
   }
+});
+
+t.test('no way around a hook that refuses a user: a later frame token, two tokens, an encoded name', async (t) => {
+  const deny = { 'x-deny-user': userId };
+  // Upgraded as the guest (the hook lets guests in), then the token arrives in a frame: judged again.
+  const guest = await attempt('/ws/Mine', deny);
+  t.equal(guest.refused, false, 'the guest is let in');
+  if (!guest.refused) {
+    const closed = new Promise<number>((resolve) => guest.ws.once('close', (code) => resolve(code)));
+    guest.ws.send(JSON.stringify({ token, id: 1 }));
+    t.equal(await closed, 4403, 'the frame token for the denied user closes the connection');
+  }
+  // The same with a user the hook allows: the frame token is judged and accepted.
+  const other = await attempt('/ws/Mine', { 'x-deny-user': 'someone-else' });
+  if (!other.refused) {
+    t.match(await other.send({ token, id: 2 }), { type: 'authenticated', id: 2 }, 'the frame token for an allowed user is accepted');
+    t.match(await other.send({ id: 3 }), { ok: true, data: { reports: [{ user: userId }] } });
+    other.ws.close();
+  }
+  t.equal((await refused(t, `/ws/Mine?token=${token}`, deny)).status, 403, 'the query token for the denied user');
+  t.equal((await refused(t, '/ws/Mine', { ...deny, ...bearer(token) })).status, 403, 'the header token for the denied user');
+  // Two different tokens: the hooks cannot judge one and the session run as the other.
+  const second = await tokenOf(server.url, 'hooked');
+  const both = await refused(t, `/ws/Mine?token=${token}`, { authorization: `Bearer ${second}x` });
+  t.equal(both.status, 400);
+  // A header-only token runs the session as that user (the one the hooks judged).
+  const headerOnly = await attempt('/ws/Mine', bearer(token));
+  if (!headerOnly.refused) {
+    t.match(await headerOnly.send({ id: 4 }), { ok: true, data: { reports: [{ user: userId }] } });
+    headerOnly.ws.close();
+  }
+  // Percent-encoding the name does not change the path the hook sees.
+  t.equal((await refused(t, '/ws/%43losed')).status, 451, 'an encoded name is judged as the walker it names');
 });
