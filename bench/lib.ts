@@ -115,6 +115,19 @@ export function wrkScript(body: string, headers: Record<string, string>): string
   return file;
 }
 
+/** A wrk script that posts `{}` to one of `requests` (path and headers), at random, per request. */
+export function wrkSpreadScript(requests: { path: string; headers: Record<string, string> }[]): string {
+  const file = join(mkdtempSync(join(tmpdir(), 'svc-wrk-')), 'spread.lua');
+  const entries = requests.map((r) => {
+    const headers = Object.entries({ 'Content-Type': 'application/json', ...r.headers })
+      .map(([k, v]) => `[${JSON.stringify(k)}] = ${JSON.stringify(v)}`)
+      .join(', ');
+    return `{ path = ${JSON.stringify(r.path)}, headers = { ${headers} } }`;
+  });
+  writeFileSync(file, `local reqs = { ${entries.join(',\n')} }\nrequest = function()\n  local r = reqs[math.random(#reqs)]\n  return wrk.format("POST", r.path, r.headers, "{}")\nend\n`);
+  return file;
+}
+
 /** A wrk latency figure (`812.00us`, `1.20ms`, `2.01s`) in milliseconds. */
 export function parseWrkMs(s: string): number {
   const m = /([\d.]+)(us|ms|s)/.exec(s);

@@ -327,7 +327,8 @@ export class ActorSystem implements RefHost {
     switch (frame.t) {
       case 1:
         try {
-          this.deliverTarget(frame.to, frame.msg, undefined, frame.fw === 1);
+          if (typeof frame.to === 'string') this.deliverTarget(frame.to, frame.msg, undefined);
+          else this.deliverTarget(frame.to, frame.msg, undefined, frame.fw === 1);
         } catch (error) {
           this.onError(error, typeof frame.to === 'string' ? frame.to : `$${frame.to[0]}/${frame.to[1]}`);
         }

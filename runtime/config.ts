@@ -52,6 +52,8 @@ export const SCHEMA = {
   'scale.database': {
     shelf_db_path: { kind: 'string', default: '', env: ['SVC_SHELF_DB_PATH'] },
     synchronous: { kind: 'enum', default: 'NORMAL', env: ['SVC_SQLITE_SYNCHRONOUS'], values: ['NORMAL', 'FULL'] },
+    /** SQLite with several worker threads: `process` (one writing connection, on the main thread) or `thread` (one per worker). */
+    sqlite_writer: { kind: 'enum', default: 'process', env: ['SVC_SQLITE_WRITER'], values: ['process', 'thread'] },
     docdb_uri: { kind: 'string', default: '', env: ['DOCDB_URI'] },
     kv_url: { kind: 'string', default: '', env: ['KV_URL'] },
     users_db_path: { kind: 'string', default: '', env: ['SVC_USERS_DB_PATH'] },

@@ -10,7 +10,7 @@
  * is refused there too.
  */
 import { randomBytes } from 'node:crypto';
-import { type ActorRef, type ActorSystem, fromReceive, replyLater } from '../../kernel/index.ts';
+import { type ActorRef, type ActorSystem, decodeError, encodeError, fromReceive, replyLater, type WireError } from '../../kernel/index.ts';
 import { type AnchorStore, type BodyForm, type CommitBatch, CommitChain, type QuarantineEntry, type StoredDoc } from './store.ts';
 import type { SvcError } from '../../kernel/index.ts';
 import { storeError } from './errors.ts';
@@ -18,9 +18,13 @@ import { storeError } from './errors.ts';
 /** The writer's name under `/user` on the main thread. */
 export const STORE_WRITER_ACTOR = 'store-writer';
 
+type CommitMsg = Extract<WriterMsg, { t: 'commit' }>;
+
 export type WriterMsg =
   /** `seq` numbers a chain's batches from 1: a gap (a batch lost on the way) breaks the chain. */
   | { t: 'commit'; upserts: StoredDoc[]; deletes: CommitBatch['deletes']; chain?: string; seq?: number }
+  /** The commits a thread handed over in one tick, answered together: `null` or the error of each, in order. */
+  | { t: 'commits'; batches: CommitMsg[] }
   | { t: 'quarantine'; id: string; reason: string }
   | { t: 'restore'; id: string }
   | { t: 'alias'; from: string; to: string }
@@ -54,18 +58,25 @@ export function serveStoreWriter(system: ActorSystem, store: AnchorStore): Actor
     entry.next++;
     return entry.chain;
   };
+  const commitOne = (msg: CommitMsg): Promise<void> => {
+    const batch: CommitBatch = { upserts: msg.upserts, deletes: msg.deletes };
+    if (msg.chain !== undefined) {
+      const chain = chainOf(msg.chain, msg.seq ?? 1);
+      if (!chain) return Promise.reject(new CommitChain().refusal());
+      batch.chain = chain;
+    }
+    return store.commit(batch);
+  };
   return system.spawn(
     fromReceive((msg: WriterMsg) => {
       // Replies come once durable; meanwhile the next messages are taken, so batches from every thread share a transaction.
       switch (msg.t) {
-        case 'commit': {
-          const batch: CommitBatch = { upserts: msg.upserts, deletes: msg.deletes };
-          if (msg.chain !== undefined) {
-            const chain = chainOf(msg.chain, msg.seq ?? 1);
-            if (!chain) return replyLater(Promise.reject(new CommitChain().refusal()));
-            batch.chain = chain;
-          }
-          return replyLater(store.commit(batch));
+        case 'commit':
+          return replyLater(commitOne(msg));
+        case 'commits': {
+          // Handed to the store in this turn, in order: they share its next transaction.
+          const done = msg.batches.map((b) => commitOne(b));
+          return replyLater(Promise.allSettled(done).then((outcomes) => outcomes.map((o) => (o.status === 'fulfilled' ? null : encodeError(o.reason)))));
         }
         case 'quarantine':
           return replyLater(store.quarantine(msg.id, msg.reason));
@@ -97,6 +108,7 @@ export class ForwardingStore implements AnchorStore {
   private readonly ids = new WeakMap<CommitChain, { id: string; seq: number }>();
   private readonly prefix: string;
   private closed = false;
+  private queue: { msg: CommitMsg; resolve: () => void; reject: (error: unknown) => void }[] = [];
 
   constructor(
     private readonly reader: AnchorStore,
@@ -122,18 +134,38 @@ export class ForwardingStore implements AnchorStore {
     if (this.closed) return Promise.reject(storeError('SVC_ERR_STORE', 'the store is closed'));
     const chain = batch.chain;
     if (chain?.broken) return Promise.reject(chain.refusal());
-    const msg: WriterMsg = { t: 'commit', upserts: batch.upserts, deletes: batch.deletes };
+    const msg: CommitMsg = { t: 'commit', upserts: batch.upserts, deletes: batch.deletes };
     if (chain) {
       let entry = this.ids.get(chain);
       if (entry === undefined) this.ids.set(chain, (entry = { id: `${this.prefix}${++chainSeq}`, seq: 0 }));
       msg.chain = entry.id;
       msg.seq = ++entry.seq;
     }
-    const done = this.writer.ask(msg, this.timeoutMs) as Promise<void>;
+    const done = new Promise<void>((resolve, reject) => {
+      this.queue.push({ msg, resolve, reject });
+      if (this.queue.length === 1) void Promise.resolve().then(this.flush);
+    });
     // The writer breaks its copy of the chain; this side's copy must refuse what comes next too.
     if (chain) done.catch((error: unknown) => chain.break(error as SvcError));
     return done;
   }
+
+  /** Commits of this turn, handed over in one message (one ask, one reply, for however many runs committed). */
+  private readonly flush = (): void => {
+    const queue = this.queue;
+    this.queue = [];
+    if (queue.length === 0) return;
+    const answer = this.writer.ask({ t: 'commits', batches: queue.map((q) => q.msg) }, this.timeoutMs) as Promise<(WireError | null)[]>;
+    answer.then(
+      (outcomes) =>
+        queue.forEach((q, i) => {
+          const error = outcomes[i];
+          if (error) q.reject(decodeError(error));
+          else q.resolve();
+        }),
+      (error: unknown) => queue.forEach((q) => q.reject(error)),
+    );
+  };
 
   quarantine(id: string, reason: string): Promise<void> {
     if (this.closed) return Promise.reject(storeError('SVC_ERR_STORE', 'the store is closed'));

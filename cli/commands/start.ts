@@ -156,9 +156,12 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   const secret = jwtSecret({ configured: config['scale.jwt'].secret, production, projectRoot });
   // Password hashing for the whole process: a few low-priority threads, served to the workers.
   const hasher = new ThreadHasher({ threads: config['scale.auth'].hash_concurrency, nice: config['scale.auth'].hash_nice });
-  // SQLite: this thread holds the one writing connection of each file for the whole process (workers read on their own and hand writes here).
+  // SQLite with several worker threads: this thread holds the one writing connection of each file for the whole
+  // process (workers read on their own and hand writes here), so no worker waits on another's write lock. With one
+  // worker, that worker is the process's only writer and writes in its own thread (measured: handing writes to this
+  // thread halved the write throughput of a single worker pinned to one core).
   const users = await openUsersRepository(docdbUri, { path: usersPath, baseDir: projectRoot });
-  const writers = backend === 'sqlite' ? await openAnchorStore(docdbUri, { path: storePath, baseDir: projectRoot, synchronous: config['scale.database'].synchronous as 'NORMAL' | 'FULL' }) : undefined;
+  const writers = backend === 'sqlite' && workers > 1 && config['scale.database'].sqlite_writer === 'process' ? await openAnchorStore(docdbUri, { path: storePath, baseDir: projectRoot, synchronous: config['scale.database'].synchronous as 'NORMAL' | 'FULL' }) : undefined;
   const closeWriters = async (): Promise<void> => {
     await users.close();
     await writers?.close();
