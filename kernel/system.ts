@@ -12,10 +12,9 @@ import type { Props } from './logic.ts';
 import { Deadlines, PendingAsk } from './pending-ask.ts';
 import { ActorRefBase, type ActorRef, type RefAddress, type RefHost, RemoteRef, VirtualRef } from './refs.ts';
 import type { SupervisorSpec } from './supervision.ts';
-import type { Frame, FrameTarget, Transport } from './transport.ts';
+import type { Frame, FrameTarget, Transport, WireError } from './transport.ts';
 import { KindActivations, type KindSpec } from './virtual.ts';
 import { FunctionPlacement, type Placement } from './placement.ts';
-import type { WireError } from './transport.ts';
 
 export interface SystemOptions {
   /** This node's id; taken from the transport when one is given (default `local`). */

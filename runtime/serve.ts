@@ -86,7 +86,7 @@ export interface ServeBoot {
 }
 
 /** Orders the main thread gives a worker's `/user/http` actor. */
-export type HttpControl = { t: 'drain'; deadlineMs: number } | { t: 'describe' } | { t: 'listen' } | { t: 'stats'; gc?: boolean };
+export type HttpControl = { t: 'drain'; deadlineMs: number } | { t: 'describe' } | { t: 'listen' };
 
 /** What `GET /admin/stats` reports of each worker thread. */
 export interface WorkerStats {
@@ -121,6 +121,11 @@ export interface ServeOptions {
 }
 
 const STATS_TOPIC = 'runtime.stats';
+
+/** How long a caller waits for a walker run: its deadline (`request_timeout_ms`) and a second for the answer to come back. */
+function askTimeoutMs(boot: ServeBoot): number {
+  return boot.config['scale.server'].request_timeout_ms + 1000;
+}
 
 /** The control actor's name under `/user`: the main thread's orders arrive there. */
 export const CONTROL_ACTOR = 'http';
@@ -226,7 +231,7 @@ function graphModule(system: ActorSystem, boot: ServeBoot, registry: Registry): 
           ...(boot.activationLeases ? { lease: remoteLeases(system, MAIN_THREAD) } : {}),
           // The run deadline is the request timeout: a run the client stopped waiting for is dropped, not committed.
           runTimeoutMs: server.request_timeout_ms,
-          timeoutMs: server.request_timeout_ms + 1000,
+          timeoutMs: askTimeoutMs(boot),
           onQuarantine: (id, reason) => log.warn({ anchor: id, reason }, 'anchor moved to quarantine'),
         }),
       );
@@ -322,7 +327,7 @@ function hooksModule(boot: ServeBoot, registry: Registry): RuntimeModule {
     name: 'hooks',
     start(rt) {
       const graph = rt.need<Graph>('graph');
-      rt.provide('hooks', new HookDispatcher(registry, (walker, fields, options) => graph.spawn(walker, fields, options), { timeoutMs: boot.config['scale.server'].request_timeout_ms + 1000 }));
+      rt.provide('hooks', new HookDispatcher(registry, (walker, fields, options) => graph.spawn(walker, fields, options), { timeoutMs: askTimeoutMs(boot) }));
     },
   };
 }
@@ -364,7 +369,7 @@ function httpModule(boot: ServeBoot, registry: Registry, routes: EndpointRoute[]
           openapi: openApiDocument(routes, { title: boot.title, version: boot.version }, builtinRoutes),
           docs: config['scale.server'].docs_enabled ? new Docs(boot.title) : undefined,
           statics: existsSync(publicDir) ? new StaticFiles(publicDir) : undefined,
-          requestTimeoutMs: config['scale.server'].request_timeout_ms + 1000,
+          requestTimeoutMs: askTimeoutMs(boot),
           dev: boot.dev,
           accessLog: config['scale.server'].access_log ? (entry) => log.info(entry, 'request') : undefined,
           suppressHealthLogs: config['scale.server'].suppress_health_check_logs,
@@ -397,7 +402,7 @@ function websocketModule(system: ActorSystem, boot: ServeBoot, sockets: WsRoute[
           guest: { rootId: Root.SHARED_ID },
           auth: { verify: (token) => auth.authenticate(token) },
           hooks: rt.need<HookDispatcher>('hooks'),
-          run: async (walker, fields, caller) => (await graph.spawnJson(walker, fields, { caller, timeoutMs: config['scale.server'].request_timeout_ms + 1000 })).json,
+          run: async (walker, fields, caller) => (await graph.spawnJson(walker, fields, { caller, timeoutMs: askTimeoutMs(boot) })).json,
           errorOf: (error) => {
             const e = toHttpError(error, boot.dev);
             if (e.status >= 500 && e.body.code !== 'EXECUTION_ERROR') log.error({ err: error }, 'websocket frame failed');
@@ -467,7 +472,7 @@ function serverModule(boot: ServeBoot, thread: string): RuntimeModule {
   };
 }
 
-/** The main thread's orders (`/user/http`): describe, statistics, listen, drain. */
+/** The main thread's orders (`/user/http`): describe, listen, drain; and this thread's statistics for `/admin/stats`. */
 function controlModule(system: ActorSystem, describe: () => RouteSummary[]): RuntimeModule {
   return {
     name: 'control',
@@ -490,7 +495,6 @@ function controlModule(system: ActorSystem, describe: () => RouteSummary[]): Run
       system.spawn(
         fromReceive(async (msg: HttpControl) => {
           if (msg.t === 'describe') return describe();
-          if (msg.t === 'stats') return stats(msg.gc === true);
           if (msg.t === 'listen') return listen();
           await runtime.drain(msg.deadlineMs);
           return true;

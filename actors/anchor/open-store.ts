@@ -9,7 +9,7 @@ import { MemoryStore } from './memory-store.ts';
 import { ForwardingStore, type WriterMsg } from './store-writer.ts';
 import { SqliteStore } from './sqlite-store.ts';
 import type { AnchorStore } from './store.ts';
-import { parseStoreUri, type StoreUri, unavailableBackend } from './store-uri.ts';
+import { BackendRegistry, type StoreUri } from './store-uri.ts';
 
 export interface OpenAnchorStoreOptions {
   /** The SQLite file when the URI names none (`cli/paths.ts`: `.svc/data/anchor_store.db`, or `shelf_db_path`). */
@@ -30,7 +30,7 @@ export interface OpenAnchorStoreOptions {
 
 export type AnchorStoreFactory = (uri: StoreUri, options: OpenAnchorStoreOptions) => AnchorStore | Promise<AnchorStore>;
 
-const registered = new Map<string, AnchorStoreFactory>();
+const registered = new BackendRegistry<AnchorStore, OpenAnchorStoreOptions>('anchor store');
 
 /**
  * Make a backend available for a URI scheme (lower case, without the colon);
@@ -40,7 +40,7 @@ const registered = new Map<string, AnchorStoreFactory>();
  * registerAnchorStore('postgres', (uri) => PostgresStore.connect(uri.uri));
  */
 export function registerAnchorStore(scheme: string, factory: AnchorStoreFactory): void {
-  registered.set(scheme.toLowerCase(), factory);
+  registered.register(scheme, factory);
 }
 
 registerAnchorStore('sqlite', (uri, o) => {
@@ -58,9 +58,6 @@ registerAnchorStore('memory', () => new MemoryStore());
  * @example
  * const store = await openAnchorStore(config['scale.database'].docdb_uri, { path: storePath, baseDir: projectRoot });
  */
-export async function openAnchorStore(uri: string | undefined, options: OpenAnchorStoreOptions = {}): Promise<AnchorStore> {
-  const parsed = parseStoreUri(uri, options.baseDir);
-  const factory = registered.get(parsed.scheme);
-  if (!factory) throw unavailableBackend(parsed, 'anchor store', [...registered.keys()]);
-  return factory(parsed, options);
+export function openAnchorStore(uri: string | undefined, options: OpenAnchorStoreOptions = {}): Promise<AnchorStore> {
+  return registered.open(uri, options);
 }

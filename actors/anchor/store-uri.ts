@@ -56,3 +56,31 @@ export function unavailableBackend(uri: StoreUri, what: string, known: readonly 
   if (planned) return storeError('SVC_ERR_STORE_BACKEND', `the ${planned} ${what} is not available yet (docdb_uri ${uri.scheme}://…); ${choices}`, { details: { scheme: uri.scheme } });
   return storeError('SVC_ERR_STORE_BACKEND', `unknown ${what} backend ${JSON.stringify(`${uri.scheme}:`)} in docdb_uri; ${choices}`, { details: { scheme: uri.scheme } });
 }
+
+/**
+ * Backends of one kind (anchor stores, users repositories) by URI scheme,
+ * as emailers are by name: `open` reads the URI and asks the scheme's factory.
+ *
+ * @example
+ * const stores = new BackendRegistry<AnchorStore, OpenAnchorStoreOptions>('anchor store');
+ * stores.register('memory', () => new MemoryStore());
+ * await stores.open(config['scale.database'].docdb_uri, { baseDir: projectRoot });
+ */
+export class BackendRegistry<T, O extends { baseDir?: string }> {
+  private readonly factories = new Map<string, (uri: StoreUri, options: O) => T | Promise<T>>();
+
+  constructor(private readonly what: string) {}
+
+  /** A later registration of a scheme replaces the earlier one. */
+  register(scheme: string, factory: (uri: StoreUri, options: O) => T | Promise<T>): void {
+    this.factories.set(scheme.toLowerCase(), factory);
+  }
+
+  /** An unknown scheme, or one whose backend is not in this build, rejects with `SVC_ERR_STORE_BACKEND`. */
+  async open(uri: string | undefined, options: O): Promise<T> {
+    const parsed = parseStoreUri(uri, options.baseDir);
+    const factory = this.factories.get(parsed.scheme);
+    if (!factory) throw unavailableBackend(parsed, this.what, [...this.factories.keys()]);
+    return factory(parsed, options);
+  }
+}

@@ -5,7 +5,7 @@
  * (`sqlite:`, a file path, or nothing) and `memory:` are built in; a later
  * release registers `postgres://` and `mongodb://`.
  */
-import { parseStoreUri, type StoreUri, unavailableBackend } from '../anchor/index.ts';
+import { BackendRegistry, type StoreUri } from '../anchor/index.ts';
 import type { ActorRef } from '../../kernel/index.ts';
 import { MemoryUsersRepository } from './memory-users.ts';
 import { ForwardingUsersRepository, type UsersWriterMsg } from './users-writer.ts';
@@ -23,7 +23,7 @@ export interface OpenUsersOptions {
 
 export type UsersRepositoryFactory = (uri: StoreUri, options: OpenUsersOptions) => UsersRepository | Promise<UsersRepository>;
 
-const registered = new Map<string, UsersRepositoryFactory>();
+const registered = new BackendRegistry<UsersRepository, OpenUsersOptions>('users repository');
 
 /**
  * Make a backend available for a URI scheme (lower case, without the colon);
@@ -33,7 +33,7 @@ const registered = new Map<string, UsersRepositoryFactory>();
  * registerUsersRepository('postgres', (uri) => PostgresUsers.connect(uri.uri));
  */
 export function registerUsersRepository(scheme: string, factory: UsersRepositoryFactory): void {
-  registered.set(scheme.toLowerCase(), factory);
+  registered.register(scheme, factory);
 }
 
 registerUsersRepository('sqlite', (uri, o) => {
@@ -51,9 +51,6 @@ registerUsersRepository('memory', () => new MemoryUsersRepository());
  * @example
  * const users = await openUsersRepository(config['scale.database'].docdb_uri, { path: usersPath, baseDir: projectRoot });
  */
-export async function openUsersRepository(uri: string | undefined, options: OpenUsersOptions = {}): Promise<UsersRepository> {
-  const parsed = parseStoreUri(uri, options.baseDir);
-  const factory = registered.get(parsed.scheme);
-  if (!factory) throw unavailableBackend(parsed, 'users repository', [...registered.keys()]);
-  return factory(parsed, options);
+export function openUsersRepository(uri: string | undefined, options: OpenUsersOptions = {}): Promise<UsersRepository> {
+  return registered.open(uri, options);
 }

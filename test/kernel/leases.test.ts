@@ -1,13 +1,9 @@
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { ActorSystem, remoteLeases, serveActivationLeases, type ActorLogic, type Placement } from 'svc/kernel';
 import { MemoryNet } from '../helpers/memory-transport.ts';
 
-/** A placement whose answer the test moves. */
-function movable(owner: { now: string }): Placement {
-  return { ownerOf: () => owner.now, join() {}, leave() {}, members: () => [owner.now] };
-}
-
-t.test('a key moved to another node starts there only once the old activation has stopped (leases on the main thread)', async (t) => {
+/** A main thread keeping the leases and two worker threads, over one in-memory net. */
+function threeNodes(t: Test) {
   const net = new MemoryNet();
   const main = new ActorSystem({ transport: net.transport('p/main') });
   const a = new ActorSystem({ transport: net.transport('p/w1') });
@@ -16,6 +12,16 @@ t.test('a key moved to another node starts there only once the old activation ha
     for (const s of [a, b, main]) await s.shutdown();
   });
   serveActivationLeases(main);
+  return { net, a, b };
+}
+
+/** A placement whose answer the test moves. */
+function movable(owner: { now: string }): Placement {
+  return { ownerOf: () => owner.now, join() {}, leave() {}, members: () => [owner.now] };
+}
+
+t.test('a key moved to another node starts there only once the old activation has stopped (leases on the main thread)', async (t) => {
+  const { a, b } = threeNodes(t);
   const events: string[] = [];
   let release!: () => void;
   const slowStop = new Promise<void>((r) => (release = r));
@@ -51,14 +57,7 @@ t.test('a key moved to another node starts there only once the old activation ha
 });
 
 t.test('a node that goes down gives its leases back', async (t) => {
-  const net = new MemoryNet();
-  const main = new ActorSystem({ transport: net.transport('p/main') });
-  const a = new ActorSystem({ transport: net.transport('p/w1') });
-  const b = new ActorSystem({ transport: net.transport('p/w2') });
-  t.teardown(async () => {
-    for (const s of [a, b, main]) await s.shutdown();
-  });
-  serveActivationLeases(main);
+  const { net, a, b } = threeNodes(t);
   const owner = { now: 'p/w1' };
   for (const system of [a, b]) {
     system.defineKind<string, string>('thing', {
