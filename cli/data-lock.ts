@@ -27,13 +27,21 @@ export interface DataLock {
  * @example
  * const lock = lockDataFolder('.svc/data/anchor_store.db'); // for the life of the process
  */
-export function lockDataFolder(storePath: string): DataLock {
+export function lockDataFolder(storePath: string, options: { shared?: boolean } = {}): DataLock {
   const path = `${storePath}.lock`;
   mkdirSync(dirname(path), { recursive: true });
   const db = new Database(path, { timeout: 0 });
   try {
-    db.pragma('locking_mode = EXCLUSIVE');
-    db.exec('BEGIN EXCLUSIVE');
+    if (options.shared) {
+      // Members of a cluster share the folder: each holds a SHARED lock (a read transaction), which
+      // excludes a lone process's EXCLUSIVE one, and the other way round.
+      db.exec('CREATE TABLE IF NOT EXISTS members (pid INTEGER)');
+      db.exec('BEGIN');
+      db.prepare('SELECT count(*) FROM members').get();
+    } else {
+      db.pragma('locking_mode = EXCLUSIVE');
+      db.exec('BEGIN EXCLUSIVE');
+    }
   } catch (error) {
     db.close();
     if ((error as { code?: string }).code !== 'SQLITE_BUSY') throw error;
@@ -44,11 +52,11 @@ export function lockDataFolder(storePath: string): DataLock {
       // no pid note: the message goes without it
     }
     throw new DataLockError(
-      `another svc process${owner ? ` (pid ${owner})` : ''} is serving the data in ${dirname(storePath)}; ` +
+      `another svc process${owner && !options.shared ? ` (pid ${owner})` : ''} is serving the data in ${dirname(storePath)}${options.shared ? ' outside a cluster' : ''}; ` +
         'stop it first, or give this one its own data folder (SVC_DATA_DIR, or [scale.database] shelf_db_path and users_db_path)',
     );
   }
-  writeFileSync(`${path}.pid`, `${process.pid}\n`);
+  if (!options.shared) writeFileSync(`${path}.pid`, `${process.pid}\n`);
   // Held until released or the process ends: the connection must stay reachable (a collected
   // better-sqlite3 connection is closed, and its lock with it).
   const lock: DataLock = {

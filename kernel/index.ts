@@ -27,5 +27,6 @@ export { RendezvousPlacement, FunctionPlacement, workerPlacement, threadOf, proc
 export type { Placement, RendezvousOptions } from './placement.ts';
 export { ActorBroadcast } from './broadcast.ts';
 export { serveActivationLeases, remoteLeases, LEASES_ACTOR } from './leases.ts';
+export type { ServeLeasesOptions } from './leases.ts';
 export type { ActivationLease } from './leases.ts';
 export type { Broadcast, ActorBroadcastOptions } from './broadcast.ts';

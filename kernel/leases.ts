@@ -25,6 +25,22 @@ export const LEASES_ACTOR = 'activation-leases';
 
 type LeaseMsg = { t: 'acquire'; id: string; node: string } | { t: 'release'; id: string; node: string };
 
+export interface ServeLeasesOptions {
+  /**
+   * A lease across processes (a cluster): a key is taken from it before the
+   * first node of this process holds it, and given back once no node here
+   * holds or waits for it.
+   */
+  backing?: ActivationLease;
+  /** A backing acquire failed (the node's acquire is refused with it). */
+  onError?: (error: unknown, id: string) => void;
+}
+
+function split(id: string): [kind: string, key: string] {
+  const i = id.indexOf('/');
+  return [id.slice(0, i), id.slice(i + 1)];
+}
+
 /**
  * Keep the leases of the nodes of `system`'s transport (on the main thread of
  * a process). A node that goes down gives back every lease it held.
@@ -32,10 +48,27 @@ type LeaseMsg = { t: 'acquire'; id: string; node: string } | { t: 'release'; id:
  * @example
  * serveActivationLeases(pool.system);
  */
-export function serveActivationLeases(system: ActorSystem): void {
+export function serveActivationLeases(system: ActorSystem, options: ServeLeasesOptions = {}): void {
   // A node may hold a key more than once at a time: its next activation asks before the previous one has given it back.
   const holders = new Map<string, { node: string; count: number }>();
   const waiting = new Map<string, { node: string; grant: () => void }[]>();
+  const backing = options.backing;
+  /** Keys this process holds from the backing lease (or is taking). */
+  const taken = new Map<string, Promise<void>>();
+  const takeBacking = (id: string): Promise<void> => {
+    if (!backing) return Promise.resolve();
+    let pending = taken.get(id);
+    if (!pending) {
+      const [kind, key] = split(id);
+      pending = backing.acquire(kind, key);
+      taken.set(id, pending);
+      pending.catch((error: unknown) => {
+        if (taken.get(id) === pending) taken.delete(id);
+        options.onError?.(error, id);
+      });
+    }
+    return pending;
+  };
   const handOn = (id: string): void => {
     const queue = waiting.get(id);
     const next = queue?.shift();
@@ -43,7 +76,13 @@ export function serveActivationLeases(system: ActorSystem): void {
     if (next) {
       holders.set(id, { node: next.node, count: 1 });
       next.grant();
-    } else holders.delete(id);
+    } else {
+      holders.delete(id);
+      if (backing && taken.delete(id)) {
+        const [kind, key] = split(id);
+        backing.release(kind, key);
+      }
+    }
   };
   system.watchNodes((event, node) => {
     if (event !== 'down') return;
@@ -63,11 +102,21 @@ export function serveActivationLeases(system: ActorSystem): void {
       }
       if (holder?.node === msg.node) {
         holder.count++;
-        return true;
+        return backing ? replyLater(takeBacking(msg.id).then(() => true)) : true;
       }
       if (holder === undefined || !system.nodes().includes(holder.node)) {
         holders.set(msg.id, { node: msg.node, count: 1 });
-        return true;
+        if (!backing || taken.has(msg.id)) return true;
+        // The first holder in this process: the key must be free across the cluster first.
+        return replyLater(
+          takeBacking(msg.id).then(
+            () => true,
+            (error: unknown) => {
+              if (holders.get(msg.id)?.node === msg.node) handOn(msg.id);
+              throw error;
+            },
+          ),
+        );
       }
       return replyLater(
         new Promise<boolean>((resolve) => {

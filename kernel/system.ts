@@ -231,6 +231,7 @@ export class ActorSystem implements RefHost {
       onFrame: (from, frame) => this.onFrame(from, frame),
       onNodeDown: (node) => this.onNodeDown(node),
       onNodeUp: (node) => this.onNodeUp(node),
+      onNodeLeaving: (node) => this.nodeLeaving(node),
       onUndeliverable: (node, frame, error) => this.onUndeliverable(node, frame, error),
       refFromAddress: (address) => this.refFromAddress(address),
     });
@@ -425,6 +426,22 @@ export class ActorSystem implements RefHost {
     for (const placement of this.placements) placement.join(node);
     this.handOff();
     this.tellWatchers('up', node);
+  }
+
+  /**
+   * `node` (this one or another) is leaving gracefully: placement stops giving
+   * it actors and the activations it no longer owns hand off — here, once
+   * they finished what they had queued — but it stays reachable: asks pending
+   * on it are answered, and a message it gets for an actor placed elsewhere
+   * now is answered `SVC_ERR_MOVED` (the sender tries the new owner). It
+   * joins again only if it comes back up.
+   *
+   * @example
+   * for (const node of myWorkers) system.nodeLeaving(node);   // a graceful stop of this process
+   */
+  nodeLeaving(node: string): void {
+    for (const placement of this.placements) placement.leave(node);
+    this.handOff();
   }
 
   /** After the members changed: stop the activations here that placement puts elsewhere now (their next message activates them there). */

@@ -33,6 +33,8 @@ export interface TransportHandler {
   onNodeDown(node: string): void;
   /** `node` is reachable (again, or for the first time): placement may give it actors. */
   onNodeUp(node: string): void;
+  /** `node` is leaving (a graceful stop): placement gives it no actors, but it still answers what it was sent. */
+  onNodeLeaving?(node: string): void;
   /** A tell or ask the transport could not send (it would not encode): a dead letter, or a failed ask. */
   onUndeliverable(node: string, frame: Frame, error: unknown): void;
   /** Rebuild a ref that travelled inside a message. */

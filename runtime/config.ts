@@ -56,7 +56,18 @@ export const SCHEMA = {
     sqlite_writer: { kind: 'enum', default: 'process', env: ['SVC_SQLITE_WRITER'], values: ['process', 'thread'] },
     docdb_uri: { kind: 'string', default: '', env: ['DOCDB_URI'] },
     kv_url: { kind: 'string', default: '', env: ['KV_URL'] },
+    /** With `kv_url`: ownership moves and graph deletions are published on this channel so no member serves a stale anchor. */
+    kv_l1_invalidation_enabled: { kind: 'bool', default: true, env: ['SVC_KV_L1_INVALIDATION_ENABLED'] },
+    kv_l1_invalidation_channel: { kind: 'string', default: 'svc:anchor:invalidate', env: ['SVC_KV_L1_INVALIDATION_CHANNEL'] },
     users_db_path: { kind: 'string', default: '', env: ['SVC_USERS_DB_PATH'] },
+  },
+  'scale.cluster': {
+    /** Members of one name form one service (default: from the project folder and the entry file). */
+    name: { kind: 'string', default: '', env: ['SVC_CLUSTER_NAME'] },
+    /** A member that stops heartbeating is declared down within this (it heartbeats every lease_ms / 5). */
+    lease_ms: { kind: 'int', default: 5000, min: 500, env: ['SVC_CLUSTER_LEASE_MS'] },
+    /** The address other members dial when `--host` binds every interface (never a guessed interface address). */
+    advertise_host: { kind: 'string', default: '127.0.0.1', env: ['SVC_ADVERTISE_HOST'] },
   },
   'scale.auth': {
     verify_token_ttl_seconds: { kind: 'int', default: 86_400, min: 1 },

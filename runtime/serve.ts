@@ -14,7 +14,8 @@
 import pino from 'pino';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { ActorBroadcast, type ActorRef, type ActorSystem, type Broadcast, fromReceive, isWorkerNode, MAIN_THREAD, remoteLeases, threadOf, workerPlacement } from '../kernel/index.ts';
+import { createHash } from 'node:crypto';
+import { ActorBroadcast, type ActorRef, type ActorSystem, type Broadcast, fromReceive, isWorkerNode, MAIN_THREAD, processOf, remoteLeases, RendezvousPlacement, threadOf, workerPlacement } from '../kernel/index.ts';
 import { type AnchorStore, Graph, openAnchorStore, STORE_WRITER_ACTOR, type WriterMsg } from '../actors/anchor/index.ts';
 import { HookDispatcher, Registry, Root } from '../actors/walker/index.ts';
 import {
@@ -32,6 +33,7 @@ import {
   USERS_WRITER_ACTOR,
   type UsersRepository,
   type UsersWriterMsg,
+  type RateLimiter,
 } from '../actors/identity/index.ts';
 import {
   type BuiltinRoute,
@@ -51,6 +53,8 @@ import {
   toHttpError,
 } from '../transports/http/index.ts';
 import { attachNode, attachUws, WsHub, type WsRoute, wsRoutes } from '../transports/ws/index.ts';
+import type { RelayTransport } from '../transports/worker/index.ts';
+import { CLUSTER_ACTOR, type ClusterAsk, Invalidation, MemberState, type MemberSummary, openRedis, RedisRateLimiter } from '../cluster/index.ts';
 import type { SvcConfig } from './config.ts';
 import { collectGarbage } from './gc.ts';
 import { composeRuntime, type Runtime, type RuntimeModule } from './runtime.ts';
@@ -83,10 +87,32 @@ export interface ServeBoot {
   activationLeases?: boolean;
   /** This thread replaces one that died: it opens the port only when told (once the others count it in). */
   replacement?: boolean;
+  /** A member of a cluster (`KV_URL` set). */
+  cluster?: ServeCluster;
+}
+
+/** What a worker thread of a cluster member is told of its cluster. */
+export interface ServeCluster {
+  name: string;
+  /** `KV_URL` (this thread opens its own Redis connections: rate limits, the invalidation channel). */
+  kvUrl: string;
+  processId: string;
+  /** The member's {@link MemberState} (lease validity, readiness), written by the main thread. */
+  state: SharedArrayBuffer;
+  invalidation: { enabled: boolean; channel: string };
 }
 
 /** Orders the main thread gives a worker's `/user/http` actor. */
-export type HttpControl = { t: 'drain'; deadlineMs: number } | { t: 'describe' } | { t: 'listen' };
+export type HttpControl =
+  | { t: 'drain'; deadlineMs: number }
+  | { t: 'describe' }
+  | { t: 'listen' }
+  /** The app's fingerprint (its classes and their schemas): members of another fingerprint share no partitions. */
+  | { t: 'fingerprint' }
+  /** This process lost its cluster lease: forget every graph held in memory. */
+  | { t: 'forget' }
+  /** These nodes (of this process) are leaving: hand their partitions to the other members. */
+  | { t: 'leaving'; nodes: string[]; deadlineMs: number };
 
 /** What `GET /admin/stats` reports of each worker thread. */
 export interface WorkerStats {
@@ -118,6 +144,8 @@ export interface ServeOptions {
   app: Record<string, unknown>;
   /** Where log lines go (default: stdout). */
   logDestination?: pino.DestinationStream;
+  /** Other processes' nodes (a cluster member's worker thread). */
+  relay?: RelayTransport;
 }
 
 const STATS_TOPIC = 'runtime.stats';
@@ -156,22 +184,79 @@ export function serveModules(options: ServeOptions): RuntimeModule[] {
     ...routes.map((r) => ({ method: r.method, path: r.template, kind: r.kind, name: r.name, access: r.access })),
     ...sockets.map((r) => ({ method: 'WS', path: `/ws/${r.name}`, kind: r.broadcast ? 'websocket walker (broadcast)' : 'websocket walker', name: r.name, access: r.access })),
   ];
-  if (boot.faux) return [{ name: 'control', start: () => void system.spawn(fromReceive(() => describe()), CONTROL_ACTOR) }];
+  const fingerprint = appFingerprint(registry);
+  if (boot.faux) return [{ name: 'control', start: () => void system.spawn(fromReceive((msg: HttpControl) => (msg.t === 'fingerprint' ? fingerprint : describe())), CONTROL_ACTOR) }];
   const thread = threadOf(system.nodeId);
   const writerOn = (path: string) => (boot.processWriters ? system.refFromAddress({ node: MAIN_THREAD, path: `/user/${path}` }) : undefined);
   return [
     logModule(thread, options.logDestination),
     busModule(system),
     storeModule(boot, writerOn(STORE_WRITER_ACTOR) as ActorRef<WriterMsg, unknown> | undefined),
-    graphModule(system, boot, registry),
+    graphModule(system, boot, registry, fingerprint, options.relay),
+    ...(boot.cluster ? [invalidationModule(system, boot.cluster)] : []),
     usersModule(boot, writerOn(USERS_WRITER_ACTOR) as ActorRef<UsersWriterMsg, unknown> | undefined),
     identityModule(system, boot, thread),
     hooksModule(boot, registry),
-    httpModule(boot, registry, routes),
+    httpModule(system, boot, registry, routes),
     websocketModule(system, boot, sockets),
     serverModule(boot, thread),
-    controlModule(system, describe),
+    controlModule(system, describe, fingerprint),
   ];
+}
+
+/** The app's classes and their schemas, as one short hash: members whose apps differ share no partitions. */
+export function appFingerprint(registry: Registry): string {
+  const parts: string[] = [];
+  for (const [name, cls] of [...registry.archetypes].sort(([a], [b]) => a.localeCompare(b))) parts.push(`a ${name} ${JSON.stringify((cls as { has?: unknown }).has ?? null)}`);
+  for (const [name, cls] of [...registry.walkers].sort(([a], [b]) => a.localeCompare(b))) parts.push(`w ${name} ${JSON.stringify((cls as { has?: unknown }).has ?? null)}`);
+  for (const [name, def] of [...registry.functions].sort(([a], [b]) => a.localeCompare(b))) parts.push(`f ${name} ${JSON.stringify((def as { params?: unknown }).params ?? null)}`);
+  return createHash('sha256').update(parts.join('\n')).digest('hex').slice(0, 16);
+}
+
+/**
+ * Partitions of a cluster member: on worker threads of members with the same
+ * app fingerprint that are not leaving.
+ */
+function clusterPlacement(system: ActorSystem, fingerprint: string, relay: RelayTransport | undefined): RendezvousPlacement {
+  const own = processOf(system.nodeId);
+  return new RendezvousPlacement({
+    accepts: (node) => {
+      if (!isWorkerNode(node)) return false;
+      if (processOf(node) === own) return true;
+      const remote = relay?.remote(node);
+      return remote !== undefined && remote.app === fingerprint && remote.leaving !== true;
+    },
+  });
+}
+
+/**
+ * The L1 invalidation channel: a member that takes a root over (or deletes a
+ * graph) says so, and every other member drops its activation of that root
+ * at once (it would otherwise serve reads from memory another member has
+ * since changed).
+ */
+function invalidationModule(system: ActorSystem, cluster: ServeCluster): RuntimeModule {
+  let channel: Invalidation | undefined;
+  return {
+    name: 'invalidation',
+    async start(rt) {
+      if (!cluster.invalidation.enabled) return;
+      const log = rt.need<Log>('log');
+      channel = new Invalidation({
+        redis: openRedis(cluster.kvUrl, { name: `svc-${system.nodeId}-l1`, onError: () => undefined }),
+        subscriber: openRedis(cluster.kvUrl, { name: `svc-${system.nodeId}-l1-sub`, onError: () => undefined }),
+        channel: cluster.invalidation.channel,
+        processId: cluster.processId,
+        onError: (error: unknown) => log.warn({ err: error }, 'L1 invalidation channel'),
+      });
+      channel.subscribe((event) => {
+        const held = system.activation('partition', event.root);
+        if (held) void system.stop(held).catch(() => undefined);
+      });
+      rt.provide('invalidation', channel);
+    },
+    close: () => channel?.close(),
+  };
 }
 
 type Log = pino.Logger;
@@ -215,8 +300,9 @@ function storeModule(boot: ServeBoot, processWriter: ActorRef<WriterMsg, unknown
   };
 }
 
-function graphModule(system: ActorSystem, boot: ServeBoot, registry: Registry): RuntimeModule {
+function graphModule(system: ActorSystem, boot: ServeBoot, registry: Registry, fingerprint: string, relay: RelayTransport | undefined): RuntimeModule {
   const server = boot.config['scale.server'];
+  const member = boot.cluster ? new MemberState(boot.cluster.state) : undefined;
   return {
     name: 'graph',
     async start(rt) {
@@ -227,8 +313,11 @@ function graphModule(system: ActorSystem, boot: ServeBoot, registry: Registry): 
           system,
           registry,
           store: rt.need<AnchorStore>('store'),
-          placement: workerPlacement(),
+          placement: member ? clusterPlacement(system, fingerprint, relay) : workerPlacement(),
           ...(boot.activationLeases ? { lease: remoteLeases(system, MAIN_THREAD) } : {}),
+          // A cluster member: each activation claims its root in the store (a late write of a former owner is refused),
+          // and nothing is served once this member's lease may have lapsed.
+          ...(member ? { fenced: true, guard: () => member.guard() } : {}),
           // The run deadline is the request timeout: a run the client stopped waiting for is dropped, not committed.
           runTimeoutMs: server.request_timeout_ms,
           timeoutMs: askTimeoutMs(boot),
@@ -299,12 +388,7 @@ function identityModule(system: ActorSystem, boot: ServeBoot, thread: string): R
           passwords,
           system,
           revocations,
-          limiter: new ActorRateLimiter(system, {
-            placement: workerPlacement(),
-            maxKeys: config['scale.auth'].rate_limit_max_keys,
-            windowMs: config['scale.auth'].rate_window_seconds * 1000,
-            salt: boot.jwtSecret,
-          }),
+          limiter: rateLimiter(system, boot),
           createRoot: (rootId) => graph.ensureRoot(rootId),
           dropRoot: (rootId) => graph.dropRoot(rootId),
           emailer: 'emailer' in mail ? mail.emailer : undefined,
@@ -321,6 +405,24 @@ function identityModule(system: ActorSystem, boot: ServeBoot, thread: string): R
   };
 }
 
+/** Rate limits of one process (counters in a few actors), or of the whole cluster (Redis; the process's own while Redis is unreachable). */
+function rateLimiter(system: ActorSystem, boot: ServeBoot): RateLimiter {
+  const { config } = boot;
+  const local = new ActorRateLimiter(system, {
+    placement: workerPlacement(),
+    maxKeys: config['scale.auth'].rate_limit_max_keys,
+    windowMs: config['scale.auth'].rate_window_seconds * 1000,
+    salt: boot.jwtSecret,
+  });
+  if (!boot.cluster) return local;
+  return new RedisRateLimiter({
+    redis: openRedis(boot.cluster.kvUrl, { name: `svc-${system.nodeId}-rl`, onError: () => undefined }),
+    cluster: boot.cluster.name,
+    salt: boot.jwtSecret,
+    fallback: local,
+  });
+}
+
 /** Hook walkers: before every generated route and every WebSocket upgrade, whatever the transport. */
 function hooksModule(boot: ServeBoot, registry: Registry): RuntimeModule {
   return {
@@ -332,8 +434,9 @@ function hooksModule(boot: ServeBoot, registry: Registry): RuntimeModule {
   };
 }
 
-function httpModule(boot: ServeBoot, registry: Registry, routes: EndpointRoute[]): RuntimeModule {
+function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, routes: EndpointRoute[]): RuntimeModule {
   const { config } = boot;
+  const member = boot.cluster ? new MemberState(boot.cluster.state) : undefined;
   let front: Front | undefined;
   return {
     name: 'http',
@@ -355,6 +458,7 @@ function httpModule(boot: ServeBoot, registry: Registry, routes: EndpointRoute[]
             return { data: { rss_bytes: process.memoryUsage.rss(), workers } };
           },
         },
+        ...(boot.cluster ? [clusterRoute(system, bus, boot.cluster)] : []),
       ];
       const publicDir = join(boot.projectRoot, 'public');
       front = rt.provide(
@@ -375,11 +479,40 @@ function httpModule(boot: ServeBoot, registry: Registry, routes: EndpointRoute[]
           suppressHealthLogs: config['scale.server'].suppress_health_check_logs,
           onError: (error, requestId) => log.error({ err: error, req_id: requestId }, 'request failed'),
           clientAddresses: new ClientAddresses(config['scale.server'].trusted_proxies, config['scale.server'].trusted_proxy_header as ForwardingHeader),
+          ...(member ? { readiness: () => member.readiness() } : {}),
         }),
       );
     },
     // Readiness turns false first: load balancers stop sending while the rest drains.
     drain: () => front?.startDraining(),
+  };
+}
+
+const PARTITIONS_TOPIC = 'cluster.partitions';
+
+/** `GET /admin/cluster`: the members, and the partitions each holds now. */
+function clusterRoute(system: ActorSystem, bus: Broadcast, cluster: ServeCluster): BuiltinRoute {
+  bus.subscribe(PARTITIONS_TOPIC, () => ({ node: system.nodeId, partitions: system.activationCount('partition') }));
+  return {
+    method: 'GET',
+    path: '/admin/cluster',
+    auth: 'admin',
+    doc: { summary: 'The cluster: each member with its address, workers, uptime, partitions held and last heartbeat' },
+    handler: async () => {
+      const [members, counts] = await Promise.all([
+        system.refFromAddress({ node: MAIN_THREAD, path: `/user/${CLUSTER_ACTOR}` }).ask({ t: 'members' } satisfies ClusterAsk, 5000) as Promise<MemberSummary[]>,
+        bus.gather<{ node: string; partitions: number }>(PARTITIONS_TOPIC, {}, 2000),
+      ]);
+      const held = new Map<string, number>();
+      for (const c of counts) held.set(processOf(c.node), (held.get(processOf(c.node)) ?? 0) + c.partitions);
+      return {
+        data: {
+          name: cluster.name,
+          self: cluster.processId,
+          members: members.map((m) => ({ ...m, partitions: held.get(m.process) ?? 0 })),
+        },
+      };
+    },
   };
 }
 
@@ -473,7 +606,7 @@ function serverModule(boot: ServeBoot, thread: string): RuntimeModule {
 }
 
 /** The main thread's orders (`/user/http`): describe, listen, drain; and this thread's statistics for `/admin/stats`. */
-function controlModule(system: ActorSystem, describe: () => RouteSummary[]): RuntimeModule {
+function controlModule(system: ActorSystem, describe: () => RouteSummary[], fingerprint: string): RuntimeModule {
   return {
     name: 'control',
     start(rt) {
@@ -495,7 +628,16 @@ function controlModule(system: ActorSystem, describe: () => RouteSummary[]): Run
       system.spawn(
         fromReceive(async (msg: HttpControl) => {
           if (msg.t === 'describe') return describe();
+          if (msg.t === 'fingerprint') return fingerprint;
           if (msg.t === 'listen') return listen();
+          if (msg.t === 'forget') return rt.need<Graph>('graph').dropActivations().then(() => true);
+          if (msg.t === 'leaving') {
+            for (const node of msg.nodes) system.nodeLeaving(node);
+            // Each partition here finishes what it has queued, then stops (its lease goes to the new owner).
+            const until = Date.now() + msg.deadlineMs;
+            while (system.activationCount('partition') > 0 && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 10));
+            return true;
+          }
           await runtime.drain(msg.deadlineMs);
           return true;
         }),

@@ -7,7 +7,8 @@
 import { type ActivationLease, type ActorSystem, type Placement, type VirtualRef, workerPlacement } from '../../kernel/index.ts';
 import { type Caller, graphError, isAnchorId, newId, type Registry, Root } from '../walker/index.ts';
 import { decode } from './codec.ts';
-import { type FunctionResult, Partition, type PartitionMsg, type RunReply, type WalkerResult } from './partition.ts';
+import { storeError } from './errors.ts';
+import { type FunctionResult, Partition, type PartitionContext, type PartitionMsg, type RunReply, type WalkerResult } from './partition.ts';
 import type { AnchorStore } from './store.ts';
 
 export interface GraphOptions {
@@ -30,6 +31,21 @@ export interface GraphOptions {
   timeoutMs?: number;
   /** A run that takes longer is abandoned, its changes dropped, its partition restarted (default 25 s). */
   runTimeoutMs?: number;
+  /**
+   * Ownership fencing, for processes sharing a store (default off): a
+   * partition claims its root (`store.claim`) before it loads it, and every
+   * batch it commits carries the token. Once another process has claimed the
+   * root, a commit is refused with `SVC_ERR_FENCED` (503, nothing stored) and
+   * the partition stops; the next request claims again and reloads.
+   */
+  fenced?: boolean;
+  /**
+   * Asked before a partition handles any message (default none): an error
+   * answers that message, and the partition stops after answering (its
+   * memory is no longer trusted) — e.g. while this process is not a member
+   * of its cluster.
+   */
+  guard?: () => Error | undefined;
 }
 
 
@@ -52,6 +68,8 @@ export class Graph {
   readonly store: AnchorStore;
   private readonly system: ActorSystem;
   private readonly timeoutMs: number;
+  /** Live partitions of this thread, by root. */
+  private readonly activations = new Map<string, Partition>();
 
   constructor(options: GraphOptions) {
     this.system = options.system;
@@ -60,19 +78,25 @@ export class Graph {
     this.kind = options.kind ?? 'partition';
     this.timeoutMs = options.timeoutMs ?? 30_000;
     const onQuarantine = options.onQuarantine ?? ((id, reason) => console.warn(`[svc] anchor ${id} moved to quarantine: ${reason}`));
-    const context = {
+    if (options.fenced && !this.store.claim) throw storeError('SVC_ERR_STORE', `a ${this.store.kind} store cannot claim roots: a fenced graph needs one that can`);
+    const context: PartitionContext = {
       registry: this.registry,
       store: this.store,
       partitionOf: (root: string) => this.partition(root),
       onQuarantine,
       runTimeoutMs: options.runTimeoutMs,
+      activations: this.activations,
     };
+    if (options.fenced) context.fenced = true;
+    if (options.guard) context.guard = options.guard;
     this.system.defineKind<PartitionMsg, unknown>(this.kind, {
       idleAfterMs: options.idleAfterMs ?? 300_000,
       placement: options.placement ?? workerPlacement(),
       ...(options.lease ? { lease: options.lease } : {}),
       props: (root) => ({
         capacity: options.mailboxCapacity ?? 1024,
+        // Restarted after a crash; a partition that stops itself (fenced, guarded) stays stopped until its next message.
+        restart: 'transient',
         logic: () => new Partition(root, context),
       }),
     });
@@ -104,6 +128,20 @@ export class Graph {
       else remaining.push({ id: entry.id, reason: 'quarantine' in decoded ? decoded.quarantine : entry.reason });
     }
     return { recovered, remaining };
+  }
+
+  /**
+   * Stop every partition of this thread: what they hold in memory is
+   * forgotten (this process lost its place in the cluster). Messages already
+   * queued are answered with `reason` (default `SVC_ERR_FENCED`); the next
+   * message for a root activates a fresh partition. Resolves once all have
+   * stopped.
+   *
+   * @example
+   * membership.on('lost', () => void graph.dropActivations());
+   */
+  async dropActivations(reason: Error = storeError('SVC_ERR_FENCED', 'this process let go of the graphs it held; nothing was stored — retry')): Promise<void> {
+    await Promise.all([...this.activations.values()].map((p) => p.halt(reason)));
   }
 
   /** Create a root's graph now (its root node is stored when the partition starts). */

@@ -18,6 +18,8 @@ export class MemoryStore implements AnchorStore {
   private incident = new Map<string, Set<string>>();
   private quarantine_ = new Map<string, QuarantineEntry>();
   private aliases_ = new Map<string, string>();
+  /** Owner token per claimed root. */
+  private owners = new Map<string, number>();
   private closed = false;
 
   constructor(options: { bodyForm?: BodyForm } = {}) {
@@ -98,6 +100,11 @@ export class MemoryStore implements AnchorStore {
       chain?.break(error);
       return error;
     };
+    if (batch.fence && (this.owners.get(batch.fence.root) ?? 0) !== batch.fence.token) {
+      const error = storeError('SVC_ERR_FENCED');
+      chain?.break(error);
+      throw error;
+    }
     for (const doc of batch.upserts) {
       const have = this.docs.get(doc.id)?.version ?? 0;
       if (have !== doc.version - 1) throw conflict(`${doc.id} is at version ${have}, expected ${doc.version - 1}`);
@@ -117,6 +124,13 @@ export class MemoryStore implements AnchorStore {
     }
     for (const doc of kept) this.put(doc);
     for (const del of batch.deletes) this.remove(del.id);
+  }
+
+  async claim(rootId: string): Promise<number> {
+    this.check();
+    const token = (this.owners.get(rootId) ?? 0) + 1;
+    this.owners.set(rootId, token);
+    return token;
   }
 
   async quarantine(id: string, reason: string): Promise<void> {
@@ -161,6 +175,7 @@ export class MemoryStore implements AnchorStore {
       this.quarantine_.delete(id);
       n++;
     }
+    this.owners.delete(rootId);
     return n;
   }
 

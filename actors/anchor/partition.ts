@@ -14,8 +14,14 @@
  * only once the batches before it are durable — no acknowledged answer ever
  * rests on a change that was not stored. A failed batch poisons the
  * partition: it restarts and reloads from the store.
+ *
+ * Fenced (a cluster of processes): an activation claims its root before it
+ * loads anything, and every batch carries the token. A batch refused because
+ * another process claimed the root since (`SVC_ERR_FENCED`) means this
+ * memory is stale: the activation stops, and the next message starts a fresh
+ * one that claims again and reloads.
  */
-import { type ActorContext, type ActorLogic, type ActorRef, rejectWith, replyLater, SvcError } from '../../kernel/index.ts';
+import { type ActorContext, type ActorLogic, type ActorRef, hasCode, type Rejection, rejectWith, replyLater, SvcError } from '../../kernel/index.ts';
 import {
   Anchor,
   type Caller,
@@ -31,7 +37,7 @@ import {
 } from '../walker/index.ts';
 import { decode, encode } from './codec.ts';
 import { storeError } from './errors.ts';
-import { type AnchorStore, CommitChain, type StoredDoc } from './store.ts';
+import { type AnchorStore, type CommitBatch, CommitChain, type Fence, type StoredDoc } from './store.ts';
 
 export type PartitionMsg =
   | { t: 'spawn'; walker: string; fields: unknown; at?: string; caller: Caller }
@@ -61,6 +67,12 @@ export interface PartitionContext {
   onQuarantine(id: string, reason: string): void;
   /** A run that takes longer is abandoned and the partition restarts (default 25 s). */
   runTimeoutMs?: number;
+  /** Claim the root at activation and fence every batch with the token (the store must have `claim`). */
+  fenced?: boolean;
+  /** Asked before every message: an error answers it, and the activation stops (its memory is no longer trusted). */
+  guard?: () => Error | undefined;
+  /** The live activations of the thread, by root (kept by the partitions themselves). */
+  activations?: Map<string, Partition>;
 }
 
 /** What a run answers: its reports (walkers) or return value (functions), as JSON text. */
@@ -99,7 +111,11 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
   /** New edges not durable yet, by id: a node reloading its edges must still see them. */
   private readonly pendingEdges = new Map<string, Anchor>();
   private poisoned: unknown = undefined;
-  private self: ActorRef<PartitionMsg, unknown> | undefined;
+  /** Why this activation stops: every message from now on is answered with it. */
+  private halted: Error | undefined = undefined;
+  private ctx: ActorContext<PartitionMsg> | undefined;
+  /** The owner token batches carry (fenced graphs only). */
+  private fence: Fence | undefined;
   /** This incarnation's batches, in order: one failure refuses the rest. */
   private readonly chain = new CommitChain();
   /** Batches handed to the store and not settled yet, and the last of them. */
@@ -121,18 +137,52 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
   }
 
   async preStart(ctx: ActorContext<PartitionMsg>): Promise<void> {
-    this.self = ctx.self;
+    this.ctx = ctx;
+    this.context.activations?.set(this.rootId, this);
+    if (this.context.guard !== undefined) {
+      // Refused already: claim nothing (that would fence the root's rightful owner) and load nothing;
+      // the first message is answered with the refusal, and stops this activation.
+      this.halted = this.context.guard();
+      if (this.halted !== undefined) return;
+    }
+    if (this.context.fenced) {
+      // Claim first, then load: a batch of the previous owner is refused from the claim on, so what loads next is final.
+      const claim = this.context.store.claim?.bind(this.context.store);
+      if (!claim) throw storeError('SVC_ERR_STORE', `a ${this.context.store.kind} store cannot claim roots`);
+      this.fence = { root: this.rootId, token: await claim(this.rootId) };
+    }
     const found = await this.fetch([this.rootId]);
     if (found.get(this.rootId)) return;
     const root = new Anchor(this.rootId, 'node', Root, this.rootId, 0, privateAccess(), {}, [], undefined, undefined);
     root.home = this;
-    await this.context.store.commit({ upserts: [encode(root, this.registry.module, this.context.store.bodyForm)], deletes: [] });
+    const batch: CommitBatch = { upserts: [encode(root, this.registry.module, this.context.store.bodyForm)], deletes: [] };
+    if (this.fence) batch.fence = this.fence;
+    await this.context.store.commit(batch);
     root.version = 1;
     root.isNew = false;
     this.l1.set(root.id, root);
   }
 
-  async receive(msg: PartitionMsg): Promise<unknown> {
+  postStop(): void {
+    if (this.context.activations?.get(this.rootId) === this) this.context.activations.delete(this.rootId);
+  }
+
+  receive(msg: PartitionMsg): Promise<unknown> | Rejection {
+    if (this.halted !== undefined) return this.refuse(this.halted);
+    if (this.context.guard !== undefined) {
+      const refused = this.context.guard();
+      if (refused !== undefined) return this.refuse(refused);
+    }
+    return this.handle(msg);
+  }
+
+  /** Answer with `reason` and stop. In this turn, not in a promise: a stop begun here must not abandon the answer. */
+  private refuse(reason: Error): Rejection {
+    void this.halt(reason);
+    return rejectWith(reason);
+  }
+
+  private async handle(msg: PartitionMsg): Promise<unknown> {
     // Dropping needs no memory, poisoned or not: it deletes what is stored.
     if (msg.t === 'drop') return this.dropped ? 0 : this.drop();
     if (this.poisoned !== undefined) throw this.poisoned; // restart: memory no longer matches the store
@@ -196,7 +246,9 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     for (const a of changes.upserts) if (a.kind === 'edge' && a.isNew && a.root === this.rootId) this.pendingEdges.set(a.id, a);
     run.committed(changes);
     this.unsettled++;
-    const durable = this.context.store.commit({ ...batch, chain: this.chain }).then(
+    const commit: CommitBatch = { ...batch, chain: this.chain };
+    if (this.fence) commit.fence = this.fence;
+    const durable = this.context.store.commit(commit).then(
       () => {
         this.settle(changes);
         for (const [root, { ids, edgeNodes }] of changes.invalidate) {
@@ -206,7 +258,9 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
       },
       (error: unknown) => {
         this.settle(changes);
-        this.poison(error);
+        // Another process owns the root now: this memory is stale for good, a restart would only claim it back.
+        if (hasCode(error, 'SVC_ERR_FENCED')) void this.halt(error as SvcError);
+        else this.poison(error);
         throw asCallerError(error);
       },
     );
@@ -267,7 +321,21 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     this.poisoned = error;
     // Memory no longer matches the store: nothing built on it may be stored.
     this.chain.break(asCallerError(error));
-    this.self?.tell({ t: 'poisoned' });
+    this.ctx?.self.tell({ t: 'poisoned' });
+  }
+
+  /**
+   * Stop this activation for good (a fence refused its batch, its guard
+   * failed, or the thread lets go of what it held): messages still queued
+   * are answered with `reason`; the next message for the root activates a
+   * fresh partition. Resolves once stopped.
+   */
+  halt(reason: Error): Promise<void> {
+    this.halted ??= reason;
+    // Only this incarnation: one that crashed and restarted meanwhile has loaded afresh.
+    const current = this.context.activations === undefined || this.context.activations.get(this.rootId) === this;
+    // At once: from now on a new message for the root goes to the next activation, not to this one.
+    return this.ctx !== undefined && current ? this.ctx.stop() : Promise.resolve();
   }
 
   /**

@@ -4,7 +4,9 @@
  * partition of this thread) share one transaction — each in its own
  * savepoint, so one conflicting batch fails alone — and are acknowledged
  * only once that transaction is committed. `synchronous = NORMAL` (default)
- * survives a killed process; `FULL` survives power loss.
+ * survives a killed process; `FULL` survives power loss. Owner tokens
+ * (`claim`, a batch's `fence`) live in the `owners` table of the same file,
+ * so processes sharing it fence one another.
  */
 import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
@@ -40,6 +42,7 @@ interface Pending {
 }
 
 class Conflict extends Error {}
+class Fenced extends Error {}
 
 /** Rows scanned per step when a root's documents are deleted. */
 const DELETE_SLICE = 20_000;
@@ -53,6 +56,8 @@ export class SqliteStore implements AnchorStore {
   readonly bodyForm = 'text';
   private readonly db: Database.Database;
   private readonly stmt;
+  /** Owner tokens (absent when read only: claims go to the writer). */
+  private readonly owners;
   private pending: Pending[] = [];
   private scheduled = false;
   private closed = false;
@@ -80,6 +85,7 @@ export class SqliteStore implements AnchorStore {
         id TEXT PRIMARY KEY, root TEXT, kind TEXT, arch_module TEXT, arch_type TEXT, fingerprint TEXT,
         format_version INTEGER, version INTEGER, source TEXT, target TEXT, body TEXT, reason TEXT NOT NULL, at TEXT NOT NULL);
       CREATE TABLE IF NOT EXISTS anchors_aliases (old TEXT PRIMARY KEY, new TEXT NOT NULL);
+      CREATE TABLE IF NOT EXISTS owners (root TEXT PRIMARY KEY, token INTEGER NOT NULL);
     `);
     this.stmt = {
       getOne: this.db.prepare(`SELECT ${COLUMNS} FROM anchors WHERE id = ?`),
@@ -110,6 +116,15 @@ export class SqliteStore implements AnchorStore {
       deleteRootRange: this.db.prepare('DELETE FROM anchors WHERE seq > @from AND seq <= @to AND root = @root'),
       deleteRootQuarantine: this.db.prepare('DELETE FROM anchors_quarantine WHERE root = ?'),
     };
+    if (!options.readOnly) {
+      const claim = this.db.prepare('INSERT INTO owners (root, token) VALUES (?, 1) ON CONFLICT (root) DO UPDATE SET token = token + 1 RETURNING token');
+      this.owners = {
+        // Its own immediate transaction: the write lock is taken first, so processes sharing the file claim one after another.
+        claim: this.db.transaction((root: string) => (claim.get(root) as { token: number }).token).immediate,
+        token: this.db.prepare('SELECT token FROM owners WHERE root = ?'),
+        drop: this.db.prepare('DELETE FROM owners WHERE root = ?'),
+      };
+    }
   }
 
   /** Open (creating the file and its folder when missing). */
@@ -176,7 +191,9 @@ export class SqliteStore implements AnchorStore {
           const failure =
             error instanceof Conflict
               ? storeError('SVC_ERR_CONFLICT', error.message)
-              : storeError('SVC_ERR_STORE', `commit failed: ${(error as Error).message}`, { cause: error });
+              : error instanceof Fenced
+                ? storeError('SVC_ERR_FENCED')
+                : storeError('SVC_ERR_STORE', `commit failed: ${(error as Error).message}`, { cause: error });
           chain?.break(failure);
           outcomes.push(failure);
         }
@@ -199,6 +216,12 @@ export class SqliteStore implements AnchorStore {
   };
 
   private apply(batch: CommitBatch): void {
+    if (batch.fence) {
+      // Inside the batch's savepoint of a write transaction: no claim can come between this check and the writes.
+      if (!this.owners) throw new Error('this store is read only');
+      const have = (this.owners.token.get(batch.fence.root) as { token: number } | undefined)?.token ?? 0;
+      if (have !== batch.fence.token) throw new Fenced();
+    }
     for (const doc of batch.upserts) {
       const row = { ...doc, source: doc.source ?? null, target: doc.target ?? null, body: typeof doc.body === 'string' ? doc.body : JSON.stringify(doc.body) };
       if (doc.version === 1) {
@@ -218,6 +241,16 @@ export class SqliteStore implements AnchorStore {
         const have = (this.stmt.exists.get(del.id) as { version: number } | undefined)?.version;
         if (have !== undefined) throw new Conflict(`${del.id} is at version ${have}, expected ${del.version}`);
       }
+    }
+  }
+
+  async claim(rootId: string): Promise<number> {
+    this.check();
+    if (!this.owners) throw storeError('SVC_ERR_STORE', 'this store is read only: claims go to the process’s writer');
+    try {
+      return this.owners.claim(rootId);
+    } catch (error) {
+      throw storeError('SVC_ERR_STORE', `claim failed: ${(error as Error).message}`, { cause: error });
     }
   }
 
@@ -264,6 +297,7 @@ export class SqliteStore implements AnchorStore {
       this.check();
     }
     n += this.stmt.deleteRootQuarantine.run(rootId).changes;
+    this.owners?.drop.run(rootId);
     return n;
   }
 

@@ -7,11 +7,12 @@
  * read-only connection (WAL readers never wait) and hands its writes over
  * ({@link ForwardingStore}). Commit chains cross the thread as ids: the
  * writer keeps one chain per id, so a batch refused after an earlier failure
- * is refused there too.
+ * is refused there too. A batch's fence travels with it, and claims go to the
+ * writer too: the token is checked on the one writing connection.
  */
 import { randomBytes } from 'node:crypto';
 import { type ActorRef, type ActorSystem, decodeError, encodeError, fromReceive, replyLater, type WireError } from '../../kernel/index.ts';
-import { type AnchorStore, type BodyForm, type CommitBatch, CommitChain, type QuarantineEntry, type StoredDoc } from './store.ts';
+import { type AnchorStore, type BodyForm, type CommitBatch, CommitChain, type Fence, type QuarantineEntry, type StoredDoc } from './store.ts';
 import type { SvcError } from '../../kernel/index.ts';
 import { storeError } from './errors.ts';
 
@@ -22,13 +23,15 @@ type CommitMsg = Extract<WriterMsg, { t: 'commit' }>;
 
 export type WriterMsg =
   /** `seq` numbers a chain's batches from 1: a gap (a batch lost on the way) breaks the chain. */
-  | { t: 'commit'; upserts: StoredDoc[]; deletes: CommitBatch['deletes']; chain?: string; seq?: number }
+  | { t: 'commit'; upserts: StoredDoc[]; deletes: CommitBatch['deletes']; chain?: string; seq?: number; fence?: Fence }
   /** The commits a thread handed over in one tick, answered together: `null` or the error of each, in order. */
   | { t: 'commits'; batches: CommitMsg[] }
   | { t: 'quarantine'; id: string; reason: string }
   | { t: 'restore'; id: string }
   | { t: 'alias'; from: string; to: string }
-  | { t: 'deleteRoot'; rootId: string };
+  | { t: 'deleteRoot'; rootId: string }
+  /** Take ownership of a root: answered with its new owner token. */
+  | { t: 'claim'; rootId: string };
 
 /** Chains remembered at most (a chain lives as long as one partition incarnation; the oldest are forgotten first). */
 const MAX_CHAINS = 50_000;
@@ -60,6 +63,7 @@ export function serveStoreWriter(system: ActorSystem, store: AnchorStore): Actor
   };
   const commitOne = (msg: CommitMsg): Promise<void> => {
     const batch: CommitBatch = { upserts: msg.upserts, deletes: msg.deletes };
+    if (msg.fence !== undefined) batch.fence = msg.fence;
     if (msg.chain !== undefined) {
       const chain = chainOf(msg.chain, msg.seq ?? 1);
       if (!chain) return Promise.reject(new CommitChain().refusal());
@@ -86,6 +90,8 @@ export function serveStoreWriter(system: ActorSystem, store: AnchorStore): Actor
           return replyLater(store.addAlias(msg.from, msg.to));
         case 'deleteRoot':
           return replyLater(store.deleteRoot(msg.rootId));
+        case 'claim':
+          return replyLater(store.claim ? store.claim(msg.rootId) : Promise.reject(storeError('SVC_ERR_STORE', `a ${store.kind} store cannot claim roots`)));
       }
     }, { capacity: 100_000 }),
     STORE_WRITER_ACTOR,
@@ -135,6 +141,7 @@ export class ForwardingStore implements AnchorStore {
     const chain = batch.chain;
     if (chain?.broken) return Promise.reject(chain.refusal());
     const msg: CommitMsg = { t: 'commit', upserts: batch.upserts, deletes: batch.deletes };
+    if (batch.fence !== undefined) msg.fence = batch.fence;
     if (chain) {
       let entry = this.ids.get(chain);
       if (entry === undefined) this.ids.set(chain, (entry = { id: `${this.prefix}${++chainSeq}`, seq: 0 }));
@@ -166,6 +173,12 @@ export class ForwardingStore implements AnchorStore {
       (error: unknown) => queue.forEach((q) => q.reject(error)),
     );
   };
+
+  /** Claims go to the writer: its connection is the one that checks fences. */
+  claim(rootId: string): Promise<number> {
+    if (this.closed) return Promise.reject(storeError('SVC_ERR_STORE', 'the store is closed'));
+    return this.writer.ask({ t: 'claim', rootId }, this.timeoutMs) as Promise<number>;
+  }
 
   quarantine(id: string, reason: string): Promise<void> {
     if (this.closed) return Promise.reject(storeError('SVC_ERR_STORE', 'the store is closed'));

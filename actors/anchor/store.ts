@@ -46,6 +46,18 @@ export interface CommitBatch {
   deletes: { id: string; version: number }[];
   /** The writer's chain: this batch is applied only if every earlier batch of the chain was. */
   chain?: CommitChain;
+  /**
+   * Ownership: applied only if `root`'s owner token ({@link AnchorStore.claim})
+   * is still `token`, checked in the same transaction as the writes; otherwise
+   * `SVC_ERR_FENCED` and nothing is applied. A root never claimed has token 0.
+   */
+  fence?: Fence;
+}
+
+/** The owner token a batch must match (see {@link CommitBatch.fence}). */
+export interface Fence {
+  root: string;
+  token: number;
 }
 
 /**
@@ -53,7 +65,8 @@ export interface CommitBatch {
  * them over. A writer pipelines: batch N+1 is built on memory that already
  * holds batch N's changes, before N is durable. So once a batch of a chain
  * fails, a store refuses every later batch of that chain — already handed
- * over or not — with `SVC_ERR_CONFLICT`, and applies none of them: no
+ * over or not — with `SVC_ERR_CONFLICT` (`SVC_ERR_FENCED` when a fence broke
+ * it), and applies none of them: no
  * acknowledged batch ever rests on one that was not stored. Stores apply a
  * chain's batches in the order `commit` was called.
  *
@@ -74,9 +87,11 @@ export class CommitChain {
   /**
    * The error a batch gets when it is refused because an earlier batch of its
    * chain failed. It does not repeat that failure: on a shared graph the
-   * earlier run was someone else's.
+   * earlier run was someone else's. A chain broken by a fence says so: the
+   * writer lost the graph, and a retry goes to its new owner.
    */
   refusal(): SvcError {
+    if (this.broken?.code === 'SVC_ERR_FENCED') return storeError('SVC_ERR_FENCED');
     return storeError('SVC_ERR_CONFLICT', 'an earlier change of this graph failed to commit and this run may have read it; nothing of this run was stored — retry');
   }
 }
@@ -91,6 +106,9 @@ export interface QuarantineEntry extends StoredDoc {
  * const store = SqliteStore.open('.svc/data/anchor_store.db');
  * await store.commit({ upserts: [doc], deletes: [] });
  * const [found] = await store.get([doc.id]);
+ * // Fenced: once another process claims the root, this commit is refused.
+ * const token = await store.claim!(rootId);
+ * await store.commit({ upserts: [next], deletes: [], fence: { root: rootId, token } });
  */
 export interface AnchorStore {
   /** `sqlite`, `memory`, `mongo`. */
@@ -101,8 +119,15 @@ export interface AnchorStore {
   get(ids: readonly string[]): Promise<StoredDoc[]>;
   /** The edges whose source or target is `nodeId`, oldest first. */
   edges(nodeId: string): Promise<StoredDoc[]>;
-  /** Apply atomically, or not at all (`SVC_ERR_CONFLICT` on a version mismatch). */
+  /** Apply atomically, or not at all (`SVC_ERR_CONFLICT` on a version mismatch, `SVC_ERR_FENCED` on a stale owner token). */
   commit(batch: CommitBatch): Promise<void>;
+  /**
+   * Take ownership of a root: atomically increment its owner token and resolve
+   * to the new one (the first claim gives 1). Every claim, by anyone, fences
+   * the batches of earlier tokens ({@link CommitBatch.fence}). Optional: a
+   * store without it cannot serve fenced graphs.
+   */
+  claim?(rootId: string): Promise<number>;
   /** Move a document to quarantine with a reason (atomic; the document is kept). */
   quarantine(id: string, reason: string): Promise<void>;
   quarantined(): Promise<QuarantineEntry[]>;
@@ -110,7 +135,7 @@ export interface AnchorStore {
   restore(id: string): Promise<boolean>;
   aliases(): Promise<[from: string, to: string][]>;
   addAlias(from: string, to: string): Promise<void>;
-  /** Delete every document of a root (quarantined ones too); resolves to how many went. */
+  /** Delete every document of a root (quarantined ones too, and its owner token); resolves to how many documents went. */
   deleteRoot(rootId: string): Promise<number>;
   /** Number of documents (quarantine excluded). */
   count(): Promise<number>;

@@ -18,6 +18,8 @@ import { DataLockError, lockDataFolder } from '../data-lock.ts';
 import { bootstrapAccounts, openUsersRepository, Passwords, serveUsersWriter, ThreadHasher } from '../../actors/identity/index.ts';
 import { openAnchorStore, serveStoreWriter } from '../../actors/anchor/index.ts';
 import { serveActivationLeases, threadOf } from '../../kernel/index.ts';
+import { ClusterMember, RedisActivationLease, redactUrl } from '../../cluster/index.ts';
+import { randomBytes } from 'node:crypto';
 import type { HttpControl, RouteSummary, ServeBoot } from '../../runtime/index.ts';
 
 export interface StartFlags {
@@ -151,8 +153,12 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
 
   // Each worker thread opens the stores itself: a store inside one thread would split the data between them.
   if (backend === 'memory' || storePath === ':memory:') throw new StartError('[scale.database] docdb_uri: memory stores live inside one thread (for tests); svc start needs a shared store (leave docdb_uri empty for SQLite in the data folder)');
-  // One serving process per data folder (the graph store and the users store), for the life of this process.
-  for (const file of sqliteFiles) lockDataFolder(file);
+  const kvUrl = config['scale.database'].kv_url;
+  if (kvUrl && flags.dev) throw new StartError('--dev reloads one process; it cannot be combined with KV_URL (a cluster member)');
+  if (kvUrl && !/^rediss?:\/\//.test(kvUrl)) throw new StartError(`[scale.database] kv_url (KV_URL) must be a redis:// or rediss:// URL, got ${redactUrl(kvUrl)}`);
+  // One serving process per data folder (the graph store and the users store), for the life of this process;
+  // the members of a cluster share theirs (SQLite in WAL mode across processes; the cluster keeps one owner per graph).
+  for (const file of sqliteFiles) lockDataFolder(file, { shared: Boolean(kvUrl) });
   const secret = jwtSecret({ configured: config['scale.jwt'].secret, production, projectRoot });
   // Password hashing for the whole process: a few low-priority threads, served to the workers.
   const hasher = new ThreadHasher({ threads: config['scale.auth'].hash_concurrency, nice: config['scale.auth'].hash_nice });
@@ -183,7 +189,41 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   const host = server.host;
   const chosen = await freePort(host, server.port);
   if (server.port !== 0 && chosen !== server.port) say(`svc: port ${server.port} is in use; using ${chosen}`);
-  const bootData = boot({ jwtSecret: secret.secret, port: chosen, listeners: transport === 'uws' ? workerIds(workers) : ['w1'], processWriters: writers !== undefined, activationLeases: true });
+  const listeners = transport === 'uws' ? workerIds(workers) : ['w1'];
+  const processId = randomBytes(4).toString('hex');
+
+  // A cluster member: Redis and the link port first (Redis unreachable: one line, exit 1).
+  const clusterConfig = config['scale.cluster'];
+  const clusterName = clusterConfig.name || defaultClusterName(projectRoot, entry);
+  let member: ClusterMember | undefined;
+  if (kvUrl) {
+    try {
+      member = await ClusterMember.open({
+        kvUrl,
+        name: clusterName,
+        leaseMs: clusterConfig.lease_ms,
+        host,
+        advertiseHost: clusterConfig.advertise_host,
+        processId,
+        secret: secret.secret,
+        version: PACKAGE.version,
+        log: (level, message) => (level === 'info' ? say(`svc: ${message}`) : process.stderr.write(`svc: ${message}\n`)),
+      });
+    } catch (error) {
+      await closeWriters();
+      throw new StartError((error as Error).message);
+    }
+  }
+  const cluster = member
+    ? {
+        name: clusterName,
+        kvUrl,
+        processId,
+        state: member.state.buffer,
+        invalidation: { enabled: config['scale.database'].kv_l1_invalidation_enabled, channel: config['scale.database'].kv_l1_invalidation_channel },
+      }
+    : undefined;
+  const bootData = boot({ jwtSecret: secret.secret, port: chosen, listeners, processWriters: writers !== undefined, activationLeases: true, ...(cluster ? { cluster } : {}) });
 
   const launch = async (listenNow = true): Promise<Running> => {
     let pool: WorkerPool | undefined;
@@ -191,10 +231,14 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
       size: workers,
       module: SERVE_WORKER,
       app: entry,
-      data: { ...bootData, listenNow },
+      processId,
+      // A member opens its port once it has joined (before, it knows no other member's partitions).
+      data: { ...bootData, listenNow: listenNow && !member },
+      ...(member ? { remote: [], onRelay: (from: string, to: string, bytes: Uint8Array) => member?.send(from, to, bytes) } : {}),
       onSystem: (system) => {
         hasher.serve(system);
-        serveActivationLeases(system);
+        // In a cluster a root's partition is live on one thread of one member: the process's leases are taken from Redis.
+        serveActivationLeases(system, member ? { backing: new RedisActivationLease({ redis: member.redis, cluster: clusterName, processId }), onError: (error, id) => process.stderr.write(`svc: the cluster lease of ${id} could not be taken: ${(error as Error).message}\n`) } : {});
         if (writers) {
           serveStoreWriter(system, writers);
           serveUsersWriter(system, users);
@@ -221,11 +265,32 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   };
 
   let stopping = false;
-  let current = await launch();
+  let current: Running;
+  try {
+    current = await launch();
+  } catch (error) {
+    await member?.close();
+    throw error;
+  }
   const routes = (await current.pool.system.refFromAddress({ node: 'w1', path: '/user/http' }).ask({ t: 'describe' } satisfies HttpControl)) as RouteSummary[];
   say(`svc: ${routes.length} endpoints from ${relative(process.cwd(), entry) || entry}`);
   say(`svc: store ${backend === 'sqlite' ? `sqlite at ${relative(process.cwd(), storePath) || storePath}` : backend}; jwt: ${secret.source}`);
   say(`svc: ${workers} worker thread${workers === 1 ? '' : 's'}, transport ${transport === 'uws' ? 'uWebSockets.js' : 'node:http'}${production ? ', production' : ''}${flags.dev ? ', dev (reloading on change)' : ''}`);
+  if (member) {
+    const pool = current.pool;
+    const fingerprint = (await pool.system.refFromAddress({ node: 'w1', path: '/user/http' }).ask({ t: 'fingerprint' } satisfies HttpControl)) as string;
+    try {
+      await member.join(pool, fingerprint);
+    } catch (error) {
+      await pool.close({ deadlineMs: 0 });
+      await member.close();
+      await closeWriters();
+      throw new StartError(`joining cluster ${clusterName} failed: ${(error as Error).message}`);
+    }
+    await Promise.all(listeners.map((thread) => pool.system.refFromAddress({ node: thread, path: '/user/http' }).ask({ t: 'listen' } satisfies HttpControl)));
+    const others = member.members().length - 1;
+    say(`svc: cluster ${clusterName}: joined as ${processId} (${others} other member${others === 1 ? '' : 's'}; link ${member.address}; Redis ${redactUrl(kvUrl)}; lease ${clusterConfig.lease_ms} ms)`);
+  }
   say(`Server ready at http://${host}:${chosen}`);
 
   const drain = async (running: Running, deadlineMs: number): Promise<void> => {
@@ -236,11 +301,27 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     );
     await running.pool.close({ deadlineMs });
   };
+  /**
+   * A member leaves gracefully: readiness turns false and the others stop placing partitions here, this
+   * process's threads hand theirs over (each activation finishes what it has queued, then gives its lease
+   * back, and the new owner takes it), requests in hand are answered, then the membership hears it left.
+   */
+  const leave = async (running: Running, deadlineMs: number): Promise<void> => {
+    if (!member) return drain(running, deadlineMs);
+    const pool = running.pool;
+    await member.startLeaving();
+    await Promise.allSettled(
+      pool.workers.map((node) => pool.system.refFromAddress({ node, path: '/user/http' }).ask({ t: 'leaving', nodes: [...pool.workers], deadlineMs } satisfies HttpControl, deadlineMs + 1000)),
+    );
+    await Promise.allSettled(pool.workers.map((node) => pool.system.refFromAddress({ node, path: '/user/http' }).ask({ t: 'drain', deadlineMs } satisfies HttpControl, deadlineMs + 1000)));
+    await member.leave();
+    await pool.close({ deadlineMs });
+  };
   const shutdown = (signal: string): void => {
     if (stopping) return;
     stopping = true;
-    say(`svc: ${signal}: draining (up to ${server.shutdown_timeout_ms} ms)`);
-    void drain(current, server.shutdown_timeout_ms).then(closeWriters).then(
+    say(`svc: ${signal}: ${member ? 'leaving the cluster, ' : ''}draining (up to ${server.shutdown_timeout_ms} ms)`);
+    void leave(current, server.shutdown_timeout_ms).then(closeWriters).then(
       () => {
         say('svc: stopped');
         process.exit(0);
@@ -271,6 +352,11 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     }
     say(`svc: reloaded ${relative(process.cwd(), entry) || entry}`);
   }, () => stopping);
+}
+
+/** A cluster's default name: the project folder and the entry file (`shop-app`). */
+function defaultClusterName(projectRoot: string, entry: string): string {
+  return `${basename(projectRoot)}-${basename(entry).replace(/\.[mc]?[jt]s$/, '')}`.replace(/[^A-Za-z0-9._-]/g, '_');
 }
 
 function workerIds(n: number): string[] {

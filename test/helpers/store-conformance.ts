@@ -24,7 +24,11 @@ function bodyOf(d: StoredDoc | undefined): Record<string, unknown> {
   return (typeof d?.body === 'string' ? JSON.parse(d.body) : d?.body) as Record<string, unknown>;
 }
 
-export function storeConformance(t: Test, open: () => Promise<AnchorStore>): void {
+/**
+ * @param probe.claims whether the store takes ownership claims and fences (`claim`);
+ *   the claim and fence tests are skipped for one that does not
+ */
+export function storeConformance(t: Test, open: () => Promise<AnchorStore>, probe: { claims?: boolean } = { claims: true }): void {
   t.test('get of unknown ids finds nothing', async (t) => {
     const store = await open();
     t.teardown(() => store.close());
@@ -120,6 +124,74 @@ export function storeConformance(t: Test, open: () => Promise<AnchorStore>): voi
     await t.rejects(store.commit({ upserts: [doc()], deletes: [], chain }), { code: 'SVC_ERR_CONFLICT' });
     await store.commit({ upserts: [{ ...mine, version: 2 }], deletes: [], chain: new CommitChain() });
     t.equal((await store.get([mine.id]))[0]?.version, 2);
+  });
+
+  t.test('claim: each claim of a root increments its owner token, from 1', { skip: !probe.claims }, async (t) => {
+    const store = await open();
+    t.teardown(() => store.close());
+    const root = 'c'.repeat(32);
+    t.equal(await store.claim!(root), 1, 'the first claim');
+    t.equal(await store.claim!(root), 2);
+    t.equal(await store.claim!('d'.repeat(32)), 1, 'tokens are per root');
+    t.equal(await store.claim!(root), 3);
+  });
+
+  t.test('fence: a batch is applied only under the current owner token; an old one is SVC_ERR_FENCED and nothing is applied', { skip: !probe.claims }, async (t) => {
+    const store = await open();
+    t.teardown(() => store.close());
+    const root = 'e'.repeat(32);
+    const a = doc({ root });
+    await t.rejects(store.commit({ upserts: [a], deletes: [], fence: { root, token: 1 } }), { code: 'SVC_ERR_FENCED', status: 503 }, 'a root never claimed has token 0');
+    const mine = await store.claim!(root);
+    await store.commit({ upserts: [a], deletes: [], fence: { root, token: mine } });
+    t.equal((await store.get([a.id])).length, 1, 'the current token commits');
+    const theirs = await store.claim!(root); // another process takes the root over
+    const fresh = doc({ root });
+    await t.rejects(store.commit({ upserts: [fresh, { ...a, version: 2 }], deletes: [], fence: { root, token: mine } }), { code: 'SVC_ERR_FENCED' });
+    t.same(await store.get([fresh.id]), [], 'a document nobody else touched is not written either');
+    t.equal((await store.get([a.id]))[0]?.version, 1, 'nor an update');
+    await t.rejects(store.commit({ upserts: [], deletes: [{ id: a.id, version: 1 }], fence: { root, token: mine } }), { code: 'SVC_ERR_FENCED' });
+    t.equal((await store.get([a.id])).length, 1, 'nor a deletion');
+    await store.commit({ upserts: [{ ...a, version: 2 }], deletes: [], fence: { root, token: theirs } });
+    t.equal((await store.get([a.id]))[0]?.version, 2, 'the new owner commits');
+    await store.commit({ upserts: [doc()], deletes: [] }); // no fence: not checked
+  });
+
+  t.test('fence: a fenced batch breaks its chain; the later batches are refused and not applied', { skip: !probe.claims }, async (t) => {
+    const store = await open();
+    t.teardown(() => store.close());
+    const root = 'f'.repeat(32);
+    const old = await store.claim!(root);
+    const chain = new CommitChain();
+    const first = doc({ root });
+    await store.commit({ upserts: [first], deletes: [], chain, fence: { root, token: old } });
+    await store.claim!(root);
+    const n = doc({ root });
+    const n1 = doc({ root });
+    const other = doc();
+    // Pipelined: N is fenced; N+1 was built on N's memory; another chain goes on.
+    const [rn, rn1, elsewhere] = await Promise.allSettled([
+      store.commit({ upserts: [n], deletes: [], chain, fence: { root, token: old } }),
+      store.commit({ upserts: [n1], deletes: [], chain }),
+      store.commit({ upserts: [other], deletes: [], chain: new CommitChain() }),
+    ]);
+    t.match(rn, { status: 'rejected', reason: { code: 'SVC_ERR_FENCED' } });
+    t.match(rn1, { status: 'rejected', reason: { code: 'SVC_ERR_FENCED' } }, 'refused: the writer lost the graph');
+    t.equal(elsewhere.status, 'fulfilled');
+    t.match(chain.broken, { code: 'SVC_ERR_FENCED' });
+    t.same(await store.get([n.id, n1.id]), [], 'nothing of N or N+1 was applied');
+    await t.rejects(store.commit({ upserts: [doc({ root })], deletes: [], chain }), { code: 'SVC_ERR_FENCED' }, 'handed over later, still refused');
+  });
+
+  t.test('deleteRoot forgets the root’s owner token', { skip: !probe.claims }, async (t) => {
+    const store = await open();
+    t.teardown(() => store.close());
+    const root = '9'.repeat(32);
+    await store.claim!(root);
+    await store.claim!(root);
+    await store.commit({ upserts: [doc({ root })], deletes: [] });
+    t.equal(await store.deleteRoot(root), 1, 'counts documents only');
+    t.equal(await store.claim!(root), 1);
   });
 
   t.test('quarantine moves a document aside, keeps it, and restore brings it back', async (t) => {

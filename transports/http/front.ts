@@ -29,6 +29,8 @@ export interface AccessEntry {
 }
 
 export interface FrontOptions {
+  /** Why this server is not ready besides starting and draining (e.g. a cluster member not joined), or undefined when it is. */
+  readiness?: () => string | undefined;
   /** Routes the runtime serves itself (users, admin), matched before the app's. */
   builtinRoutes?: BuiltinRoute[];
   graph: Graph;
@@ -51,6 +53,9 @@ export interface FrontOptions {
   /** Who the client is behind trusted proxies (default: the peer). */
   clientAddresses?: ClientAddresses;
 }
+
+/** 503s a retry a moment later fixes (another process took the graph over): answered with `Retry-After: 1`. */
+const RETRY_SOON = new Set(['SVC_ERR_FENCED']);
 
 const QUIET_PATHS = new Set(['/', '/docs', '/redoc', '/openapi.json', '/health', '/ready', '/healthz', '/healthz/ready', '/healthz/live']);
 
@@ -94,7 +99,12 @@ export class Front {
     );
     this.addressPaths = new Set((o.builtinRoutes ?? []).filter((r) => r.needsAddress).map((r) => r.path));
     const json = (status: number, body: unknown): HttpResponse => ({ status, headers: { 'content-type': JSON_TYPE }, body: JSON.stringify(body) });
-    const readiness = (ok: unknown) => () => (this.isReady ? json(200, ok) : json(503, { status: this.draining ? 'draining' : 'starting', ready: false }));
+    const readiness = (ok: unknown) => () => {
+      if (!this.isReady) return json(503, { status: this.draining ? 'draining' : 'starting', ready: false });
+      // The runtime's own conditions (a cluster member: joined, Redis reachable, not leaving).
+      const reason = o.readiness?.();
+      return reason === undefined ? json(200, ok) : json(503, { status: reason, ready: false });
+    };
     this.builtins.set('/health', () => json(200, { status: 'ok' }));
     this.builtins.set('/healthz', () => json(200, { status: 'ok' }));
     this.builtins.set('/healthz/live', () => json(200, { status: 'alive' }));
@@ -134,7 +144,8 @@ export class Front {
       if (e.status >= 500 && !(error instanceof HttpError) && e.body.code !== 'EXECUTION_ERROR') this.o.onError(error, rid);
       res = { status: e.status, headers: { 'content-type': JSON_TYPE }, body: failure(e.body, rid) };
       const retry = (e.body.details as { retry_after_seconds?: unknown } | undefined)?.retry_after_seconds;
-      if (e.status === 429 && typeof retry === 'number') res.headers['retry-after'] = String(retry);
+      if ((e.status === 429 || e.status === 503) && typeof retry === 'number') res.headers['retry-after'] = String(retry);
+      else if (e.status === 503 && RETRY_SOON.has(e.body.code)) res.headers['retry-after'] = '1';
       if (e.status === 405) res.headers.allow = (e.body.details as { allowed?: string[] })?.allowed?.join(', ') ?? '';
     }
     if (this.draining) {

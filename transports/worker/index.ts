@@ -10,3 +10,5 @@ export type { PortLike } from './port-link.ts';
 export { encodeFrames, decodeFrames } from '../codec/index.ts';
 export type { WorkerSetup } from './protocol.ts';
 export { compileWorker, forgetBuilds } from './compile.ts';
+export { RelayTransport } from './relay.ts';
+export type { RemoteNode, RelayControl } from './relay.ts';

@@ -15,6 +15,7 @@ import { ActorSystem, decodeError, type SystemOptions } from '../../kernel/index
 import { compileWorker } from './compile.ts';
 import { ThreadTransport } from './thread-transport.ts';
 import type { Control, WorkerBoot } from './protocol.ts';
+import type { RelayControl, RemoteNode } from './relay.ts';
 
 export interface WorkerPoolOptions {
   /** Number of worker threads. */
@@ -44,6 +45,13 @@ export interface WorkerPoolOptions {
   maxRestarts?: number;
   /** A replacement thread is serving (or failed to start: `error`). */
   onReplaced?: (node: string, error?: unknown) => void;
+  /**
+   * Other processes' nodes (a cluster): given, the workers reach them through
+   * this thread — their frames for a remote node come to `onRelay` as bytes,
+   * and {@link WorkerPool.deliver} hands bytes from one to a worker.
+   */
+  remote?: RemoteNode[];
+  onRelay?: (from: string, to: string, bytes: Uint8Array) => void;
 }
 
 /**
@@ -67,6 +75,7 @@ export class WorkerPool {
   private closing = false;
   private entry = '';
   private execArgv: string[] = [];
+  private remote: RemoteNode[] | undefined;
 
   private constructor(
     transport: ThreadTransport,
@@ -77,6 +86,28 @@ export class WorkerPool {
     this.workers = workers;
     this.main = transport.nodeId;
     this.system = new ActorSystem({ ...options.system, transport });
+    this.remote = options.remote;
+  }
+
+  /** The nodes of other processes, as the cluster sees them now: every worker hears of the change. */
+  setRemote(nodes: RemoteNode[]): void {
+    this.remote = nodes;
+    for (const worker of this.threads.values()) {
+      try {
+        worker.postMessage({ ctl: 'remote', nodes } satisfies RelayControl);
+      } catch {
+        // gone
+      }
+    }
+  }
+
+  /** Bytes from `from` (another process's node) for the worker `to`; false when that worker is not live. */
+  deliver(to: string, from: string, bytes: Uint8Array): boolean {
+    const worker = this.threads.get(to);
+    if (!worker || !this.transport.nodes().includes(to)) return false;
+    const copy = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : bytes.slice();
+    worker.postMessage({ ctl: 'relayed', from, bytes: copy } satisfies RelayControl, [copy.buffer as ArrayBuffer]);
+    return true;
   }
 
   /** Start the workers; resolves once every one has run its setup. */
@@ -131,6 +162,7 @@ export class WorkerPool {
       data: options.data,
       peers,
       system: { askTimeoutMs: options.system?.askTimeoutMs, stopTimeoutMs: options.system?.stopTimeoutMs },
+      ...(this.remote ? { remote: this.remote } : {}),
     };
     const worker = new Worker(this.entry, { workerData: boot, transferList: Object.values(peers), execArgv: this.execArgv });
     this.threads.set(node, worker);
@@ -141,6 +173,8 @@ export class WorkerPool {
     return new Promise((resolve, reject) => {
       let started = false;
       const control = (msg: unknown): void => {
+        const relay = msg as RelayControl;
+        if (relay.ctl === 'relay') return void this.options.onRelay?.(node, relay.to, relay.bytes);
         const ctl = msg as Control;
         if (ctl.ctl === 'ready') {
           started = true;

@@ -1,6 +1,7 @@
 /** What the main thread and its workers say to each other besides frames. */
 import type { MessagePort } from 'node:worker_threads';
 import type { ActorSystem, SystemOptions, WireError } from '../../kernel/index.ts';
+import type { RelayTransport, RemoteNode } from './relay.ts';
 
 /** Sent as `workerData` to each worker. */
 export interface WorkerBoot {
@@ -16,6 +17,8 @@ export interface WorkerBoot {
   /** Ports to the other workers, by node id. */
   peers: Record<string, MessagePort>;
   system: Pick<SystemOptions, 'askTimeoutMs' | 'stopTimeoutMs'>;
+  /** Nodes of other processes are reached through the main thread (a cluster): the ones known at start. */
+  remote?: RemoteNode[];
 }
 
 export type Control =
@@ -38,5 +41,13 @@ export type Control =
  */
 export type WorkerSetup = (
   system: ActorSystem,
-  context: { nodeId: string; nodes: readonly string[]; data: unknown; app: Record<string, unknown> | undefined; replacement?: boolean },
+  context: {
+    nodeId: string;
+    nodes: readonly string[];
+    data: unknown;
+    app: Record<string, unknown> | undefined;
+    replacement?: boolean;
+    /** Other processes' nodes, when the pool relays to them (a cluster). */
+    relay?: RelayTransport;
+  },
 ) => void | (() => Promise<void> | void) | Promise<void | (() => Promise<void> | void)>;

@@ -3,8 +3,9 @@
  * the user's setup module, and the control messages of the pool.
  */
 import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
-import { ActorSystem, encodeError } from '../../kernel/index.ts';
+import { ActorSystem, CompositeTransport, encodeError, type Transport } from '../../kernel/index.ts';
 import { ThreadTransport } from './thread-transport.ts';
+import { RelayTransport } from './relay.ts';
 import type { Control, WorkerBoot, WorkerSetup } from './protocol.ts';
 
 /** Start the worker: called by the bundled entry with the user's module. */
@@ -16,7 +17,11 @@ export async function runWorker(mod: { setup?: WorkerSetup; default?: WorkerSetu
   let system: ActorSystem | undefined;
   let cleanup: (() => Promise<void> | void) | undefined;
 
+  // In a cluster, other processes' nodes are reached through the main thread.
+  const relay = boot.remote ? new RelayTransport(boot.nodeId, port) : undefined;
+  relay?.setRemote(boot.remote ?? []);
   const onControl = (msg: unknown): void => {
+    if (relay?.control(msg)) return;
     const ctl = msg as Control;
     if (ctl.ctl === 'down') transport.markDown(ctl.node);
     else if (ctl.ctl === 'peer') transport.addPeer(ctl.node, ctl.port, onControl);
@@ -35,10 +40,11 @@ export async function runWorker(mod: { setup?: WorkerSetup; default?: WorkerSetu
   for (const [node, peerPort] of Object.entries(boot.peers)) transport.addPeer(node, peerPort as MessagePort, onControl);
 
   try {
-    system = new ActorSystem({ transport, ...boot.system });
+    const composite: Transport = relay ? new CompositeTransport(boot.nodeId, [transport, relay]) : transport;
+    system = new ActorSystem({ transport: composite, ...boot.system });
     const setup = mod.setup ?? mod.default;
     if (typeof setup !== 'function') throw new Error(`${boot.module} exports no setup function (export "setup" or a default function)`);
-    const done = await setup(system, { nodeId: boot.nodeId, nodes: boot.nodes, data: boot.data, app, replacement: boot.replacement });
+    const done = await setup(system, { nodeId: boot.nodeId, nodes: boot.nodes, data: boot.data, app, replacement: boot.replacement, relay });
     if (typeof done === 'function') cleanup = done;
     port.postMessage({ ctl: 'ready' } satisfies Control);
   } catch (error) {

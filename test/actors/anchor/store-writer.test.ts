@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ActorSystem } from 'svc/kernel';
-import { CommitChain, ForwardingStore, serveStoreWriter, SqliteStore, STORE_WRITER_ACTOR, type StoredDoc } from 'svc/actors/anchor';
+import { type AnchorStore, CommitChain, ForwardingStore, MemoryStore, serveStoreWriter, SqliteStore, STORE_WRITER_ACTOR, type StoredDoc } from 'svc/actors/anchor';
 import { storeConformance } from '../../helpers/store-conformance.ts';
 import { MemoryNet } from '../../helpers/memory-transport.ts';
 
@@ -104,4 +104,42 @@ t.test('the writer refuses a batch that does not follow the last one of its chai
   await t.rejects(ref.ask({ t: 'commit', upserts: [doc('d4')], deletes: [], chain: 'c', seq: 2 }), { code: 'SVC_ERR_CONFLICT' });
   await t.rejects(ref.ask({ t: 'commit', upserts: [doc('d5')], deletes: [], chain: 'unknown', seq: 4 }), { code: 'SVC_ERR_CONFLICT' }, 'an unknown chain past its first batch');
   t.equal(await writer.count(), 1, 'none of the refused batches was applied');
+});
+
+t.test('claims and fences go through the writer: a claim from one thread fences the other’s batches', async (t) => {
+  const p = processWith(2);
+  t.teardown(p.close);
+  const [a, b] = p.stores as [ForwardingStore, ForwardingStore];
+  const root = 'r'.repeat(32);
+  const tokenA = await a.claim(root);
+  t.equal(tokenA, 1);
+  const chain = new CommitChain();
+  await a.commit({ upserts: [doc('f1')], deletes: [], chain, fence: { root, token: tokenA } });
+  const tokenB = await b.claim(root);
+  t.equal(tokenB, 2, 'counted by the one writer');
+  t.equal(await p.writer.claim(root), 3, 'and stored in its file');
+  // Pipelined after the claim: the first is fenced at the writer, the second refused with it.
+  const first = a.commit({ upserts: [doc('f2')], deletes: [], chain, fence: { root, token: tokenA } });
+  const second = a.commit({ upserts: [doc('f3')], deletes: [], chain, fence: { root, token: tokenA } });
+  await t.rejects(first, { code: 'SVC_ERR_FENCED', status: 503 });
+  await t.rejects(second, { code: 'SVC_ERR_FENCED' });
+  t.match(chain.broken, { code: 'SVC_ERR_FENCED' }, 'this side’s chain is broken too');
+  t.same(await b.get([doc('f2').id, doc('f3').id]), [], 'nothing of them was stored');
+  await b.commit({ upserts: [doc('f4')], deletes: [], fence: { root, token: 3 } });
+  t.equal((await a.get([doc('f4').id])).length, 1, 'the current token commits');
+});
+
+t.test('a writer whose store cannot claim refuses claims', async (t) => {
+  const net = new MemoryNet();
+  const main = new ActorSystem({ transport: net.transport('p/main') });
+  const worker = new ActorSystem({ transport: net.transport('p/w1') });
+  const inner = new MemoryStore();
+  const bare: AnchorStore = Object.assign(Object.create(inner) as AnchorStore, { claim: undefined });
+  serveStoreWriter(main, bare);
+  const store = new ForwardingStore(inner, worker.refFromAddress({ node: 'p/main', path: `/user/${STORE_WRITER_ACTOR}` }));
+  t.teardown(async () => {
+    await worker.shutdown();
+    await main.shutdown();
+  });
+  await t.rejects(store.claim('r'.repeat(32)), { code: 'SVC_ERR_STORE' });
 });

@@ -1,0 +1,298 @@
+/**
+ * One `svc start` process as a member of a cluster, on its main thread:
+ * Redis (membership and leases), the process links to the other members,
+ * and what its worker threads must know (the remote nodes, the lease's
+ * validity, readiness).
+ *
+ * Joining: connect to Redis (unreachable: one line, exit 1), open the link
+ * port, start the workers (they reach other processes through this thread),
+ * then join the membership with their node ids and the app's fingerprint.
+ * From then on every membership change becomes a `remote` view for the
+ * workers: their kernels hear `up` and `down` for other processes' nodes
+ * and placement moves partitions accordingly (members of another app
+ * fingerprint are reachable — broadcasts, revocations — but share no
+ * partitions).
+ *
+ * Losing the lease (paused past it, or Redis lost its data): the workers stop
+ * serving graphs at once (the shared validity), forget every partition they
+ * held in memory, and the member joins again; the store's fence refuses
+ * whatever a late write of the old incarnation tries.
+ */
+import type { Redis } from 'ioredis';
+import { fromReceive, processOf, type ActorSystem } from '../kernel/index.ts';
+import type { RemoteNode } from '../transports/worker/index.ts';
+import { ProcessLinks } from './link.ts';
+import { Membership, type MemberRecord, type MemberView } from './membership.ts';
+import { connectRedis, redactUrl } from './redis.ts';
+import { MemberState } from './state.ts';
+import { clusterError } from './errors.ts';
+
+/** The worker pool as the member sees it. */
+export interface MemberPool {
+  readonly system: ActorSystem;
+  readonly workers: readonly string[];
+  setRemote(nodes: RemoteNode[]): void;
+  deliver(to: string, from: string, bytes: Uint8Array): boolean;
+}
+
+export interface ClusterMemberOptions {
+  kvUrl: string;
+  /** The cluster's name (members of one name form one service). */
+  name: string;
+  leaseMs: number;
+  /** The link's bind address (`--host`). */
+  host: string;
+  /** The address other members dial: `host`, or `advertiseHost` when `host` binds every interface. */
+  advertiseHost: string;
+  processId: string;
+  /** Shared by every member (the JWT secret): links prove they know it. */
+  secret: string;
+  version: string;
+  /** How long to wait for Redis at start. */
+  connectTimeoutMs?: number;
+  log(level: 'info' | 'warn' | 'error', message: string): void;
+}
+
+/** The name of the main thread's cluster actor (`/user/cluster`): workers ask it for the members. */
+export const CLUSTER_ACTOR = 'cluster';
+
+export type ClusterAsk = { t: 'members' };
+
+/** What `GET /admin/cluster` shows of a member. */
+export interface MemberSummary {
+  id: string;
+  /** The process part of its worker node ids. */
+  process: string;
+  address: string;
+  workers: string[];
+  app: string;
+  pid: number;
+  version: string;
+  state: string;
+  uptime_seconds: number;
+  last_heartbeat: string;
+  self: boolean;
+}
+
+/** The process of a member (the part of its worker node ids before the `/`). */
+function processOfMember(m: MemberRecord): string {
+  const node = m.workers[0];
+  return node ? processOf(node) : m.id;
+}
+
+/** A wildcard bind address: other members cannot dial it. */
+function isWildcard(host: string): boolean {
+  return host === '0.0.0.0' || host === '::' || host === '' || host === '[::]';
+}
+
+/**
+ * @example
+ * const member = await ClusterMember.open({ kvUrl, name, leaseMs: 5000, host, advertiseHost, processId, secret, version, log });
+ * const pool = await WorkerPool.start({ ..., remote: [], onRelay: (from, to, bytes) => member.send(from, to, bytes) });
+ * await member.join(pool, appFingerprint);
+ */
+export class ClusterMember {
+  readonly state = new MemberState();
+  private membership: Membership | undefined;
+  private pool: MemberPool | undefined;
+  private view: MemberView[] = [];
+  private ticker: NodeJS.Timeout | undefined;
+  private app = '';
+  private readonly startedAt = Date.now();
+  private rejoining = false;
+  /** Joins so far: each incarnation is a new member id (`<process>-<n>`); node ids stay `<process>/<thread>`. */
+  private incarnation = 1;
+
+  private constructor(
+    readonly options: ClusterMemberOptions,
+    readonly redis: Redis,
+    private readonly subscriber: Redis,
+    readonly links: ProcessLinks,
+  ) {}
+
+  /** Connect to Redis and open the link port; throws a one-line error (credentials redacted) when Redis cannot be reached. */
+  static async open(options: ClusterMemberOptions): Promise<ClusterMember> {
+    const timeout = options.connectTimeoutMs ?? 5000;
+    let redis: Redis;
+    try {
+      redis = await connectRedis(options.kvUrl, `svc-${options.processId}`, timeout);
+    } catch (error) {
+      throw clusterError('SVC_ERR_CLUSTER', `Redis at ${redactUrl(options.kvUrl)} is unreachable: ${(error as Error).message}`);
+    }
+    let subscriber: Redis;
+    try {
+      subscriber = await connectRedis(options.kvUrl, `svc-${options.processId}-sub`, timeout);
+    } catch (error) {
+      redis.disconnect();
+      throw clusterError('SVC_ERR_CLUSTER', `Redis at ${redactUrl(options.kvUrl)} is unreachable: ${(error as Error).message}`);
+    }
+    let member: ClusterMember | undefined;
+    const links = await ProcessLinks.listen({
+      processId: options.processId,
+      cluster: options.name,
+      secret: options.secret,
+      host: isWildcard(options.host) ? options.host || '0.0.0.0' : options.host,
+      onBytes: (from, to, bytes) => member?.deliver(from, to, bytes),
+      onError: (message) => options.log('warn', message),
+    });
+    member = new ClusterMember(options, redis, subscriber, links);
+    return member;
+  }
+
+  /** The address other members dial to reach this process. */
+  get address(): string {
+    const host = isWildcard(this.options.host) ? this.options.advertiseHost : this.options.host;
+    return `${host.includes(':') ? `[${host}]` : host}:${this.links.port}`;
+  }
+
+  /** A worker's batch for a node of another process. */
+  send(from: string, to: string, bytes: Uint8Array): void {
+    // No link (the member left meanwhile): the kernel fails the asks when it hears the node is down.
+    this.links.send(from, to, bytes);
+  }
+
+  private deliver(from: string, to: string, bytes: Uint8Array): void {
+    this.pool?.deliver(to, from, bytes);
+  }
+
+  private record(): MemberRecord {
+    return {
+      id: `${this.options.processId}-${this.incarnation}`,
+      address: this.address,
+      workers: [...(this.pool?.workers ?? [])],
+      app: this.app,
+      pid: process.pid,
+      version: this.options.version,
+      startedAt: this.startedAt,
+      state: this.state.leaving ? 'leaving' : 'serving',
+    };
+  }
+
+  /** Join with the pool's workers; resolves once this member is in the membership. */
+  async join(pool: MemberPool, app: string): Promise<void> {
+    this.pool = pool;
+    this.app = app;
+    pool.system.spawn(
+      fromReceive((msg: ClusterAsk) => (msg.t === 'members' ? this.summary() : undefined)),
+      CLUSTER_ACTOR,
+    );
+    this.membership = await Membership.join({
+      redis: this.redis,
+      subscriber: this.subscriber,
+      cluster: this.options.name,
+      leaseMs: this.options.leaseMs,
+      record: this.record(),
+      onChange: (members) => this.onChange(members),
+      onLost: () => void this.lost(),
+      onRedis: (up, error) => {
+        this.state.redisDown = !up;
+        if (up) this.options.log('info', 'Redis is reachable again');
+        else this.options.log('warn', `Redis is unreachable (${error?.message ?? 'no answer'}); graphs are served until this member's lease lapses, then answered 503 until it is back`);
+      },
+    });
+    this.state.validUntil = this.membership.validUntil();
+    this.state.joined = true;
+    // The workers read the lease's validity from shared memory: kept fresh here, well inside a heartbeat.
+    this.ticker = setInterval(() => {
+      if (this.membership) this.state.validUntil = this.membership.validUntil();
+    }, Math.max(10, Math.floor(this.options.leaseMs / 20)));
+    this.onChange(this.membership.members());
+  }
+
+  private onChange(members: MemberView[]): void {
+    const self = this.options.processId;
+    // Links are between processes: a member's process is the one its worker node ids name.
+    const before = new Set(this.view.map(processOfMember));
+    this.view = members;
+    const nodes: RemoteNode[] = [];
+    for (const m of members) {
+      const process = processOfMember(m);
+      if (process === self) continue;
+      before.delete(process);
+      this.links.connect(process, m.address);
+      for (const node of m.workers) nodes.push({ node, app: m.app, ...(m.state === 'leaving' ? { leaving: true } : {}) });
+    }
+    for (const gone of before) if (gone !== self) this.links.disconnect(gone);
+    this.pool?.setRemote(nodes);
+  }
+
+  /** This member was declared dead (paused past its lease, or Redis lost its data): forget, then join again. */
+  private async lost(): Promise<void> {
+    if (this.rejoining || !this.membership) return;
+    this.rejoining = true;
+    this.state.validUntil = 0;
+    this.state.joined = false;
+    this.options.log('warn', 'this member lost its lease (paused, or cut off from Redis): dropping every graph it held and joining again');
+    try {
+      const pool = this.pool;
+      if (pool) {
+        await Promise.allSettled(pool.workers.map((node) => pool.system.refFromAddress({ node, path: '/user/http' }).ask({ t: 'forget' }, 10_000)));
+      }
+      for (let attempt = 0; ; attempt++) {
+        try {
+          this.incarnation++;
+          await this.membership.rejoin(this.record());
+          break;
+        } catch (error) {
+          if (attempt % 10 === 0) this.options.log('warn', `joining again failed: ${(error as Error).message}; retrying`);
+          await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 2000)));
+        }
+      }
+      this.state.validUntil = this.membership.validUntil();
+      this.state.joined = true;
+      this.options.log('info', 'joined the cluster again');
+    } finally {
+      this.rejoining = false;
+    }
+  }
+
+  /** The members as `GET /admin/cluster` shows them. */
+  summary(): MemberSummary[] {
+    const now = Date.now();
+    return this.view.map((m) => ({
+      id: m.id,
+      process: processOfMember(m),
+      address: m.address,
+      workers: m.workers,
+      app: m.app,
+      pid: m.pid,
+      version: m.version,
+      state: m.state ?? 'serving',
+      uptime_seconds: Math.round((now - m.startedAt) / 1000),
+      last_heartbeat: new Date(m.lastHeartbeat).toISOString(),
+      self: processOfMember(m) === this.options.processId,
+    }));
+  }
+
+  /** Members now (self included). */
+  members(): MemberView[] {
+    return this.view;
+  }
+
+  /** A graceful leave begins: readiness turns false and the others stop placing partitions here. */
+  async startLeaving(): Promise<void> {
+    this.state.leaving = true;
+    await this.membership?.setState('leaving').catch((error: unknown) => this.options.log('warn', `could not announce leaving: ${(error as Error).message}`));
+  }
+
+  /** Leave the membership (the others hear at once) and close Redis and the links. */
+  async leave(): Promise<void> {
+    clearInterval(this.ticker);
+    this.state.joined = false;
+    try {
+      await this.membership?.leave();
+    } catch (error) {
+      this.options.log('warn', `leaving the membership failed (the others notice when the lease lapses): ${(error as Error).message}`);
+    }
+    await this.close();
+  }
+
+  /** Close without leaving (as a crash would; for tests). */
+  async close(): Promise<void> {
+    clearInterval(this.ticker);
+    this.membership?.close();
+    await this.links.close();
+    this.redis.disconnect();
+    this.subscriber.disconnect();
+  }
+}
