@@ -140,7 +140,12 @@ export class Invalidation {
   }
 }
 
-/** The event in `message`, or undefined when it is not one. */
+/**
+ * The event in `message`, or undefined when it is not one.
+ *
+ * @example
+ * parseEvent('{"t":"delete","root":"r1","by":"p2"}') // { t: 'delete', root: 'r1', by: 'p2' }
+ */
 export function parseEvent(message: string): InvalidationEvent | undefined {
   let value: unknown;
   try {

@@ -86,7 +86,8 @@ export interface RedisActivationLeaseOptions {
  */
 export class RedisActivationLease implements ActivationLease {
   private readonly redis: Redis;
-  private readonly processId: string;
+  /** The member id leases are held under (a member that joins again holds new ones under its new id). */
+  processId: string;
   private readonly prefix: string;
   private readonly memberPrefix: string;
   private readonly channel: string;
@@ -208,6 +209,7 @@ export class RedisActivationLease implements ActivationLease {
   /** Forced: stop at once, leases left in Redis (taken over once our membership lapses). */
   destroy(): void {
     this.closed = true;
+    this.onFirstSubscribe(); // a start() still waiting ends
     this.redis.off('ready', this.retryReleases);
     for (const wakers of this.waiters.values()) for (const wake of wakers) wake();
     this.waiters.clear();

@@ -19,13 +19,14 @@
  * whatever a late write of the old incarnation tries.
  */
 import type { Redis } from 'ioredis';
-import { fromReceive, processOf, type ActorSystem } from '../kernel/index.ts';
+import { fromReceive, processOf, type ActivationLease, type ActorSystem } from '../kernel/index.ts';
 import type { RemoteNode } from '../transports/worker/index.ts';
 import { ProcessLinks } from './link.ts';
 import { Membership, type MemberRecord, type MemberView } from './membership.ts';
 import { connectRedis, redactUrl } from './redis.ts';
 import { MemberState } from './state.ts';
 import { clusterError } from './errors.ts';
+import { RedisActivationLease } from './lease.ts';
 
 /** The worker pool as the member sees it. */
 export interface MemberPool {
@@ -102,13 +103,37 @@ export class ClusterMember {
   private rejoining = false;
   /** Joins so far: each incarnation is a new member id (`<process>-<n>`); node ids stay `<process>/<thread>`. */
   private incarnation = 1;
+  /** The cluster-wide activation leases of this process (held under the member id of the incarnation). */
+  readonly lease: RedisActivationLease;
 
   private constructor(
     readonly options: ClusterMemberOptions,
     readonly redis: Redis,
     private readonly subscriber: Redis,
     readonly links: ProcessLinks,
-  ) {}
+  ) {
+    this.lease = new RedisActivationLease({
+      redis,
+      cluster: options.name,
+      processId: this.memberId,
+      onError: (error: unknown) => options.log('warn', `cluster lease: ${(error as Error).message ?? error}`),
+    });
+  }
+
+  /**
+   * The lease a process's keeper takes keys from: per app fingerprint, as
+   * placement is (members of another app version place the same roots among
+   * themselves; the store's fence keeps the two from losing updates).
+   */
+  readonly backing: ActivationLease = {
+    acquire: (kind, key) => this.lease.acquire(`${kind}@${this.app}`, key),
+    release: (kind, key) => this.lease.release(`${kind}@${this.app}`, key),
+  };
+
+  /** This incarnation's member id (`<process>-<n>`). */
+  get memberId(): string {
+    return `${this.options.processId}-${this.incarnation}`;
+  }
 
   /** Connect to Redis and open the link port; throws a one-line error (credentials redacted) when Redis cannot be reached. */
   static async open(options: ClusterMemberOptions): Promise<ClusterMember> {
@@ -136,6 +161,7 @@ export class ClusterMember {
       onError: (message) => options.log('warn', message),
     });
     member = new ClusterMember(options, redis, subscriber, links);
+    await member.lease.start();
     return member;
   }
 
@@ -157,7 +183,7 @@ export class ClusterMember {
 
   private record(): MemberRecord {
     return {
-      id: `${this.options.processId}-${this.incarnation}`,
+      id: this.memberId,
       address: this.address,
       workers: [...(this.pool?.workers ?? [])],
       app: this.app,
@@ -231,6 +257,7 @@ export class ClusterMember {
       for (let attempt = 0; ; attempt++) {
         try {
           this.incarnation++;
+          this.lease.processId = this.memberId;
           await this.membership.rejoin(this.record());
           break;
         } catch (error) {
@@ -249,7 +276,8 @@ export class ClusterMember {
   /** The members as `GET /admin/cluster` shows them. */
   summary(): MemberSummary[] {
     const now = Date.now();
-    return this.view.map((m) => ({
+    // The membership's own view: its heartbeats are fresher than the last change this member acted on.
+    return (this.membership?.members() ?? this.view).map((m) => ({
       id: m.id,
       process: processOfMember(m),
       address: m.address,
@@ -279,6 +307,7 @@ export class ClusterMember {
   async leave(): Promise<void> {
     clearInterval(this.ticker);
     this.state.joined = false;
+    await this.lease.releaseAll().catch(() => undefined);
     try {
       await this.membership?.leave();
     } catch (error) {
@@ -290,6 +319,7 @@ export class ClusterMember {
   /** Close without leaving (as a crash would; for tests). */
   async close(): Promise<void> {
     clearInterval(this.ticker);
+    this.lease.destroy();
     this.membership?.close();
     await this.links.close();
     this.redis.disconnect();

@@ -131,12 +131,22 @@ export interface OpenRedisOptions {
   connectTimeoutMs?: number;
 }
 
-/** The delay before reconnect attempt `attempt` (1, 2, …): 50 ms doubling, at most 2 s. */
+/**
+ * The delay before reconnect attempt `attempt` (1, 2, …): 50 ms doubling, at most 2 s.
+ *
+ * @example
+ * reconnectDelay(3) // 200
+ */
 export function reconnectDelay(attempt: number): number {
   return Math.min(50 * 2 ** Math.max(0, attempt - 1), 2000);
 }
 
-/** A short-lived error with a stable code (`cause` kept). */
+/**
+ * An `SVC_ERR_REDIS_UNREACHABLE` error (503, `cause` kept); `message` must already be redacted.
+ *
+ * @example
+ * throw redisUnreachable(`Redis at ${redactUrl(url)} is unreachable`, error)
+ */
 export function redisUnreachable(message: string, cause?: unknown): SvcError {
   return new SvcError('SVC_ERR_REDIS_UNREACHABLE', message, { status: 503, cause });
 }

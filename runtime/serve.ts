@@ -249,10 +249,12 @@ function invalidationModule(system: ActorSystem, cluster: ServeCluster): Runtime
         processId: cluster.processId,
         onError: (error: unknown) => log.warn({ err: error }, 'L1 invalidation channel'),
       });
-      channel.subscribe((event) => {
-        const held = system.activation('partition', event.root);
-        if (held) void system.stop(held).catch(() => undefined);
-      });
+      await channel
+        .subscribe((event) => {
+          const held = system.activation('partition', event.root);
+          if (held) void system.stop(held).catch(() => undefined);
+        })
+        .catch((error: unknown) => log.warn({ err: error }, 'the L1 invalidation channel could not be subscribed; this thread serves on and takes what it missed from the store'));
       rt.provide('invalidation', channel);
     },
     close: () => channel?.close(),
@@ -317,7 +319,7 @@ function graphModule(system: ActorSystem, boot: ServeBoot, registry: Registry, f
           ...(boot.activationLeases ? { lease: remoteLeases(system, MAIN_THREAD) } : {}),
           // A cluster member: each activation claims its root in the store (a late write of a former owner is refused),
           // and nothing is served once this member's lease may have lapsed.
-          ...(member ? { fenced: true, guard: () => member.guard() } : {}),
+          ...(member ? { fenced: true, guard: () => member.guard(), onClaim: (rootId: string) => void rt.find<Invalidation>('invalidation')?.publish({ t: 'claim', root: rootId }) } : {}),
           // The run deadline is the request timeout: a run the client stopped waiting for is dropped, not committed.
           runTimeoutMs: server.request_timeout_ms,
           timeoutMs: askTimeoutMs(boot),
@@ -390,7 +392,12 @@ function identityModule(system: ActorSystem, boot: ServeBoot, thread: string): R
           revocations,
           limiter: rateLimiter(system, boot),
           createRoot: (rootId) => graph.ensureRoot(rootId),
-          dropRoot: (rootId) => graph.dropRoot(rootId),
+          dropRoot: async (rootId) => {
+            const dropped = await graph.dropRoot(rootId);
+            // Other members drop what they hold of that graph.
+            void rt.find<Invalidation>('invalidation')?.publish({ t: 'delete', root: rootId });
+            return dropped;
+          },
           emailer: 'emailer' in mail ? mail.emailer : undefined,
           emailDisabledReason: 'disabled' in mail ? mail.disabled : '',
           jwt: { secret: boot.jwtSecret, algorithm: config['scale.jwt'].algorithm, expDays: config['scale.jwt'].exp_delta_days },

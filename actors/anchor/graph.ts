@@ -46,6 +46,8 @@ export interface GraphOptions {
    * of its cluster.
    */
   guard?: () => Error | undefined;
+  /** A fenced partition of this thread claimed its root (publish it: other processes drop their copy). */
+  onClaim?: (rootId: string) => void;
 }
 
 
@@ -88,6 +90,7 @@ export class Graph {
       activations: this.activations,
     };
     if (options.fenced) context.fenced = true;
+    if (options.onClaim) context.onClaim = options.onClaim;
     if (options.guard) context.guard = options.guard;
     this.system.defineKind<PartitionMsg, unknown>(this.kind, {
       idleAfterMs: options.idleAfterMs ?? 300_000,

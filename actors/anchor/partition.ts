@@ -71,6 +71,8 @@ export interface PartitionContext {
   fenced?: boolean;
   /** Asked before every message: an error answers it, and the activation stops (its memory is no longer trusted). */
   guard?: () => Error | undefined;
+  /** A fenced activation claimed its root (the others may drop what they hold of it). */
+  onClaim?: (rootId: string) => void;
   /** The live activations of the thread, by root (kept by the partitions themselves). */
   activations?: Map<string, Partition>;
 }
@@ -150,6 +152,7 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
       const claim = this.context.store.claim?.bind(this.context.store);
       if (!claim) throw storeError('SVC_ERR_STORE', `a ${this.context.store.kind} store cannot claim roots`);
       this.fence = { root: this.rootId, token: await claim(this.rootId) };
+      this.context.onClaim?.(this.rootId);
     }
     const found = await this.fetch([this.rootId]);
     if (found.get(this.rootId)) return;

@@ -18,7 +18,7 @@ import { DataLockError, lockDataFolder } from '../data-lock.ts';
 import { bootstrapAccounts, openUsersRepository, Passwords, serveUsersWriter, ThreadHasher } from '../../actors/identity/index.ts';
 import { openAnchorStore, serveStoreWriter } from '../../actors/anchor/index.ts';
 import { serveActivationLeases, threadOf } from '../../kernel/index.ts';
-import { ClusterMember, RedisActivationLease, redactUrl } from '../../cluster/index.ts';
+import { ClusterMember, redactUrl } from '../../cluster/index.ts';
 import { randomBytes } from 'node:crypto';
 import type { HttpControl, RouteSummary, ServeBoot } from '../../runtime/index.ts';
 
@@ -238,7 +238,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
       onSystem: (system) => {
         hasher.serve(system);
         // In a cluster a root's partition is live on one thread of one member: the process's leases are taken from Redis.
-        serveActivationLeases(system, member ? { backing: new RedisActivationLease({ redis: member.redis, cluster: clusterName, processId }), onError: (error, id) => process.stderr.write(`svc: the cluster lease of ${id} could not be taken: ${(error as Error).message}\n`) } : {});
+        serveActivationLeases(system, member ? { backing: member.backing, onError: (error, id) => process.stderr.write(`svc: the cluster lease of ${id} could not be taken: ${(error as Error).message}\n`) } : {});
         if (writers) {
           serveStoreWriter(system, writers);
           serveUsersWriter(system, users);

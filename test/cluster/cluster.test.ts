@@ -89,7 +89,7 @@ t.test('a cluster of three processes', { skip: skipRedis }, async (t) => {
     t.ok(body.data.members.reduce((n, m) => n + m.partitions, 0) >= 13, 'the partitions held add up (12 users, the guest, more)');
     t.equal((await fetch(`${b.url}/admin/cluster`)).status, 401, 'no token: 401');
     t.equal((await fetch(`${b.url}/admin/cluster`, { headers: bearer(`${token.slice(0, -4)}AAAA`) })).status, 401, 'a forged token: 401');
-    const expired = await tokenFor('cluster-admin', { server: a, role: 'admin', expiresIn: Math.floor(Date.now() / 1000) - 10 });
+    const expired = await tokenFor('cluster-admin', { role: 'admin', expiresIn: Math.floor(Date.now() / 1000) - 10 });
     t.equal((await fetch(`${b.url}/admin/cluster`, { headers: bearer(expired) })).status, 401, 'an expired token: 401');
     const user = await tokenFor('cl-user-0', { server: a });
     t.equal((await fetch(`${b.url}/admin/cluster`, { headers: bearer(user) })).status, 403, 'a user token: 403');

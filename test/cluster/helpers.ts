@@ -3,7 +3,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { post, startServer, type Server } from '../helpers/server.ts';
+import { post, startServer, tokenFor, type Server } from '../helpers/server.ts';
 import type { RedisServer } from '../helpers/redis.ts';
 
 export const CLUSTER_APP = new URL('../fixtures/cluster-app.ts', import.meta.url).pathname;
@@ -54,10 +54,13 @@ export async function startCluster(t: { teardown(fn: () => unknown): void }, n: 
 }
 
 /** An admin token of the cluster's users store. */
-export async function adminToken(server: Server): Promise<string> {
-  const { tokenFor } = await import('../helpers/server.ts');
-  return tokenFor('cluster-admin', { server, role: 'admin' });
+export function adminToken(server: Server): Promise<string> {
+  // One per data folder: members share it, and making the account twice at once would collide.
+  let token = admins.get(server.dataDir);
+  if (!token) admins.set(server.dataDir, (token = tokenFor('cluster-admin', { server, role: 'admin' })));
+  return token;
 }
+const admins = new Map<string, Promise<string>>();
 
 /** Poll `/admin/cluster` until the member sees `count` members. */
 export async function waitForMembers(server: Server, count: number, timeoutMs = 20_000): Promise<unknown[]> {

@@ -6,6 +6,7 @@ import { STORE_ERRORS } from 'svc/actors/anchor';
 import { HTTP_ERRORS } from 'svc/transports/http';
 import { IDENTITY_ERRORS } from 'svc/actors/identity';
 import { RUNTIME_ERRORS } from '../../runtime/index.ts';
+import { CLUSTER_ERRORS } from '../../cluster/index.ts';
 
 const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
 
@@ -18,7 +19,7 @@ function documented(): Map<string, number> {
 
 t.test('every kernel error code is documented with its status', async (t) => {
   const rows = documented();
-  for (const [code, { status }] of Object.entries({ ...KERNEL_ERRORS, ...GRAPH_ERRORS, ...STORE_ERRORS, ...HTTP_ERRORS, ...IDENTITY_ERRORS, ...RUNTIME_ERRORS })) {
+  for (const [code, { status }] of Object.entries({ ...KERNEL_ERRORS, ...GRAPH_ERRORS, ...STORE_ERRORS, ...HTTP_ERRORS, ...IDENTITY_ERRORS, ...RUNTIME_ERRORS, ...CLUSTER_ERRORS })) {
     t.equal(rows.get(code), status, `${code} documented as ${status}`);
   }
 });
@@ -35,9 +36,9 @@ t.test('identity codes do not redefine wire codes', async (t) => {
 });
 
 t.test('codes follow the SVC_ERR_ convention', async (t) => {
-  for (const code of Object.keys({ ...KERNEL_ERRORS, ...GRAPH_ERRORS, ...STORE_ERRORS, ...RUNTIME_ERRORS })) t.match(code, /^SVC_ERR_[A-Z_]+$/);
+  for (const code of Object.keys({ ...KERNEL_ERRORS, ...GRAPH_ERRORS, ...STORE_ERRORS, ...RUNTIME_ERRORS, ...CLUSTER_ERRORS })) t.match(code, /^SVC_ERR_[A-Z_]+$/);
   const seen = new Set<string>();
-  for (const catalogue of [KERNEL_ERRORS, GRAPH_ERRORS, STORE_ERRORS, RUNTIME_ERRORS]) {
+  for (const catalogue of [KERNEL_ERRORS, GRAPH_ERRORS, STORE_ERRORS, RUNTIME_ERRORS, CLUSTER_ERRORS]) {
     for (const code of Object.keys(catalogue)) {
       t.notOk(seen.has(code), `${code} is defined once`);
       seen.add(code);

@@ -54,8 +54,8 @@ export interface FrontOptions {
   clientAddresses?: ClientAddresses;
 }
 
-/** 503s a retry a moment later fixes (another process took the graph over): answered with `Retry-After: 1`. */
-const RETRY_SOON = new Set(['SVC_ERR_FENCED']);
+/** The 503s a retry does not fix (a missing configuration): every other 503 is answered with `Retry-After: 1`. */
+const RETRY_NEVER = new Set(['EMAIL_DISABLED']);
 
 const QUIET_PATHS = new Set(['/', '/docs', '/redoc', '/openapi.json', '/health', '/ready', '/healthz', '/healthz/ready', '/healthz/live']);
 
@@ -145,7 +145,7 @@ export class Front {
       res = { status: e.status, headers: { 'content-type': JSON_TYPE }, body: failure(e.body, rid) };
       const retry = (e.body.details as { retry_after_seconds?: unknown } | undefined)?.retry_after_seconds;
       if ((e.status === 429 || e.status === 503) && typeof retry === 'number') res.headers['retry-after'] = String(retry);
-      else if (e.status === 503 && RETRY_SOON.has(e.body.code)) res.headers['retry-after'] = '1';
+      else if (e.status === 503 && !RETRY_NEVER.has(e.body.code)) res.headers['retry-after'] = '1';
       if (e.status === 405) res.headers.allow = (e.body.details as { allowed?: string[] })?.allowed?.join(', ') ?? '';
     }
     if (this.draining) {
