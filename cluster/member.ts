@@ -18,9 +18,10 @@
  * held in memory, and the member joins again; the store's fence refuses
  * whatever a late write of the old incarnation tries.
  */
+import { createHmac } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { fromReceive, processOf, type ActivationLease, type ActorSystem } from '../kernel/index.ts';
-import type { RemoteNode } from '../transports/worker/index.ts';
+import { encodeError, fromReceive, kernelError, processOf, type ActivationLease, type ActorSystem, type Frame } from '../kernel/index.ts';
+import { decodeFrames, encodeFrames, type RemoteNode } from '../transports/worker/index.ts';
 import { ProcessLinks } from './link.ts';
 import { Membership, type MemberRecord, type MemberView } from './membership.ts';
 import { connectRedis, redactUrl } from './redis.ts';
@@ -112,6 +113,7 @@ export class ClusterMember {
     private readonly subscriber: Redis,
     readonly links: ProcessLinks,
   ) {
+    this.proof = createHmac('sha256', options.secret).update(`svc-member\n${options.name}`).digest('hex').slice(0, 16);
     this.lease = new RedisActivationLease({
       redis,
       cluster: options.name,
@@ -129,6 +131,12 @@ export class ClusterMember {
     acquire: (kind, key) => this.lease.acquire(`${kind}@${this.app}`, key),
     release: (kind, key) => this.lease.release(`${kind}@${this.app}`, key),
   };
+
+  /** A digest of the link secret: members whose digest differs cannot link with this one. */
+  private readonly proof: string;
+  /** Members already warned about (another secret). */
+  private readonly strangers = new Set<string>();
+  private closed = false;
 
   /** This incarnation's member id (`<process>-<n>`). */
   get memberId(): string {
@@ -178,7 +186,18 @@ export class ClusterMember {
   }
 
   private deliver(from: string, to: string, bytes: Uint8Array): void {
-    this.pool?.deliver(to, from, bytes);
+    const pool = this.pool;
+    if (!pool || pool.deliver(to, from, bytes)) return;
+    // The thread is gone (a crash; it is being replaced): its asks fail now instead of waiting out their deadline.
+    let frames: Frame[];
+    try {
+      frames = decodeFrames(bytes, (address) => pool.system.refFromAddress(address));
+    } catch {
+      return;
+    }
+    const error = encodeError(kernelError('SVC_ERR_NODE_DOWN', `${to} is not running (it is being replaced)`));
+    const replies: Frame[] = frames.filter((f) => f.t === 2).map((f) => ({ t: 3, id: (f as { id: number }).id, ok: false, error }));
+    if (replies.length) this.links.send(to, from, encodeFrames(replies));
   }
 
   private record(): MemberRecord {
@@ -187,6 +206,7 @@ export class ClusterMember {
       address: this.address,
       workers: [...(this.pool?.workers ?? [])],
       app: this.app,
+      proof: this.proof,
       pid: process.pid,
       version: this.options.version,
       startedAt: this.startedAt,
@@ -234,6 +254,14 @@ export class ClusterMember {
     for (const m of members) {
       const process = processOfMember(m);
       if (process === self) continue;
+      if (m.proof !== this.proof) {
+        // Another JWT secret: its links would be refused both ways; it gets none of this member's traffic.
+        if (!this.strangers.has(m.id)) {
+          this.strangers.add(m.id);
+          this.options.log('error', `member ${m.id} at ${m.address} joined cluster ${this.options.name} with another JWT secret: it is not linked (give every member the same JWT_SECRET)`);
+        }
+        continue;
+      }
       before.delete(process);
       this.links.connect(process, m.address);
       for (const node of m.workers) nodes.push({ node, app: m.app, ...(m.state === 'leaving' ? { leaving: true } : {}) });
@@ -255,6 +283,7 @@ export class ClusterMember {
         await Promise.allSettled(pool.workers.map((node) => pool.system.refFromAddress({ node, path: '/user/http' }).ask({ t: 'forget' }, 10_000)));
       }
       for (let attempt = 0; ; attempt++) {
+        if (this.closed) return;
         try {
           this.incarnation++;
           this.lease.processId = this.memberId;
@@ -267,6 +296,8 @@ export class ClusterMember {
       }
       this.state.validUntil = this.membership.validUntil();
       this.state.joined = true;
+      // Revocations published while this member counted as gone never reached it: read them again.
+      if (pool) await Promise.allSettled(pool.workers.map((node) => pool.system.refFromAddress({ node, path: '/user/http' }).ask({ t: 'revocations' }, 10_000)));
       this.options.log('info', 'joined the cluster again');
     } finally {
       this.rejoining = false;
@@ -305,6 +336,7 @@ export class ClusterMember {
 
   /** Leave the membership (the others hear at once) and close Redis and the links. */
   async leave(): Promise<void> {
+    this.closed = true;
     clearInterval(this.ticker);
     this.state.joined = false;
     await this.lease.releaseAll().catch(() => undefined);
@@ -318,6 +350,7 @@ export class ClusterMember {
 
   /** Close without leaving (as a crash would; for tests). */
   async close(): Promise<void> {
+    this.closed = true;
     clearInterval(this.ticker);
     this.lease.destroy();
     this.membership?.close();

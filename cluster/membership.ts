@@ -59,6 +59,8 @@ export interface MemberRecord {
   workers: string[];
   /** App fingerprint. */
   app: string;
+  /** Who can link with it: a digest of the cluster's secret (members with another secret cannot talk, so they are not linked). */
+  proof?: string;
   pid: number;
   version: string;
   /** ms epoch */

@@ -125,7 +125,7 @@ export interface OpenRedisOptions {
   name: string;
   /** The first error of each outage (not one per reconnect attempt). */
   onError?(error: unknown): void;
-  /** Reject a command that has no answer after this long (default: none — a blocking read would trip it). */
+  /** Reject a command that has no answer after this long (default 2 s; svc does no blocking reads on these clients). */
   commandTimeoutMs?: number;
   /** Give up one connection attempt after this long (default 5 s). */
   connectTimeoutMs?: number;
@@ -179,7 +179,8 @@ export function openRedis(url: string, options: OpenRedisOptions): Redis {
     // A failover turned our server into a replica: reconnect (DNS or the proxy finds the new primary) and resend.
     reconnectOnError: (error) => (error.message.startsWith('READONLY') ? 2 : false),
     connectTimeout: options.connectTimeoutMs ?? 5_000,
-    ...(options.commandTimeoutMs === undefined ? {} : { commandTimeout: options.commandTimeoutMs }),
+    // A command Redis never answers (a host cut off without a reset) fails after this, rather than holding a login or a lease.
+    commandTimeout: options.commandTimeoutMs ?? 2_000,
     ...(tls ? { tls: { servername: parsed.hostname } } : {}),
   };
   const redis = new Redis(url, redisOptions);

@@ -51,7 +51,7 @@ function split(id: string): [kind: string, key: string] {
 export function serveActivationLeases(system: ActorSystem, options: ServeLeasesOptions = {}): void {
   // A node may hold a key more than once at a time: its next activation asks before the previous one has given it back.
   const holders = new Map<string, { node: string; count: number }>();
-  const waiting = new Map<string, { node: string; grant: () => void }[]>();
+  const waiting = new Map<string, { node: string; grant: (answer: boolean | Promise<boolean>) => void }[]>();
   const backing = options.backing;
   /** Keys this process holds from the backing lease (or is taking). */
   const taken = new Map<string, Promise<void>>();
@@ -69,13 +69,25 @@ export function serveActivationLeases(system: ActorSystem, options: ServeLeasesO
     }
     return pending;
   };
+  /** `node` holds `id` here: true once the key is also this process's across the cluster (with a backing lease). */
+  const granted = (id: string, node: string): boolean | Promise<boolean> => {
+    if (!backing) return true;
+    return takeBacking(id).then(
+      () => true,
+      (error: unknown) => {
+        // Not taken across the cluster: nobody here may hold it; the next waiter tries again.
+        if (holders.get(id)?.node === node) handOn(id);
+        throw error;
+      },
+    );
+  };
   const handOn = (id: string): void => {
     const queue = waiting.get(id);
     const next = queue?.shift();
     if (queue && queue.length === 0) waiting.delete(id);
     if (next) {
       holders.set(id, { node: next.node, count: 1 });
-      next.grant();
+      next.grant(granted(id, next.node));
     } else {
       holders.delete(id);
       if (backing && taken.delete(id)) {
@@ -102,26 +114,19 @@ export function serveActivationLeases(system: ActorSystem, options: ServeLeasesO
       }
       if (holder?.node === msg.node) {
         holder.count++;
-        return backing ? replyLater(takeBacking(msg.id).then(() => true)) : true;
+        const answer = granted(msg.id, msg.node);
+        return answer === true ? true : replyLater(answer as Promise<boolean>);
       }
       if (holder === undefined || !system.nodes().includes(holder.node)) {
         holders.set(msg.id, { node: msg.node, count: 1 });
-        if (!backing || taken.has(msg.id)) return true;
-        // The first holder in this process: the key must be free across the cluster first.
-        return replyLater(
-          takeBacking(msg.id).then(
-            () => true,
-            (error: unknown) => {
-              if (holders.get(msg.id)?.node === msg.node) handOn(msg.id);
-              throw error;
-            },
-          ),
-        );
+        // The key must be this process's across the cluster too (taken once, kept while someone here holds it).
+        const answer = granted(msg.id, msg.node);
+        return answer === true ? true : replyLater(answer as Promise<boolean>);
       }
       return replyLater(
         new Promise<boolean>((resolve) => {
           const queue = waiting.get(msg.id) ?? [];
-          queue.push({ node: msg.node, grant: () => resolve(true) });
+          queue.push({ node: msg.node, grant: resolve });
           waiting.set(msg.id, queue);
         }),
       );

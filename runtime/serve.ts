@@ -111,6 +111,8 @@ export type HttpControl =
   | { t: 'fingerprint' }
   /** This process lost its cluster lease: forget every graph held in memory. */
   | { t: 'forget' }
+  /** Read the revocations of the users store again (a member that joined or joined again missed some). */
+  | { t: 'revocations' }
   /** These nodes (of this process) are leaving: hand their partitions to the other members. */
   | { t: 'leaving'; nodes: string[]; deadlineMs: number };
 
@@ -237,14 +239,18 @@ function clusterPlacement(system: ActorSystem, fingerprint: string, relay: Relay
  */
 function invalidationModule(system: ActorSystem, cluster: ServeCluster): RuntimeModule {
   let channel: Invalidation | undefined;
+  const connections: { disconnect(): void }[] = [];
   return {
     name: 'invalidation',
     async start(rt) {
       if (!cluster.invalidation.enabled) return;
       const log = rt.need<Log>('log');
+      const redis = openRedis(cluster.kvUrl, { name: `svc-${system.nodeId}-l1`, onError: () => undefined });
+      const subscriber = openRedis(cluster.kvUrl, { name: `svc-${system.nodeId}-l1-sub`, onError: () => undefined });
+      connections.push(redis, subscriber);
       channel = new Invalidation({
-        redis: openRedis(cluster.kvUrl, { name: `svc-${system.nodeId}-l1`, onError: () => undefined }),
-        subscriber: openRedis(cluster.kvUrl, { name: `svc-${system.nodeId}-l1-sub`, onError: () => undefined }),
+        redis,
+        subscriber,
         channel: cluster.invalidation.channel,
         processId: cluster.processId,
         onError: (error: unknown) => log.warn({ err: error }, 'L1 invalidation channel'),
@@ -257,7 +263,10 @@ function invalidationModule(system: ActorSystem, cluster: ServeCluster): Runtime
         .catch((error: unknown) => log.warn({ err: error }, 'the L1 invalidation channel could not be subscribed; this thread serves on and takes what it missed from the store'));
       rt.provide('invalidation', channel);
     },
-    close: () => channel?.close(),
+    async close() {
+      await channel?.close();
+      for (const c of connections) c.disconnect();
+    },
   };
 }
 
@@ -344,8 +353,10 @@ function usersModule(boot: ServeBoot, processWriter: ActorRef<UsersWriterMsg, un
 /** Users, tokens (revoked on every thread at once), rate limits, mail; one authenticator for every transport. */
 function identityModule(system: ActorSystem, boot: ServeBoot, thread: string): RuntimeModule {
   const { config } = boot;
+  const closers: (() => void)[] = [];
   return {
     name: 'identity',
+    close: () => closers.forEach((close) => close()),
     async start(rt) {
       const log = rt.need<Log>('log');
       const users = rt.need<UsersRepository>('users');
@@ -357,6 +368,9 @@ function identityModule(system: ActorSystem, boot: ServeBoot, thread: string): R
       revocations.serve(rt.need<Broadcast>('bus'));
       const booted = Date.now();
       for (const [userId, ms] of await users.revocationsSince(booted - window)) revocations.set(userId, ms);
+      rt.provide('reloadRevocations', async () => {
+        for (const [userId, ms] of await users.revocationsSince(Date.now() - window)) revocations.set(userId, ms);
+      });
       if (boot.replacement) {
         // The others publish revocations to this thread only once they count it in: read what they wrote meanwhile.
         const stop = system.watchNodes((event, node) => {
@@ -390,7 +404,7 @@ function identityModule(system: ActorSystem, boot: ServeBoot, thread: string): R
           passwords,
           system,
           revocations,
-          limiter: rateLimiter(system, boot),
+          limiter: rateLimiter(system, boot, closers),
           createRoot: (rootId) => graph.ensureRoot(rootId),
           dropRoot: async (rootId) => {
             const dropped = await graph.dropRoot(rootId);
@@ -413,7 +427,7 @@ function identityModule(system: ActorSystem, boot: ServeBoot, thread: string): R
 }
 
 /** Rate limits of one process (counters in a few actors), or of the whole cluster (Redis; the process's own while Redis is unreachable). */
-function rateLimiter(system: ActorSystem, boot: ServeBoot): RateLimiter {
+function rateLimiter(system: ActorSystem, boot: ServeBoot, closers: (() => void)[]): RateLimiter {
   const { config } = boot;
   const local = new ActorRateLimiter(system, {
     placement: workerPlacement(),
@@ -422,8 +436,10 @@ function rateLimiter(system: ActorSystem, boot: ServeBoot): RateLimiter {
     salt: boot.jwtSecret,
   });
   if (!boot.cluster) return local;
+  const redis = openRedis(boot.cluster.kvUrl, { name: `svc-${system.nodeId}-rl`, onError: () => undefined });
+  closers.push(() => redis.disconnect());
   return new RedisRateLimiter({
-    redis: openRedis(boot.cluster.kvUrl, { name: `svc-${system.nodeId}-rl`, onError: () => undefined }),
+    redis,
     cluster: boot.cluster.name,
     salt: boot.jwtSecret,
     fallback: local,
@@ -638,6 +654,7 @@ function controlModule(system: ActorSystem, describe: () => RouteSummary[], fing
           if (msg.t === 'fingerprint') return fingerprint;
           if (msg.t === 'listen') return listen();
           if (msg.t === 'forget') return rt.need<Graph>('graph').dropActivations().then(() => true);
+          if (msg.t === 'revocations') return rt.need<() => Promise<void>>('reloadRevocations')().then(() => true);
           if (msg.t === 'leaving') {
             for (const node of msg.nodes) system.nodeLeaving(node);
             // Each partition here finishes what it has queued, then stops (its lease goes to the new owner).

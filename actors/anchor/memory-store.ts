@@ -175,7 +175,6 @@ export class MemoryStore implements AnchorStore {
       this.quarantine_.delete(id);
       n++;
     }
-    this.owners.delete(rootId);
     return n;
   }
 

@@ -122,7 +122,6 @@ export class SqliteStore implements AnchorStore {
         // Its own immediate transaction: the write lock is taken first, so processes sharing the file claim one after another.
         claim: this.db.transaction((root: string) => (claim.get(root) as { token: number }).token).immediate,
         token: this.db.prepare('SELECT token FROM owners WHERE root = ?'),
-        drop: this.db.prepare('DELETE FROM owners WHERE root = ?'),
       };
     }
   }
@@ -297,7 +296,6 @@ export class SqliteStore implements AnchorStore {
       this.check();
     }
     n += this.stmt.deleteRootQuarantine.run(rootId).changes;
-    this.owners?.drop.run(rootId);
     return n;
   }
 

@@ -287,6 +287,11 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
       await closeWriters();
       throw new StartError(`joining cluster ${clusterName} failed: ${(error as Error).message}`);
     }
+    // Revocations published before the others counted this member in never reached it: read them again, then serve,
+    // and once more after two heartbeats (by then every member has seen this one join).
+    const reread = () => Promise.all(pool.workers.map((node) => pool.system.refFromAddress({ node, path: '/user/http' }).ask({ t: 'revocations' } satisfies HttpControl)));
+    await reread();
+    setTimeout(() => void reread().catch(() => undefined), Math.ceil((2 * clusterConfig.lease_ms) / 5)).unref();
     await Promise.all(listeners.map((thread) => pool.system.refFromAddress({ node: thread, path: '/user/http' }).ask({ t: 'listen' } satisfies HttpControl)));
     const others = member.members().length - 1;
     say(`svc: cluster ${clusterName}: joined as ${processId} (${others} other member${others === 1 ? '' : 's'}; link ${member.address}; Redis ${redactUrl(kvUrl)}; lease ${clusterConfig.lease_ms} ms)`);

@@ -116,3 +116,33 @@ t.test('a link comes back after the peer restarts on the same port', async (t) =
   }
   t.ok(got.b.length >= 2, 'frames flow again over the new connection');
 });
+
+t.test('a link reaches only the member it meant to: another process at that address is refused', async (t) => {
+  const { a, b, got, errors } = await pair(t);
+  // a believes member "x" listens at b's address: b's proof names b, not x.
+  a.connect('x', `127.0.0.1:${b.port}`);
+  a.send('a/w1', 'x/w1', new Uint8Array([1]));
+  while (errors.length === 0) await new Promise((r) => setTimeout(r, 10));
+  t.match(errors.join('\n'), /did not prove the cluster secret|did not prove it is member x/);
+  t.equal(got.b.length, 0, 'nothing delivered');
+});
+
+t.test('before its proof a connection may send only a few hundred bytes', async (t) => {
+  const { a } = await pair(t);
+  const socket = createConnection({ host: '127.0.0.1', port: a.port });
+  await once(socket, 'connect');
+  socket.resume();
+  socket.on('error', () => undefined);
+  const closed = once(socket, 'close');
+  socket.write(Buffer.alloc(64 * 1024, 1));
+  await closed;
+  t.pass('closed at once, not buffered');
+});
+
+t.test('an unusable address from a member record is refused, not thrown', async (t) => {
+  const { a, errors } = await pair(t);
+  t.doesNotThrow(() => a.connect('y', 'nowhere:99999999'));
+  t.doesNotThrow(() => a.connect('z', 'no-port'));
+  t.match(errors.join('\n'), /unusable link address/);
+  t.equal(a.send('a/w1', 'y/w1', new Uint8Array([1])), false);
+});

@@ -183,15 +183,16 @@ export function storeConformance(t: Test, open: () => Promise<AnchorStore>, prob
     await t.rejects(store.commit({ upserts: [doc({ root })], deletes: [], chain }), { code: 'SVC_ERR_FENCED' }, 'handed over later, still refused');
   });
 
-  t.test('deleteRoot forgets the root’s owner token', { skip: !probe.claims }, async (t) => {
+  t.test('deleteRoot keeps the root’s owner token counting up (a late writer of the deleted graph stays fenced)', { skip: !probe.claims }, async (t) => {
     const store = await open();
     t.teardown(() => store.close());
     const root = '9'.repeat(32);
     await store.claim!(root);
-    await store.claim!(root);
+    const old = await store.claim!(root);
     await store.commit({ upserts: [doc({ root })], deletes: [] });
     t.equal(await store.deleteRoot(root), 1, 'counts documents only');
-    t.equal(await store.claim!(root), 1);
+    t.equal(await store.claim!(root), old + 1, 'tokens only go up');
+    await t.rejects(store.commit({ upserts: [doc({ root, id: 'f'.repeat(32) })], deletes: [], fence: { root, token: old } }), { code: 'SVC_ERR_FENCED' });
   });
 
   t.test('quarantine moves a document aside, keeps it, and restore brings it back', async (t) => {

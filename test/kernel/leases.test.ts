@@ -72,3 +72,58 @@ t.test('a node that goes down gives its leases back', async (t) => {
   net.markDown('p/w1'); // w1 dies holding the lease
   t.equal(await answer, 'y on p/w2');
 });
+
+t.test('a backing lease (a cluster): taken before the first holder of the process, given back once none holds or waits', async (t) => {
+  const net = new MemoryNet();
+  const main = new ActorSystem({ transport: net.transport('q/main') });
+  const a = new ActorSystem({ transport: net.transport('q/w1') });
+  t.teardown(async () => {
+    for (const s of [a, main]) await s.shutdown();
+  });
+  const calls: string[] = [];
+  let grant!: () => void;
+  const backing = {
+    acquire: (kind: string, key: string) => {
+      calls.push(`acquire ${kind} ${key}`);
+      return new Promise<void>((resolve) => (grant = resolve));
+    },
+    release: (kind: string, key: string) => void calls.push(`release ${kind} ${key}`),
+  };
+  serveActivationLeases(main, { backing });
+  const lease = remoteLeases(a, 'q/main');
+  let held = false;
+  const first = lease.acquire('partition', 'r1').then(() => (held = true));
+  while (calls.length === 0) await new Promise((r) => setTimeout(r, 1));
+  t.same(calls, ['acquire partition r1'], 'the cluster is asked first');
+  await new Promise((r) => setTimeout(r, 20));
+  t.equal(held, false, 'not held before the cluster grants it');
+  grant();
+  await first;
+  // A second activation on the same node while the first is held: no second cluster acquire.
+  await lease.acquire('partition', 'r1');
+  t.same(calls, ['acquire partition r1']);
+  lease.release('partition', 'r1');
+  lease.release('partition', 'r1');
+  while (calls.length < 2) await new Promise((r) => setTimeout(r, 1));
+  t.same(calls, ['acquire partition r1', 'release partition r1'], 'given back to the cluster once nobody here holds it');
+});
+
+t.test('a backing lease that fails refuses the acquire and frees the key here', async (t) => {
+  const net = new MemoryNet();
+  const main = new ActorSystem({ transport: net.transport('r/main') });
+  const a = new ActorSystem({ transport: net.transport('r/w1') });
+  t.teardown(async () => {
+    for (const s of [a, main]) await s.shutdown();
+  });
+  let fail = true;
+  const errors: string[] = [];
+  serveActivationLeases(main, {
+    backing: { acquire: () => (fail ? Promise.reject(new Error('lease timeout')) : Promise.resolve()), release: () => undefined },
+    onError: (e, id) => errors.push(`${id}: ${(e as Error).message}`),
+  });
+  const lease = remoteLeases(a, 'r/main');
+  await t.rejects(lease.acquire('partition', 'k'), /lease timeout/);
+  t.same(errors, ['partition/k: lease timeout']);
+  fail = false;
+  await t.resolves(lease.acquire('partition', 'k'), 'the next try takes it');
+});

@@ -118,3 +118,28 @@ t.test('members leave and come back: the down set heals, moved activations are h
   t.equal(n1.activationCount('thing') + n2.activationCount('thing'), hostedBefore - onN3.length, 'the keys that went back to n3 were stopped on n1 and n2');
   for (const k of onN3) t.equal(await n2.activate<string, string>('thing', k).ask('where'), 'n3', `${k} is on n3 again`);
 });
+
+t.test('a node leaving gracefully: it gets no new actors, hands its own off, and still answers (nothing fails)', async (t) => {
+  const net = new MemoryNet();
+  const a = new ActorSystem({ transport: net.transport('p/w1') });
+  const b = new ActorSystem({ transport: net.transport('p/w2') });
+  t.teardown(async () => {
+    await a.shutdown();
+    await b.shutdown();
+  });
+  const seen: string[] = [];
+  const pa = new RendezvousPlacement();
+  const pb = new RendezvousPlacement();
+  whereKind(a, pa, seen);
+  whereKind(b, pb, seen);
+  const keys = Array.from({ length: 40 }, (_, i) => `k${i}`);
+  const before = await Promise.all(keys.map((k) => a.activate<string, string>('thing', k).ask('one')));
+  t.ok(before.includes('p/w2') && before.includes('p/w1'), 'keys on both nodes');
+  // w2 leaves: both sides stop placing on it; w2's activations stop, and w2 still answers an ask sent to it meanwhile.
+  for (const s of [a, b]) s.nodeLeaving('p/w2');
+  const after = await Promise.all(keys.map((k, i) => (i % 2 ? a : b).activate<string, string>('thing', k).ask('two')));
+  t.same([...new Set(after)], ['p/w1'], 'every key on w1 now, asked from either node');
+  await new Promise((r) => setImmediate(r));
+  t.equal(b.activationCount('thing'), 0, 'w2 handed every activation off');
+  t.notOk(net.isDown('p/w2'), 'w2 is not down: it still answers');
+});
