@@ -98,3 +98,36 @@ export async function pool<R>(total: number, width: number, fn: (i: number) => P
 export function walk(url: string, walker: string, body: unknown = {}, token?: string): Promise<{ status: number; body: any; headers: Headers }> {
   return post(`${url}/walker/${walker}`, body, token ? { authorization: `Bearer ${token}` } : {}).catch((error: unknown) => ({ status: 0, body: String(error), headers: new Headers() }));
 }
+
+export type Answer = { status: number; body: any; headers: Headers };
+
+/** Keep bumping every user's counter through `urls` until `stop()`; count what was acknowledged per user. */
+export function load(urls: () => string[], tokens: string[]) {
+  const acked = tokens.map(() => 0);
+  const failures: Answer[] = [];
+  let running = true;
+  const done = Promise.all(
+    tokens.map(async (token, i) => {
+      let n = 0;
+      while (running) {
+        const live = urls();
+        const r = await walk(live[n++ % live.length] as string, 'Bump', {}, token);
+        if (r.status === 200) acked[i]!++;
+        else failures.push(r);
+      }
+    }),
+  );
+  return {
+    acked,
+    failures,
+    async stop() {
+      running = false;
+      await done;
+    },
+  };
+}
+
+export async function readAll(url: string, tokens: string[]): Promise<number[]> {
+  return Promise.all(tokens.map(async (token) => (await walk(url, 'Read', {}, token)).body?.data?.reports?.[0] as number));
+}
+
