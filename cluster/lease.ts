@@ -225,8 +225,10 @@ export class RedisActivationLease implements ActivationLease {
   private async tryAcquire(id: string): Promise<string> {
     // A failed release of this id must not be retried after we hold it again.
     this.unreleased.delete(id);
-    const reply = (await ACQUIRE.run(this.redis, [this.prefix + id], [this.processId, this.memberPrefix])) as [number, string];
-    return reply[0] === 1 ? this.processId : String(reply[1]);
+    const asker = this.processId;
+    const reply = (await ACQUIRE.run(this.redis, [this.prefix + id], [asker, this.memberPrefix])) as [number, string];
+    // Granted to the id that asked: if this member joined again meanwhile (a new id), that grant is not this one's.
+    return reply[0] === 1 ? asker : String(reply[1]);
   }
 
   private async releaseInRedis(id: string): Promise<void> {

@@ -315,6 +315,9 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     if (!member) return drain(running, deadlineMs);
     const pool = running.pool;
     await member.startLeaving();
+    // The others hear of it on the membership channel within milliseconds (by the next heartbeat at worst): give them
+    // that long before this process's own threads stop hosting, so no ask bounces between two views of the members.
+    await new Promise((resolve) => setTimeout(resolve, Math.min(500, Math.ceil(clusterConfig.lease_ms / 10))));
     await Promise.allSettled(
       pool.workers.map((node) => pool.system.refFromAddress({ node, path: '/user/http' }).ask({ t: 'leaving', nodes: [...pool.workers], deadlineMs } satisfies HttpControl, deadlineMs + 1000)),
     );

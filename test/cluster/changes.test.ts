@@ -4,12 +4,25 @@ import { skipRedis, startRedis } from '../helpers/redis.ts';
 import { startServer, tokenFor } from '../helpers/server.ts';
 import { adminToken, load, pool, readAll, startCluster, walk, waitForMembers, CLUSTER_APP } from './helpers.ts';
 
+// Several real processes per test: more than the default per-file time on a loaded 2-core machine.
+t.setTimeout(360_000);
+
 t.test('Redis restarted mid-run: the members join again and the cluster serves on', { skip: skipRedis }, async (t) => {
   const redis = await startRedis(t);
   const cluster = await startCluster(t, 2, { redis, env: { SVC_CLUSTER_LEASE_MS: '2000' } });
   const [a, b] = cluster.members as [(typeof cluster.members)[0], (typeof cluster.members)[0]];
   const tokens = await Promise.all(Array.from({ length: 4 }, (_, i) => tokenFor(`rr-user-${i}`, { server: a })));
   for (const token of tokens) t.equal((await walk(a.url, 'Bump', {}, token)).status, 200);
+  // Redis gone: /ready turns 503 (and says why), /health stays 200, no member crashes.
+  await redis.stop();
+  let ready = await fetch(`${a.url}/ready`);
+  while (ready.status === 200) {
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    ready = await fetch(`${a.url}/ready`);
+  }
+  t.equal(ready.status, 503);
+  t.match(await ready.json(), { ready: false, status: /redis unreachable|lease lapsed/ });
+  t.equal((await fetch(`${a.url}/health`)).status, 200, '/health stays 200');
   await redis.restart();
   // Every member notices its key is gone (Redis kept nothing) and joins again; then everything serves.
   await a.waitFor(/joined the cluster again/);

@@ -6,6 +6,9 @@ import { post, tokenFor } from '../helpers/server.ts';
 import { bearer, GOOD_PASSWORD, login, register, tokenOf } from '../helpers/identity.ts';
 import { adminToken, pool, startCluster, walk, type TestCluster } from './helpers.ts';
 
+// Several real processes per test: more than the default per-file time on a loaded 2-core machine.
+t.setTimeout(360_000);
+
 t.test('a cluster of three processes', { skip: skipRedis }, async (t) => {
   const redis = await startRedis(t);
   const cluster: TestCluster = await startCluster(t, 3, { redis, env: { SVC_LOGIN_ATTEMPTS_PER_IDENTITY: '5' } });

@@ -4,6 +4,9 @@ import { skipRedis, startRedis } from '../helpers/redis.ts';
 import { tokenFor } from '../helpers/server.ts';
 import { load, readAll, startCluster, walk, waitForMembers } from './helpers.ts';
 
+// Several real processes per test: more than the default per-file time on a loaded 2-core machine.
+t.setTimeout(360_000);
+
 t.test('kill -9 of a member under load: every acknowledged increment is there, every root serves again within 10 s', { skip: skipRedis }, async (t) => {
   const redis = await startRedis(t);
   const cluster = await startCluster(t, 3, { redis });
