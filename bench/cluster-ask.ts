@@ -6,11 +6,9 @@
  *
  *   node --import tsx bench/cluster-ask.ts
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
-import { execSync } from 'node:child_process';
 import { WorkerPool } from 'svc/transports/worker';
 import { ProcessLinks } from '../cluster/link.ts';
+import { machine, percentile, save } from './lib.ts';
 
 const N = Number(process.env.SVC_BENCH_ASKS ?? 5000);
 const module = new URL('./fixtures/cluster-ask-worker.ts', import.meta.url);
@@ -39,8 +37,7 @@ async function measure(node: string): Promise<{ p50_us: number; p99_us: number; 
   const start = performance.now();
   const samples = ((await pinger.ask({ node, n: N }, 120_000)) as number[]).sort((a, b) => a - b);
   const seconds = (performance.now() - start) / 1000;
-  const at = (p: number) => Math.round(samples[Math.min(samples.length - 1, Math.floor((p / 100) * samples.length))] as number);
-  return { p50_us: at(50), p99_us: at(99), asks_per_second: Math.round(N / seconds) };
+  return { p50_us: Math.round(percentile(samples, 50)), p99_us: Math.round(percentile(samples, 99)), asks_per_second: Math.round(N / seconds) };
 }
 const results = { cross_thread: await measure('pa/w2'), cross_process: await measure('pb/w1') };
 const ratio = +(results.cross_process.p50_us / results.cross_thread.p50_us).toFixed(2);
@@ -48,14 +45,4 @@ console.table(results);
 console.log({ p50_cross_process_over_cross_thread: ratio });
 for (const p of Object.values(pools)) await p.close({ deadlineMs: 1000 });
 for (const l of Object.values(links)) await l.close();
-const commit = (() => {
-  try {
-    return execSync('git rev-parse --short HEAD', { encoding: 'utf8' }).trim();
-  } catch {
-    return 'unknown';
-  }
-})();
-mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-const out = new URL(`./results/cluster-ask-${commit}.json`, import.meta.url);
-writeFileSync(out, `${JSON.stringify({ date: new Date().toISOString(), commit, node: process.version, machine: { cpus: cpus().length, model: cpus()[0]?.model, memory_gb: Math.round(totalmem() / 2 ** 30) }, asks: N, results, p50_cross_process_over_cross_thread: ratio }, null, 2)}\n`);
-console.log(`written ${out.pathname}`);
+console.log(`written ${save('cluster-ask', { date: new Date().toISOString(), machine: machine(), asks: N, results, p50_cross_process_over_cross_thread: ratio })}`);

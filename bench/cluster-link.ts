@@ -7,20 +7,14 @@
  *
  *   node --import tsx bench/cluster-link.ts
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { cpus, totalmem } from 'node:os';
-import { execSync } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { ProcessLinks } from '../cluster/link.ts';
 import { startRedis } from '../test/helpers/redis.ts';
+import { machine, percentile, save } from './lib.ts';
 
 const ROUND_TRIPS = Number(process.env.SVC_BENCH_ROUND_TRIPS ?? 5000);
 const BATCHES = Number(process.env.SVC_BENCH_BATCHES ?? 100_000);
 const payload = new Uint8Array(256).fill(7);
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number;
-}
 
 interface Figures {
   rtt_p50_us: number;
@@ -113,17 +107,4 @@ const ratios = {
 };
 console.table(results);
 console.log(ratios);
-const commit = (() => {
-  try {
-    return execSync('git rev-parse --short HEAD', { encoding: 'utf8' }).trim();
-  } catch {
-    return 'unknown';
-  }
-})();
-mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-const out = new URL(`./results/cluster-link-${commit}.json`, import.meta.url);
-writeFileSync(
-  out,
-  `${JSON.stringify({ date: new Date().toISOString(), commit, node: process.version, machine: { cpus: cpus().length, model: cpus()[0]?.model, memory_gb: Math.round(totalmem() / 2 ** 30) }, round_trips: ROUND_TRIPS, batches: BATCHES, results, ratios }, null, 2)}\n`,
-);
-console.log(`written ${out.pathname}`);
+console.log(`written ${save('cluster-link', { date: new Date().toISOString(), machine: machine(), round_trips: ROUND_TRIPS, batches: BATCHES, results, ratios })}`);

@@ -14,7 +14,7 @@ export { Membership } from './membership.ts';
 export type { MemberRecord, MemberView, MembershipOptions } from './membership.ts';
 export { CLUSTER_ERRORS, clusterError } from './errors.ts';
 export type { ClusterErrorCode } from './errors.ts';
-export { redactUrl, openRedis, connectRedis, whenReady } from './redis.ts';
+export { redactUrl, openRedis, connectRedis } from './redis.ts';
 export type { OpenRedisOptions } from './redis.ts';
 export { RedisRateLimiter } from './rate-limit.ts';
 export type { RedisRateLimiterOptions } from './rate-limit.ts';

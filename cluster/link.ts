@@ -60,11 +60,6 @@ export interface ProcessLinksOptions {
   port?: number;
   /** Bytes from node `from` (another process) for node `to` (of this process). */
   onBytes(from: string, to: string, bytes: Uint8Array): void;
-  /**
-   * The connection to a peer failed or closed. `refused`: nothing listens at
-   * its address any more (its process is gone) — a strong hint, not proof.
-   */
-  onPeerTrouble?(processId: string, refused: boolean): void;
   onError?(message: string): void;
 }
 
@@ -204,17 +199,14 @@ class Peer {
     socket.on('data', (chunk: Buffer) => {
       if (!reader.push(chunk)) socket.destroy();
     });
-    let refused = false;
-    socket.on('error', (error: NodeJS.ErrnoException) => {
-      refused = error.code === 'ECONNREFUSED';
-    });
+    // A failed dial is retried below (with backoff) while the member is wanted; membership decides when it is gone.
+    socket.on('error', () => undefined);
     socket.on('close', () => {
       clearTimeout(handshake);
       if (this.socket !== socket) return;
       this.socket = undefined;
       this.ready = false;
       if (!this.wanted) return;
-      o.onPeerTrouble?.(this.id, refused);
       this.timer = setTimeout(() => this.dial(), this.backoffMs);
       this.backoffMs = Math.min(this.backoffMs * 2, 1000);
     });

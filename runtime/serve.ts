@@ -189,17 +189,19 @@ export function serveModules(options: ServeOptions): RuntimeModule[] {
   const fingerprint = appFingerprint(registry);
   if (boot.faux) return [{ name: 'control', start: () => void system.spawn(fromReceive((msg: HttpControl) => (msg.t === 'fingerprint' ? fingerprint : describe())), CONTROL_ACTOR) }];
   const thread = threadOf(system.nodeId);
+  // A cluster member's lease validity and readiness, written by the main thread (one view per thread).
+  const member = boot.cluster ? new MemberState(boot.cluster.state) : undefined;
   const writerOn = (path: string) => (boot.processWriters ? system.refFromAddress({ node: MAIN_THREAD, path: `/user/${path}` }) : undefined);
   return [
     logModule(thread, options.logDestination),
     busModule(system),
     storeModule(boot, writerOn(STORE_WRITER_ACTOR) as ActorRef<WriterMsg, unknown> | undefined),
-    graphModule(system, boot, registry, fingerprint, options.relay),
+    graphModule(system, boot, registry, fingerprint, options.relay, member),
     ...(boot.cluster ? [invalidationModule(system, boot.cluster)] : []),
     usersModule(boot, writerOn(USERS_WRITER_ACTOR) as ActorRef<UsersWriterMsg, unknown> | undefined),
     identityModule(system, boot, thread),
     hooksModule(boot, registry),
-    httpModule(system, boot, registry, routes),
+    httpModule(system, boot, registry, routes, member),
     websocketModule(system, boot, sockets),
     serverModule(boot, thread),
     controlModule(system, describe, fingerprint),
@@ -311,9 +313,8 @@ function storeModule(boot: ServeBoot, processWriter: ActorRef<WriterMsg, unknown
   };
 }
 
-function graphModule(system: ActorSystem, boot: ServeBoot, registry: Registry, fingerprint: string, relay: RelayTransport | undefined): RuntimeModule {
+function graphModule(system: ActorSystem, boot: ServeBoot, registry: Registry, fingerprint: string, relay: RelayTransport | undefined, member: MemberState | undefined): RuntimeModule {
   const server = boot.config['scale.server'];
-  const member = boot.cluster ? new MemberState(boot.cluster.state) : undefined;
   return {
     name: 'graph',
     async start(rt) {
@@ -457,9 +458,8 @@ function hooksModule(boot: ServeBoot, registry: Registry): RuntimeModule {
   };
 }
 
-function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, routes: EndpointRoute[]): RuntimeModule {
+function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, routes: EndpointRoute[], member: MemberState | undefined): RuntimeModule {
   const { config } = boot;
-  const member = boot.cluster ? new MemberState(boot.cluster.state) : undefined;
   let front: Front | undefined;
   return {
     name: 'http',

@@ -44,8 +44,6 @@ export class RelayTransport implements Transport {
   private readonly out = new Map<string, Frame[]>();
   private scheduled = false;
   private closed = false;
-  /** Watchers of the remote view (placement filters, the admin view). */
-  private readonly watchers = new Set<(nodes: readonly RemoteNode[]) => void>();
 
   constructor(
     readonly nodeId: string,
@@ -59,13 +57,6 @@ export class RelayTransport implements Transport {
   /** What the main thread said of a remote node. */
   remote(node: string): RemoteNode | undefined {
     return this.info.get(node);
-  }
-
-  /** Be told of every new remote view (after the kernel heard of it). */
-  watch(fn: (nodes: readonly RemoteNode[]) => void): () => void {
-    this.watchers.add(fn);
-    fn([...this.info.values()]);
-    return () => void this.watchers.delete(fn);
   }
 
   attach(handler: TransportHandler): void {
@@ -88,7 +79,6 @@ export class RelayTransport implements Transport {
     }
     for (const node of added) this.handler?.onNodeUp(node);
     for (const node of leaving) this.handler?.onNodeLeaving?.(node);
-    for (const fn of this.watchers) fn([...this.info.values()]);
   }
 
   send(node: string, frame: Frame): boolean {
