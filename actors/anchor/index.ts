@@ -6,7 +6,7 @@ export { Graph } from './graph.ts';
 export type { GraphOptions, SpawnOptions } from './graph.ts';
 export { Partition, reportJson } from './partition.ts';
 export type { PartitionMsg, WalkerResult, FunctionResult, RunReply, PartitionContext } from './partition.ts';
-export type { AnchorStore, StoredDoc, CommitBatch, Fence, QuarantineEntry, BodyForm } from './store.ts';
+export type { AnchorStore, StoredDoc, CommitBatch, Fence, QuarantineEntry, BodyForm, StoreStats } from './store.ts';
 export { CommitChain } from './store.ts';
 export { STORE_ERRORS, storeError } from './errors.ts';
 export type { StoreErrorCode } from './errors.ts';

@@ -140,4 +140,37 @@ export interface AnchorStore {
   /** Number of documents (quarantine excluded). */
   count(): Promise<number>;
   close(): Promise<void>;
+
+  // What the operator commands (`svc db`) need besides; every backend of its own implements them
+  // (a worker thread's forwarding view does not).
+
+  /**
+   * Documents in insertion order, after the cursor `after` (0: from the
+   * start), at most `limit`; `next` is the cursor to continue from (copies
+   * keep insertion order, so a node's edges come back in the same order).
+   */
+  scan?(after: number, limit: number): Promise<{ docs: StoredDoc[]; next: number }>;
+  /** Insert or replace documents exactly as given, versions unchecked (a copy's writes; idempotent, appended in the given order). */
+  putDocs?(docs: readonly StoredDoc[]): Promise<void>;
+  /** Insert or replace quarantine entries exactly as given. */
+  putQuarantine?(entries: readonly QuarantineEntry[]): Promise<void>;
+  /** Forget a quarantined document for good; false if there was none. */
+  dropQuarantined?(id: string): Promise<boolean>;
+  /** Figures for `svc db stats`: documents by kind and type, quarantine size, aliases, backend facts. */
+  stats?(): Promise<StoreStats>;
+}
+
+/** What `svc db stats` shows of an anchor store. */
+export interface StoreStats {
+  kind: string;
+  documents: number;
+  nodes: number;
+  edges: number;
+  roots: number;
+  /** Documents per `arch_type`. */
+  byType: Record<string, number>;
+  quarantined: number;
+  aliases: number;
+  /** Backend facts (file size, server version, …), free form. */
+  backend?: Record<string, unknown>;
 }

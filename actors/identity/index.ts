@@ -5,7 +5,7 @@ export type { Authenticated } from './authenticator.ts';
 export { JwtVerifier, isHmacAlgorithm, revoked } from './jwt.ts';
 export type { Claims, RevocationList, HmacAlgorithm } from './jwt.ts';
 export { normalize, userRecord, immediateUserExists } from './users-repository.ts';
-export type { UsersRepository, UserRecord, UserPatch, Identity, Role, Status, OneTimeToken, UsersPage, UsersPageOptions, ImmediateUserLookup } from './users-repository.ts';
+export type { UsersRepository, UserRecord, UserPatch, Identity, Role, Status, OneTimeToken, UsersPage, UsersPageOptions, ImmediateUserLookup, DeletedUser, GraphDrop } from './users-repository.ts';
 export { SqliteUsersRepository } from './sqlite-users.ts';
 export { ForwardingUsersRepository, serveUsersWriter, USERS_WRITER_ACTOR } from './users-writer.ts';
 export type { UsersWriterMsg } from './users-writer.ts';

@@ -158,6 +158,36 @@ export interface UsersRepository {
   takeOneTimeToken(hash: string, kind: OneTimeToken['kind']): Promise<OneTimeToken | undefined>;
 
   close(): Promise<void>;
+
+  // What `svc db copy` needs besides; every backend of its own implements them
+  // (a worker thread's forwarding view does not).
+
+  /** Users whole (identities included), by `user_id` ascending, after `after` ('' from the start), at most `limit`. */
+  scanUsers?(after: string, limit: number): Promise<UserRecord[]>;
+  /** Insert or replace users whole, exactly as given (a copy's writes; idempotent). */
+  putUsers?(users: readonly UserRecord[]): Promise<void>;
+  /** Every one-time token, used ones included. */
+  oneTimeTokens?(): Promise<OneTimeToken[]>;
+  /** Insert or replace one-time tokens exactly as given (their users must be there). */
+  putOneTimeTokens?(tokens: readonly OneTimeToken[]): Promise<void>;
+  /** Every remembered deletion. */
+  deletedUsers?(): Promise<DeletedUser[]>;
+  putDeletedUsers?(rows: readonly DeletedUser[]): Promise<void>;
+  /** Every pending graph drop. */
+  graphDrops?(): Promise<GraphDrop[]>;
+  putGraphDrops?(rows: readonly GraphDrop[]): Promise<void>;
+}
+
+/** A deleted user, remembered: its tokens from before `deleted_at` (the revocation mark, ms) are void and its id is never reused. */
+export interface DeletedUser {
+  user_id: string;
+  deleted_at: number;
+}
+
+/** The graph of a deleted user still to delete (`since`: the deletion, ms). */
+export interface GraphDrop {
+  root_id: string;
+  since: number;
 }
 
 /**

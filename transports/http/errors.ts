@@ -24,6 +24,7 @@ export const HTTP_ERRORS = {
   REQUEST_TIMEOUT: { status: 408, message: 'the request body did not arrive in time (the connection is closed)' },
   HEADERS_TOO_LARGE: { status: 431, message: 'the request headers are too large or too many' },
   NOT_IMPLEMENTED: { status: 501, message: 'the server does not know that method' },
+  STORE_UNAVAILABLE: { status: 503, message: 'the database cannot be reached right now; nothing was stored — retry' },
 } as const;
 
 export type HttpErrorCode = keyof typeof HTTP_ERRORS;
@@ -75,6 +76,7 @@ const MAPPED: Record<string, HttpErrorCode> = {
   SVC_ERR_WALKER_FAILED: 'EXECUTION_ERROR',
   SVC_ERR_CONFLICT: 'CONFLICT',
   SVC_ERR_ASK_TIMEOUT: 'TIMEOUT',
+  SVC_ERR_STORE_UNAVAILABLE: 'STORE_UNAVAILABLE',
 };
 
 /**

@@ -1,0 +1,128 @@
+/**
+ * A real PostgreSQL (Debian's `postgresql`) on a free loopback port, for one
+ * test file: a throwaway cluster made by `initdb` in a temporary folder,
+ * stopped and removed when the test ends. `initdb` refuses to run as root, so
+ * as root the server runs as the `postgres` user. Tests that need it and find
+ * no binary are skipped with a visible reason (`.ci/run` installs it).
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createServer } from 'node:net';
+import { once } from 'node:events';
+import pg from 'pg';
+
+function findBin(name: string): string | undefined {
+  const which = spawnSync('sh', ['-c', `command -v ${name} || ls /usr/lib/postgresql/*/bin/${name} 2>/dev/null | sort -V | tail -n 1`], { encoding: 'utf8' });
+  const found = which.stdout.trim().split('\n').filter(Boolean).pop();
+  return found || undefined;
+}
+
+const INITDB = findBin('initdb');
+const PG_CTL = findBin('pg_ctl');
+
+/** Why a PostgreSQL test is skipped, or false when it can run. */
+export const skipPostgres: string | false = INITDB && PG_CTL ? false : 'no PostgreSQL on this machine (apt-get install postgresql; .ci/run installs it)';
+
+/** The user the server runs as: `postgres` when we are root (initdb refuses root), else us. */
+function runAs(): { uid?: number; gid?: number } {
+  if (process.getuid?.() !== 0) return {};
+  const uid = Number(spawnSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).stdout.trim());
+  const gid = Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim());
+  if (!Number.isInteger(uid) || !Number.isInteger(gid)) throw new Error('running as root, and there is no postgres user to run PostgreSQL as');
+  return { uid, gid };
+}
+
+async function freePort(): Promise<number> {
+  const s = createServer();
+  s.listen(0, '127.0.0.1');
+  await once(s, 'listening');
+  const port = (s.address() as { port: number }).port;
+  await new Promise((r) => s.close(r));
+  return port;
+}
+
+function run(cmd: string, args: string[], as: { uid?: number; gid?: number }): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { ...as, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_ALL: 'C', LANG: 'C' } });
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${cmd} ${args.join(' ')} exited with ${code}: ${out}`))));
+  });
+}
+
+export interface PostgresServer {
+  port: number;
+  /** `postgres://postgres@127.0.0.1:<port>/postgres` (trust authentication on loopback). */
+  url: string;
+  /** A fresh, empty database on this server; its URL. */
+  database(name?: string): Promise<string>;
+  /** Stop it (fast shutdown: clients are disconnected, committed data stays). */
+  stop(): Promise<void>;
+  /** Stop it at once (immediate shutdown: like a crash; committed data stays). */
+  kill(): Promise<void>;
+  /** Start it again on the same port and data. */
+  start(): Promise<void>;
+  /** Run SQL as the superuser on a database of this server (default `postgres`). */
+  query(sql: string, values?: unknown[], url?: string): Promise<pg.QueryResult>;
+}
+
+let made = 0;
+
+/**
+ * @example
+ * const pgs = await startPostgres(t);        // stopped and removed when t ends
+ * const uri = await pgs.database();           // DOCDB_URI for a store under test
+ */
+export async function startPostgres(t?: { teardown(fn: () => unknown): void }): Promise<PostgresServer> {
+  if (!INITDB || !PG_CTL) throw new Error(skipPostgres as string);
+  const as = runAs();
+  const dir = mkdtempSync(join(tmpdir(), 'svc-pg-'));
+  if (as.uid !== undefined) chownSync(dir, as.uid, as.gid as number);
+  const data = join(dir, 'data');
+  const port = await freePort();
+  await run(INITDB, ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'], as);
+  // Loopback only; the socket in our folder; fsync off: the tests kill svc, never the machine.
+  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=200 -c log_min_messages=fatal`;
+  let running = false;
+  const start = async (): Promise<void> => {
+    await run(PG_CTL, ['-D', data, '-o', opts, '-l', join(dir, 'log'), '-w', '-t', '60', 'start'], as);
+    running = true;
+  };
+  const stopMode = async (mode: 'fast' | 'immediate'): Promise<void> => {
+    if (!running) return;
+    running = false;
+    await run(PG_CTL, ['-D', data, '-m', mode, '-w', '-t', '60', 'stop'], as);
+  };
+  await start();
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+  const query = async (sql: string, values?: unknown[], at = url): Promise<pg.QueryResult> => {
+    const client = new pg.Client({ connectionString: at });
+    await client.connect();
+    try {
+      return await client.query(sql, values);
+    } finally {
+      await client.end();
+    }
+  };
+  const server: PostgresServer = {
+    port,
+    url,
+    query,
+    database: async (name = `t${process.pid}_${++made}`) => {
+      await query(`CREATE DATABASE ${name}`);
+      return `postgres://postgres@127.0.0.1:${port}/${name}`;
+    },
+    stop: () => stopMode('fast'),
+    kill: () => stopMode('immediate'),
+    start,
+  };
+  t?.teardown(async () => {
+    await stopMode('immediate').catch(() => undefined);
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return server;
+}
