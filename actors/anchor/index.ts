@@ -20,3 +20,6 @@ export type { WriterMsg } from './store-writer.ts';
 export { SqliteStore, defaultStorePath } from './sqlite-store.ts';
 export type { SqliteStoreOptions } from './sqlite-store.ts';
 export { encode, decode } from './codec.ts';
+export { PgStore } from './pg-store.ts';
+export type { PgStoreOptions } from './pg-store.ts';
+export { PgPool, withSchemaLock, redactUri, isUnreachable } from './pg.ts';

@@ -4,7 +4,7 @@
  * as objects, as a document database takes them — and what comes back is a copy.
  */
 import { storeError } from './errors.ts';
-import type { AnchorStore, BodyForm, CommitBatch, QuarantineEntry, StoredDoc } from './store.ts';
+import type { AnchorStore, BodyForm, CommitBatch, QuarantineEntry, StoredDoc, StoreStats } from './store.ts';
 
 /**
  * @example
@@ -20,6 +20,9 @@ export class MemoryStore implements AnchorStore {
   private aliases_ = new Map<string, string>();
   /** Owner token per claimed root. */
   private owners = new Map<string, number>();
+  /** Insertion number of each document (the cursor of {@link scan}). */
+  private seqs = new Map<string, number>();
+  private lastSeq = 0;
   private closed = false;
 
   constructor(options: { bodyForm?: BodyForm } = {}) {
@@ -66,6 +69,7 @@ export class MemoryStore implements AnchorStore {
   }
 
   private put(doc: StoredDoc): void {
+    if (!this.docs.has(doc.id)) this.seqs.set(doc.id, ++this.lastSeq);
     this.unindex(doc.id);
     this.docs.set(doc.id, doc);
     for (const end of [doc.source, doc.target]) {
@@ -79,6 +83,7 @@ export class MemoryStore implements AnchorStore {
   private remove(id: string): void {
     this.unindex(id);
     this.docs.delete(id);
+    this.seqs.delete(id);
   }
 
   private unindex(id: string): void {
@@ -184,6 +189,62 @@ export class MemoryStore implements AnchorStore {
 
   async close(): Promise<void> {
     this.closed = true;
+  }
+
+  // What the operator commands (`svc db`) need besides.
+
+  async scan(after: number, limit: number): Promise<{ docs: StoredDoc[]; next: number }> {
+    this.check();
+    const docs: StoredDoc[] = [];
+    let next = after;
+    // The map keeps first-insertion order, and seqs grow along it.
+    for (const [id, doc] of this.docs) {
+      if (docs.length >= limit) break;
+      const seq = this.seqs.get(id) ?? 0;
+      if (seq <= after) continue;
+      docs.push(this.copy(doc));
+      next = seq;
+    }
+    return { docs, next };
+  }
+
+  async putDocs(docs: readonly StoredDoc[]): Promise<void> {
+    this.check();
+    const kept = docs.map((doc) => ({ ...doc, body: this.keep(doc.body) }));
+    for (const doc of kept) this.put(doc);
+  }
+
+  async putQuarantine(entries: readonly QuarantineEntry[]): Promise<void> {
+    this.check();
+    for (const entry of entries) this.quarantine_.set(entry.id, { ...entry, body: this.keep(entry.body) });
+  }
+
+  async dropQuarantined(id: string): Promise<boolean> {
+    this.check();
+    return this.quarantine_.delete(id);
+  }
+
+  async stats(): Promise<StoreStats> {
+    this.check();
+    const byType: Record<string, number> = {};
+    const roots = new Set<string>();
+    let nodes = 0;
+    for (const doc of this.docs.values()) {
+      byType[doc.arch_type] = (byType[doc.arch_type] ?? 0) + 1;
+      roots.add(doc.root);
+      if (doc.kind === 'node') nodes++;
+    }
+    return {
+      kind: this.kind,
+      documents: this.docs.size,
+      nodes,
+      edges: this.docs.size - nodes,
+      roots: roots.size,
+      byType,
+      quarantined: this.quarantine_.size,
+      aliases: this.aliases_.size,
+      backend: { body_form: this.bodyForm },
+    };
   }
 
   /** Test hook: put a raw document in place (to simulate old or corrupt data). */

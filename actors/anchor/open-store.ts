@@ -1,11 +1,12 @@
 /**
  * The anchor store chosen by configuration (`[scale.database] docdb_uri`):
  * backends registered by URI scheme, as emailers are by name. SQLite
- * (`sqlite:`, a file path, or nothing) and `memory:` are built in; a later
- * release registers `postgres://` and `mongodb://`.
+ * (`sqlite:`, a file path, or nothing), `memory:` and PostgreSQL
+ * (`postgres://`, `postgresql://`) are built in.
  */
 import type { ActorRef } from '../../kernel/index.ts';
 import { MemoryStore } from './memory-store.ts';
+import { PgStore } from './pg-store.ts';
 import { ForwardingStore, type WriterMsg } from './store-writer.ts';
 import { SqliteStore } from './sqlite-store.ts';
 import type { AnchorStore } from './store.ts';
@@ -26,6 +27,10 @@ export interface OpenAnchorStoreOptions {
    * writes to it.
    */
   processWriter?: ActorRef<WriterMsg, unknown>;
+  /** PostgreSQL: create the tables (default true; worker threads skip it, the main thread made them). */
+  createSchema?: boolean;
+  /** PostgreSQL: connections of this thread's pool (default 8). */
+  maxConnections?: number;
 }
 
 export type AnchorStoreFactory = (uri: StoreUri, options: OpenAnchorStoreOptions) => AnchorStore | Promise<AnchorStore>;
@@ -50,6 +55,10 @@ registerAnchorStore('sqlite', (uri, o) => {
   return SqliteStore.open(path, { synchronous: o.synchronous, busyTimeoutMs: o.busyTimeoutMs });
 });
 registerAnchorStore('memory', () => new MemoryStore());
+// Every thread has its own pool; the tables are made by whoever opens first (under a lock), unless told they exist.
+const postgres: AnchorStoreFactory = (uri, o) => PgStore.connect(uri.uri, { createSchema: o.createSchema !== false, maxConnections: o.maxConnections });
+registerAnchorStore('postgres', postgres);
+registerAnchorStore('postgresql', postgres);
 
 /**
  * Open the anchor store a URI names. An unknown scheme, or one whose backend

@@ -13,7 +13,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { SvcError } from '../../kernel/index.ts';
 import { storeError } from './errors.ts';
-import type { AnchorStore, CommitBatch, QuarantineEntry, StoredDoc } from './store.ts';
+import type { AnchorStore, CommitBatch, QuarantineEntry, StoredDoc, StoreStats } from './store.ts';
 
 export interface SqliteStoreOptions {
   /** `NORMAL` (default): durable across process crashes; `FULL`: across power loss. */
@@ -302,6 +302,98 @@ export class SqliteStore implements AnchorStore {
   async count(): Promise<number> {
     this.check();
     return (this.stmt.count.get() as { n: number }).n;
+  }
+
+  // What the operator commands (`svc db`) need besides.
+
+  /** Prepared on first use: the serving path never pays for them. */
+  private ops_: ReturnType<SqliteStore['prepareOps']> | undefined;
+
+  private get ops(): ReturnType<SqliteStore['prepareOps']> {
+    return (this.ops_ ??= this.prepareOps());
+  }
+
+  private prepareOps() {
+    const set = COLUMNS.split(', ').filter((c) => c !== 'id').map((c) => `${c} = excluded.${c}`).join(', ');
+    return {
+      scan: this.db.prepare(`SELECT seq, ${COLUMNS} FROM anchors WHERE seq > ? ORDER BY seq LIMIT ?`),
+      // An upsert that keeps the row (and its seq, so insertion order) when the id is there already.
+      putDoc: this.db.prepare(
+        `INSERT INTO anchors (${COLUMNS}) VALUES (@id, @root, @kind, @arch_module, @arch_type, @fingerprint, @format_version, @version, @source, @target, @body)
+         ON CONFLICT(id) DO UPDATE SET ${set}`,
+      ),
+      putQuarantine: this.db.prepare(
+        `INSERT OR REPLACE INTO anchors_quarantine (${COLUMNS}, reason, at)
+         VALUES (@id, @root, @kind, @arch_module, @arch_type, @fingerprint, @format_version, @version, @source, @target, @body, @reason, @at)`,
+      ),
+      byType: this.db.prepare('SELECT kind, arch_type, count(*) AS n FROM anchors GROUP BY kind, arch_type'),
+      roots: this.db.prepare('SELECT count(DISTINCT root) AS n FROM anchors'),
+      quarantineCount: this.db.prepare('SELECT count(*) AS n FROM anchors_quarantine'),
+      aliasCount: this.db.prepare('SELECT count(*) AS n FROM anchors_aliases'),
+    };
+  }
+
+  /** A document's row: absent edge ends as NULL, an object body as JSON text. */
+  private static row<D extends StoredDoc>(doc: D): D & { source: string | null; target: string | null; body: string } {
+    return { ...doc, source: doc.source ?? null, target: doc.target ?? null, body: typeof doc.body === 'string' ? doc.body : JSON.stringify(doc.body) };
+  }
+
+  async scan(after: number, limit: number): Promise<{ docs: StoredDoc[]; next: number }> {
+    this.check();
+    const rows = this.ops.scan.all(after, limit) as (StoredDoc & { seq: number })[];
+    const docs = rows.map(({ seq: _seq, ...doc }) => doc);
+    return { docs, next: rows.length > 0 ? (rows[rows.length - 1] as { seq: number }).seq : after };
+  }
+
+  async putDocs(docs: readonly StoredDoc[]): Promise<void> {
+    this.check();
+    const put = this.ops.putDoc;
+    this.db.transaction(() => {
+      for (const doc of docs) put.run(SqliteStore.row(doc));
+    })();
+  }
+
+  async putQuarantine(entries: readonly QuarantineEntry[]): Promise<void> {
+    this.check();
+    const put = this.ops.putQuarantine;
+    this.db.transaction(() => {
+      for (const entry of entries) put.run(SqliteStore.row(entry));
+    })();
+  }
+
+  async dropQuarantined(id: string): Promise<boolean> {
+    this.check();
+    return this.stmt.dropQuarantine.run(id).changes === 1;
+  }
+
+  async stats(): Promise<StoreStats> {
+    this.check();
+    // One read transaction: the figures agree with one another.
+    return this.db.transaction(() => {
+      const byType: Record<string, number> = {};
+      let documents = 0;
+      let nodes = 0;
+      let edges = 0;
+      for (const r of this.ops.byType.all() as { kind: string; arch_type: string; n: number }[]) {
+        byType[r.arch_type] = (byType[r.arch_type] ?? 0) + r.n;
+        documents += r.n;
+        if (r.kind === 'node') nodes += r.n;
+        else if (r.kind === 'edge') edges += r.n;
+      }
+      const pageSize = this.db.pragma('page_size', { simple: true }) as number;
+      const pages = this.db.pragma('page_count', { simple: true }) as number;
+      return {
+        kind: this.kind,
+        documents,
+        nodes,
+        edges,
+        roots: (this.ops.roots.get() as { n: number }).n,
+        byType,
+        quarantined: (this.ops.quarantineCount.get() as { n: number }).n,
+        aliases: (this.ops.aliasCount.get() as { n: number }).n,
+        backend: { path: this.path, bytes: pageSize * pages, journal_mode: this.db.pragma('journal_mode', { simple: true }) },
+      };
+    })();
   }
 
   /** Flush what is pending, then close. */

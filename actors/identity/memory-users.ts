@@ -7,6 +7,8 @@
 import { storeError } from '../anchor/index.ts';
 import { identityError } from './errors.ts';
 import {
+  type DeletedUser,
+  type GraphDrop,
   type Identity,
   type ImmediateUserLookup,
   normalize,
@@ -239,6 +241,72 @@ export class MemoryUsersRepository implements UsersRepository, ImmediateUserLook
     if (!token) return undefined;
     token.used_at = now;
     return { ...token };
+  }
+
+  // What `svc db copy` needs besides.
+
+  async scanUsers(after: string, limit: number): Promise<UserRecord[]> {
+    this.check();
+    const ids = [...this.users.keys()].filter((id) => id > after).sort();
+    return ids.slice(0, Math.max(limit, 0)).map((id) => structuredClone(this.users.get(id) as UserRecord));
+  }
+
+  async putUsers(users: readonly UserRecord[]): Promise<void> {
+    this.check();
+    // Checked whole first: all of them or none, as SQLite's transaction.
+    const claims = new Map<string, string>();
+    for (const user of users) {
+      for (const id of user.identities) {
+        const key = identityKey(id);
+        const holder = claims.get(key) ?? this.taken.get(key);
+        if (holder !== undefined && holder !== user.user_id && !users.some((u) => u.user_id === holder && !u.identities.some((i) => identityKey(i) === key))) {
+          throw identityError('IDENTITY_TAKEN');
+        }
+        claims.set(key, user.user_id);
+      }
+    }
+    for (const user of users) {
+      const old = this.users.get(user.user_id);
+      for (const id of old?.identities ?? []) if (this.taken.get(identityKey(id)) === user.user_id) this.taken.delete(identityKey(id));
+      const record = structuredClone(user);
+      record.identities = user.identities.map(stored);
+      this.users.set(user.user_id, record);
+      for (const id of record.identities) this.taken.set(identityKey(id), user.user_id);
+    }
+  }
+
+  async oneTimeTokens(): Promise<OneTimeToken[]> {
+    this.check();
+    return [...this.tokens.values()].map((t) => ({ ...t }));
+  }
+
+  async putOneTimeTokens(tokens: readonly OneTimeToken[]): Promise<void> {
+    this.check();
+    if (tokens.some((t) => !this.users.has(t.user_id))) throw storeError('SVC_ERR_STORE', 'a one-time token of a user that is not there cannot be kept');
+    for (const t of tokens) this.tokens.set(t.token_hash, { token_hash: t.token_hash, user_id: t.user_id, kind: t.kind, identity: t.identity, expires_at: t.expires_at, used_at: t.used_at ?? null });
+  }
+
+  async deletedUsers(): Promise<DeletedUser[]> {
+    this.check();
+    return [...this.deleted].map(([user_id, deleted_at]) => ({ user_id, deleted_at }));
+  }
+
+  async putDeletedUsers(rows: readonly DeletedUser[]): Promise<void> {
+    this.check();
+    for (const r of rows) this.deleted.set(r.user_id, r.deleted_at);
+  }
+
+  async graphDrops(): Promise<GraphDrop[]> {
+    this.check();
+    return [...this.drops].sort((a, b) => a[1] - b[1]).map(([root_id, since]) => ({ root_id, since }));
+  }
+
+  async putGraphDrops(rows: readonly GraphDrop[]): Promise<void> {
+    this.check();
+    for (const r of rows) {
+      this.drops.delete(r.root_id);
+      this.drops.set(r.root_id, r.since);
+    }
   }
 
   async close(): Promise<void> {

@@ -13,6 +13,8 @@ import { dirname } from 'node:path';
 import { storeError } from '../anchor/index.ts';
 import { identityError } from './errors.ts';
 import {
+  type DeletedUser,
+  type GraphDrop,
   type Identity,
   type ImmediateUserLookup,
   normalize,
@@ -353,6 +355,109 @@ export class SqliteUsersRepository implements UsersRepository, ImmediateUserLook
   async takeOneTimeToken(hash: string, kind: OneTimeToken['kind']): Promise<OneTimeToken | undefined> {
     this.check();
     return this.q.takeToken.get({ hash, kind, now: Date.now() }) as OneTimeToken | undefined;
+  }
+
+  // What `svc db copy` needs besides.
+
+  /** Prepared on first use: the serving path never pays for them. */
+  private ops_: ReturnType<SqliteUsersRepository['prepareOps']> | undefined;
+
+  private get ops(): ReturnType<SqliteUsersRepository['prepareOps']> {
+    return (this.ops_ ??= this.prepareOps());
+  }
+
+  private prepareOps() {
+    return {
+      scanUsers: this.db.prepare('SELECT * FROM users WHERE user_id > ? ORDER BY user_id LIMIT ?'),
+      // An upsert, not INSERT OR REPLACE: replacing the row would cascade to the user's one-time tokens.
+      putUser: this.db.prepare(
+        `INSERT INTO users (user_id, status, role, root_id, profile, created_at, updated_at, must_change_password, tokens_valid_after, protected, password_hash)
+         VALUES (@user_id, @status, @role, @root_id, @profile, @created_at, @updated_at, @must_change_password, @tokens_valid_after, @protected, @password_hash)
+         ON CONFLICT(user_id) DO UPDATE SET status = excluded.status, role = excluded.role, root_id = excluded.root_id, profile = excluded.profile,
+           created_at = excluded.created_at, updated_at = excluded.updated_at, must_change_password = excluded.must_change_password,
+           tokens_valid_after = excluded.tokens_valid_after, protected = excluded.protected, password_hash = excluded.password_hash`,
+      ),
+      dropIdentities: this.db.prepare('DELETE FROM identities WHERE user_id = ?'),
+      tokens: this.db.prepare('SELECT * FROM one_time_tokens ORDER BY token_hash'),
+      putToken: this.db.prepare(
+        `INSERT INTO one_time_tokens (token_hash, user_id, kind, identity, expires_at, used_at) VALUES (@token_hash, @user_id, @kind, @identity, @expires_at, @used_at)
+         ON CONFLICT(token_hash) DO UPDATE SET user_id = excluded.user_id, kind = excluded.kind, identity = excluded.identity,
+           expires_at = excluded.expires_at, used_at = excluded.used_at`,
+      ),
+      deleted: this.db.prepare('SELECT user_id, deleted_at FROM deleted_users ORDER BY user_id'),
+      drops: this.db.prepare('SELECT root_id, since FROM pending_graph_drops ORDER BY since, root_id'),
+    };
+  }
+
+  async scanUsers(after: string, limit: number): Promise<UserRecord[]> {
+    this.check();
+    return this.db.transaction(() => (this.ops.scanUsers.all(after, limit) as UserRow[]).map((r) => this.record(r) as UserRecord))();
+  }
+
+  async putUsers(users: readonly UserRecord[]): Promise<void> {
+    this.check();
+    const ops = this.ops;
+    try {
+      this.db.transaction(() => {
+        for (const user of users) {
+          ops.putUser.run({
+            user_id: user.user_id,
+            status: user.status,
+            role: user.role,
+            root_id: user.root_id,
+            profile: JSON.stringify(user.profile),
+            created_at: user.created_at,
+            updated_at: user.updated_at,
+            must_change_password: user.must_change_password ? 1 : 0,
+            tokens_valid_after: user.tokens_valid_after,
+            protected: user.protected ? 1 : 0,
+            password_hash: user.password_hash,
+          });
+          ops.dropIdentities.run(user.user_id);
+          for (const id of user.identities) this.insertIdentity(user.user_id, id);
+        }
+      })();
+    } catch (error) {
+      if (isUnique(error)) throw identityError('IDENTITY_TAKEN');
+      throw error;
+    }
+  }
+
+  async oneTimeTokens(): Promise<OneTimeToken[]> {
+    this.check();
+    return this.ops.tokens.all() as OneTimeToken[];
+  }
+
+  async putOneTimeTokens(tokens: readonly OneTimeToken[]): Promise<void> {
+    this.check();
+    const put = this.ops.putToken;
+    this.db.transaction(() => {
+      for (const token of tokens) put.run({ ...token, used_at: token.used_at ?? null });
+    })();
+  }
+
+  async deletedUsers(): Promise<DeletedUser[]> {
+    this.check();
+    return this.ops.deleted.all() as DeletedUser[];
+  }
+
+  async putDeletedUsers(rows: readonly DeletedUser[]): Promise<void> {
+    this.check();
+    this.db.transaction(() => {
+      for (const r of rows) this.q.remember.run(r.user_id, r.deleted_at);
+    })();
+  }
+
+  async graphDrops(): Promise<GraphDrop[]> {
+    this.check();
+    return this.ops.drops.all() as GraphDrop[];
+  }
+
+  async putGraphDrops(rows: readonly GraphDrop[]): Promise<void> {
+    this.check();
+    this.db.transaction(() => {
+      for (const r of rows) this.q.pendDrop.run(r.root_id, r.since);
+    })();
   }
 
   async close(): Promise<void> {

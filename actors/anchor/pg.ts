@@ -1,0 +1,215 @@
+/**
+ * What the PostgreSQL backends share (the anchor store here, the users
+ * repository in identity): a connection pool that never crashes the process
+ * on a dropped connection, errors sorted into "the database is unreachable"
+ * (`SVC_ERR_STORE_UNAVAILABLE`, 503) and the rest (`SVC_ERR_STORE`), and a
+ * health watch: once the database is unreachable, calls fail at once instead
+ * of piling up, while a probe retries with backoff until it answers again.
+ *
+ * Driver: `pg` (node-postgres). Measured against `postgres` on the calls the
+ * store makes (bench/pg-driver.ts): within a few percent on point reads and
+ * one-row transactions; the store's group commit sends one statement per
+ * flush, so pipelining (postgres' advantage) buys nothing here, and pg's
+ * pool events, named prepared statements and type overrides are what the
+ * store needs.
+ */
+import pg from 'pg';
+import { SvcError } from '../../kernel/index.ts';
+import { storeError } from './errors.ts';
+
+/** int8 and numeric as JS numbers (versions, tokens, sequence numbers stay far below 2^53). */
+const TYPES = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === 20 || oid === 1700) return (v: string) => Number(v);
+    return pg.types.getTypeParser(oid, format as 'text');
+  },
+};
+
+/** The URI with its password (and any password parameter) hidden: the only form a log or message gets. */
+export function redactUri(uri: string): string {
+  try {
+    const u = new URL(uri);
+    if (u.password) u.password = '***';
+    for (const key of [...u.searchParams.keys()]) if (/pass|secret|key/i.test(key)) u.searchParams.set(key, '***');
+    return u.toString();
+  } catch {
+    return '<unparsable database URI>';
+  }
+}
+
+const UNREACHABLE_SQLSTATE = /^(08|57P0|53300|53400|3D000)/;
+
+/** Whether an error says the database cannot be reached (rather than refusing this statement). */
+export function isUnreachable(error: unknown): boolean {
+  if (error instanceof SvcError) return error.code === 'SVC_ERR_STORE_UNAVAILABLE';
+  const e = error as { code?: unknown; message?: unknown };
+  if (typeof e?.code === 'string') {
+    if (/^[0-9A-Z]{5}$/.test(e.code)) return UNREACHABLE_SQLSTATE.test(e.code);
+    return true; // ECONNREFUSED, ECONNRESET, ETIMEDOUT, EPIPE, ENOTFOUND, …
+  }
+  const message = typeof e?.message === 'string' ? e.message : '';
+  return /connection|terminated|timeout|not queryable|ECONN/i.test(message);
+}
+
+export interface PgHealthEvents {
+  /** The database stopped answering (once per outage). */
+  onDown?: (error: unknown) => void;
+  /** It answers again. */
+  onUp?: () => void;
+}
+
+/**
+ * A pool with health: `run` sends a query (or a transaction) and sorts its
+ * failure; while the database is down every call fails at once with
+ * `SVC_ERR_STORE_UNAVAILABLE`, and a probe (`SELECT 1`, 100 ms doubling to
+ * 2 s) brings it back.
+ *
+ * @example
+ * const db = PgPool.open(uri, { max: 8 });
+ * await db.connectOrThrow();
+ * const { rows } = await db.run((c) => c.query('SELECT 1 AS one'));
+ */
+export class PgPool {
+  readonly pool: pg.Pool;
+  private down: unknown = undefined;
+  private probing: NodeJS.Timeout | undefined;
+  private closed = false;
+  private readonly listeners = new Set<PgHealthEvents>();
+
+  private constructor(
+    readonly uri: string,
+    options: { max?: number; application?: string },
+  ) {
+    this.pool = new pg.Pool({
+      connectionString: uri,
+      max: options.max ?? 8,
+      connectionTimeoutMillis: 3_000,
+      idleTimeoutMillis: 30_000,
+      query_timeout: 60_000,
+      application_name: options.application ?? 'svc',
+      types: TYPES,
+    });
+    // An idle connection the server dropped: the next query opens another. Never an unhandled 'error'.
+    this.pool.on('error', (error) => this.markDown(error));
+  }
+
+  static open(uri: string, options: { max?: number; application?: string } = {}): PgPool {
+    return new PgPool(uri, options);
+  }
+
+  /** Whether the database answered the last call. */
+  get healthy(): boolean {
+    return this.down === undefined && !this.closed;
+  }
+
+  /** Be told when the database goes and comes back. Returns a function that stops telling. */
+  watch(events: PgHealthEvents): () => void {
+    this.listeners.add(events);
+    return () => this.listeners.delete(events);
+  }
+
+  /** Connect once, or reject with one clear `SVC_ERR_STORE_UNAVAILABLE` naming the server (never its password). */
+  async connectOrThrow(): Promise<void> {
+    try {
+      const client = await this.pool.connect();
+      client.release();
+    } catch (error) {
+      throw storeError('SVC_ERR_STORE_UNAVAILABLE', `cannot reach PostgreSQL at ${redactUri(this.uri)}: ${describe(error)}`, { cause: error });
+    }
+  }
+
+  /**
+   * Run `work` on a pooled connection. Failures: unreachable →
+   * `SVC_ERR_STORE_UNAVAILABLE` (and the pool is marked down); an
+   * `SvcError` as it is; anything else → `SVC_ERR_STORE` with `what`.
+   */
+  async run<T>(work: (client: pg.PoolClient) => Promise<T>, what = 'query'): Promise<T> {
+    if (this.closed) throw storeError('SVC_ERR_STORE', 'the store is closed');
+    if (this.down !== undefined) throw storeError('SVC_ERR_STORE_UNAVAILABLE');
+    let client: pg.PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (error) {
+      if (this.closed) throw storeError('SVC_ERR_STORE', 'the store is closed');
+      this.markDown(error);
+      throw storeError('SVC_ERR_STORE_UNAVAILABLE', undefined, { cause: error });
+    }
+    let broken: unknown = undefined;
+    try {
+      return await work(client);
+    } catch (error) {
+      if (error instanceof SvcError) throw error;
+      if (isUnreachable(error)) {
+        broken = error;
+        this.markDown(error);
+        throw storeError('SVC_ERR_STORE_UNAVAILABLE', undefined, { cause: error });
+      }
+      throw storeError('SVC_ERR_STORE', `${what} failed: ${describe(error)}`, { cause: error });
+    } finally {
+      // A connection that failed mid-way is not given back for reuse.
+      client.release(broken === undefined ? undefined : (broken as Error));
+    }
+  }
+
+  /** `work` inside BEGIN … COMMIT (rolled back when it throws). */
+  transaction<T>(work: (client: pg.PoolClient) => Promise<T>, what = 'transaction'): Promise<T> {
+    return this.run(async (client) => {
+      await client.query('BEGIN');
+      try {
+        const out = await work(client);
+        await client.query('COMMIT');
+        return out;
+      } catch (error) {
+        await client.query('ROLLBACK').catch(() => undefined);
+        throw error;
+      }
+    }, what);
+  }
+
+  private markDown(error: unknown): void {
+    if (this.closed || this.down !== undefined) return;
+    if (!isUnreachable(error)) return;
+    this.down = error;
+    for (const l of this.listeners) l.onDown?.(error);
+    this.probe(100);
+  }
+
+  private probe(delayMs: number): void {
+    this.probing = setTimeout(() => {
+      this.probing = undefined;
+      if (this.closed) return;
+      this.pool.query('SELECT 1').then(
+        () => {
+          if (this.closed) return;
+          this.down = undefined;
+          for (const l of this.listeners) l.onUp?.();
+        },
+        () => this.probe(Math.min(delayMs * 2, 2_000)),
+      );
+    }, delayMs);
+    this.probing.unref();
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.probing) clearTimeout(this.probing);
+    this.listeners.clear();
+    await this.pool.end().catch(() => undefined);
+  }
+}
+
+/** Schema changes one process at a time (a transaction-scoped advisory lock), so members starting together do not collide. */
+export async function withSchemaLock(db: PgPool, work: (client: pg.PoolClient) => Promise<void>): Promise<void> {
+  await db.transaction(async (client) => {
+    await client.query("SELECT pg_advisory_xact_lock(hashtext('svc schema'))");
+    await work(client);
+  }, 'creating the tables');
+}
+
+/** An error's message and code, without anything that could hold a credential. */
+function describe(error: unknown): string {
+  const e = error as { code?: unknown; message?: unknown };
+  const message = typeof e?.message === 'string' ? e.message : String(error);
+  return typeof e?.code === 'string' && !message.includes(e.code) ? `${message} (${e.code})` : message;
+}

@@ -1,0 +1,42 @@
+// The PostgreSQL anchor store: the conformance suite every store passes, on a real server.
+import t from 'tap';
+import { openAnchorStore, PgStore } from 'svc/actors/anchor';
+import { storeConformance } from '../../helpers/store-conformance.ts';
+import { skipPostgres, startPostgres } from '../../helpers/postgres.ts';
+
+t.setTimeout(300_000);
+
+if (skipPostgres) {
+  t.comment(`SKIPPED LOUDLY: ${skipPostgres}`);
+  t.pass(`skipped: ${skipPostgres}`);
+} else {
+  const server = await startPostgres(t);
+
+  t.test('conformance (a fresh database per store)', async (t) => {
+    storeConformance(t, async () => PgStore.connect(await server.database()));
+  });
+
+  t.test('opened by DOCDB_URI (postgres:// and postgresql://), tables made once, a second opener finds them', async (t) => {
+    const uri = await server.database();
+    const a = await openAnchorStore(uri);
+    const b = await openAnchorStore(uri.replace('postgres://', 'postgresql://'));
+    t.teardown(async () => {
+      await a.close();
+      await b.close();
+    });
+    t.equal(a.kind, 'postgres');
+    t.equal(await b.count(), 0);
+    const tables = await server.query("SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY 1", [], uri);
+    t.same(tables.rows.map((r) => r.table_name), ['anchor_owners', 'anchors', 'anchors_aliases', 'anchors_quarantine']);
+    const body = await server.query("SELECT data_type FROM information_schema.columns WHERE table_name = 'anchors' AND column_name = 'body'", [], uri);
+    t.equal(body.rows[0]?.data_type, 'jsonb', 'bodies are JSONB');
+  });
+
+  t.test('an unreachable server: one clear error naming the host, never the password', async (t) => {
+    const uri = `postgres://svc:hunter2secret@127.0.0.1:${server.port + 1}/nope`;
+    const error = await PgStore.connect(uri).then(() => undefined, (e: unknown) => e as { code: string; message: string });
+    t.equal(error?.code, 'SVC_ERR_STORE_UNAVAILABLE');
+    t.match(error?.message, /127\.0\.0\.1/);
+    t.notMatch(error?.message, /hunter2secret/);
+  });
+}
