@@ -43,7 +43,7 @@ try {
   results.postgres!.read = await timed('postgres: point read', N, (i) => sql`SELECT id, body::text FROM docs WHERE id = ${`b${i}`}`);
   const batch = (p: string, i: number) => JSON.stringify(Array.from({ length: 16 }, (_, k) => ({ id: `${p}${i}-${k}`, body: JSON.parse(body) })));
   results.pg!.batch16 = 16 * await timed('pg: 16-document JSON batch (docs/s ÷16)', N / 8, (i) => pool.query({ name: 'batch', text: 'SELECT put_many($1::jsonb)', values: [batch('c', i)] }));
-  results.postgres!.batch16 = 16 * await timed('postgres: 16-document JSON batch (docs/s ÷16)', N / 8, (i) => sql.unsafe('SELECT put_many($1::jsonb)', [batch('d', i)], { prepare: true }));
+  results.postgres!.batch16 = 16 * await timed('postgres: 16-document JSON batch (docs/s ÷16)', N / 8, (i) => sql.unsafe('SELECT put_many($1::text::jsonb)', [batch('d', i)], { prepare: true }));
   await pool.end();
   await sql.end();
   save('pg-driver', { machine: machine(), n: N, concurrency: CONC, results });

@@ -24,6 +24,8 @@ import {
   createEmailer,
   IdentityService,
   immediateUserExists,
+  type ImmediateUserLookup,
+  KnownUsers,
   JwtVerifier,
   openUsersRepository,
   HASHER_ACTOR,
@@ -89,6 +91,8 @@ export interface ServeBoot {
   replacement?: boolean;
   /** A member of a cluster (`KV_URL` set). */
   cluster?: ServeCluster;
+  /** The shared database's tables exist (the main thread made them): this thread only connects. */
+  schemaReady?: boolean;
 }
 
 /** What a worker thread of a cluster member is told of its cluster. */
@@ -306,7 +310,13 @@ function storeModule(boot: ServeBoot, processWriter: ActorRef<WriterMsg, unknown
       const db = boot.config['scale.database'];
       store = rt.provide(
         'store',
-        await openAnchorStore(db.docdb_uri, { path: boot.storePath, baseDir: boot.projectRoot, synchronous: db.synchronous as 'NORMAL' | 'FULL', processWriter }),
+        await openAnchorStore(db.docdb_uri, {
+          path: boot.storePath,
+          baseDir: boot.projectRoot,
+          synchronous: db.synchronous as 'NORMAL' | 'FULL',
+          processWriter,
+          createSchema: boot.schemaReady !== true,
+        }),
       );
     },
     close: () => store?.close(),
@@ -345,7 +355,10 @@ function usersModule(boot: ServeBoot, processWriter: ActorRef<UsersWriterMsg, un
   return {
     name: 'users',
     async start(rt) {
-      users = rt.provide('users', await openUsersRepository(boot.config['scale.database'].docdb_uri, { path: boot.usersPath, baseDir: boot.projectRoot, processWriter }));
+      users = rt.provide(
+        'users',
+        await openUsersRepository(boot.config['scale.database'].docdb_uri, { path: boot.usersPath, baseDir: boot.projectRoot, processWriter, createSchema: boot.schemaReady !== true }),
+      );
     },
     close: () => users?.close(),
   };
@@ -385,6 +398,8 @@ function identityModule(system: ActorSystem, boot: ServeBoot, thread: string): R
       }
       const mail = await createEmailer({ ...config['scale.emailer'], smtp: config['scale.emailer.smtp'] }, boot.projectRoot);
       if ('disabled' in mail && config['scale.emailer'].provider) log.error({ reason: mail.disabled }, 'email disabled');
+      // A shared database answers "does this user exist" asynchronously: the transports learn it before verifying.
+      const known = typeof (users as Partial<ImmediateUserLookup>).existsNow === 'function' ? undefined : new KnownUsers((userId) => users.exists(userId));
       const jwt = new JwtVerifier({
         secret: boot.jwtSecret,
         algorithm: config['scale.jwt'].algorithm as 'HS256',
@@ -392,9 +407,9 @@ function identityModule(system: ActorSystem, boot: ServeBoot, thread: string): R
         maxTokenDays: config['scale.jwt'].max_token_days,
         maxAdminHours: config['scale.admin'].session_expiry_hours,
         // A token of a user that never existed runs nothing (asked once per token; deletions are revocations).
-        userExists: immediateUserExists(users),
+        userExists: known ? (userId) => known.now(userId) : immediateUserExists(users),
       });
-      rt.provide('auth', new Authenticator(jwt));
+      rt.provide('auth', new Authenticator(jwt, known));
       // Password hashing runs on the main thread's pool (in one thread: this system serves the hasher itself).
       const passwords = new Passwords(new RemoteHasher(system, system.lookup(HASHER_ACTOR) ? system.nodeId : MAIN_THREAD));
       passwords.warm();
@@ -502,13 +517,19 @@ function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, ro
           suppressHealthLogs: config['scale.server'].suppress_health_check_logs,
           onError: (error, requestId) => log.error({ err: error, req_id: requestId }, 'request failed'),
           clientAddresses: new ClientAddresses(config['scale.server'].trusted_proxies, config['scale.server'].trusted_proxy_header as ForwardingHeader),
-          ...(member ? { readiness: () => member.readiness() } : {}),
+          readiness: () => member?.readiness() ?? storeReadiness(rt.need<AnchorStore>('store'), rt.need<UsersRepository>('users')),
         }),
       );
     },
     // Readiness turns false first: load balancers stop sending while the rest drains.
     drain: () => front?.startDraining(),
   };
+}
+
+/** Why the shared database makes this thread unready (it cannot be reached), or undefined. */
+function storeReadiness(store: AnchorStore, users: UsersRepository): string | undefined {
+  const healthy = (x: unknown) => (x as { healthy?: boolean }).healthy !== false;
+  return healthy(store) && healthy(users) ? undefined : 'the database cannot be reached';
 }
 
 const PARTITIONS_TOPIC = 'cluster.partitions';
@@ -556,7 +577,7 @@ function websocketModule(system: ActorSystem, boot: ServeBoot, sockets: WsRoute[
           bus: rt.need<Broadcast>('bus'),
           routes: sockets,
           guest: { rootId: Root.SHARED_ID },
-          auth: { verify: (token) => auth.authenticate(token) },
+          auth: { verify: (token) => auth.authenticate(token), prepare: (token) => auth.prepare(token), asynchronous: auth.learnsUsers },
           hooks: rt.need<HookDispatcher>('hooks'),
           run: async (walker, fields, caller) => (await graph.spawnJson(walker, fields, { caller, timeoutMs: askTimeoutMs(boot) })).json,
           errorOf: (error) => {

@@ -147,6 +147,17 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
       this.halted = this.context.guard();
       if (this.halted !== undefined) return;
     }
+    try {
+      await this.load();
+    } catch (error) {
+      // The database cannot be reached: every message is answered so (503, retry), and the next one activates afresh.
+      if (!hasCode(error, 'SVC_ERR_STORE_UNAVAILABLE')) throw error;
+      this.halted = error as SvcError;
+    }
+  }
+
+  /** Claim the root (fenced graphs), load it, and store it when it is new. */
+  private async load(): Promise<void> {
     if (this.context.fenced) {
       // Claim first, then load: a batch of the previous owner is refused from the claim on, so what loads next is final.
       const claim = this.context.store.claim?.bind(this.context.store);
@@ -262,7 +273,8 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
       (error: unknown) => {
         this.settle(changes);
         // Another process owns the root now: this memory is stale for good, a restart would only claim it back.
-        if (hasCode(error, 'SVC_ERR_FENCED')) void this.halt(error as SvcError);
+        // The database went away: whether the batch landed is unknown, so this memory is dropped, not trusted; the next message reloads.
+        if (hasCode(error, 'SVC_ERR_FENCED') || hasCode(error, 'SVC_ERR_STORE_UNAVAILABLE')) void this.halt(error as SvcError);
         else this.poison(error);
         throw asCallerError(error);
       },
@@ -380,6 +392,7 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     try {
       docs = await this.context.store.get(ids);
     } catch (error) {
+      if (hasCode(error, 'SVC_ERR_STORE_UNAVAILABLE')) throw error;
       throw storeError('SVC_ERR_STORE', `loading anchors failed: ${(error as Error).message}`, { cause: error });
     }
     for (const doc of docs) {
@@ -394,6 +407,7 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     try {
       docs = await this.context.store.edges(nodeId);
     } catch (error) {
+      if (hasCode(error, 'SVC_ERR_STORE_UNAVAILABLE')) throw error;
       throw storeError('SVC_ERR_STORE', `loading edges failed: ${(error as Error).message}`, { cause: error });
     }
     const out: Anchor[] = [];

@@ -92,6 +92,7 @@ export class CommitChain {
    */
   refusal(): SvcError {
     if (this.broken?.code === 'SVC_ERR_FENCED') return storeError('SVC_ERR_FENCED');
+    if (this.broken?.code === 'SVC_ERR_STORE_UNAVAILABLE') return storeError('SVC_ERR_STORE_UNAVAILABLE');
     return storeError('SVC_ERR_CONFLICT', 'an earlier change of this graph failed to commit and this run may have read it; nothing of this run was stored — retry');
   }
 }

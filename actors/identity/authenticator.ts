@@ -7,7 +7,8 @@
  * the token; expiry and revocation are still checked on every call.
  */
 import type { Caller } from '../walker/index.ts';
-import type { Claims, JwtVerifier } from './jwt.ts';
+import { type Claims, type JwtVerifier, UserLookupNeeded } from './jwt.ts';
+import type { KnownUsers } from './known-users.ts';
 import { rootIdFor } from './root-id.ts';
 
 /** What a good token says about its holder. */
@@ -51,7 +52,41 @@ export class Authenticator {
    */
   private readonly known = new WeakMap<Claims, Authenticated>();
 
-  constructor(readonly jwt: JwtVerifier) {}
+  /**
+   * @param known users learnt from a repository that answers asynchronously
+   *   (the verifier's `userExists` reads it): transports call {@link prepare}
+   *   before {@link authenticate}.
+   */
+  constructor(
+    readonly jwt: JwtVerifier,
+    private readonly users?: KnownUsers,
+  ) {}
+
+  /**
+   * Make {@link authenticate} able to answer for this token: undefined when it
+   * can already (always, with an embedded users repository), else a promise
+   * that settles once the token's user is known (rejecting when the
+   * repository cannot be asked). A bad token is left for `authenticate` to refuse.
+   *
+   * @example
+   * const wait = auth.prepare(token);
+   * if (wait) await wait;
+   * const who = auth.authenticate(token);
+   */
+  /** Whether {@link prepare} may have to wait. */
+  get learnsUsers(): boolean {
+    return this.users !== undefined;
+  }
+
+  prepare(token: string): Promise<void> | undefined {
+    if (!this.users) return undefined;
+    try {
+      this.jwt.verify(token);
+      return undefined;
+    } catch (error) {
+      return error instanceof UserLookupNeeded ? this.users.learn(error.userId) : undefined;
+    }
+  }
 
   /** The holder of a good token; throws an `UNAUTHORIZED` SvcError otherwise. */
   authenticate(token: string): Authenticated {

@@ -2,7 +2,8 @@
 export { rootIdFor } from './root-id.ts';
 export { Authenticator, bearer } from './authenticator.ts';
 export type { Authenticated } from './authenticator.ts';
-export { JwtVerifier, isHmacAlgorithm, revoked } from './jwt.ts';
+export { JwtVerifier, isHmacAlgorithm, revoked, UserLookupNeeded } from './jwt.ts';
+export { KnownUsers } from './known-users.ts';
 export type { Claims, RevocationList, HmacAlgorithm } from './jwt.ts';
 export { normalize, userRecord, immediateUserExists } from './users-repository.ts';
 export type { UsersRepository, UserRecord, UserPatch, Identity, Role, Status, OneTimeToken, UsersPage, UsersPageOptions, ImmediateUserLookup, DeletedUser, GraphDrop } from './users-repository.ts';
@@ -10,6 +11,7 @@ export { SqliteUsersRepository } from './sqlite-users.ts';
 export { ForwardingUsersRepository, serveUsersWriter, USERS_WRITER_ACTOR } from './users-writer.ts';
 export type { UsersWriterMsg } from './users-writer.ts';
 export { MemoryUsersRepository } from './memory-users.ts';
+export { PgUsersRepository } from './pg-users.ts';
 export { openUsersRepository, registerUsersRepository } from './open-users.ts';
 export type { OpenUsersOptions, UsersRepositoryFactory } from './open-users.ts';
 export { Passwords, checkPassword, argon2NeedsRehash } from './passwords.ts';

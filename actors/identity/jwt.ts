@@ -9,6 +9,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { unauthorized } from './errors.ts';
+import { SvcError } from '../../kernel/index.ts';
 
 export type HmacAlgorithm = 'HS256' | 'HS384' | 'HS512';
 const HASH: Record<HmacAlgorithm, string> = { HS256: 'sha256', HS384: 'sha384', HS512: 'sha512' };
@@ -58,6 +59,17 @@ export function revoked(claims: { sv?: unknown; iat_ms?: unknown; iat?: unknown 
  * const jwt = new JwtVerifier({ secret, algorithm: 'HS256' });
  * const claims = jwt.verify(token);   // throws UNAUTHORIZED
  */
+/**
+ * A good token whose user the verifier cannot tell exists yet (a shared
+ * users repository answers asynchronously): learn it, then verify again.
+ * An `UNAUTHORIZED` 401 if it ever reaches a client.
+ */
+export class UserLookupNeeded extends SvcError {
+  constructor(readonly userId: string) {
+    super('UNAUTHORIZED', 'the token’s user could not be checked', { status: 401 });
+  }
+}
+
 export class JwtVerifier {
   private readonly key: Buffer;
   private readonly hash: string;
@@ -73,8 +85,12 @@ export class JwtVerifier {
       revocations?: RevocationList;
       /** Tokens that live longer (from now, or from `iat`) are refused (`[scale.jwt] max_token_days`, 365). */
       maxTokenDays?: number;
-      /** Whether a user exists: asked once per token, when it is first verified (then cached with it). */
-      userExists?: (userId: string) => boolean;
+      /**
+       * Whether a user exists: asked once per token, when it is first verified
+       * (then cached with it). `undefined`: not known yet — the verifier throws
+       * {@link UserLookupNeeded}; the caller learns it and verifies again.
+       */
+      userExists?: (userId: string) => boolean | undefined;
       /** A token with the admin role lives at most this long (`[scale.admin] session_expiry_hours`). */
       maxAdminHours?: number;
     },
@@ -136,7 +152,11 @@ export class JwtVerifier {
     if (adminHours !== undefined && payload.role === 'admin' && payload.exp * 1000 - from > adminHours * 3_600_000 + 60_000) {
       throw unauthorized(`an admin token lives at most ${adminHours} hours (session_expiry_hours)`);
     }
-    if (this.options.userExists && !this.options.userExists(payload.user_id)) throw unauthorized('token of a user that does not exist');
+    if (this.options.userExists) {
+      const exists = this.options.userExists(payload.user_id);
+      if (exists === undefined) throw new UserLookupNeeded(payload.user_id);
+      if (!exists) throw unauthorized('token of a user that does not exist');
+    }
     return payload;
   }
 

@@ -2,12 +2,12 @@
  * The users repository chosen by configuration (`[scale.database]
  * docdb_uri`, the URI the anchor store is chosen by: users follow the graph):
  * backends registered by URI scheme, as emailers are by name. SQLite
- * (`sqlite:`, a file path, or nothing) and `memory:` are built in; a later
- * release registers `postgres://` and `mongodb://`.
+ * (`sqlite:`, a file path, or nothing), `memory:` and PostgreSQL are built in.
  */
 import { BackendRegistry, type StoreUri } from '../anchor/index.ts';
 import type { ActorRef } from '../../kernel/index.ts';
 import { MemoryUsersRepository } from './memory-users.ts';
+import { PgUsersRepository } from './pg-users.ts';
 import { ForwardingUsersRepository, type UsersWriterMsg } from './users-writer.ts';
 import { SqliteUsersRepository } from './sqlite-users.ts';
 import type { UsersRepository } from './users-repository.ts';
@@ -19,6 +19,8 @@ export interface OpenUsersOptions {
   baseDir?: string;
   /** SQLite in a worker thread: the process's one writer (`serveUsersWriter` on the main thread); reads stay on this thread. */
   processWriter?: ActorRef<UsersWriterMsg, unknown>;
+  /** PostgreSQL: create the tables and migrate legacy users (default true; worker threads skip it, the main thread did it). */
+  createSchema?: boolean;
 }
 
 export type UsersRepositoryFactory = (uri: StoreUri, options: OpenUsersOptions) => UsersRepository | Promise<UsersRepository>;
@@ -43,6 +45,10 @@ registerUsersRepository('sqlite', (uri, o) => {
   return SqliteUsersRepository.open(path);
 });
 registerUsersRepository('memory', () => new MemoryUsersRepository());
+// Every thread has its own pool; the tables are made (and legacy users migrated) by the main thread, under a lock.
+const postgres: UsersRepositoryFactory = (uri, o) => PgUsersRepository.connect(uri.uri, { createSchema: o.createSchema !== false });
+registerUsersRepository('postgres', postgres);
+registerUsersRepository('postgresql', postgres);
 
 /**
  * Open the users repository a URI names. An unknown scheme, or one whose

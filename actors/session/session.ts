@@ -52,6 +52,10 @@ export interface SessionCaller {
 /** What the transport resolves from a token (throws an error with `code` and `message` when bad). */
 export interface SessionAuth {
   verify(token: string): { caller: SessionCaller; userId: string; mustChangePassword: boolean };
+  /** Make `verify` able to answer for this token (a shared users repository learns the user first); undefined when it already can. */
+  prepare?(token: string): Promise<void> | undefined;
+  /** Whether {@link prepare} may have to wait (the socket layer then admits upgrades asynchronously). */
+  readonly asynchronous?: boolean;
 }
 
 /** Everything a session shares with the others of its walker on this thread. */

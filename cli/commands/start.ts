@@ -16,7 +16,7 @@ import { freePort } from '../ports.ts';
 import { jwtSecret, SecretError } from '../secrets.ts';
 import { DataLockError, lockDataFolder } from '../data-lock.ts';
 import { bootstrapAccounts, openUsersRepository, Passwords, serveUsersWriter, ThreadHasher } from '../../actors/identity/index.ts';
-import { openAnchorStore, serveStoreWriter } from '../../actors/anchor/index.ts';
+import { openAnchorStore, redactUri, serveStoreWriter } from '../../actors/anchor/index.ts';
 import { serveActivationLeases, threadOf } from '../../kernel/index.ts';
 import { ClusterMember, redactUrl } from '../../cluster/index.ts';
 import { randomBytes } from 'node:crypto';
@@ -39,6 +39,18 @@ const SERVE_WORKER = fileURLToPath(new URL('../serve-worker.ts', import.meta.url
 const PACKAGE = JSON.parse(readFileSync(fileURLToPath(new URL('../../package.json', import.meta.url)), 'utf8')) as { version: string };
 
 class StartError extends Error {}
+
+/** A database that cannot be reached (or a backend this build lacks) at start: one line, exit 1. */
+async function unlessUnreachable<T>(opening: Promise<T>, cleanup?: () => Promise<unknown>): Promise<T> {
+  try {
+    return await opening;
+  } catch (error) {
+    await cleanup?.().catch(() => undefined);
+    const code = (error as { code?: unknown }).code;
+    if (code === 'SVC_ERR_STORE_UNAVAILABLE' || code === 'SVC_ERR_STORE_BACKEND') throw new StartError((error as Error).message);
+    throw error;
+  }
+}
 
 function say(line: string): void {
   process.stdout.write(`${line}\n`);
@@ -166,7 +178,13 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   // process (workers read on their own and hand writes here), so no worker waits on another's write lock. With one
   // worker, that worker is the process's only writer and writes in its own thread (measured: handing writes to this
   // thread halved the write throughput of a single worker pinned to one core).
-  const users = await openUsersRepository(docdbUri, { path: usersPath, baseDir: projectRoot });
+  // A shared database: reached once here (unreachable: one line, exit 1), its tables made (and legacy users migrated)
+  // before any worker connects.
+  const shared = backend !== 'sqlite';
+  const users = await unlessUnreachable(openUsersRepository(docdbUri, { path: usersPath, baseDir: projectRoot }));
+  if (shared) await unlessUnreachable(openAnchorStore(docdbUri, { baseDir: projectRoot }).then((store) => store.close()), () => users.close());
+  const migrated = (users as { migrated?: number }).migrated ?? 0;
+  if (migrated > 0) say(`svc: migrated ${migrated} user${migrated === 1 ? '' : 's'} of the Python original (their old password hashes are replaced at their next login)`);
   const writers = backend === 'sqlite' && workers > 1 && config['scale.database'].sqlite_writer === 'process' ? await openAnchorStore(docdbUri, { path: storePath, baseDir: projectRoot, synchronous: config['scale.database'].synchronous as 'NORMAL' | 'FULL' }) : undefined;
   const closeWriters = async (): Promise<void> => {
     await users.close();
@@ -223,7 +241,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
         invalidation: { enabled: config['scale.database'].kv_l1_invalidation_enabled, channel: config['scale.database'].kv_l1_invalidation_channel },
       }
     : undefined;
-  const bootData = boot({ jwtSecret: secret.secret, port: chosen, listeners, processWriters: writers !== undefined, activationLeases: true, ...(cluster ? { cluster } : {}) });
+  const bootData = boot({ jwtSecret: secret.secret, port: chosen, listeners, processWriters: writers !== undefined, activationLeases: true, schemaReady: shared, ...(cluster ? { cluster } : {}) });
 
   const launch = async (listenNow = true): Promise<Running> => {
     let pool: WorkerPool | undefined;
@@ -274,7 +292,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   }
   const routes = (await current.pool.system.refFromAddress({ node: 'w1', path: '/user/http' }).ask({ t: 'describe' } satisfies HttpControl)) as RouteSummary[];
   say(`svc: ${routes.length} endpoints from ${relative(process.cwd(), entry) || entry}`);
-  say(`svc: store ${backend === 'sqlite' ? `sqlite at ${relative(process.cwd(), storePath) || storePath}` : backend}; jwt: ${secret.source}`);
+  say(`svc: store ${backend === 'sqlite' ? `sqlite at ${relative(process.cwd(), storePath) || storePath}` : `${backend} at ${redactUri(docdbUri)}`}; jwt: ${secret.source}`);
   say(`svc: ${workers} worker thread${workers === 1 ? '' : 's'}, transport ${transport === 'uws' ? 'uWebSockets.js' : 'node:http'}${production ? ', production' : ''}${flags.dev ? ', dev (reloading on change)' : ''}`);
   if (member) {
     const pool = current.pool;

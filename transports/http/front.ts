@@ -194,6 +194,7 @@ export class Front {
     }
     const { route, params } = match;
     setRoute(route.template);
+    await this.prepareToken(req);
     // Hooks run first, whatever the endpoint's access: on the caller's graph when the token is good, else the guest's.
     if (this.hooks.active) await this.runHooks(req);
     const caller = this.authenticate(req, route);
@@ -220,6 +221,8 @@ export class Front {
       const given = bearer(req.headers.authorization);
       if (given === undefined) throw httpError('UNAUTHORIZED', `${req.method} ${route.path} needs a bearer token`);
       token = given;
+      const wait = this.o.auth.prepare(token);
+      if (wait) await wait;
       const who = this.verify(token);
       claims = who.claims;
       if (who.mustChangePassword && !route.duringPasswordChange) throw passwordChangeRequired();
@@ -237,6 +240,14 @@ export class Front {
     if ('raw' in result) return result.raw;
     const status = result.status ?? 200;
     return { status, headers: { 'content-type': JSON_TYPE }, body: success(result.data, rid, { extra: { http_status: status } }) };
+  }
+
+  /** With a shared users repository: learn whether the token's user exists before verifying it (a no-op otherwise). */
+  private async prepareToken(req: HttpRequest): Promise<void> {
+    const token = bearer(req.headers.authorization);
+    if (token === undefined) return;
+    const wait = this.o.auth.prepare(token);
+    if (wait) await wait;
   }
 
   /** The caller of a request: the token's user, or the guest graph for public endpoints without one. */

@@ -206,7 +206,7 @@ export class WsHub {
 
   /** Whether an accepted upgrade must still pass the hook walkers ({@link admit}, asynchronous). */
   get checksHooks(): boolean {
-    return this.o.hooks?.active === true;
+    return this.o.hooks?.active === true || this.o.auth.asynchronous === true;
   }
 
   /** The request headers the socket layer copies for {@link admit}: all when a hook reads them, else the token's. */
@@ -223,13 +223,18 @@ export class WsHub {
    */
   async admit(verdict: Upgrade & { ok: true }, req: UpgradeRequest): Promise<Upgrade> {
     const hooks = this.o.hooks;
-    if (!hooks?.active) return verdict;
+    if (!hooks?.active) {
+      // A shared users repository: the session verifies the token synchronously, once its user is known here.
+      if (verdict.token !== undefined) await this.prepare(verdict.token);
+      return verdict;
+    }
     // One token per connection: the one the hooks judge is the one the session runs as.
     const header = bearer(req.headers.authorization);
     if (header !== undefined && verdict.token !== undefined && header !== verdict.token) {
       return { ok: false, status: 400, code: 'BAD_REQUEST', message: 'two different tokens (Authorization header and ?token=): send one' };
     }
     const token = verdict.token ?? header;
+    if (token !== undefined) await this.prepare(token);
     // The walker's own path, whatever percent-encoding reached it: path rules in hooks see what HTTP hooks see.
     const request = { path: `/ws/${verdict.route.name}`, query: req.query, headers: req.headers };
     const caller = this.hookCaller(token);
@@ -243,6 +248,11 @@ export class WsHub {
     // Shutting down began while the hooks ran.
     if (this.draining) return { ok: false, status: 503, code: 'SERVICE_UNAVAILABLE', message: 'the server is shutting down' };
     return { ...verdict, token, hooked: { request, userId: caller.userId } };
+  }
+
+  /** Learn the token's user where the repository answers asynchronously (a failure leaves the token for the session to refuse). */
+  private async prepare(token: string): Promise<void> {
+    await this.o.auth.prepare?.(token)?.catch(() => undefined);
   }
 
   private runHooks(request: UpgradeRequest, caller: SessionCaller): Promise<void> {

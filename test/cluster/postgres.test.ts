@@ -1,0 +1,130 @@
+// svc start on PostgreSQL (DOCDB_URI): members with nothing shared on disk serve one service; the graph
+// guarantees hold; a database that is down at start, or lost while serving, is handled.
+import t from 'tap';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { skipPostgres, startPostgres } from '../helpers/postgres.ts';
+import { skipRedis, startRedis } from '../helpers/redis.ts';
+import { startServer, type Server } from '../helpers/server.ts';
+import { register, tokenOf } from '../helpers/identity.ts';
+import { CLUSTER_APP, pool, walk } from './helpers.ts';
+
+t.setTimeout(360_000);
+
+const skip = skipPostgres || skipRedis;
+if (skip) {
+  t.comment(`SKIPPED LOUDLY: ${skip}`);
+  t.pass(`skipped: ${skip}`);
+} else {
+  const pgs = await startPostgres(t);
+  const redis = await startRedis(t);
+
+  /** A member on its own data folder (nothing shared on disk: the database and Redis are the only shared parts). */
+  const member = (env: Record<string, string>, workers = 1): Promise<Server> =>
+    startServer({ entry: CLUSTER_APP, workers, env: { SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-pg-member-')), ...env } });
+
+  const stopAll = (servers: Server[]) => Promise.all(servers.map((s) => s.stop('SIGKILL')));
+
+  t.test('three members on PostgreSQL with separate data folders: +3,000 on one counter, every request 200; registered on A, logged in on B', async (t) => {
+    const env = { DOCDB_URI: await pgs.database(), KV_URL: redis.url, SVC_CLUSTER_NAME: `pg-${randomBytes(3).toString('hex')}` };
+    const members: Server[] = [];
+    t.teardown(() => stopAll(members));
+    for (let i = 0; i < 3; i++) members.push(await member(env));
+    await members[2]?.waitFor(/joined as .*\(2 other members/);
+    t.match(members[0]?.output(), /store postgres at postgres:\/\/postgres@127\.0\.0\.1/);
+    const [a, b, c] = members as [Server, Server, Server];
+    await register(a.url, 'pg_alice');
+    const token = await tokenOf(b.url, 'pg_alice');
+    t.ok(token, 'a user registered through A logs in through B');
+    const answers = await pool(3_000, 12, (i) => walk([a, b, c][i % 3]?.url as string, 'Bump', {}, token));
+    const statuses = new Map<number, number>();
+    for (const r of answers) statuses.set(r.status, (statuses.get(r.status) ?? 0) + 1);
+    t.same([...statuses], [[200, 3_000]], 'every request answered 200');
+    const read = await walk(c.url, 'Read', {}, token);
+    t.equal(read.body?.data?.reports?.[0], 3_000, 'exactly +3,000');
+  });
+
+  t.test('kill -9 of the svc process loses no acknowledged write', async (t) => {
+    const env = { DOCDB_URI: await pgs.database() };
+    const first = await member(env, 2);
+    t.teardown(() => first.stop('SIGKILL'));
+    await register(first.url, 'pg_kill');
+    const token = await tokenOf(first.url, 'pg_kill');
+    let acked = 0;
+    let sent = 0;
+    let running = true;
+    const load = Promise.all(
+      Array.from({ length: 8 }, async () => {
+        while (running) {
+          sent++;
+          if ((await walk(first.url, 'Bump', {}, token)).status === 200) acked++;
+        }
+      }),
+    );
+    while (acked < 300) await new Promise((r) => setImmediate(r));
+    first.proc.kill('SIGKILL');
+    running = false;
+    await load;
+    await first.exited;
+    const second = await member(env, 2);
+    t.teardown(() => second.stop('SIGKILL'));
+    const count = (await walk(second.url, 'Read', {}, await tokenOf(second.url, 'pg_kill'))).body?.data?.reports?.[0] as number;
+    t.ok(count >= acked, `every acknowledged increment is there (${count} ≥ ${acked})`);
+    t.ok(count <= sent, `and nothing that was never sent (${count} ≤ ${sent})`);
+  });
+
+  t.test('PostgreSQL stopped and restarted mid-load: 503 STORE_UNAVAILABLE with Retry-After, /ready 503, then it serves again and nothing acknowledged is lost', async (t) => {
+    const server = await startPostgres(t);
+    const env = { DOCDB_URI: await server.database() };
+    const svc = await member(env, 2);
+    t.teardown(() => svc.stop('SIGKILL'));
+    await register(svc.url, 'pg_outage');
+    const token = await tokenOf(svc.url, 'pg_outage');
+    let acked = 0;
+    const failures: { status: number; code?: string; retryAfter: string | null }[] = [];
+    let running = true;
+    const load = Promise.all(
+      Array.from({ length: 6 }, async () => {
+        while (running) {
+          const r = await walk(svc.url, 'Bump', {}, token);
+          if (r.status === 200) acked++;
+          else failures.push({ status: r.status, code: r.body?.error?.code, retryAfter: r.headers.get('retry-after') });
+          if (r.status !== 200) await new Promise((r) => setTimeout(r, 20)); // a client honouring Retry-After, briefly
+        }
+      }),
+    );
+    while (acked < 100) await new Promise((r) => setImmediate(r));
+    await server.stop();
+    // Unready while the database is gone.
+    let ready = 200;
+    while (ready === 200) ready = (await fetch(`${svc.url}/ready`)).status;
+    t.equal(ready, 503, '/ready answers 503 while the database is gone');
+    const before = failures.length;
+    while (failures.length < before + 5) await new Promise((r) => setTimeout(r, 10));
+    await server.start();
+    // It recovers by itself once the database answers again.
+    const resumed = acked;
+    while (acked < resumed + 100) await new Promise((r) => setTimeout(r, 10));
+    running = false;
+    await load;
+    t.equal((await fetch(`${svc.url}/ready`)).status, 200, 'ready again');
+    t.ok(failures.length > 0, `requests failed while the database was gone (${failures.length})`);
+    const codes = new Set(failures.map((f) => `${f.status} ${f.code}`));
+    t.same([...codes], ['503 STORE_UNAVAILABLE'], 'every failure is 503 STORE_UNAVAILABLE');
+    t.ok(failures.every((f) => f.retryAfter !== null), 'each with Retry-After');
+    const count = (await walk(svc.url, 'Read', {}, token)).body?.data?.reports?.[0] as number;
+    t.ok(count >= acked, `every acknowledged increment is there (${count} ≥ ${acked})`);
+    t.ok(count <= acked + failures.length, `and at most the unanswered ones besides (${count} ≤ ${acked} + ${failures.length})`);
+  });
+
+  t.test('a database that is down at start: one line naming it (never the password), exit 1', async (t) => {
+    const closed = pgs.port + 7;
+    const failed = await startServer({ entry: CLUSTER_APP, env: { DOCDB_URI: `postgres://svc:hunter2secret@127.0.0.1:${closed}/svc` }, until: /cannot reach PostgreSQL/ }).catch((e: Error) => e);
+    const text = failed instanceof Error ? failed.message : failed.output();
+    if (!(failed instanceof Error)) t.equal(await failed.exited, 1);
+    t.match(text, new RegExp(`cannot reach PostgreSQL at postgres://svc:\\*\\*\\*@127\\.0\\.0\\.1:${closed}/svc`));
+    t.notMatch(text, /hunter2secret/);
+  });
+}
