@@ -37,6 +37,24 @@ cli
     await token(userId, entry, options);
   });
 
+cli
+  .command('db [command] [...args]', 'Operate the stores: inspect, stats, alias add <old> <new>, recover-all, quarantine list|show|drop <id>, copy --from --to')
+  .option('--app <entry>', 'The app entry module: decode documents against its classes (inspect, recover-all); its folder is the project')
+  .option('--db <uri|path>', 'The store to act on (default the configured one: [scale.database] docdb_uri / DOCDB_URI, else the data folder)')
+  .option('--from <uri|path>', 'copy: the source (a URI, a SQLite file, or a data folder; default the configured store)')
+  .option('--to <uri|path>', 'copy: the destination (same forms; default the configured store)')
+  .option('--restart', 'copy: ignore the checkpoint of an interrupted copy and start over')
+  .option('--json', 'Answer with one JSON document on stdout')
+  .option('--profile <name>', 'Configuration profile')
+  .example('svc db stats')
+  .example('svc db inspect --app app.ts')
+  .example('svc db alias add Task Chore && svc db recover-all --app app.ts')
+  .example('svc db copy --to postgres://svc@db/svc   # stop the service first')
+  .action(async (command: string | undefined, args: string[], options: Record<string, unknown>) => {
+    const { db } = await import('./commands/db.ts');
+    await db(command, args, options);
+  });
+
 cli.help();
 cli.version(version);
 

@@ -23,3 +23,5 @@ export { encode, decode } from './codec.ts';
 export { PgStore } from './pg-store.ts';
 export type { PgStoreOptions } from './pg-store.ts';
 export { PgPool, withSchemaLock, redactUri, isUnreachable } from './pg.ts';
+export { MongoStore, connectMongo, ensureCollections, mongoFailure } from './mongo-store.ts';
+export type { MongoStoreOptions } from './mongo-store.ts';

@@ -158,7 +158,8 @@ export async function connectMongo(uri: string, database: string | undefined, wh
   let client: MongoClient;
   try {
     // ignoreUndefined: an absent field stays absent, as in the JSON form of the other stores.
-    client = new MongoClient(uri, { ignoreUndefined: true });
+    // An unreachable server is reported within 5 s (the driver's default is 30), unless the URI says otherwise.
+    client = new MongoClient(uri, { ignoreUndefined: true, ...(/serverSelectionTimeoutMS=/i.test(uri) ? {} : { serverSelectionTimeoutMS: 5_000 }) });
   } catch (error) {
     throw storeError('SVC_ERR_STORE_BACKEND', `docdb_uri is not a MongoDB connection string the driver takes: ${scrub((error as Error).message)}`, { cause: error });
   }
@@ -176,7 +177,11 @@ export async function connectMongo(uri: string, database: string | undefined, wh
   } catch (error) {
     // The connection's failure is what to report; closing a half-open client cannot add to it.
     await client.close().catch(() => undefined);
-    throw mongoFailure(error, `connecting the ${what}`);
+    const failure = mongoFailure(error, `connecting the ${what}`);
+    if (failure.code !== 'SVC_ERR_STORE_UNAVAILABLE') throw failure;
+    // Named by its hosts, never its credentials or options.
+    const where = uri.replace(/\?.*$/, '').replace(/\/\/[^@/]*@/, '//***@');
+    throw storeError('SVC_ERR_STORE_UNAVAILABLE', `cannot reach MongoDB at ${where}: ${scrub((error as Error).message ?? String(error))}`, { cause: error });
   }
 }
 
@@ -367,11 +372,14 @@ export class MongoStore implements AnchorStore {
 
   /** Write the pending batches, group after group, until none is left. Never rejects. */
   private async drain(): Promise<void> {
-    // The batches handed over in this tick go together.
-    await new Promise((resolve) => setImmediate(resolve));
-    while (this.pending.length > 0) await this.flush(this.takeGroup());
-    // In the same synchronous step as the last check: a commit from now on starts a new loop.
-    this.draining = false;
+    try {
+      // The batches handed over in this tick go together.
+      await new Promise((resolve) => setImmediate(resolve));
+      while (this.pending.length > 0) await this.flush(this.takeGroup());
+    } finally {
+      // In the same synchronous step as the last check: a commit from now on starts a new loop.
+      this.draining = false;
+    }
   }
 
   /** The oldest pending batches, up to {@link GROUP_DOCS} documents (one batch at least). */

@@ -2,11 +2,13 @@
  * The anchor store chosen by configuration (`[scale.database] docdb_uri`):
  * backends registered by URI scheme, as emailers are by name. SQLite
  * (`sqlite:`, a file path, or nothing), `memory:` and PostgreSQL
- * (`postgres://`, `postgresql://`) are built in.
+ * (`postgres://`, `postgresql://`) and MongoDB (`mongodb://`,
+ * `mongodb+srv://`) are built in.
  */
 import type { ActorRef } from '../../kernel/index.ts';
 import { MemoryStore } from './memory-store.ts';
 import { PgStore } from './pg-store.ts';
+import { MongoStore } from './mongo-store.ts';
 import { ForwardingStore, type WriterMsg } from './store-writer.ts';
 import { SqliteStore } from './sqlite-store.ts';
 import type { AnchorStore } from './store.ts';
@@ -59,6 +61,9 @@ registerAnchorStore('memory', () => new MemoryStore());
 const postgres: AnchorStoreFactory = (uri, o) => PgStore.connect(uri.uri, { createSchema: o.createSchema !== false, maxConnections: o.maxConnections });
 registerAnchorStore('postgres', postgres);
 registerAnchorStore('postgresql', postgres);
+// MongoDB needs a replica set (multi-document transactions), as MongoDB itself does.
+registerAnchorStore('mongodb', (uri) => MongoStore.connect(uri.uri));
+registerAnchorStore('mongodb+srv', (uri) => MongoStore.connect(uri.uri));
 
 /**
  * Open the anchor store a URI names. An unknown scheme, or one whose backend

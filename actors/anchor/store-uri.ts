@@ -18,7 +18,7 @@ export interface StoreUri {
   uri: string;
 }
 
-/** Backends a later release registers: asking for one now is a clear error, not a silent SQLite. */
+/** Backends a build may lack (a selector that registers none for them): a clear error, not a silent SQLite. */
 const PLANNED: Record<string, string> = {
   postgres: 'PostgreSQL',
   postgresql: 'PostgreSQL',

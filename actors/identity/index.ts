@@ -12,6 +12,9 @@ export { ForwardingUsersRepository, serveUsersWriter, USERS_WRITER_ACTOR } from 
 export type { UsersWriterMsg } from './users-writer.ts';
 export { MemoryUsersRepository } from './memory-users.ts';
 export { PgUsersRepository } from './pg-users.ts';
+export { MongoUsersRepository } from './mongo-users.ts';
+export { legacyUserRecords, legacyUserId } from './legacy-users.ts';
+export type { LegacyUser } from './legacy-users.ts';
 export { openUsersRepository, registerUsersRepository } from './open-users.ts';
 export type { OpenUsersOptions, UsersRepositoryFactory } from './open-users.ts';
 export { Passwords, checkPassword, argon2NeedsRehash } from './passwords.ts';

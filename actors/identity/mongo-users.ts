@@ -29,17 +29,11 @@ import {
   type Db,
   type Document,
   MongoClient,
-  MongoClientClosedError,
   MongoError,
-  MongoNetworkError,
-  MongoNotConnectedError,
-  MongoOperationTimeoutError,
-  MongoServerSelectionError,
-  MongoTopologyClosedError,
   type TransactionOptions,
 } from 'mongodb';
 import { SvcError } from '../../kernel/index.ts';
-import { storeError } from '../anchor/index.ts';
+import { connectMongo, ensureCollections, mongoFailure, storeError } from '../anchor/index.ts';
 import { identityError } from './errors.ts';
 import { type LegacyUser, legacyUserId, legacyUserRecords } from './legacy-users.ts';
 import {
@@ -78,78 +72,6 @@ interface KeyDoc {
 
 interface TokenDoc extends Omit<OneTimeToken, 'token_hash'> {
   _id: string;
-}
-
-// What this file shares with actors/anchor/mongo-store.ts (connectMongo, mongoFailure, ensureCollections).
-// TODO: import them through actors/anchor/index.ts once the door exports them, and drop these copies.
-
-/** Server error codes that mean "not reachable or not primary right now": the caller may retry. */
-const UNAVAILABLE_CODES = new Set([6, 7, 50, 64, 89, 91, 112, 133, 134, 189, 251, 262, 9001, 10058, 10107, 11600, 11602, 13435, 13436]);
-
-function scrub(message: string): string {
-  return message.replace(/\/\/[^@/\s]*@/g, '//…@');
-}
-
-function databaseOf(uri: string): string | undefined {
-  const m = /^mongodb(?:\+srv)?:\/\/[^/?]*\/([^?]*)/i.exec(uri.trim());
-  const name = m?.[1] ? decodeURIComponent(m[1]) : '';
-  return name === '' ? undefined : name;
-}
-
-function mongoFailure(error: unknown, what: string): SvcError {
-  if (error instanceof SvcError) return error;
-  if (error instanceof MongoClientClosedError || error instanceof MongoTopologyClosedError) return storeError('SVC_ERR_STORE', 'the users repository is closed', { cause: error });
-  const message = scrub(error instanceof Error ? error.message : String(error));
-  if (error instanceof MongoError && error.hasErrorLabel('UnknownTransactionCommitResult')) {
-    return storeError('SVC_ERR_STORE_UNAVAILABLE', `the database did not confirm the ${what} (it may or may not be stored): ${message}; retry`, { cause: error });
-  }
-  const unavailable =
-    error instanceof MongoNetworkError ||
-    error instanceof MongoServerSelectionError ||
-    error instanceof MongoOperationTimeoutError ||
-    error instanceof MongoNotConnectedError ||
-    (error instanceof MongoError &&
-      (error.hasErrorLabel('TransientTransactionError') || error.hasErrorLabel('RetryableWriteError') || (typeof error.code === 'number' && UNAVAILABLE_CODES.has(error.code))));
-  if (unavailable) return storeError('SVC_ERR_STORE_UNAVAILABLE', `the database cannot be reached right now (${what}: ${message}); retry`, { cause: error });
-  return storeError('SVC_ERR_STORE', `${what} failed: ${message}`, { cause: error });
-}
-
-async function connectMongo(uri: string, database: string | undefined): Promise<{ client: MongoClient; db: Db }> {
-  let client: MongoClient;
-  try {
-    client = new MongoClient(uri, { ignoreUndefined: true });
-  } catch (error) {
-    throw storeError('SVC_ERR_STORE_BACKEND', `docdb_uri is not a MongoDB connection string the driver takes: ${scrub((error as Error).message)}`, { cause: error });
-  }
-  try {
-    await client.connect();
-    const db = client.db(database ?? databaseOf(uri) ?? 'svc_db', { readPreference: 'primary' });
-    const hello = await db.command({ hello: 1 });
-    if (typeof hello.setName !== 'string' && hello.msg !== 'isdbgrid') {
-      throw storeError(
-        'SVC_ERR_STORE_BACKEND',
-        'the MongoDB users repository needs a replica set (or a sharded cluster): its writes are multi-document transactions, which a standalone server refuses — start mongod with --replSet (one member will do) and run rs.initiate()',
-      );
-    }
-    return { client, db };
-  } catch (error) {
-    // The connection's failure is what to report; closing a half-open client cannot add to it.
-    await client.close().catch(() => undefined);
-    throw mongoFailure(error, 'connecting the users repository');
-  }
-}
-
-async function ensureCollections(db: Db, names: readonly string[]): Promise<void> {
-  const have = new Set((await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name));
-  for (const name of names) {
-    if (have.has(name)) continue;
-    try {
-      await db.createCollection(name);
-    } catch (error) {
-      // NamespaceExists: another process created it meanwhile.
-      if (!(error instanceof MongoError && error.code === 48)) throw error;
-    }
-  }
 }
 
 function isDuplicate(error: unknown): boolean {
@@ -257,7 +179,7 @@ export class MongoUsersRepository implements UsersRepository {
    * credentials); it never appears in a message.
    */
   static async connect(uri: string, options: MongoUsersOptions = {}): Promise<MongoUsersRepository> {
-    const { client, db } = await connectMongo(uri, options.database);
+    const { client, db } = await connectMongo(uri, options.database, 'users repository');
     const repo = new MongoUsersRepository(client, db);
     try {
       await repo.prepare();

@@ -2,12 +2,13 @@
  * The users repository chosen by configuration (`[scale.database]
  * docdb_uri`, the URI the anchor store is chosen by: users follow the graph):
  * backends registered by URI scheme, as emailers are by name. SQLite
- * (`sqlite:`, a file path, or nothing), `memory:` and PostgreSQL are built in.
+ * (`sqlite:`, a file path, or nothing), `memory:`, PostgreSQL and MongoDB are built in.
  */
 import { BackendRegistry, type StoreUri } from '../anchor/index.ts';
 import type { ActorRef } from '../../kernel/index.ts';
 import { MemoryUsersRepository } from './memory-users.ts';
 import { PgUsersRepository } from './pg-users.ts';
+import { MongoUsersRepository } from './mongo-users.ts';
 import { ForwardingUsersRepository, type UsersWriterMsg } from './users-writer.ts';
 import { SqliteUsersRepository } from './sqlite-users.ts';
 import type { UsersRepository } from './users-repository.ts';
@@ -49,6 +50,8 @@ registerUsersRepository('memory', () => new MemoryUsersRepository());
 const postgres: UsersRepositoryFactory = (uri, o) => PgUsersRepository.connect(uri.uri, { createSchema: o.createSchema !== false });
 registerUsersRepository('postgres', postgres);
 registerUsersRepository('postgresql', postgres);
+registerUsersRepository('mongodb', (uri, o) => MongoUsersRepository.connect(uri.uri, { migrateLegacy: o.createSchema !== false }));
+registerUsersRepository('mongodb+srv', (uri, o) => MongoUsersRepository.connect(uri.uri, { migrateLegacy: o.createSchema !== false }));
 
 /**
  * Open the users repository a URI names. An unknown scheme, or one whose

@@ -107,16 +107,17 @@ export function sameStore(a: StoreLocation, b: StoreLocation): boolean {
 }
 
 /**
- * The secrets of a location's URI (password, user, secret-looking query
- * values), to scrub from a backend's error messages.
+ * The secrets of a location's URI (its password, secret-looking query
+ * values), to scrub from a backend's error messages. The user name is left:
+ * it is often a plain word (`postgres`) that other text holds too.
  */
 function secretsOf(location: StoreLocation): string[] {
   if (!location.uri) return [];
   const out = [location.uri];
   try {
     const u = new URL(location.uri);
-    out.push(u.password, decodeURIComponentSafe(u.password), u.username, decodeURIComponentSafe(u.username));
-    for (const [name, value] of u.searchParams) if (/pass|pwd|secret|token|key|cred|sig|auth|user|login/i.test(name)) out.push(value);
+    out.push(u.password, decodeURIComponentSafe(u.password));
+    for (const [name, value] of u.searchParams) if (/pass|pwd|secret|token|key|cred|sig|auth/i.test(name)) out.push(value);
   } catch {
     // not a URL: only the whole string is hidden
   }
@@ -132,7 +133,8 @@ function decodeURIComponentSafe(s: string): string {
 }
 
 /**
- * A message fit to print: one line, the URI redacted and its secrets hidden.
+ * A message fit to print: one line, the URI redacted and its secrets hidden
+ * (the redacted label itself is kept as it is).
  *
  * @example
  * scrub('connect to postgres://u:hunter2@db failed', location)  // 'connect to postgres://***:***@db failed'
@@ -140,8 +142,14 @@ function decodeURIComponentSafe(s: string): string {
 export function scrub(message: string, ...locations: StoreLocation[]): string {
   let out = message.replace(/\s*\n\s*/g, ' ').trim();
   for (const location of locations) {
-    if (location.uri) out = out.split(location.uri).join(location.label);
-    for (const secret of secretsOf(location)) out = out.split(secret).join('***');
+    if (!location.uri) continue;
+    const secrets = secretsOf(location);
+    out = out
+      .split(location.uri)
+      .join(location.label)
+      .split(location.label)
+      .map((part) => secrets.reduce((text, secret) => text.split(secret).join('***'), part))
+      .join(location.label);
   }
   return out;
 }
@@ -151,7 +159,9 @@ function unreachable(what: string, location: StoreLocation, error: unknown): DbE
   const e = error as { message?: string; code?: string; errors?: { message?: string }[] };
   // An AggregateError (a host with several addresses) has an empty message of its own.
   const why = e.message || e.errors?.map((x) => x.message).filter(Boolean).join('; ') || e.code || String(error);
-  return new DbError(`cannot open the ${what} at ${location.label}: ${scrub(why, location)}`);
+  const said = scrub(why, location);
+  // A backend that names the place itself is not echoed twice.
+  return new DbError(said.includes(location.label) ? said : `cannot open the ${what} at ${location.label}: ${said}`);
 }
 
 /** SQLite files to read must exist: opening one creates it, and an empty store would answer with nothing. */

@@ -20,11 +20,12 @@ function svc(args: string[], env: Record<string, string>): Promise<{ code: numbe
   });
 }
 
-t.test('docdb_uri: PostgreSQL and MongoDB are not available yet (one clear line), memory: is refused', async (t) => {
+t.test('docdb_uri: PostgreSQL and MongoDB that cannot be reached, an unknown scheme, memory: — one clear line, exit 1', async (t) => {
   const env = { SVC_DATA_DIR: t.testdir({}), JWT_SECRET: 'test-secret-test-secret-test-secret-0123456789' };
   for (const [uri, why] of [
-    ['postgres://svc:hunter2@db:5432/svc', /svc: the PostgreSQL users repository is not available yet/],
-    ['mongodb://db/svc', /svc: the MongoDB users repository is not available yet/],
+    ['postgres://svc:hunter2@127.0.0.1:1/svc', /svc: cannot reach PostgreSQL at postgres:\/\/svc:\*\*\*@127\.0\.0\.1:1\/svc/],
+    ['mongodb://svc:hunter2@127.0.0.1:1/svc?serverSelectionTimeoutMS=300', /svc: .*MongoDB/],
+    ['cassandra://db/svc', /svc: unknown users repository backend "cassandra:"/],
     ['memory:', /svc: \[scale\.database\] docdb_uri: memory stores live inside one thread/],
   ] as const) {
     const r = await svc(['start', entry, '--host', '127.0.0.1', '--port', '0', '--workers', '1'], { ...env, DOCDB_URI: uri });

@@ -76,8 +76,9 @@ let made = 0;
  * @example
  * const pgs = await startPostgres(t);        // stopped and removed when t ends
  * const uri = await pgs.database();           // DOCDB_URI for a store under test
+ * const durable = await startPostgres(undefined, { fsync: true }); // a bench of durable commits
  */
-export async function startPostgres(t?: { teardown(fn: () => unknown): void }): Promise<PostgresServer> {
+export async function startPostgres(t?: { teardown(fn: () => unknown): void }, options: { fsync?: boolean } = {}): Promise<PostgresServer> {
   if (!INITDB || !PG_CTL) throw new Error(skipPostgres as string);
   const as = runAs();
   const dir = mkdtempSync(join(tmpdir(), 'svc-pg-'));
@@ -85,8 +86,10 @@ export async function startPostgres(t?: { teardown(fn: () => unknown): void }): 
   const data = join(dir, 'data');
   const port = await freePort();
   await run(INITDB, ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync'], as);
-  // Loopback only; the socket in our folder; fsync off: the tests kill svc, never the machine.
-  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c max_connections=200 -c log_min_messages=fatal`;
+  // Loopback only; the socket in our folder; fsync off: the tests kill svc, never the machine
+  // (`fsync: true`, for benchmarks of durable commits: fsync, full-page writes, synchronous_commit on).
+  const durability = options.fsync ? '-c fsync=on -c full_page_writes=on -c synchronous_commit=on' : '-c fsync=off -c full_page_writes=off';
+  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 ${durability} -c max_connections=200 -c log_min_messages=fatal`;
   let running = false;
   const start = async (): Promise<void> => {
     await run(PG_CTL, ['-D', data, '-o', opts, '-l', join(dir, 'log'), '-w', '-t', '60', 'start'], as);
