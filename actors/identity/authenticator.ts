@@ -94,7 +94,9 @@ export class Authenticator {
     const claims = this.jwt.verify(token);
     let who = this.known.get(claims);
     if (!who) {
-      const caller: Caller = { userId: claims.user_id, rootId: rootIdFor(claims.user_id) };
+      // The root a token names (a user migrated with its old root), else the one derived from the user id.
+      const root = typeof claims.root_id === 'string' && /^[0-9a-f]{32}$/.test(claims.root_id) ? claims.root_id : rootIdFor(claims.user_id);
+      const caller: Caller = { userId: claims.user_id, rootId: root };
       if (typeof claims.role === 'string') caller.role = claims.role;
       who = { caller: Object.freeze(caller), userId: claims.user_id, claims, mustChangePassword: claims.pwd_change === true };
       this.known.set(claims, who);

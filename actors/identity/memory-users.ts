@@ -253,17 +253,21 @@ export class MemoryUsersRepository implements UsersRepository, ImmediateUserLook
 
   async putUsers(users: readonly UserRecord[]): Promise<void> {
     this.check();
-    // Checked whole first: all of them or none, as SQLite's transaction.
-    const claims = new Map<string, string>();
+    // Checked whole first (all of them or none, as SQLite's transaction): an identity may move
+    // between users of this batch, never away from a user outside it.
+    const incoming = new Map<string, string>();
     for (const user of users) {
       for (const id of user.identities) {
         const key = identityKey(id);
-        const holder = claims.get(key) ?? this.taken.get(key);
-        if (holder !== undefined && holder !== user.user_id && !users.some((u) => u.user_id === holder && !u.identities.some((i) => identityKey(i) === key))) {
-          throw identityError('IDENTITY_TAKEN');
-        }
-        claims.set(key, user.user_id);
+        const holder = incoming.get(key);
+        if (holder !== undefined && holder !== user.user_id) throw identityError('IDENTITY_TAKEN');
+        incoming.set(key, user.user_id);
       }
+    }
+    const replaced = new Set(users.map((u) => u.user_id));
+    for (const [key, userId] of incoming) {
+      const have = this.taken.get(key);
+      if (have !== undefined && have !== userId && !replaced.has(have)) throw identityError('IDENTITY_TAKEN');
     }
     for (const user of users) {
       const old = this.users.get(user.user_id);

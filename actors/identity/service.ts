@@ -11,6 +11,7 @@ import { addressKey, type RateLimiter } from './rate-limit.ts';
 import type { Emailer } from './emailer.ts';
 import { forbidden, identityError, invalid, notFound, unauthorized } from './errors.ts';
 import { revoked } from './jwt.ts';
+import { rootIdFor } from './root-id.ts';
 import { checkPassword, type Passwords } from './passwords.ts';
 import type { RevocationTable } from './revocations.ts';
 import { type Identity, normalize, type Role, type UserPatch, type UserRecord, userRecord, type UsersRepository } from './users-repository.ts';
@@ -61,6 +62,8 @@ export interface TokenClaims {
   sv: number;
   /** The password must be changed before anything else. */
   pwd_change?: boolean;
+  /** The user's root, when it is not the one derived from the user id (users migrated with their old root). */
+  root_id?: string;
 }
 
 const USERNAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{2,63}$/;
@@ -191,6 +194,8 @@ export class IdentityService {
     if (user.role === 'admin') hours = Math.min(hours ?? Infinity, this.o.adminSessionHours);
     const claims: TokenClaims = { user_id: user.user_id, role: user.role, iat_ms: now, sv: user.tokens_valid_after ?? 0 };
     if (user.must_change_password) claims.pwd_change = true;
+    // A root that is not the one derived from the user id (a user migrated with its old root): the token names it.
+    if (user.root_id !== rootIdFor(user.user_id)) claims.root_id = user.root_id;
     return new SignJWT({ ...claims })
       .setProtectedHeader({ alg: this.o.jwt.algorithm, typ: 'JWT' })
       .setIssuedAt(Math.floor(now / 1000))

@@ -82,7 +82,9 @@ export async function db(action: string | undefined, args: string[], flags: DbFl
   } finally {
     for (const close of closers.reverse()) await close().catch(() => undefined);
   }
-  // Exit now: a backend's client (a connection pool) must not keep the command alive.
+  // Exit now — a backend's client (a connection pool) must not keep the command alive — once
+  // stdout has taken the answer (a pipe may be asynchronous).
+  await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));
   process.exit(code);
 }
 
@@ -253,7 +255,15 @@ async function copy(ctx: Context, locations: StoreLocation[]): Promise<number> {
   // A SQLite side served by a running svc would change under the copy: stop it first.
   const locks: DataLock[] = [];
   ctx.closers.push(async () => locks.forEach((l) => l.release()));
-  for (const file of new Set([...from.sqliteFiles, ...to.sqliteFiles])) if (existsSync(file) || to.sqliteFiles.includes(file)) locks.push(lockDataFolder(file));
+  for (const file of new Set([...from.sqliteFiles, ...to.sqliteFiles])) {
+    if (!existsSync(file) && !to.sqliteFiles.includes(file)) continue;
+    try {
+      locks.push(lockDataFolder(file));
+    } catch (error) {
+      if (!(error instanceof DataLockError)) throw error;
+      throw new DbError(`${error.message.split(';')[0]}: stop it during the copy`);
+    }
+  }
   const side = async (location: StoreLocation, create: boolean) => ({ location, anchors: await anchorsAt(ctx, location, create), users: await usersAt(ctx, location, create) });
   const source = await side(from, false);
   const destination = await side(to, true);

@@ -27,14 +27,14 @@ function table(head: string[], rows: string[][]): string {
 export function printStats(r: StatsReport): string {
   const g = r.graph;
   const lines = [
-    `store          ${r.store} (${g.kind})`,
-    `documents      ${n(g.documents)} (nodes ${n(g.nodes)}, edges ${n(g.edges)})`,
-    `roots          ${n(g.roots)}`,
-    `quarantined    ${n(g.quarantined)}`,
-    `aliases        ${n(g.aliases)}`,
-    `users          ${n(r.users.users)}`,
-    `deleted users  ${n(r.users.deleted_users)} (graphs still to drop: ${n(r.users.pending_graph_drops)})`,
-    `one-time tokens ${n(r.users.one_time_tokens)}`,
+    `store            ${r.store} (${g.kind})`,
+    `documents        ${n(g.documents)} (nodes ${n(g.nodes)}, edges ${n(g.edges)})`,
+    `roots            ${n(g.roots)}`,
+    `quarantined      ${n(g.quarantined)}`,
+    `aliases          ${n(g.aliases)}`,
+    `users            ${n(r.users.users)}`,
+    `deleted users    ${n(r.users.deleted_users)} (graphs still to drop: ${n(r.users.pending_graph_drops)})`,
+    `one-time tokens  ${n(r.users.one_time_tokens)}`,
   ];
   if (g.byType && Object.keys(g.byType).length > 0) {
     const rows = Object.entries(g.byType)

@@ -128,3 +128,43 @@ if (skip) {
     t.notMatch(text, /hunter2secret/);
   });
 }
+
+if (!skipPostgres) {
+  t.test('users of the Python original in PostgreSQL are migrated once at start; their old passwords log in and are rehashed', async (t) => {
+    const pgs = await startPostgres(t);
+    const uri = await pgs.database();
+    // The Python original's flat users table: bcrypt and SHA-256 hex hashes, two users whose names differ only in case.
+    await pgs.query(
+      `CREATE TABLE users (id text PRIMARY KEY, username text, email text, password_hash text, root_id text, role text, created_at text);
+       INSERT INTO users VALUES
+         ('u1', 'Legacy_Ann', 'ann@example.com', '$2b$04$feO9eb6hMnO33Hp5c7oNyOhdX07oaq5P9wmMNACHoRdpknLHP3R4m', '0123456789abcdef0123456789abcdef', 'admin', '2024-01-01T00:00:00Z'),
+         ('u2', 'legacy_ben', NULL, '18d93a5ff5b94c527ab5df83f4881cdedaa8789a8231f57bbf7292c020d56e92', NULL, 'user', '2024-02-01T00:00:00Z'),
+         ('u3', 'LEGACY_BEN', NULL, '18d93a5ff5b94c527ab5df83f4881cdedaa8789a8231f57bbf7292c020d56e92', NULL, 'user', '2024-03-01T00:00:00Z')`,
+      [],
+      uri,
+    );
+    const env = { DOCDB_URI: uri };
+    const first = await startServer({ entry: CLUSTER_APP, env: { SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-pg-legacy-')), ...env } });
+    t.teardown(() => first.stop('SIGKILL'));
+    t.match(first.output(), /migrated 3 users of the Python original/);
+    const ann = await tokenOf(first.url, 'legacy_ann', 'legacy password 1');
+    t.ok(ann, 'a bcrypt password logs in');
+    t.ok(await tokenOf(first.url, 'ann@example.com', 'legacy password 1'), 'by email too');
+    t.ok(await tokenOf(first.url, 'legacy_ben', 'legacy password 2'), 'a SHA-256 password logs in');
+    const { rows } = await pgs.query("SELECT u.password_hash, u.status, u.root_id FROM users u JOIN identities i USING (user_id) WHERE i.value_normalized = 'legacy_ann'", [], uri);
+    t.match(rows[0]?.password_hash, /^\$argon2id\$/, 'rehashed to argon2id at its first login');
+    t.equal(rows[0]?.root_id, '0123456789abcdef0123456789abcdef', 'the old root id is kept');
+    t.equal(JSON.parse(Buffer.from(ann.split('.')[1] as string, 'base64url').toString()).root_id, '0123456789abcdef0123456789abcdef', 'and named by the token');
+    // The graph that user works on is that root: bump through the token, then read it stored under the old root.
+    t.equal((await walk(first.url, 'Bump', {}, ann)).status, 200);
+    const stored = await pgs.query("SELECT count(*)::int AS n FROM anchors WHERE root = '0123456789abcdef0123456789abcdef'", [], uri);
+    t.ok((stored.rows[0]?.n as number) >= 2, 'the root and its counter are stored under the old root id');
+    const dup = await pgs.query("SELECT status FROM users WHERE user_id NOT IN (SELECT user_id FROM identities) ", [], uri);
+    t.same(dup.rows.map((r) => r.status), ['disabled'], 'the later of two names equal after normalisation is disabled');
+    await first.stop('SIGTERM');
+    const second = await startServer({ entry: CLUSTER_APP, env: { SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-pg-legacy-')), ...env } });
+    t.teardown(() => second.stop('SIGKILL'));
+    t.notMatch(second.output(), /migrated/, 'once only');
+    t.equal((await pgs.query('SELECT count(*)::int AS n FROM users', [], uri)).rows[0]?.n, 3 + 2, 'three migrated, plus the guest and the admin');
+  });
+}

@@ -6,7 +6,7 @@
  * no binary are skipped with a visible reason (`.ci/run` installs it).
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { chownSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, chownSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createServer } from 'node:net';
@@ -66,6 +66,8 @@ export interface PostgresServer {
   kill(): Promise<void>;
   /** Start it again on the same port and data. */
   start(): Promise<void>;
+  /** With `tls`: the certificate to trust (`sslrootcert`). */
+  caFile?: string;
   /** Run SQL as the superuser on a database of this server (default `postgres`). */
   query(sql: string, values?: unknown[], url?: string): Promise<pg.QueryResult>;
 }
@@ -77,8 +79,9 @@ let made = 0;
  * const pgs = await startPostgres(t);        // stopped and removed when t ends
  * const uri = await pgs.database();           // DOCDB_URI for a store under test
  * const durable = await startPostgres(undefined, { fsync: true }); // a bench of durable commits
+ * const tls = await startPostgres(t, { tls: true });  // TLS with a self-signed certificate for 127.0.0.1: tls.caFile
  */
-export async function startPostgres(t?: { teardown(fn: () => unknown): void }, options: { fsync?: boolean } = {}): Promise<PostgresServer> {
+export async function startPostgres(t?: { teardown(fn: () => unknown): void }, options: { fsync?: boolean; tls?: boolean } = {}): Promise<PostgresServer> {
   if (!INITDB || !PG_CTL) throw new Error(skipPostgres as string);
   const as = runAs();
   const dir = mkdtempSync(join(tmpdir(), 'svc-pg-'));
@@ -89,7 +92,21 @@ export async function startPostgres(t?: { teardown(fn: () => unknown): void }, o
   // Loopback only; the socket in our folder; fsync off: the tests kill svc, never the machine
   // (`fsync: true`, for benchmarks of durable commits: fsync, full-page writes, synchronous_commit on).
   const durability = options.fsync ? '-c fsync=on -c full_page_writes=on -c synchronous_commit=on' : '-c fsync=off -c full_page_writes=off';
-  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 ${durability} -c max_connections=200 -c log_min_messages=fatal`;
+  // TLS: a self-signed certificate for 127.0.0.1 (its own CA), the key readable by the server's user only.
+  let tls = '';
+  let caFile: string | undefined;
+  if (options.tls) {
+    caFile = join(dir, 'server.crt');
+    const key = join(dir, 'server.key');
+    await run('openssl', ['req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', key, '-out', caFile], {});
+    chmodSync(key, 0o600);
+    if (as.uid !== undefined) {
+      chownSync(key, as.uid, as.gid as number);
+      chownSync(caFile, as.uid, as.gid as number);
+    }
+    tls = `-c ssl=on -c ssl_cert_file=${caFile} -c ssl_key_file=${key}`;
+  }
+  const opts = `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 ${durability} ${tls} -c max_connections=200 -c log_min_messages=fatal`;
   let running = false;
   const start = async (): Promise<void> => {
     await run(PG_CTL, ['-D', data, '-o', opts, '-l', join(dir, 'log'), '-w', '-t', '60', 'start'], as);
@@ -112,6 +129,7 @@ export async function startPostgres(t?: { teardown(fn: () => unknown): void }, o
     }
   };
   const server: PostgresServer = {
+    ...(caFile ? { caFile } : {}),
     port,
     url,
     query,

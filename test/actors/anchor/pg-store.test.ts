@@ -32,6 +32,20 @@ if (skipPostgres) {
     t.equal(body.rows[0]?.data_type, 'jsonb', 'bodies are JSONB');
   });
 
+  t.test('TLS to the database: sslmode=verify-full with the server’s CA encrypts; without the CA the connection is refused', async (t) => {
+    const secure = await startPostgres(t, { tls: true });
+    const uri = await secure.database();
+    const store = await PgStore.connect(`${uri}?sslmode=verify-full&sslrootcert=${encodeURIComponent(secure.caFile as string)}`);
+    t.teardown(() => store.close());
+    const { rows } = await store.db.pool.query('SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()');
+    t.equal(rows[0]?.ssl, true, 'the connection is encrypted');
+    await store.commit({ upserts: [], deletes: [] });
+    t.equal(await store.count(), 0);
+    const refused = await PgStore.connect(`${uri}?sslmode=verify-full`).then(() => undefined, (e: unknown) => e as { code: string; message: string });
+    t.equal(refused?.code, 'SVC_ERR_STORE_UNAVAILABLE', 'an unknown certificate is refused');
+    t.match(refused?.message, /cannot reach PostgreSQL at .*127\.0\.0\.1.*certificate/i);
+  });
+
   t.test('an unreachable server: one clear error naming the host, never the password', async (t) => {
     const uri = `postgres://svc:hunter2secret@127.0.0.1:${server.port + 1}/nope`;
     const error = await PgStore.connect(uri).then(() => undefined, (e: unknown) => e as { code: string; message: string });
