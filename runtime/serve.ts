@@ -437,7 +437,7 @@ function identityModule(system: ActorSystem, boot: ServeBoot, thread: string): R
         }),
       );
       // Graph deletions a previous run did not finish (one thread does them, in the background).
-      if (thread === 'w1' || thread === 'local') void identity.finishGraphDrops();
+      if (thread === 'w1' || thread === 'local') identity.finishGraphDrops().catch((error: unknown) => log.error({ err: error }, 'reading the graphs of deleted users to delete failed; retried at the next start'));
     },
   };
 }
@@ -515,7 +515,11 @@ function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, ro
           dev: boot.dev,
           accessLog: config['scale.server'].access_log ? (entry) => log.info(entry, 'request') : undefined,
           suppressHealthLogs: config['scale.server'].suppress_health_check_logs,
-          onError: (error, requestId) => log.error({ err: error, req_id: requestId }, 'request failed'),
+          onError: (error, requestId) => {
+            // An unreachable database answers every request 503 while it lasts: a warning without the stack, not an error each.
+            if ((error as { code?: unknown }).code === 'SVC_ERR_STORE_UNAVAILABLE') storeWarnings.note(log, requestId);
+            else log.error({ err: error, req_id: requestId }, 'request failed');
+          },
           clientAddresses: new ClientAddresses(config['scale.server'].trusted_proxies, config['scale.server'].trusted_proxy_header as ForwardingHeader),
           readiness: () => member?.readiness() ?? storeReadiness(rt.need<AnchorStore>('store'), rt.need<UsersRepository>('users')),
         }),
@@ -525,6 +529,20 @@ function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, ro
     drain: () => front?.startDraining(),
   };
 }
+
+/** Warnings of an unreachable database: one line a second at most, with how many requests it refused meanwhile. */
+const storeWarnings = {
+  last: 0,
+  refused: 0,
+  note(log: Log, requestId: string): void {
+    this.refused++;
+    const now = Date.now();
+    if (now - this.last < 1_000) return;
+    log.warn({ req_id: requestId, refused: this.refused }, 'the database cannot be reached: requests answer 503 STORE_UNAVAILABLE');
+    this.last = now;
+    this.refused = 0;
+  },
+};
 
 /** Why the shared database makes this thread unready (it cannot be reached), or undefined. */
 function storeReadiness(store: AnchorStore, users: UsersRepository): string | undefined {

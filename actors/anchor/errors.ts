@@ -9,7 +9,7 @@ export const STORE_ERRORS = {
   SVC_ERR_CONFLICT: { status: 409, message: 'a concurrent writer changed the same anchor' },
   SVC_ERR_FENCED: { status: 503, message: 'this process no longer owns the graph (another took it over); nothing was stored — retry' },
   SVC_ERR_STORE: { status: 500, message: 'the anchor store failed' },
-  SVC_ERR_STORE_UNAVAILABLE: { status: 503, message: 'the database cannot be reached right now; nothing was stored — retry' },
+  SVC_ERR_STORE_UNAVAILABLE: { status: 503, message: 'the database cannot be reached right now — retry (a change cut off mid-commit may or may not have been stored)' },
   SVC_ERR_STORE_BACKEND: { status: 500, message: 'no store backend of this build answers that URI' },
 } as const;
 

@@ -22,6 +22,6 @@ export type { SqliteStoreOptions } from './sqlite-store.ts';
 export { encode, decode } from './codec.ts';
 export { PgStore } from './pg-store.ts';
 export type { PgStoreOptions } from './pg-store.ts';
-export { PgPool, withSchemaLock, redactUri, isUnreachable } from './pg.ts';
+export { PgPool, withSchemaLock, redactUri, isUnreachable, takeServingLock } from './pg.ts';
 export { MongoStore, connectMongo, ensureCollections, mongoFailure } from './mongo-store.ts';
 export type { MongoStoreOptions } from './mongo-store.ts';

@@ -15,6 +15,7 @@
  * the server (`synchronous_commit` as the server sets it: on by default).
  */
 import type { SvcError } from '../../kernel/index.ts';
+import { graphError } from '../walker/index.ts';
 import { storeError } from './errors.ts';
 import { PgPool, withSchemaLock } from './pg.ts';
 import type { AnchorStore, CommitBatch, CommitChain, QuarantineEntry, StoredDoc, StoreStats } from './store.ts';
@@ -40,18 +41,21 @@ CREATE TABLE IF NOT EXISTS anchor_owners (root text PRIMARY KEY, token bigint NO
 
 -- One group commit: batches [{c?: chain, f?: {root, token}, u: [doc], d: [{id, version}]}], applied in
 -- order, each all or nothing; answers one outcome per batch: null, or {e: conflict|fenced|refused|store, m}.
-CREATE OR REPLACE FUNCTION svc_commit(batches jsonb) RETURNS jsonb LANGUAGE plpgsql AS $fn$
+-- Each batch comes as its own JSON text, read inside its block: a batch holding what JSONB cannot (a NUL
+-- character, a lone surrogate) fails alone ('invalid'), as does one caught in a deadlock ('conflict').
+CREATE OR REPLACE FUNCTION svc_commit(batches text[], chains text[]) RETURNS jsonb LANGUAGE plpgsql AS $fn$
 DECLARE
   b jsonb; d jsonb; outcomes jsonb := '[]'::jsonb; broken jsonb := '{}'::jsonb;
   chain text; have bigint; n integer; v bigint;
 BEGIN
-  FOR b IN SELECT value FROM jsonb_array_elements(batches) LOOP
-    chain := b->>'c';
+  FOR i IN 1 .. coalesce(array_length(batches, 1), 0) LOOP
+    chain := chains[i];
     IF chain IS NOT NULL AND broken ? chain THEN
       outcomes := outcomes || jsonb_build_array(jsonb_build_object('e', 'refused'));
       CONTINUE;
     END IF;
     BEGIN
+      b := batches[i]::jsonb;
       IF b ? 'f' THEN
         have := NULL;
         SELECT token INTO have FROM anchor_owners WHERE root = b->'f'->>'root' FOR SHARE;
@@ -96,6 +100,12 @@ BEGIN
     EXCEPTION
       WHEN SQLSTATE 'SV001' OR unique_violation THEN
         outcomes := outcomes || jsonb_build_array(jsonb_build_object('e', 'conflict', 'm', SQLERRM));
+        IF chain IS NOT NULL THEN broken := broken || jsonb_build_object(chain, true); END IF;
+      WHEN deadlock_detected OR serialization_failure OR lock_not_available THEN
+        outcomes := outcomes || jsonb_build_array(jsonb_build_object('e', 'conflict', 'm', SQLERRM));
+        IF chain IS NOT NULL THEN broken := broken || jsonb_build_object(chain, true); END IF;
+      WHEN invalid_text_representation OR untranslatable_character OR character_not_in_repertoire THEN
+        outcomes := outcomes || jsonb_build_array(jsonb_build_object('e', 'invalid', 'm', SQLERRM));
         IF chain IS NOT NULL THEN broken := broken || jsonb_build_object(chain, true); END IF;
       WHEN SQLSTATE 'SV002' THEN
         outcomes := outcomes || jsonb_build_array(jsonb_build_object('e', 'fenced'));
@@ -175,6 +185,8 @@ export class PgStore implements AnchorStore {
       await db.close();
       throw error;
     }
+    // Readiness notices an outage even while no request comes.
+    db.monitor();
     return new PgStore(db);
   }
 
@@ -251,6 +263,7 @@ export class PgStore implements AnchorStore {
       lane.pending = [];
       const sent: Pending[] = [];
       const parts: string[] = [];
+      const chains: (string | null)[] = [];
       for (const p of pending) {
         const chain = p.batch.chain;
         if (chain?.broken) {
@@ -258,7 +271,7 @@ export class PgStore implements AnchorStore {
           continue;
         }
         let json = `{"u":[${p.batch.upserts.map(docJson).join(',')}],"d":${JSON.stringify(p.batch.deletes.map((d) => ({ id: d.id, version: d.version })))}`;
-        if (chain) json += `,"c":"${this.chainId(chain)}"`;
+        chains.push(chain ? String(this.chainId(chain)) : null);
         if (p.batch.fence) json += `,"f":${JSON.stringify({ root: p.batch.fence.root, token: p.batch.fence.token })}`;
         parts.push(`${json}}`);
         sent.push(p);
@@ -267,7 +280,7 @@ export class PgStore implements AnchorStore {
       let outcomes: ({ e: string; m?: string } | null)[];
       try {
         const { rows } = await this.db.run(
-          (c) => c.query<{ o: typeof outcomes }>({ name: 'svc_commit', text: 'SELECT svc_commit($1::jsonb) AS o', values: [`[${parts.join(',')}]`] }),
+          (c) => c.query<{ o: typeof outcomes }>({ name: 'svc_commit', text: 'SELECT svc_commit($1::text[], $2::text[]) AS o', values: [parts, chains] }),
           'commit',
         );
         outcomes = (rows[0] as { o: typeof outcomes }).o;
@@ -289,7 +302,9 @@ export class PgStore implements AnchorStore {
               ? storeError('SVC_ERR_FENCED')
               : outcome.e === 'refused'
                 ? (p.batch.chain as CommitChain).refusal()
-                : storeError('SVC_ERR_STORE', `commit failed: ${outcome.m ?? 'unknown'}`);
+                : outcome.e === 'invalid'
+                  ? graphError('SVC_ERR_INVALID_FIELDS', 'a string holds a character the database cannot store (a NUL character or a lone surrogate)')
+                  : storeError('SVC_ERR_STORE', `commit failed: ${outcome.m ?? 'unknown'}`);
         p.batch.chain?.break(failure);
         p.reject(failure);
       });

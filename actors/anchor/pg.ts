@@ -15,6 +15,7 @@
  */
 import pg from 'pg';
 import { SvcError } from '../../kernel/index.ts';
+import { graphError } from '../walker/index.ts';
 import { storeError } from './errors.ts';
 
 /** int8 and numeric as JS numbers (versions, tokens, sequence numbers stay far below 2^53). */
@@ -38,6 +39,10 @@ export function redactUri(uri: string): string {
 }
 
 const UNREACHABLE_SQLSTATE = /^(08|57P0|53300|53400|3D000)/;
+/** Network failures of the socket (and TLS failures at connect are reported by `connectOrThrow`). */
+const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ECONNABORTED', 'EHOSTDOWN', 'ENETDOWN']);
+/** Invalid text for its type, a NUL character, a character the encoding lacks. */
+const UNSTORABLE = new Set(['22P02', '22P05', '22021']);
 
 /** Whether an error says the database cannot be reached (rather than refusing this statement). */
 export function isUnreachable(error: unknown): boolean {
@@ -45,10 +50,11 @@ export function isUnreachable(error: unknown): boolean {
   const e = error as { code?: unknown; message?: unknown };
   if (typeof e?.code === 'string') {
     if (/^[0-9A-Z]{5}$/.test(e.code)) return UNREACHABLE_SQLSTATE.test(e.code);
-    return true; // ECONNREFUSED, ECONNRESET, ETIMEDOUT, EPIPE, ENOTFOUND, …
+    return UNREACHABLE_CODES.has(e.code);
   }
+  // node-postgres' own words for a connection that went away or a query the server never answered.
   const message = typeof e?.message === 'string' ? e.message : '';
-  return /connection|terminated|timeout|not queryable|ECONN/i.test(message);
+  return /Connection terminated|connection timeout|timeout exceeded|Query read timeout|not queryable|ECONN/i.test(message);
 }
 
 export interface PgHealthEvents {
@@ -73,19 +79,25 @@ export class PgPool {
   readonly pool: pg.Pool;
   private down: unknown = undefined;
   private probing: NodeJS.Timeout | undefined;
+  private watching: NodeJS.Timeout | undefined;
+  /** When a call last succeeded (ms). */
+  private lastOk = Date.now();
   private closed = false;
   private readonly listeners = new Set<PgHealthEvents>();
 
   private constructor(
     readonly uri: string,
-    options: { max?: number; application?: string },
+    options: { max?: number; application?: string; queryTimeoutMs?: number },
   ) {
     this.pool = new pg.Pool({
       connectionString: uri,
       max: options.max ?? 8,
       connectionTimeoutMillis: 3_000,
       idleTimeoutMillis: 30_000,
-      query_timeout: 60_000,
+      // A database that stops answering (frozen, partitioned away) is unavailable within 10 s, not after the
+      // request's own deadline; TCP keep-alive finds dead connections the server never closed.
+      query_timeout: options.queryTimeoutMs ?? 10_000,
+      keepAlive: true,
       application_name: options.application ?? 'svc',
       types: TYPES,
     });
@@ -93,7 +105,7 @@ export class PgPool {
     this.pool.on('error', (error) => this.markDown(error));
   }
 
-  static open(uri: string, options: { max?: number; application?: string } = {}): PgPool {
+  static open(uri: string, options: { max?: number; application?: string; queryTimeoutMs?: number } = {}): PgPool {
     return new PgPool(uri, options);
   }
 
@@ -136,9 +148,15 @@ export class PgPool {
     }
     let broken: unknown = undefined;
     try {
-      return await work(client);
+      const out = await work(client);
+      this.lastOk = Date.now();
+      return out;
     } catch (error) {
       if (error instanceof SvcError) throw error;
+      // Input the database cannot hold (a NUL character, a lone surrogate in JSON): the caller's, a 400.
+      if (UNSTORABLE.has((error as { code?: string }).code ?? '')) {
+        throw graphError('SVC_ERR_INVALID_FIELDS', 'a string holds a character the database cannot store (a NUL character or a lone surrogate)', { cause: error });
+      }
       if (isUnreachable(error)) {
         broken = error;
         this.markDown(error);
@@ -149,6 +167,29 @@ export class PgPool {
       // A connection that failed mid-way is not given back for reuse.
       client.release(broken === undefined ? undefined : (broken as Error));
     }
+  }
+
+  /**
+   * Notice an outage even while nothing asks the database (readiness):
+   * when no call succeeded for `everyMs`, a `SELECT 1` must answer within
+   * `everyMs`, else the database counts as gone.
+   */
+  monitor(everyMs = 2_000): void {
+    if (this.watching) return;
+    this.watching = setInterval(() => {
+      if (this.closed || this.down !== undefined || Date.now() - this.lastOk < everyMs) return;
+      let timer: NodeJS.Timeout | undefined;
+      const late = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('connection timeout: the database did not answer a health check')), everyMs);
+      });
+      Promise.race([this.pool.query('SELECT 1'), late]).then(
+        () => {
+          this.lastOk = Date.now();
+        },
+        (error: unknown) => this.markDown(error),
+      ).finally(() => clearTimeout(timer));
+    }, everyMs);
+    this.watching.unref();
   }
 
   /** `work` inside BEGIN … COMMIT (rolled back when it throws). */
@@ -182,6 +223,7 @@ export class PgPool {
         () => {
           if (this.closed) return;
           this.down = undefined;
+          this.lastOk = Date.now();
           for (const l of this.listeners) l.onUp?.();
         },
         () => this.probe(Math.min(delayMs * 2, 2_000)),
@@ -194,6 +236,7 @@ export class PgPool {
     if (this.closed) return;
     this.closed = true;
     if (this.probing) clearTimeout(this.probing);
+    if (this.watching) clearInterval(this.watching);
     this.listeners.clear();
     await this.pool.end().catch(() => undefined);
   }
@@ -212,4 +255,63 @@ function describe(error: unknown): string {
   const e = error as { code?: unknown; message?: unknown };
   const message = typeof e?.message === 'string' ? e.message : String(error);
   return typeof e?.code === 'string' && !message.includes(e.code) ? `${message} (${e.code})` : message;
+}
+
+/**
+ * The serving lock of a database, as the data-folder lock is for SQLite:
+ * one process serves a PostgreSQL database outside a cluster (`exclusive`),
+ * or any number of members of a cluster (`shared`) — never both. Held by a
+ * session-level advisory lock on a connection of its own for the life of
+ * the process; if that connection drops (the database restarted), it is
+ * taken again as soon as the database answers. Resolves to undefined when
+ * another process holds it the other way.
+ *
+ * @example
+ * const lock = await takeServingLock(uri, { shared: Boolean(kvUrl) });
+ * if (!lock) throw new Error('another svc process serves this database outside a cluster');
+ */
+export async function takeServingLock(uri: string, options: { shared: boolean; onLost?: (why: string) => void }): Promise<{ release(): Promise<void> } | undefined> {
+  const fn = options.shared ? 'pg_try_advisory_lock_shared' : 'pg_try_advisory_lock';
+  let client: pg.Client | undefined;
+  let released = false;
+  let retry: NodeJS.Timeout | undefined;
+  const take = async (): Promise<boolean> => {
+    const c = new pg.Client({ connectionString: uri, connectionTimeoutMillis: 3_000, keepAlive: true, application_name: 'svc serving lock' });
+    c.on('error', () => undefined);
+    await c.connect();
+    const { rows } = await c.query<{ ok: boolean }>(`SELECT ${fn}(hashtext('svc serving')) AS ok`);
+    if (!rows[0]?.ok) {
+      await c.end().catch(() => undefined);
+      return false;
+    }
+    client = c;
+    // The lock lives as long as this connection: when it ends, take it again once the database is back.
+    c.once('end', () => {
+      if (!released) again(500);
+    });
+    return true;
+  };
+  const again = (delayMs: number): void => {
+    retry = setTimeout(() => {
+      take().then(
+        (ok) => {
+          if (!ok) options.onLost?.('another svc process took this database’s serving lock while the database was away');
+        },
+        () => again(Math.min(delayMs * 2, 5_000)),
+      );
+    }, delayMs);
+    retry.unref();
+  };
+  try {
+    if (!(await take())) return undefined;
+  } catch (error) {
+    throw storeError('SVC_ERR_STORE_UNAVAILABLE', `cannot reach PostgreSQL at ${redactUri(uri)}: ${describe(error)}`, { cause: error });
+  }
+  return {
+    async release() {
+      released = true;
+      if (retry) clearTimeout(retry);
+      await client?.end().catch(() => undefined);
+    },
+  };
 }

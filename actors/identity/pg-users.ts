@@ -8,9 +8,10 @@
  *
  * Users of the Python original (a table `users` of flat rows `{username,
  * email, password_hash, root_id, role, created_at}`) are migrated once at
- * start: the old table is renamed `users_legacy` and its rows copied in
- * (idempotent: user ids derive from the old rows; old password hashes are
- * rehashed at the next login).
+ * start: the old table is renamed `users_legacy`, its rows copied in, and
+ * it is renamed `users_legacy_migrated` in the same transaction (user ids
+ * derive from the old rows; old password hashes are rehashed at the next
+ * login).
  */
 import type pg from 'pg';
 import { PgPool, withSchemaLock } from '../anchor/index.ts';
@@ -444,12 +445,15 @@ async function migrateLegacy(c: pg.PoolClient): Promise<number> {
   if (exists.length === 0) return 0;
   const { rows } = await c.query<{ doc: LegacyUser }>('SELECT to_jsonb(l) AS doc FROM users_legacy l');
   const taken = new Set((await c.query<{ v: string }>("SELECT value_normalized AS v FROM identities WHERE type <> 'sso'")).rows.map((r) => r.v));
+  const deleted = new Set((await c.query<{ user_id: string }>('SELECT user_id FROM deleted_users')).rows.map((r) => r.user_id));
   const { users } = legacyUserRecords(
     rows.map((r) => r.doc),
     taken,
   );
   let n = 0;
   for (const u of users) {
+    // Deleted since an earlier migration: it stays deleted.
+    if (deleted.has(u.user_id)) continue;
     const { rowCount } = await c.query(`${INSERT_USER} ON CONFLICT (user_id) DO NOTHING`, userValues(u));
     if (rowCount !== 1) continue;
     n++;
@@ -464,5 +468,8 @@ async function migrateLegacy(c: pg.PoolClient): Promise<number> {
       }
     }
   }
+  // Migrated, in this same transaction: kept for reference under a name no start reads again.
+  const { rows: kept } = await c.query("SELECT 1 FROM information_schema.tables WHERE table_schema = current_schema() AND table_name = 'users_legacy_migrated'");
+  await c.query(`ALTER TABLE users_legacy RENAME TO ${kept.length ? `users_legacy_migrated_${Date.now()}` : 'users_legacy_migrated'}`);
   return n;
 }

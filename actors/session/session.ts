@@ -29,6 +29,8 @@ export const CLOSE = {
   TOO_LARGE: 4413,
   /** The server is shutting down. */
   DRAINING: 4503,
+  /** The token could not be checked now (the shared database cannot be reached): try again later. */
+  TRY_AGAIN: 1013,
 } as const;
 
 /** What a session needs of the socket under it. */
@@ -195,6 +197,16 @@ export class Session implements ActorLogic<SessionMsg, void> {
       // A token in a frame is verified first, whatever else the frame holds.
       if (typeof f.token !== 'string' || f.token === '') return this.close(CLOSE.UNAUTHORIZED, 'the token must be a non-empty string');
       const before = this.userId;
+      // A shared users repository: learn the token's user first (an unreachable database closes with "try again later").
+      const learning = this.env.auth.prepare?.(f.token);
+      if (learning) {
+        try {
+          await learning;
+        } catch (error) {
+          return this.close(CLOSE.TRY_AGAIN, this.env.errorOf(error).message);
+        }
+        if (this.closed) return;
+      }
       if (!this.authenticate(f.token)) return;
       if (this.reapprove && this.userId !== before) {
         // The hooks judged the upgrade for someone else (the guest): they judge this user too.

@@ -16,7 +16,7 @@ import { freePort } from '../ports.ts';
 import { jwtSecret, SecretError } from '../secrets.ts';
 import { DataLockError, lockDataFolder } from '../data-lock.ts';
 import { bootstrapAccounts, openUsersRepository, Passwords, serveUsersWriter, ThreadHasher } from '../../actors/identity/index.ts';
-import { openAnchorStore, redactUri, serveStoreWriter } from '../../actors/anchor/index.ts';
+import { openAnchorStore, redactUri, serveStoreWriter, takeServingLock } from '../../actors/anchor/index.ts';
 import { serveActivationLeases, threadOf } from '../../kernel/index.ts';
 import { ClusterMember, redactUrl } from '../../cluster/index.ts';
 import { randomBytes } from 'node:crypto';
@@ -183,6 +183,22 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   const shared = backend !== 'sqlite';
   const users = await unlessUnreachable(openUsersRepository(docdbUri, { path: usersPath, baseDir: projectRoot }));
   if (shared) await unlessUnreachable(openAnchorStore(docdbUri, { baseDir: projectRoot }).then((store) => store.close()), () => users.close());
+  // As for a SQLite data folder: one process serves a PostgreSQL database outside a cluster (revocations and the
+  // ownership of graphs travel between processes through Redis), any number of members inside one.
+  if (backend === 'postgres' || backend === 'postgresql') {
+    const lock = await unlessUnreachable(
+      takeServingLock(docdbUri, { shared: Boolean(kvUrl), onLost: (why) => process.stderr.write(`svc: warning: ${why}\n`) }),
+      () => users.close(),
+    );
+    if (!lock) {
+      await users.close();
+      throw new StartError(
+        kvUrl
+          ? 'another svc process is serving this database outside a cluster; stop it, or give it the same KV_URL'
+          : 'another svc process is serving this database; set KV_URL (the same Redis) on every process to run several',
+      );
+    }
+  }
   const migrated = (users as { migrated?: number }).migrated ?? 0;
   if (migrated > 0) say(`svc: migrated ${migrated} user${migrated === 1 ? '' : 's'} of the Python original (their old password hashes are replaced at their next login)`);
   const writers = backend === 'sqlite' && workers > 1 && config['scale.database'].sqlite_writer === 'process' ? await openAnchorStore(docdbUri, { path: storePath, baseDir: projectRoot, synchronous: config['scale.database'].synchronous as 'NORMAL' | 'FULL' }) : undefined;

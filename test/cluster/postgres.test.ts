@@ -5,6 +5,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import WebSocket from 'ws';
 import { skipPostgres, startPostgres } from '../helpers/postgres.ts';
 import { skipRedis, startRedis } from '../helpers/redis.ts';
 import { startServer, type Server } from '../helpers/server.ts';
@@ -27,12 +29,36 @@ if (skip) {
 
   const stopAll = (servers: Server[]) => Promise.all(servers.map((s) => s.stop('SIGKILL')));
 
+  /** An admin token of a database's bootstrap admin (ADMIN_DEFAULT_PASSWORD, changed at first login as it must be). */
+  const ADMIN_PASSWORD = 'first root password 1';
+  const adminOf = async (url: string): Promise<string> => {
+    const first = await tokenOf(url, 'admin', ADMIN_PASSWORD);
+    const changed = await fetch(`${url}/user/password`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${first}` },
+      body: JSON.stringify({ current_password: ADMIN_PASSWORD, new_password: 'second root password 2' }),
+    });
+    if (changed.status !== 200) throw new Error(`admin password change: ${changed.status} ${await changed.text()}`);
+    return tokenOf(url, 'admin', 'second root password 2');
+  };
+
+  /** Poll `/admin/cluster` on every member until each sees `count` members (so no graph moves during the test). */
+  const settled = async (members: Server[], token: string, count: number): Promise<void> => {
+    for (const m of members) {
+      for (;;) {
+        const res = await fetch(`${m.url}/admin/cluster`, { headers: { authorization: `Bearer ${token}` } });
+        if (res.status === 200 && ((await res.json()) as { data: { members: unknown[] } }).data.members.length === count) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  };
+
   t.test('three members on PostgreSQL with separate data folders: +3,000 on one counter, every request 200; registered on A, logged in on B', async (t) => {
-    const env = { DOCDB_URI: await pgs.database(), KV_URL: redis.url, SVC_CLUSTER_NAME: `pg-${randomBytes(3).toString('hex')}` };
+    const env = { DOCDB_URI: await pgs.database(), KV_URL: redis.url, SVC_CLUSTER_NAME: `pg-${randomBytes(3).toString('hex')}`, ADMIN_DEFAULT_PASSWORD: ADMIN_PASSWORD };
     const members: Server[] = [];
     t.teardown(() => stopAll(members));
     for (let i = 0; i < 3; i++) members.push(await member(env));
-    await members[2]?.waitFor(/joined as .*\(2 other members/);
+    await settled(members, await adminOf((members[0] as Server).url), 3);
     t.match(members[0]?.output(), /store postgres at postgres:\/\/postgres@127\.0\.0\.1/);
     const [a, b, c] = members as [Server, Server, Server];
     await register(a.url, 'pg_alice');
@@ -117,6 +143,31 @@ if (skip) {
     const count = (await walk(svc.url, 'Read', {}, token)).body?.data?.reports?.[0] as number;
     t.ok(count >= acked, `every acknowledged increment is there (${count} ≥ ${acked})`);
     t.ok(count <= acked + failures.length, `and at most the unanswered ones besides (${count} ≤ ${acked} + ${failures.length})`);
+  });
+
+  t.test('WebSocket: a token in the first frame, of a user this thread has not met yet, is taken (the user is looked up first)', async (t) => {
+    const svc = await member({ DOCDB_URI: await pgs.database() }, 2);
+    t.teardown(() => svc.stop('SIGKILL'));
+    await register(svc.url, 'pg_ws');
+    const token = await tokenOf(svc.url, 'pg_ws');
+    // Several connections: the uWS workers share the port, so some land on a thread that has not seen this user.
+    for (let i = 0; i < 6; i++) {
+      const ws = new WebSocket(`${svc.url.replace('http', 'ws')}/ws/Room`);
+      await once(ws, 'open');
+      ws.send(JSON.stringify({ token }));
+      const [data] = (await once(ws, 'message')) as [Buffer];
+      t.same(JSON.parse(data.toString()), { type: 'authenticated' }, `connection ${i + 1}`);
+      ws.close();
+    }
+  });
+
+  t.test('one process serves a database outside a cluster: a second one without KV_URL refuses to start, in one line', async (t) => {
+    const env = { DOCDB_URI: await pgs.database() };
+    const first = await member(env);
+    t.teardown(() => first.stop('SIGKILL'));
+    const second = await member(env).catch((e: Error) => e);
+    t.ok(second instanceof Error, 'the second does not serve');
+    t.match((second as Error).message, /another svc process is serving this database; set KV_URL/);
   });
 
   t.test('a database that is down at start: one line naming it (never the password), exit 1', async (t) => {

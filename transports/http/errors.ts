@@ -24,7 +24,7 @@ export const HTTP_ERRORS = {
   REQUEST_TIMEOUT: { status: 408, message: 'the request body did not arrive in time (the connection is closed)' },
   HEADERS_TOO_LARGE: { status: 431, message: 'the request headers are too large or too many' },
   NOT_IMPLEMENTED: { status: 501, message: 'the server does not know that method' },
-  STORE_UNAVAILABLE: { status: 503, message: 'the database cannot be reached right now; nothing was stored — retry' },
+  STORE_UNAVAILABLE: { status: 503, message: 'the database cannot be reached right now — retry (a change cut off mid-commit may or may not have been stored)' },
 } as const;
 
 export type HttpErrorCode = keyof typeof HTTP_ERRORS;

@@ -225,8 +225,7 @@ export class WsHub {
     const hooks = this.o.hooks;
     if (!hooks?.active) {
       // A shared users repository: the session verifies the token synchronously, once its user is known here.
-      if (verdict.token !== undefined) await this.prepare(verdict.token);
-      return verdict;
+      return (verdict.token !== undefined && (await this.prepare(verdict.token))) || verdict;
     }
     // One token per connection: the one the hooks judge is the one the session runs as.
     const header = bearer(req.headers.authorization);
@@ -234,7 +233,8 @@ export class WsHub {
       return { ok: false, status: 400, code: 'BAD_REQUEST', message: 'two different tokens (Authorization header and ?token=): send one' };
     }
     const token = verdict.token ?? header;
-    if (token !== undefined) await this.prepare(token);
+    const unchecked = token !== undefined && (await this.prepare(token));
+    if (unchecked) return unchecked;
     // The walker's own path, whatever percent-encoding reached it: path rules in hooks see what HTTP hooks see.
     const request = { path: `/ws/${verdict.route.name}`, query: req.query, headers: req.headers };
     const caller = this.hookCaller(token);
@@ -250,9 +250,15 @@ export class WsHub {
     return { ...verdict, token, hooked: { request, userId: caller.userId } };
   }
 
-  /** Learn the token's user where the repository answers asynchronously (a failure leaves the token for the session to refuse). */
-  private async prepare(token: string): Promise<void> {
-    await this.o.auth.prepare?.(token)?.catch(() => undefined);
+  /** Learn the token's user where the repository answers asynchronously; a refusal when it cannot be asked now (503, retry). */
+  private async prepare(token: string): Promise<(Upgrade & { ok: false }) | undefined> {
+    try {
+      await this.o.auth.prepare?.(token);
+      return undefined;
+    } catch (error) {
+      const e = this.o.errorOf(error);
+      return { ok: false, status: e.status ?? 503, code: e.code, message: e.message };
+    }
   }
 
   private runHooks(request: UpgradeRequest, caller: SessionCaller): Promise<void> {

@@ -46,6 +46,25 @@ if (skipPostgres) {
     t.match(refused?.message, /cannot reach PostgreSQL at .*127\.0\.0\.1.*certificate/i);
   });
 
+  t.test('a batch holding what JSONB cannot store (NUL, a lone surrogate) fails alone with a 400; its neighbours commit', async (t) => {
+    const store = await PgStore.connect(await server.database());
+    t.teardown(() => store.close());
+    const doc = (id: string, text: string) => ({
+      id: id.padEnd(32, '0'), root: 'r'.repeat(32), kind: 'node' as const, arch_module: 'app', arch_type: 'Todo', fingerprint: 'f', format_version: 1, version: 1,
+      body: JSON.stringify({ access: { anyone: -1, roots: {} }, context: { title: text } }),
+    });
+    const results = await Promise.allSettled([
+      store.commit({ upserts: [doc('a1', 'fine')], deletes: [] }),
+      store.commit({ upserts: [doc('a2', 'a\u0000b')], deletes: [] }),
+      store.commit({ upserts: [doc('a3', '\ud800')], deletes: [] }),
+      store.commit({ upserts: [doc('a4', 'fine too')], deletes: [] }),
+    ]);
+    t.same(results.map((r) => r.status), ['fulfilled', 'rejected', 'rejected', 'fulfilled']);
+    t.match(results[1], { reason: { code: 'SVC_ERR_INVALID_FIELDS', status: 400 } });
+    t.match(results[2], { reason: { code: 'SVC_ERR_INVALID_FIELDS', status: 400 } });
+    t.equal(await store.count(), 2);
+  });
+
   t.test('an unreachable server: one clear error naming the host, never the password', async (t) => {
     const uri = `postgres://svc:hunter2secret@127.0.0.1:${server.port + 1}/nope`;
     const error = await PgStore.connect(uri).then(() => undefined, (e: unknown) => e as { code: string; message: string });

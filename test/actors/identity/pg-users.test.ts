@@ -32,4 +32,34 @@ if (skipPostgres) {
     t.equal(both.filter((r) => r.status === 'fulfilled').length, 1, 'two pods registering one name at once: one wins');
     t.match(both.find((r) => r.status === 'rejected'), { reason: { code: 'IDENTITY_TAKEN' } });
   });
+
+  t.test('legacy users: migrated once; a migrated user deleted later stays deleted', async (t) => {
+    const uri = await server.database();
+    await server.query(
+      `CREATE TABLE users (id text PRIMARY KEY, username text, email text, password_hash text, root_id text, role text, created_at text);
+       INSERT INTO users VALUES ('a', 'Old_Ann', NULL, 'x', NULL, 'admin', '2024-01-01T00:00:00Z'), ('b', 'old_bo', NULL, 'y', NULL, 'user', '2024-01-02T00:00:00Z')`,
+      [],
+      uri,
+    );
+    const first = await PgUsersRepository.connect(uri);
+    t.equal(first.migrated, 2);
+    const ann = await first.byIdentity('old_ann');
+    t.equal(ann?.role, 'admin');
+    await first.delete(ann?.user_id as string);
+    await first.close();
+    const second = await PgUsersRepository.connect(uri);
+    t.teardown(() => second.close());
+    t.equal(second.migrated, 0, 'not again');
+    t.equal(await second.byIdentity('old_ann'), undefined, 'the deleted admin does not come back');
+    t.ok(await second.wasDeleted(ann?.user_id as string));
+    const tables = await server.query("SELECT table_name FROM information_schema.tables WHERE table_name LIKE 'users_legacy%'", [], uri);
+    t.same(tables.rows.map((r) => r.table_name), ['users_legacy_migrated'], 'the old table is kept, renamed');
+  });
+
+  t.test('a string the database cannot hold (NUL) is a 400 VALIDATION error, not a 500', async (t) => {
+    const users = await PgUsersRepository.connect(await server.database());
+    t.teardown(() => users.close());
+    await t.rejects(users.byIdentity('a\u0000b'), { code: 'SVC_ERR_INVALID_FIELDS', status: 400 });
+    await t.rejects(users.create(userRecord({ user_id: 'nul-1', role: 'user', profile: { bio: 'a\u0000b' } })), { code: 'SVC_ERR_INVALID_FIELDS' });
+  });
 }
