@@ -56,6 +56,23 @@ interface IdentityRow {
   linked_at: string | null;
 }
 
+/** A user's row as the statements take it (its identities go in their own table). */
+function userRow(user: UserRecord): UserRow {
+  return {
+    user_id: user.user_id,
+    status: user.status,
+    role: user.role,
+    root_id: user.root_id,
+    profile: JSON.stringify(user.profile),
+    created_at: user.created_at,
+    updated_at: user.updated_at,
+    must_change_password: user.must_change_password ? 1 : 0,
+    tokens_valid_after: user.tokens_valid_after,
+    protected: user.protected ? 1 : 0,
+    password_hash: user.password_hash,
+  };
+}
+
 function isUnique(error: unknown): boolean {
   return typeof (error as { code?: unknown }).code === 'string' && (error as { code: string }).code.startsWith('SQLITE_CONSTRAINT');
 }
@@ -185,19 +202,7 @@ export class SqliteUsersRepository implements UsersRepository, ImmediateUserLook
     this.check();
     try {
       this.db.transaction(() => {
-        this.q.insertUser.run({
-          user_id: user.user_id,
-          status: user.status,
-          role: user.role,
-          root_id: user.root_id,
-          profile: JSON.stringify(user.profile),
-          created_at: user.created_at,
-          updated_at: user.updated_at,
-          must_change_password: user.must_change_password ? 1 : 0,
-          tokens_valid_after: user.tokens_valid_after,
-          protected: user.protected ? 1 : 0,
-          password_hash: user.password_hash,
-        });
+        this.q.insertUser.run(userRow(user));
         for (const id of user.identities) this.insertIdentity(user.user_id, id);
       })();
     } catch (error) {
@@ -400,19 +405,7 @@ export class SqliteUsersRepository implements UsersRepository, ImmediateUserLook
     try {
       this.db.transaction(() => {
         for (const user of users) {
-          ops.putUser.run({
-            user_id: user.user_id,
-            status: user.status,
-            role: user.role,
-            root_id: user.root_id,
-            profile: JSON.stringify(user.profile),
-            created_at: user.created_at,
-            updated_at: user.updated_at,
-            must_change_password: user.must_change_password ? 1 : 0,
-            tokens_valid_after: user.tokens_valid_after,
-            protected: user.protected ? 1 : 0,
-            password_hash: user.password_hash,
-          });
+          ops.putUser.run(userRow(user));
           ops.dropIdentities.run(user.user_id);
           for (const id of user.identities) this.insertIdentity(user.user_id, id);
         }
