@@ -126,6 +126,11 @@ interface Pending {
   reject: (e: unknown) => void;
 }
 
+interface Lane {
+  pending: Pending[];
+  flushing: Promise<void> | undefined;
+}
+
 /** Concurrent group commits per store; a chain always uses the same one, so its batches stay in order. */
 const LANES = 4;
 
@@ -166,7 +171,8 @@ export interface PgStoreOptions {
 export class PgStore implements AnchorStore {
   readonly kind = 'postgres';
   readonly bodyForm = 'text';
-  private readonly lanes: { pending: Pending[]; busy: boolean }[] = Array.from({ length: LANES }, () => ({ pending: [], busy: false }));
+  /** Per lane: batches waiting, and the flush under way (one at a time, so a chain's batches stay in order). */
+  private readonly lanes: Lane[] = Array.from({ length: LANES }, () => ({ pending: [], flushing: undefined }));
   private readonly laneOf = new WeakMap<CommitChain, number>();
   private nextLane = 0;
   private chainIds = new WeakMap<CommitChain, number>();
@@ -228,13 +234,10 @@ export class PgStore implements AnchorStore {
   commit(batch: CommitBatch): Promise<void> {
     this.check();
     if (batch.chain?.broken) return Promise.reject(batch.chain.refusal());
-    const lane = this.lanes[batch.chain ? this.laneFor(batch.chain) : 0] as (typeof this.lanes)[number];
+    const lane = this.lanes[batch.chain ? this.laneFor(batch.chain) : 0] as Lane;
     return new Promise((resolve, reject) => {
       lane.pending.push({ batch, resolve, reject });
-      if (!lane.busy) {
-        lane.busy = true;
-        setImmediate(() => void this.flush(lane));
-      }
+      lane.flushing ??= new Promise<void>((r) => setImmediate(r)).then(() => this.flush(lane));
     });
   }
 
@@ -257,7 +260,7 @@ export class PgStore implements AnchorStore {
   }
 
   /** Send what the lane holds as one group commit; what arrives meanwhile goes in the next. */
-  private async flush(lane: { pending: Pending[]; busy: boolean }): Promise<void> {
+  private async flush(lane: Lane): Promise<void> {
     while (lane.pending.length > 0) {
       const pending = lane.pending;
       lane.pending = [];
@@ -309,7 +312,7 @@ export class PgStore implements AnchorStore {
         p.reject(failure);
       });
     }
-    lane.busy = false;
+    lane.flushing = undefined;
   }
 
   async claim(rootId: string): Promise<number> {
@@ -472,7 +475,7 @@ export class PgStore implements AnchorStore {
   /** Wait for the commits handed over, then close the pool. */
   async close(): Promise<void> {
     if (this.closed) return;
-    while (this.lanes.some((l) => l.busy || l.pending.length > 0)) await new Promise((r) => setImmediate(r));
+    await Promise.all(this.lanes.map((l) => l.flushing));
     this.closed = true;
     await this.db.close();
   }

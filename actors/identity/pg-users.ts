@@ -18,6 +18,7 @@ import { PgPool, withSchemaLock } from '../anchor/index.ts';
 import { identityError } from './errors.ts';
 import { type LegacyUser, legacyUserRecords } from './legacy-users.ts';
 import {
+  identityFromRow,
   type DeletedUser,
   type GraphDrop,
   type Identity,
@@ -91,13 +92,7 @@ const USER = `SELECT u.*, (SELECT json_agg(json_build_object('type', i.type, 'va
 
 function record(row: UserRow | undefined): UserRecord | undefined {
   if (!row) return undefined;
-  const identities = (row.identities ?? []).map((i) => {
-    const id: Identity = { type: i.type, value_raw: i.value_raw, value_normalized: i.value_normalized, verified: i.verified, is_recovery: i.is_recovery };
-    if (i.provider) id.provider = i.provider;
-    if (i.external_id) id.external_id = i.external_id;
-    if (i.linked_at) id.linked_at = i.linked_at;
-    return id;
-  });
+  const identities = (row.identities ?? []).map(identityFromRow);
   return {
     user_id: row.user_id,
     status: row.status,

@@ -16,6 +16,7 @@ import {
   type DeletedUser,
   type GraphDrop,
   type Identity,
+  identityFromRow,
   type ImmediateUserLookup,
   normalize,
   type OneTimeToken,
@@ -175,13 +176,7 @@ export class SqliteUsersRepository implements UsersRepository, ImmediateUserLook
 
   private record(row: UserRow | undefined): UserRecord | undefined {
     if (!row) return undefined;
-    const identities = (this.q.identitiesOf.all(row.user_id) as IdentityRow[]).map((i) => {
-      const id: Identity = { type: i.type, value_raw: i.value_raw, value_normalized: i.value_normalized, verified: i.verified === 1, is_recovery: i.is_recovery === 1 };
-      if (i.provider) id.provider = i.provider;
-      if (i.external_id) id.external_id = i.external_id;
-      if (i.linked_at) id.linked_at = i.linked_at;
-      return id;
-    });
+    const identities = (this.q.identitiesOf.all(row.user_id) as IdentityRow[]).map(identityFromRow);
     return {
       user_id: row.user_id,
       status: row.status,

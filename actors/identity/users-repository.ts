@@ -239,6 +239,24 @@ export function userRecord(fields: Pick<UserRecord, 'user_id' | 'role'> & Partia
   };
 }
 
+/** An identity from a table row (SQL backends: absent optional columns are null, flags may be 0/1). */
+export function identityFromRow(row: {
+  type: Identity['type'];
+  value_raw: string;
+  value_normalized: string;
+  verified: boolean | number;
+  is_recovery: boolean | number;
+  provider: string | null;
+  external_id: string | null;
+  linked_at: string | null;
+}): Identity {
+  const id: Identity = { type: row.type, value_raw: row.value_raw, value_normalized: row.value_normalized, verified: Boolean(row.verified), is_recovery: Boolean(row.is_recovery) };
+  if (row.provider) id.provider = row.provider;
+  if (row.external_id) id.external_id = row.external_id;
+  if (row.linked_at) id.linked_at = row.linked_at;
+  return id;
+}
+
 /** Lower case, trimmed, Unicode-normalised: what uniqueness and lookups use. */
 export function normalize(value: string): string {
   return value.normalize('NFKC').trim().toLowerCase();

@@ -194,7 +194,7 @@ export class Front {
     }
     const { route, params } = match;
     setRoute(route.template);
-    await this.prepareToken(req);
+    if (this.o.auth.learnsUsers) await this.prepareToken(req);
     // Hooks run first, whatever the endpoint's access: on the caller's graph when the token is good, else the guest's.
     if (this.hooks.active) await this.runHooks(req);
     const caller = this.authenticate(req, route);
@@ -244,6 +244,7 @@ export class Front {
 
   /** With a shared users repository: learn whether the token's user exists before verifying it (a no-op otherwise). */
   private async prepareToken(req: HttpRequest): Promise<void> {
+    if (!this.o.auth.learnsUsers) return;
     const token = bearer(req.headers.authorization);
     if (token === undefined) return;
     const wait = this.o.auth.prepare(token);
