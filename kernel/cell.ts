@@ -9,6 +9,7 @@ import type { DeadLetterReason, DeadLetters } from './dead-letters.ts';
 import { kernelError } from './errors.ts';
 import { type ActorLogic, Later, type Props, Rejection } from './logic.ts';
 import { Mailbox, PushResult, type Reply } from './mailbox.ts';
+import type { ActorLabel, Observers, SupervisorDecision } from './observer.ts';
 import type { ActorRef } from './refs.ts';
 import { backoffDelay, RestartLog, shouldRestart, type SupervisorSpec, supervisorSpec } from './supervision.ts';
 import type { ActorSystem } from './system.ts';
@@ -30,6 +31,7 @@ export interface CellHost {
   unhandledFailure(error: unknown, path: string): void;
   /** An error that cannot be passed to a supervisor (postStop, a crash while stopping): reported. */
   reportError(error: unknown, path: string): void;
+  readonly observers: Observers;
 }
 
 /** Options a system gives a cell beyond its props (virtual actors use these). */
@@ -40,6 +42,8 @@ export interface CellOptions {
   idleMs?: number;
   onIdle?: (cell: ActorCell) => void;
   onTerminated?: (cell: ActorCell) => void;
+  /** The virtual actor kind this cell is an activation of (its label is `$<kind>`). */
+  kind?: string;
 }
 
 const DEFAULT_CAPACITY = 1024;
@@ -108,6 +112,7 @@ export class ActorCell<M = unknown, R = unknown> {
   private selfStopped = false;
   private idleTimer: TimerHandle | null = null;
   private lastActive = 0;
+  private cachedLabel: ActorLabel | undefined;
 
   constructor(
     readonly host: CellHost,
@@ -138,6 +143,16 @@ export class ActorCell<M = unknown, R = unknown> {
 
   get currentEpoch(): number {
     return this.epoch;
+  }
+
+  /** Bounded name for observers (see {@link ActorLabel}); built on first use. */
+  get label(): ActorLabel {
+    if (this.cachedLabel === undefined) {
+      const kind = this.options.kind;
+      const own = this.name.startsWith('$') ? '$' : this.name;
+      this.cachedLabel = kind !== undefined ? `$${kind}` : this.parentCell ? `${this.parentCell.label}/${own}` : this.path;
+    }
+    return this.cachedLabel;
   }
 
   spawnCell<CM, CR>(props: Props<CM, CR>, name?: string, options?: CellOptions): ActorCell<CM, CR> {
@@ -182,20 +197,30 @@ export class ActorCell<M = unknown, R = unknown> {
       return false;
     }
     const result = this.mailbox.push(msg, reply);
-    if (result === PushResult.Rejected) {
-      this.dead(msg, reply, 'mailbox-full', 'SVC_ERR_MAILBOX_FULL');
-      return false;
-    }
-    if (result === PushResult.DroppedOldest) {
-      const dropped = this.mailbox.droppedMsg;
-      const droppedReply = this.mailbox.droppedReply;
-      this.mailbox.droppedMsg = this.mailbox.droppedReply = undefined;
-      this.dead(dropped, droppedReply, 'dropped-oldest', 'SVC_ERR_MESSAGE_DROPPED');
-    }
+    if (result !== PushResult.Ok && !this.overflowed(result, msg, reply)) return false;
     if (!this.scheduled && !this.inFlight && this.ready && this.status === 'running') {
       this.scheduled = true;
       microtask(this.run);
     }
+    return true;
+  }
+
+  /**
+   * The mailbox was full: shed a message (out of line, to keep `enqueue`
+   * small enough to inline). `false` when `msg` itself was refused.
+   */
+  private overflowed(result: PushResult, msg: unknown, reply: Reply | undefined): boolean {
+    const mailbox = this.mailbox;
+    if (result === PushResult.Rejected) {
+      this.host.observers.mailboxFull(this, mailbox.capacity, 'reject', msg);
+      this.dead(msg, reply, 'mailbox-full', 'SVC_ERR_MAILBOX_FULL');
+      return false;
+    }
+    const dropped = mailbox.droppedMsg;
+    const droppedReply = mailbox.droppedReply;
+    mailbox.droppedMsg = mailbox.droppedReply = undefined;
+    this.host.observers.mailboxFull(this, mailbox.capacity, 'drop-oldest', dropped);
+    this.dead(dropped, droppedReply, 'dropped-oldest', 'SVC_ERR_MESSAGE_DROPPED');
     return true;
   }
 
@@ -217,6 +242,8 @@ export class ActorCell<M = unknown, R = unknown> {
     if (!logic || !ctx || !this.ready) return;
     const epoch = this.epoch;
     let budget = this.throughput;
+    // Looked up once a run: with nobody listening, each message pays one branch.
+    const observe = this.host.observers.receiver();
     while (!this.inFlight && this.mailbox.size > 0 && (this.status === 'running' || this.status === 'stopping')) {
       if (this.status === 'stopping' && this.host.clock.now() >= this.stopUntil) {
         this.forceStop();
@@ -229,6 +256,7 @@ export class ActorCell<M = unknown, R = unknown> {
       }
       const reply = this.mailbox.peekReply();
       const msg = this.mailbox.shift();
+      if (observe !== undefined) observe(this, this.mailbox.size);
       let result: unknown;
       try {
         result = logic.receive(msg as M, ctx);
@@ -508,25 +536,34 @@ export class ActorCell<M = unknown, R = unknown> {
     if (this.status !== 'running' && this.status !== 'starting') {
       // This supervisor is itself going down: the child goes with it.
       if (crashed) {
+        this.decided(child, error, 'stop');
         this.host.reportError(error, child.path);
         void child.stopGracefully(0);
       }
       return;
     }
-    if (this.restartingAll && crashed) return; // one-for-all under way: it restarts this child too
+    if (this.restartingAll && crashed) {
+      this.decided(child, error, 'restart-all'); // one-for-all under way: it restarts this child too
+      return;
+    }
     if (!shouldRestart(child.restartType, crashed)) {
-      if (crashed) void child.stopGracefully(0);
+      if (crashed) {
+        this.decided(child, error, 'stop');
+        void child.stopGracefully(0);
+      }
       return;
     }
     const now = this.host.clock.now();
     const log = this.spec.scope === 'child' ? child.ownRestarts : this.restarts;
     if (log.count(now, this.spec.withinMs) >= this.spec.maxRestarts) {
+      if (crashed) this.decided(child, error, this.spec.onLimit === 'stop-child' ? 'stop' : 'escalate');
       this.giveUp(child, error);
       return;
     }
     const delay = backoffDelay(this.spec.backoff, child.ownRestarts.count(now, this.spec.withinMs));
     this.restarts.record(now);
     child.ownRestarts.record(now);
+    if (crashed) this.decided(child, error, this.spec.strategy === 'one-for-one' ? 'restart' : 'restart-all', delay);
     if (this.spec.strategy === 'one-for-one') this.restartChild(child, crashed, delay);
     else void this.restartAll(child, crashed, delay);
   }
@@ -564,6 +601,11 @@ export class ActorCell<M = unknown, R = unknown> {
     };
     if (delay <= 0) startAll();
     else this.startAllTimer = this.host.clock.setTimeout(startAll, delay);
+  }
+
+  /** Tell observers what this supervisor does about a crashed child. */
+  private decided(child: ActorCell, error: unknown, decision: SupervisorDecision, delayMs = 0): void {
+    this.host.observers.restart(child, error, decision, delayMs);
   }
 
   /** Restart limit exceeded: stop the child, then escalate or report as the spec says. */

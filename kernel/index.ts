@@ -5,6 +5,8 @@
  */
 export { ActorSystem } from './system.ts';
 export type { SystemOptions } from './system.ts';
+export { KERNEL_CHANNELS } from './observer.ts';
+export type { KernelObserver, ReceiveEvent, RestartEvent, MailboxFullEvent, ActivationEvent, SupervisorDecision, ActorLabel } from './observer.ts';
 export { LocalRef } from './context.ts';
 export type { CellStatus } from './cell.ts';
 export { ActorRefBase, RemoteRef, VirtualRef, isActorRef } from './refs.ts';

@@ -1,18 +1,21 @@
 /**
  * The actor system of one thread: guardians, the registry of names, dead
- * letters, virtual actor kinds, and — when a transport is attached — the
- * bridge to actors in other threads or processes.
+ * letters, virtual actor kinds and observers. Actors in other threads or
+ * processes are reached through its {@link RemoteBridge} once a transport is
+ * attached.
  */
 import { ActorCell, type CellHost } from './cell.ts';
 import { LocalRef } from './context.ts';
 import { type Clock, realClock } from './clock.ts';
 import { DeadLetters } from './dead-letters.ts';
-import { decodeError, encodeError, kernelError, SvcError } from './errors.ts';
+import { kernelError } from './errors.ts';
 import type { Props } from './logic.ts';
+import { type KernelObserver, Observers } from './observer.ts';
 import { Deadlines, PendingAsk } from './pending-ask.ts';
 import { ActorRefBase, type ActorRef, type RefAddress, type RefHost, RemoteRef, VirtualRef } from './refs.ts';
+import { RemoteBridge } from './remote.ts';
 import type { SupervisorSpec } from './supervision.ts';
-import type { Frame, FrameTarget, Transport, WireError } from './transport.ts';
+import type { FrameTarget, Transport } from './transport.ts';
 import { KindActivations, type KindSpec } from './virtual.ts';
 import { FunctionPlacement, type Placement } from './placement.ts';
 
@@ -34,6 +37,12 @@ export interface SystemOptions {
   /** Errors that cannot crash anything (a throwing `postStop`). Default: `console.error`. */
   onError?: (error: unknown, path: string) => void;
   transport?: Transport;
+  /**
+   * Watch messages, restarts, full mailboxes and virtual actor activations
+   * (several: an array). One that throws is reported once through `onError`.
+   * The same events go to the `svc:kernel:*` diagnostics channels (`KERNEL_CHANNELS`).
+   */
+  observer?: KernelObserver | readonly KernelObserver[];
 }
 
 const guardianLogic = () => ({ receive: () => undefined });
@@ -61,14 +70,7 @@ export class ActorSystem implements RefHost {
   private readonly onFailure: (error: unknown, path: string) => void;
   private readonly onError: (error: unknown, path: string) => void;
   private readonly host: CellHost;
-  private transport: Transport | undefined;
-  private askSeq = 0;
-  /** Asks waiting on other nodes, by node then id. */
-  private readonly remoteAsks = new Map<string, Map<number, PendingAsk>>();
-  private down = new Set<string>();
-  private readonly nodeWatchers = new Set<(event: 'up' | 'down', node: string) => void>();
-  /** Placements of the kinds defined here (told of nodes joining and leaving). */
-  private readonly placements = new Set<Placement>();
+  private readonly remote: RemoteBridge;
   private shuttingDown: Promise<void> | null = null;
 
   constructor(options: SystemOptions = {}) {
@@ -89,6 +91,7 @@ export class ActorSystem implements RefHost {
       (error) => this.onError(error, 'deadLetters'),
     );
     const system = this;
+    const observers = new Observers(this.nodeId, options.observer, (error, where) => this.onError(error, where));
     this.host = {
       system,
       nodeId: this.nodeId,
@@ -102,7 +105,20 @@ export class ActorSystem implements RefHost {
       ask: (cell, msg, timeoutMs) => this.askCell(cell, msg, timeoutMs ?? this.askTimeoutMs),
       unhandledFailure: (error, path) => this.onFailure(error, path),
       reportError: (error, path) => this.onError(error, path),
+      observers,
     };
+    this.remote = new RemoteBridge({
+      nodeId: this.nodeId,
+      deadLetters: this.deadLetters,
+      deadlines: this.deadlines,
+      stopTimeoutMs: this.stopTimeoutMs,
+      kinds: this.kinds,
+      cell: (path) => this.registry.get(path),
+      ownerOf: (kind, key) => this.ownerOf(kind, key),
+      refFromAddress: (address) => this.refFromAddress(address),
+      reportError: (error, where) => this.onError(error, where),
+      isShuttingDown: () => this.shuttingDown !== null,
+    });
     this.userGuardian = new ActorCell(this.host, null, 'user', { logic: guardianLogic, supervision: options.guardian });
     this.kindsGuardian = new ActorCell(this.host, null, 'kinds', { logic: guardianLogic });
     if (options.transport) this.attachTransport(options.transport);
@@ -160,10 +176,7 @@ export class ActorSystem implements RefHost {
     if (typeof spec.placement === 'function') placement = new FunctionPlacement(spec.placement, () => this.nodes());
     else if (spec.placement) {
       placement = spec.placement;
-      if (!this.placements.has(placement)) {
-        this.placements.add(placement);
-        for (const node of this.nodes()) if (!this.down.has(node)) placement.join(node);
-      }
+      this.remote.addPlacement(placement);
     }
     this.kinds.set(kind, new KindActivations(kind, spec as KindSpec, guardian, placement));
   }
@@ -171,7 +184,7 @@ export class ActorSystem implements RefHost {
   /** The node that hosts `(kind, key)` now (this one when the kind has no placement). */
   ownerOf(kind: string, key: string): string {
     const placement = this.kinds.get(kind)?.placement;
-    return (placement && this.transport && placement.ownerOf(kind, key)) || this.nodeId;
+    return (placement && this.remote.attached && placement.ownerOf(kind, key)) || this.nodeId;
   }
 
   /**
@@ -207,9 +220,9 @@ export class ActorSystem implements RefHost {
     const activations = this.kinds.get(kind);
     if (!activations) return fail(kernelError('SVC_ERR_UNKNOWN_KIND', `no virtual actor kind ${kind}`));
     const placement = activations.placement;
-    if (placement && this.transport) {
+    if (placement && this.remote.attached) {
       const node = placement.ownerOf(kind, key);
-      if (node !== undefined && node !== this.nodeId) return this.sendRemote(node, [kind, key], msg, askTimeoutMs);
+      if (node !== undefined && node !== this.nodeId) return this.remote.send(node, [kind, key], msg, askTimeoutMs);
     }
     let cell: ActorCell;
     try {
@@ -224,22 +237,12 @@ export class ActorSystem implements RefHost {
 
   /** Connect this system to other threads or processes. */
   attachTransport(transport: Transport): void {
-    if (this.transport) throw new Error('a transport is already attached');
-    if (transport.nodeId !== this.nodeId) throw new Error(`transport node ${transport.nodeId} is not system node ${this.nodeId}`);
-    this.transport = transport;
-    transport.attach({
-      onFrame: (from, frame) => this.onFrame(from, frame),
-      onNodeDown: (node) => this.onNodeDown(node),
-      onNodeUp: (node) => this.onNodeUp(node),
-      onNodeLeaving: (node) => this.nodeLeaving(node),
-      onUndeliverable: (node, frame, error) => this.onUndeliverable(node, frame, error),
-      refFromAddress: (address) => this.refFromAddress(address),
-    });
+    this.remote.attach(transport);
   }
 
   /** Nodes reachable now (just this one without a transport). */
   nodes(): readonly string[] {
-    return this.transport ? this.transport.nodes() : [this.nodeId];
+    return this.remote.nodes();
   }
 
   /**
@@ -251,7 +254,7 @@ export class ActorSystem implements RefHost {
   refFromAddress(address: RefAddress): ActorRef {
     if ('kind' in address) return new VirtualRef(this, address.kind, address.key);
     // Short names (`w1`, `main`) stand for the node of that thread in this process.
-    const node = this.transport?.resolve?.(address.node) ?? address.node;
+    const node = this.remote.resolve(address.node);
     if (node === this.nodeId) {
       const cell = this.registry.get(address.path);
       return cell ? cell.ref : new PathRef(this, address.path);
@@ -261,140 +264,7 @@ export class ActorSystem implements RefHost {
 
   /** @internal used by {@link RemoteRef} and {@link VirtualRef}. */
   sendRemote(node: string, to: FrameTarget, msg: unknown, askTimeoutMs: number | null): boolean | Promise<unknown> {
-    const printable = typeof to === 'string' ? `${node}:${to}` : `${node}:$${to[0]}/${to[1]}`;
-    const transport = this.transport;
-    if (askTimeoutMs === null) {
-      if (transport && !this.down.has(node) && transport.send(node, { t: 1, to, msg })) return true;
-      this.deadLetters.publish(printable, msg, 'node-down');
-      return false;
-    }
-    const ask = new PendingAsk(printable);
-    if (!transport || this.down.has(node)) {
-      ask.reject(kernelError('SVC_ERR_NODE_DOWN', `${node} is not reachable`));
-      return ask.promise;
-    }
-    // A virtual actor's ask can be sent again when the node answers that the actor moved.
-    if (typeof to !== 'string') ask.resend = { to, msg, tries: 0 };
-    this.deadlines.track(ask, askTimeoutMs);
-    this.sendAsk(transport, node, ask, to, msg);
-    return ask.promise;
-  }
-
-  private sendAsk(transport: Transport, node: string, ask: PendingAsk, to: FrameTarget, msg: unknown): void {
-    const id = ++this.askSeq;
-    let pending = this.remoteAsks.get(node);
-    if (!pending) this.remoteAsks.set(node, (pending = new Map()));
-    const table = pending;
-    table.set(id, ask);
-    ask.onSettle = () => table.delete(id);
-    if (!transport.send(node, { t: 2, id, to, msg })) {
-      ask.reject(kernelError('SVC_ERR_NODE_DOWN', `${node} is not reachable`));
-    }
-  }
-
-  /**
-   * `from` says it does not host the virtual actor of `ask`: send it where
-   * placement says now, or where `from` says it is when this node still
-   * thinks `from` hosts it (its view of the members is behind). A few tries,
-   * then the error stands (503, retryable).
-   */
-  private moved(from: string, id: number, ask: PendingAsk, error: WireError): void {
-    const route = ask.resend as { to: [string, string]; msg: unknown; tries: number };
-    this.remoteAsks.get(from)?.delete(id);
-    ask.onSettle = undefined;
-    const [kind, key] = route.to;
-    let owner = this.ownerOf(kind, key);
-    const hint = (error.details as { owner?: unknown } | undefined)?.owner;
-    if (owner === from && typeof hint === 'string') owner = this.transport?.resolve?.(hint) ?? hint;
-    if (++route.tries > 3 || this.down.has(owner)) {
-      ask.reject(decodeError(error));
-      return;
-    }
-    if (owner === this.nodeId) {
-      const activations = this.kinds.get(kind);
-      if (!activations) return ask.reject(kernelError('SVC_ERR_UNKNOWN_KIND', `no virtual actor kind ${kind}`));
-      try {
-        activations.getOrActivate(key).enqueue(route.msg, ask);
-      } catch (e) {
-        ask.reject(e);
-      }
-      return;
-    }
-    this.sendAsk(this.transport as Transport, owner, ask, route.to, route.msg);
-  }
-
-  private onFrame(from: string, frame: Frame): void {
-    switch (frame.t) {
-      case 1:
-        try {
-          if (typeof frame.to === 'string') this.deliverTarget(frame.to, frame.msg, undefined);
-          else this.deliverTarget(frame.to, frame.msg, undefined, frame.fw === 1);
-        } catch (error) {
-          this.onError(error, typeof frame.to === 'string' ? frame.to : `$${frame.to[0]}/${frame.to[1]}`);
-        }
-        return;
-      case 2: {
-        const reply = new RemoteReply(this, from, frame.id);
-        try {
-          this.deliverTarget(frame.to, frame.msg, reply);
-        } catch (error) {
-          reply.reject(error);
-        }
-        return;
-      }
-      case 3: {
-        const ask = this.remoteAsks.get(from)?.get(frame.id);
-        if (!ask) return; // timed out already
-        if (frame.ok) ask.resolve(frame.value);
-        else if (frame.error.code === 'SVC_ERR_MOVED' && ask.resend) this.moved(from, frame.id, ask, frame.error);
-        else ask.reject(decodeError(frame.error));
-      }
-    }
-  }
-
-  private deliverTarget(to: FrameTarget, msg: unknown, reply: RemoteReply | undefined, forwarded = false): void {
-    if (typeof to !== 'string') {
-      const activations = this.kinds.get(to[0]);
-      if (activations) {
-        // Ownership check: the sender's view of the members may be behind (or ahead of) this node's.
-        const owner = activations.placement?.ownerOf(to[0], to[1]);
-        if (owner !== undefined && owner !== this.nodeId && !this.down.has(owner) && !forwarded) {
-          if (reply) {
-            reply.reject(new SvcError('SVC_ERR_MOVED', `$${to[0]}/${to[1]} is hosted by ${owner}, not ${this.nodeId}`, { details: { owner } }));
-          } else if (!this.transport?.send(owner, { t: 1, to, msg, fw: 1 })) {
-            this.deadLetters.publish(`$${to[0]}/${to[1]}`, msg, 'node-down');
-          }
-          return;
-        }
-        activations.getOrActivate(to[1]).enqueue(msg, reply);
-        return;
-      }
-      this.deadLetters.publish(`$${to[0]}/${to[1]}`, msg, 'no-such-actor');
-      reply?.reject(kernelError('SVC_ERR_UNKNOWN_KIND', `no virtual actor kind ${to[0]} on ${this.nodeId}`));
-      return;
-    }
-    const cell = this.registry.get(to);
-    if (cell) {
-      cell.enqueue(msg, reply);
-      return;
-    }
-    this.deadLetters.publish(to, msg, 'no-such-actor');
-    reply?.reject(kernelError('SVC_ERR_NO_SUCH_ACTOR', `no actor at ${this.nodeId}:${to}`));
-  }
-
-  /** @internal */
-  sendReply(node: string, frame: Frame): void {
-    this.transport?.send(node, frame);
-  }
-
-  private onUndeliverable(node: string, frame: Frame, error: unknown): void {
-    const cause = kernelError('SVC_ERR_TRANSPORT', `message could not be sent to ${node}: ${(error as Error)?.message ?? error}`, error);
-    if (frame.t === 1) {
-      const to = typeof frame.to === 'string' ? frame.to : `$${frame.to[0]}/${frame.to[1]}`;
-      this.deadLetters.publish(`${node}:${to}`, frame.msg, 'unencodable');
-    } else if (frame.t === 2) {
-      this.remoteAsks.get(node)?.get(frame.id)?.reject(cause);
-    }
+    return this.remote.send(node, to, msg, askTimeoutMs);
   }
 
   /**
@@ -405,27 +275,7 @@ export class ActorSystem implements RefHost {
    * const stop = system.watchNodes((event, node) => log.info({ event, node }));
    */
   watchNodes(fn: (event: 'up' | 'down', node: string) => void): () => void {
-    this.nodeWatchers.add(fn);
-    return () => {
-      this.nodeWatchers.delete(fn);
-    };
-  }
-
-  private tellWatchers(event: 'up' | 'down', node: string): void {
-    for (const fn of this.nodeWatchers) {
-      try {
-        fn(event, node);
-      } catch (error) {
-        this.onError(error, `watchNodes(${event} ${node})`);
-      }
-    }
-  }
-
-  private onNodeUp(node: string): void {
-    this.down.delete(node);
-    for (const placement of this.placements) placement.join(node);
-    this.handOff();
-    this.tellWatchers('up', node);
+    return this.remote.watchNodes(fn);
   }
 
   /**
@@ -440,33 +290,7 @@ export class ActorSystem implements RefHost {
    * for (const node of myWorkers) system.nodeLeaving(node);   // a graceful stop of this process
    */
   nodeLeaving(node: string): void {
-    for (const placement of this.placements) placement.leave(node);
-    this.handOff();
-  }
-
-  /** After the members changed: stop the activations here that placement puts elsewhere now (their next message activates them there). */
-  private handOff(): void {
-    if (this.shuttingDown) return;
-    for (const activations of this.kinds.values()) {
-      const placement = activations.placement;
-      if (!placement) continue;
-      for (const [key, cell] of activations.entries()) {
-        const owner = placement.ownerOf(activations.kind, key);
-        if (owner !== undefined && owner !== this.nodeId) void cell.stopGracefully(this.stopTimeoutMs);
-      }
-    }
-  }
-
-  private onNodeDown(node: string): void {
-    this.down.add(node);
-    for (const placement of this.placements) placement.leave(node);
-    this.tellWatchers('down', node);
-    const pending = this.remoteAsks.get(node);
-    this.remoteAsks.delete(node);
-    if (!pending) return;
-    for (const ask of [...pending.values()]) {
-      ask.reject(kernelError('SVC_ERR_NODE_DOWN', `${node} went down before replying to ${ask.target}`));
-    }
+    this.remote.nodeLeaving(node);
   }
 
   // ---- shutdown ------------------------------------------------------------
@@ -484,7 +308,7 @@ export class ActorSystem implements RefHost {
     this.shuttingDown = (async () => {
       await this.userGuardian.stopGracefully(left());
       await this.kindsGuardian.stopGracefully(left());
-      await this.transport?.close();
+      await this.remote.close();
     })();
     return this.shuttingDown;
   }
@@ -492,21 +316,6 @@ export class ActorSystem implements RefHost {
   /** Stop everything now: nothing more is processed. */
   destroy(): Promise<void> {
     return this.shutdown({ deadlineMs: 0 });
-  }
-}
-
-/** The reply slot of an ask that came from another node. */
-class RemoteReply {
-  constructor(
-    private readonly system: ActorSystem,
-    private readonly node: string,
-    private readonly id: number,
-  ) {}
-  resolve(value: unknown): void {
-    this.system.sendReply(this.node, { t: 3, id: this.id, ok: true, value });
-  }
-  reject(error: unknown): void {
-    this.system.sendReply(this.node, { t: 3, id: this.id, ok: false, error: encodeError(error) });
   }
 }
 

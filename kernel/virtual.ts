@@ -86,6 +86,7 @@ export class KindActivations {
     const stopped = previous?.whenTerminated();
     // With a lease, the activation waits for it too (held elsewhere until that activation stopped); a keeper out of reach does not keep it from starting.
     const held = lease ? lease.acquire(this.kind, key) : undefined;
+    const observers = this.guardian.host.observers;
     const cell = this.guardian.spawnCell(this.spec.props(key), name, {
       startAfter: held ? Promise.all([stopped, held]).then(() => undefined) : stopped,
       idleMs: this.spec.idleAfterMs,
@@ -93,9 +94,12 @@ export class KindActivations {
       onTerminated: (c) => {
         if (this.live.get(key) === c) this.live.delete(key);
         if (held) void held.then(() => lease?.release(this.kind, key), () => undefined);
+        observers.activation('deactivation', this.kind, key, c.path);
       },
+      kind: this.kind,
     });
     this.live.set(key, cell);
+    observers.activation('activation', this.kind, key, cell.path);
     return cell;
   }
 }

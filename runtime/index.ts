@@ -12,3 +12,5 @@ export { dataPaths } from './paths.ts';
 export type { DataPaths } from './paths.ts';
 export { createRuntime, serveModules, CONTROL_ACTOR } from './serve.ts';
 export type { ServeBoot, ServeOptions, HttpControl, WorkerStats, RouteSummary } from './serve.ts';
+export { testApp, injectInto } from './testing.ts';
+export type { TestApp, TestAppOptions, InjectRequest, InjectResponse } from './testing.ts';

@@ -22,8 +22,9 @@ export interface DataPaths {
   sqliteFiles: string[];
 }
 
-export function dataPaths(projectRoot: string, config: SvcConfig): DataPaths {
-  const dataDir = process.env.SVC_DATA_DIR ? resolve(process.env.SVC_DATA_DIR) : join(projectRoot, '.svc', 'data');
+/** `env`: where `SVC_DATA_DIR` is read (the process's environment unless given). */
+export function dataPaths(projectRoot: string, config: SvcConfig, env: NodeJS.ProcessEnv = process.env): DataPaths {
+  const dataDir = env.SVC_DATA_DIR ? resolve(env.SVC_DATA_DIR) : join(projectRoot, '.svc', 'data');
   const db = config['scale.database'];
   const uri = parseStoreUri(db.docdb_uri, projectRoot);
   // A SQLite file named by docdb_uri holds both, as a shared database would.

@@ -25,3 +25,5 @@ export type { PgStoreOptions } from './pg-store.ts';
 export { PgPool, withSchemaLock, redactUri, isUnreachable, takeServingLock } from './pg.ts';
 export { MongoStore, connectMongo, ensureCollections, mongoFailure } from './mongo-store.ts';
 export type { MongoStoreOptions } from './mongo-store.ts';
+export { InstrumentedStore, STORE_COMMIT_CHANNEL, STORE_READ_CHANNEL } from './instrumented-store.ts';
+export type { StoreObserver, StoreCommitEvent, StoreReadEvent } from './instrumented-store.ts';

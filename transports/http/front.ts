@@ -16,10 +16,13 @@ import { type EndpointRoute, parseTemplate, Router } from './router.ts';
 import type { StaticFiles } from './static.ts';
 import type { ClientAddresses } from './client-address.ts';
 import type { BuiltinRoute, HttpRequest, HttpResponse } from './types.ts';
+import { traceIdOf } from './trace.ts';
+import { channel } from 'node:diagnostics_channel';
 
 /** One access-log line. */
 export interface AccessEntry {
   req_id: string;
+  trace_id: string;
   method: string;
   path: string;
   /** The route template (bounded: never a raw id). */
@@ -27,6 +30,29 @@ export interface AccessEntry {
   status: number;
   ms: number;
 }
+
+/**
+ * What {@link FrontOptions.onResponse} and the `svc:http:response` diagnostics
+ * channel are told of every answered request (metrics subscribe; the front
+ * calls nothing of theirs).
+ */
+export interface ResponseInfo {
+  method: string;
+  /** The route template (`/walker/Peek/{node_id}`), a fixed path (`/health`), `static`, `preflight` or `unmatched`: never a raw id. */
+  route: string;
+  status: number;
+  /** From the request handed to the front to its answer, in milliseconds. */
+  durationMs: number;
+  traceId: string;
+  requestId: string;
+}
+
+/** The diagnostics channel every answered request is published on (with {@link ResponseInfo}), when someone subscribes. */
+export const HTTP_RESPONSE_CHANNEL = 'svc:http:response';
+const responses = channel(HTTP_RESPONSE_CHANNEL);
+
+/** The route label of a request no route matched (one label for every unknown path). */
+export const UNMATCHED_ROUTE = 'unmatched';
 
 export interface FrontOptions {
   /** Why this server is not ready besides starting and draining (e.g. a cluster member not joined), or undefined when it is. */
@@ -47,6 +73,8 @@ export interface FrontOptions {
   /** Stack traces in error envelopes (never outside `--dev`). */
   dev: boolean;
   accessLog: ((entry: AccessEntry) => void) | undefined;
+  /** Told of every answered request (route template, status, duration, trace id), independent of the access log. */
+  onResponse?: (info: ResponseInfo) => void;
   suppressHealthLogs: boolean;
   /** Reports unexpected errors (500s) with their stack. */
   onError: (error: unknown, requestId: string) => void;
@@ -62,13 +90,13 @@ const QUIET_PATHS = new Set(['/', '/docs', '/redoc', '/openapi.json', '/health',
 /** Added to responses of requests that carry an Origin (browsers). */
 const CORS = {
   'access-control-allow-origin': '*',
-  'access-control-expose-headers': 'x-request-id',
+  'access-control-expose-headers': 'x-request-id, x-trace-id',
 };
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** The request headers the front reads itself. */
-const FRONT_HEADERS = ['content-type', 'content-length', 'transfer-encoding', 'authorization', 'x-request-id', 'origin', 'access-control-request-headers'];
+const FRONT_HEADERS = ['content-type', 'content-length', 'transfer-encoding', 'authorization', 'x-request-id', 'x-trace-id', 'origin', 'access-control-request-headers'];
 
 export class Front {
   readonly router: Router;
@@ -132,13 +160,14 @@ export class Front {
 
   /** Answer one request. Never rejects. */
   async handle(req: HttpRequest): Promise<HttpResponse> {
-    const started = this.o.accessLog ? performance.now() : 0;
+    const timed = this.o.accessLog !== undefined || this.o.onResponse !== undefined || responses.hasSubscribers;
+    const started = timed ? performance.now() : 0;
     const rid = newRequestId(req.headers['x-request-id']);
-    let route = req.path;
+    const traceId = traceIdOf(req.headers['x-trace-id']);
+    let route = UNMATCHED_ROUTE;
     let res: HttpResponse;
     try {
-      const out = await this.dispatch(req, rid, (r) => (route = r));
-      res = out;
+      res = await this.dispatch(req, rid, traceId, (r) => (route = r));
     } catch (error) {
       const e = toHttpError(error, this.o.dev);
       if (e.status >= 500 && !(error instanceof HttpError) && e.body.code !== 'EXECUTION_ERROR') this.o.onError(error, rid);
@@ -155,19 +184,42 @@ export class Front {
     }
     if (req.headers.origin !== undefined) Object.assign(res.headers, CORS);
     res.headers['x-request-id'] = rid;
-    if (this.o.accessLog && !(this.o.suppressHealthLogs && QUIET_PATHS.has(req.path))) {
-      this.o.accessLog({ req_id: rid, method: req.method, path: req.path, route, status: res.status, ms: Math.round((performance.now() - started) * 100) / 100 });
-    }
+    res.headers['x-trace-id'] = traceId;
+    if (timed) this.tell(req, res.status, route, rid, traceId, performance.now() - started);
     return res;
   }
 
-  private async dispatch(req: HttpRequest, rid: string, setRoute: (r: string) => void): Promise<HttpResponse> {
-    if (req.method === 'OPTIONS') return preflight(req);
+  /** The access log, `onResponse` and the diagnostics channel: what was answered, how fast. */
+  private tell(req: HttpRequest, status: number, route: string, requestId: string, traceId: string, durationMs: number): void {
+    if (this.o.accessLog && !(this.o.suppressHealthLogs && QUIET_PATHS.has(req.path))) {
+      this.o.accessLog({ req_id: requestId, trace_id: traceId, method: req.method, path: req.path, route, status, ms: Math.round(durationMs * 100) / 100 });
+    }
+    if (this.o.onResponse === undefined && !responses.hasSubscribers) return;
+    const info: ResponseInfo = { method: req.method, route, status, durationMs, traceId, requestId };
+    try {
+      this.o.onResponse?.(info);
+    } catch (error) {
+      this.o.onError(error, requestId);
+    }
+    if (responses.hasSubscribers) responses.publish(info);
+  }
+
+  private async dispatch(req: HttpRequest, rid: string, traceId: string, setRoute: (r: string) => void): Promise<HttpResponse> {
+    if (req.method === 'OPTIONS') {
+      setRoute('preflight');
+      return preflight(req);
+    }
     if (req.method === 'GET' || req.method === 'HEAD') {
       const builtin = this.builtins.get(req.path);
-      if (builtin) return builtin();
+      if (builtin) {
+        setRoute(req.path);
+        return builtin();
+      }
       const doc = this.o.docs?.serve(req.path);
-      if (doc) return doc;
+      if (doc) {
+        setRoute(req.path);
+        return doc;
+      }
     }
     const method = req.method === 'HEAD' ? 'GET' : req.method;
     const builtin = this.builtinRouter.match(method, req.path);
@@ -187,7 +239,10 @@ export class Front {
           setRoute('static');
           return file;
         }
-        if (req.path === '/') return { status: 200, headers: { 'content-type': JSON_TYPE }, body: success({ result: { service: 'svc', docs: this.o.docs ? '/docs' : null }, reports: [] }, rid) };
+        if (req.path === '/') {
+          setRoute('/');
+          return { status: 200, headers: { 'content-type': JSON_TYPE }, body: success({ result: { service: 'svc', docs: this.o.docs ? '/docs' : null }, reports: [] }, rid) };
+        }
       }
       if (match) throw httpError('METHOD_NOT_ALLOWED', `${req.method} is not served on ${req.path}`, { allowed: match.allowed });
       throw httpError('NOT_FOUND', `no route ${req.method} ${req.path}`);
@@ -200,7 +255,7 @@ export class Front {
     const caller = this.authenticate(req, route);
     const { fields, at } = collectFields(route, req, params);
     fillRequestFields(route.schema.properties as Record<string, TSchema>, fields, req);
-    const options = { caller, timeoutMs: this.o.requestTimeoutMs, ...(at === undefined ? {} : { at }) };
+    const options = { caller, timeoutMs: this.o.requestTimeoutMs, traceId, ...(at === undefined ? {} : { at }) };
     if (route.kind === 'walker') {
       const { json } = await this.o.graph.spawnJson(route.name, fields, options);
       return { status: 200, headers: { 'content-type': JSON_TYPE }, body: successJson(`{"result":null,"reports":${json}}`, rid) };

@@ -2,19 +2,13 @@
  * The `/user/*` and `/admin/*` endpoints (seed 000 §4.3): the HTTP binding of
  * the identity service (which knows nothing of HTTP). The front verifies
  * tokens (and the admin role) before these run, and wraps what they return
- * in the envelope.
+ * in the envelope. Each JSON body is documented by the schema that validates
+ * it (`IDENTITY_BODIES`: the service checks its bodies with them).
  */
-import { type Authenticator, bearer, FIELD_MAX, type IdentityService, invalid } from '../../actors/identity/index.ts';
+import { type Authenticator, bearer, IDENTITY_BODIES as BODY, type IdentityService, invalid } from '../../actors/identity/index.ts';
 import { adminPortal } from './admin-portal.ts';
 import { unauthorizedAsHttp } from './errors.ts';
 import type { BuiltinRoute } from './types.ts';
-
-// Request bodies, for /openapi.json (the service validates them itself).
-const str = { type: 'string' };
-const identity = { type: 'object', required: ['type', 'value'], properties: { type: { enum: ['username', 'email'] }, value: str } };
-const credential = { type: 'object', required: ['type', 'password'], properties: { type: { const: 'password' }, password: str } };
-const object = (required: string[], properties: Record<string, unknown>) => ({ type: 'object', required, properties });
-const profile = { type: 'object', description: 'display_name, avatar_url, bio, … (limits in the README)' };
 
 /**
  * @example
@@ -28,14 +22,14 @@ export function identityRoutes(service: IdentityService, auth: Authenticator): B
       path: '/user/register',
       auth: 'none',
       needsAddress: true,
-      doc: { summary: 'Register a user (their own graph root is created)', status: 201, body: object(['identities', 'credential'], { identities: { type: 'array', items: identity, minItems: 1, maxItems: 2 }, credential, profile }) },
+      doc: { summary: 'Register a user (their own graph root is created)', status: 201, body: BODY.register.doc },
       handler: async (c) => ({ status: 201, data: await service.register(c.body(), c.req.remoteAddress) }),
     },
     {
       method: 'POST',
       path: '/user/login',
       auth: 'none',
-      doc: { summary: 'Log in with any identity: a JWT', body: object(['identity', 'credential'], { identity, credential }) },
+      doc: { summary: 'Log in with any identity: a JWT', body: BODY.login.doc },
       needsAddress: true,
       handler: async (c) => {
         const { user, token } = await service.login(c.body(), c.req.remoteAddress);
@@ -46,12 +40,11 @@ export function identityRoutes(service: IdentityService, auth: Authenticator): B
       method: 'POST',
       path: '/user/refresh-token',
       auth: 'none',
-      doc: { summary: 'A fresh token for a valid one', body: object(['token'], { token: str }) },
+      doc: { summary: 'A fresh token for a valid one', body: BODY.refreshToken.doc },
       handler: async (c) => {
-        const raw = c.body().token;
-        if (typeof raw !== 'string' || raw.trim() === '') throw invalid('token', 'must be a non-empty string');
-        if (raw.length > FIELD_MAX.jwt) throw invalid('token', `must be at most ${FIELD_MAX.jwt} characters`);
-        // The body's token may come with its `Bearer ` scheme.
+        const raw = BODY.refreshToken.parse(c.body()).token;
+        // The body's token may come with its `Bearer ` scheme, and spaces (trimmed off: spaces alone are no token).
+        if (raw.trim() === '') throw invalid('token', 'must be a non-empty string');
         let claims;
         try {
           claims = auth.authenticate(bearer(raw) ?? raw.trim()).claims;
@@ -62,19 +55,19 @@ export function identityRoutes(service: IdentityService, auth: Authenticator): B
       },
     },
     { method: 'GET', path: '/user/me', auth: 'token', duringPasswordChange: true, doc: { summary: 'The signed-in user' }, handler: async (c) => ({ data: await service.me(c.claims.user_id) }) },
-    { method: 'PUT', path: '/user/password', auth: 'token', duringPasswordChange: true, doc: { summary: 'Change the password (older tokens stop working)', body: object(['current_password', 'new_password'], { current_password: str, new_password: str }) }, handler: async (c) => ({ data: await service.changePassword(c.claims.user_id, c.body()) }) },
-    { method: 'POST', path: '/user/add-identity', auth: 'token', doc: { summary: 'Add a username or email', body: object(['identity'], { identity, is_recovery: { type: 'boolean' } }) }, handler: async (c) => ({ data: await service.addIdentity(c.claims.user_id, c.body()) }) },
-    { method: 'POST', path: '/user/send-verification', auth: 'token', doc: { summary: 'Mail a verification link to an email identity', status: 202, body: object(['identity'], { identity }) }, handler: (c) => service.sendVerification(c.claims.user_id, c.body()) },
-    { method: 'POST', path: '/user/verify-identity', auth: 'none', doc: { summary: 'Verify an email with the token from the mail', body: object(['token'], { token: str }) }, handler: async (c) => ({ data: await service.verifyIdentity(c.body()) }) },
-    { method: 'POST', path: '/user/forgot-password', auth: 'none', needsAddress: true, doc: { summary: 'Mail a reset link (always the same answer)', body: object(['identity'], { identity }) }, handler: async (c) => ({ data: await service.forgotPassword(c.body(), c.req.remoteAddress) }) },
-    { method: 'POST', path: '/user/reset-password', auth: 'none', doc: { summary: 'Set a new password with the token from the mail', body: object(['token', 'new_password'], { token: str, new_password: str }) }, handler: async (c) => ({ data: await service.resetPassword(c.body()) }) },
+    { method: 'PUT', path: '/user/password', auth: 'token', duringPasswordChange: true, doc: { summary: 'Change the password (older tokens stop working)', body: BODY.changePassword.doc }, handler: async (c) => ({ data: await service.changePassword(c.claims.user_id, c.body()) }) },
+    { method: 'POST', path: '/user/add-identity', auth: 'token', doc: { summary: 'Add a username or email', body: BODY.addIdentity.doc }, handler: async (c) => ({ data: await service.addIdentity(c.claims.user_id, c.body()) }) },
+    { method: 'POST', path: '/user/send-verification', auth: 'token', doc: { summary: 'Mail a verification link to an email identity', status: 202, body: BODY.sendVerification.doc }, handler: (c) => service.sendVerification(c.claims.user_id, c.body()) },
+    { method: 'POST', path: '/user/verify-identity', auth: 'none', doc: { summary: 'Verify an email with the token from the mail', body: BODY.verifyIdentity.doc }, handler: async (c) => ({ data: await service.verifyIdentity(c.body()) }) },
+    { method: 'POST', path: '/user/forgot-password', auth: 'none', needsAddress: true, doc: { summary: 'Mail a reset link (always the same answer)', body: BODY.forgotPassword.doc }, handler: async (c) => ({ data: await service.forgotPassword(c.body(), c.req.remoteAddress) }) },
+    { method: 'POST', path: '/user/reset-password', auth: 'none', doc: { summary: 'Set a new password with the token from the mail', body: BODY.resetPassword.doc }, handler: async (c) => ({ data: await service.resetPassword(c.body()) }) },
 
     { method: 'GET', path: '/admin', auth: 'none', doc: { summary: 'The admin portal (a page)', produces: 'text/html' }, handler: () => ({ raw: adminPortal() }) },
     {
       method: 'POST',
       path: '/admin/login',
       auth: 'none',
-      doc: { summary: 'Log in as an admin', body: object(['username', 'password'], { username: str, password: str }) },
+      doc: { summary: 'Log in as an admin', body: BODY.adminLogin.doc },
       needsAddress: true,
       handler: async (c) => {
         const { user, token } = await service.login(c.body(), c.req.remoteAddress, true);
@@ -82,9 +75,9 @@ export function identityRoutes(service: IdentityService, auth: Authenticator): B
       },
     },
     { method: 'GET', path: '/admin/users', auth: 'admin', doc: { summary: 'List users (?search=&limit=&offset=)' }, handler: async (c) => ({ data: await service.listUsers(new URLSearchParams(c.req.query)) }) },
-    { method: 'POST', path: '/admin/users', auth: 'admin', doc: { summary: 'Create a user (a temporary password when none is given)', status: 201, body: object(['username'], { username: str, email: str, role: { enum: ['user', 'admin'] }, password: str, profile }) }, handler: async (c) => ({ status: 201, data: await service.createUser(c.body()) }) },
+    { method: 'POST', path: '/admin/users', auth: 'admin', doc: { summary: 'Create a user (a temporary password when none is given)', status: 201, body: BODY.createUser.doc }, handler: async (c) => ({ status: 201, data: await service.createUser(c.body()) }) },
     { method: 'GET', path: '/admin/users/{username}', auth: 'admin', doc: { summary: 'One user' }, handler: async (c) => ({ data: await service.getUser(c.params.username as string) }) },
-    { method: 'PUT', path: '/admin/users/{username}', auth: 'admin', doc: { summary: 'Edit role, status or profile', body: object([], { role: { enum: ['user', 'admin'] }, status: { enum: ['active', 'disabled'] }, profile }) }, handler: async (c) => ({ data: await service.updateUser(c.params.username as string, c.body(), c.claims.user_id) }) },
+    { method: 'PUT', path: '/admin/users/{username}', auth: 'admin', doc: { summary: 'Edit role, status or profile', body: BODY.updateUser.doc }, handler: async (c) => ({ data: await service.updateUser(c.params.username as string, c.body(), c.claims.user_id) }) },
     { method: 'DELETE', path: '/admin/users/{username}', auth: 'admin', doc: { summary: 'Delete a user and their graph (their tokens stop working)' }, handler: async (c) => ({ data: await service.deleteUser(c.params.username as string, c.claims.user_id) }) },
     { method: 'POST', path: '/admin/users/{username}/force-password-reset', auth: 'admin', doc: { summary: 'Void their tokens; the next login must change the password' }, handler: async (c) => ({ data: await service.forcePasswordReset(c.params.username as string) }) },
   ];

@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import t from 'tap';
 import { bearer, claimsOf, GOOD_PASSWORD, login, register, tokenOf } from '../../helpers/identity.ts';
-import { post, startServer, type Server } from '../../helpers/server.ts';
+import { post } from '../../helpers/server.ts';
+import { startApp, type InProcessServer as Server } from '../../helpers/app.ts';
 import { SqliteUsersRepository } from 'svc/actors/identity';
 
 const entry = new URL('../../fixtures/todo-app.ts', import.meta.url).pathname;
@@ -20,7 +21,7 @@ async function call(server: Server, method: string, path: string, token?: string
 }
 
 t.test('without ADMIN_DEFAULT_PASSWORD: a random password, printed once and kept under the data folder', async (t) => {
-  const first = await startServer({ entry });
+  const first = await startApp({ entry });
   const line = await first.waitFor(/admin account "admin" created/);
   const printed = /: (\S+)$/.exec(line)?.[1] as string;
   t.ok(printed && printed.length >= 16, 'a long random password is printed');
@@ -33,24 +34,24 @@ t.test('without ADMIN_DEFAULT_PASSWORD: a random password, printed once and kept
   t.equal(res.body.data.must_change_password, true);
   for (const guess of ['admin', 'password', 'admin123', 'changeme']) t.equal((await post(`${first.url}/admin/login`, { username: 'admin', password: guess })).status, 401, `no fixed default (${guess})`);
   await first.stop();
-  const second = await startServer({ entry, env: { SVC_DATA_DIR: first.dataDir } });
+  const second = await startApp({ entry, env: { SVC_DATA_DIR: first.dataDir } });
   t.teardown(() => second.stop());
   t.notMatch(second.output(), /admin account/, 'a second start creates and prints nothing');
   t.equal((await post(`${second.url}/admin/login`, { username: 'admin', password: printed })).status, 200, 'the same admin');
-  const other = await startServer({ entry });
+  const other = await startApp({ entry });
   t.teardown(() => other.stop());
   const otherPassword = /: (\S+)$/.exec(await other.waitFor(/admin account "admin" created/))?.[1];
   t.not(otherPassword, printed, 'another data folder, another password');
 });
 
 t.test('a weak ADMIN_DEFAULT_PASSWORD stops the start with a clear message', async (t) => {
-  await t.rejects(startServer({ entry, env: { ADMIN_DEFAULT_PASSWORD: 'admin' } }), /ADMIN_DEFAULT_PASSWORD: must be at least 8 characters/);
+  await t.rejects(startApp({ entry, env: { ADMIN_DEFAULT_PASSWORD: 'admin' } }), /ADMIN_DEFAULT_PASSWORD: must be at least 8 characters/);
 });
 
 let server: Server;
 let admin = '';
 t.test('setup: admin from [scale.admin] env', async () => {
-  server = await startServer({ entry, env: { ADMIN_USERNAME: 'boss', ADMIN_EMAIL: 'boss@example.com', ADMIN_DEFAULT_PASSWORD: 'initial chief password' } });
+  server = await startApp({ entry, env: { ADMIN_USERNAME: 'boss', ADMIN_EMAIL: 'boss@example.com', ADMIN_DEFAULT_PASSWORD: 'initial chief password' } });
 });
 t.teardown(() => server?.stop());
 
@@ -233,7 +234,7 @@ t.test("a deleted user's tokens stay void after a restart (an admin's too)", asy
   for (const name of ['otto_o', 'pia_p']) t.equal((await call(server, 'DELETE', `/admin/users/${name}`, admin)).status, 200);
   const dataDir = server.dataDir;
   await server.stop();
-  server = await startServer({ entry, env: { SVC_DATA_DIR: dataDir, ADMIN_USERNAME: 'boss', ADMIN_DEFAULT_PASSWORD: 'initial chief password' } });
+  server = await startApp({ entry, env: { SVC_DATA_DIR: dataDir, ADMIN_USERNAME: 'boss', ADMIN_DEFAULT_PASSWORD: 'initial chief password' } });
   t.equal((await call(server, 'GET', '/admin/users', pia)).status, 401, "the deleted admin's token is refused");
   t.equal((await call(server, 'PUT', '/admin/users/boss', pia, { status: 'disabled' })).status, 401);
   t.equal((await call(server, 'POST', '/walker/ListTodos', user, {})).status, 401, "the deleted user's token runs no walker");
@@ -262,7 +263,7 @@ t.test('a graph deletion cut short (the user row gone, the graph not) is finishe
     }
   };
   t.equal(count(), 5, 'the graph is still stored');
-  server = await startServer({ entry, env: { SVC_DATA_DIR: dataDir, SVC_ACCESS_LOG: 'false' } });
+  server = await startApp({ entry, env: { SVC_DATA_DIR: dataDir, SVC_ACCESS_LOG: 'false' } });
   await server.waitFor(/the graph of a deleted user is deleted/);
   t.equal(count(), 0, 'the start finished it');
   const again = SqliteUsersRepository.open(join(dataDir, 'users.db'));

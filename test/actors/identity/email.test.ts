@@ -8,7 +8,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { bearer, GOOD_PASSWORD, login, register, smtpEnv, startSmtp, tokenIn, tokenOf } from '../../helpers/identity.ts';
-import { post, startServer, type Server } from '../../helpers/server.ts';
+import { post, startServer } from '../../helpers/server.ts';
+import { startApp, type InProcessServer as Server } from '../../helpers/app.ts';
 
 const APP = `
 import { entry, Root, T, Walker } from 'svc';
@@ -28,7 +29,7 @@ let server: Server;
 t.before(async () => {
   smtp = await startSmtp();
   const dir = t.testdir({ 'main.ts': APP, 'svc.toml': TOML });
-  server = await startServer({ entry: '', noEntry: true, cwd: dir, env: smtpEnv(smtp.port) });
+  server = await startApp({ entry: join(dir, 'main.ts'), env: smtpEnv(smtp.port) });
 });
 t.teardown(async () => {
   await server.stop();
@@ -155,7 +156,7 @@ t.test('a broken emailer config: logged, email disabled (503), the server runs',
     [{ EMAILER_PROVIDER: './no-such-emailer.mjs:Mailer' }, /failed to load/],
   ];
   for (const [env, reason] of configs) {
-    const broken = await startServer({ entry: new URL('../../fixtures/todo-app.ts', import.meta.url).pathname, env });
+    const broken = await startApp({ entry: new URL('../../fixtures/todo-app.ts', import.meta.url).pathname, env });
     t.teardown(() => broken.stop());
     await broken.waitFor(/email disabled/);
     t.match(broken.output(), reason);
@@ -172,7 +173,7 @@ t.test('a broken emailer config: logged, email disabled (503), the server runs',
 t.test('an SMTP server that is down: 202 with email_sent false, logged', async (t) => {
   const gone = await startSmtp();
   await gone.close();
-  const down = await startServer({ entry: new URL('../../fixtures/todo-app.ts', import.meta.url).pathname, env: smtpEnv(gone.port) });
+  const down = await startApp({ entry: new URL('../../fixtures/todo-app.ts', import.meta.url).pathname, env: smtpEnv(gone.port) });
   t.teardown(() => down.stop());
   await register(down.url, 'sam_s', { email: 'sam@example.com' });
   const token = await tokenOf(down.url, 'sam_s');

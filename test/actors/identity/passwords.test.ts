@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { argon2NeedsRehash, checkPassword, Passwords, SqliteUsersRepository, ThreadHasher, userRecord } from '../../../actors/identity/index.ts';
 import { login } from '../../helpers/identity.ts';
-import { startServer } from '../../helpers/server.ts';
+import { startApp } from '../../helpers/app.ts';
 
 const entry = new URL('../../fixtures/todo-app.ts', import.meta.url).pathname;
 
@@ -81,7 +81,7 @@ t.test('legacy hashes in users.db log in and are rehashed to argon2id', async (t
   await seed('from_sha', createHash('sha256').update('old sha secret').digest('hex'));
   await users.close();
 
-  const server = await startServer({ entry, env: { SVC_DATA_DIR: dataDir } });
+  const server = await startApp({ entry, env: { SVC_DATA_DIR: dataDir } });
   t.teardown(() => server.stop());
   const hashOf = (name: string) => {
     const db = new Database(join(dataDir, 'users.db'), { readonly: true });

@@ -2,12 +2,13 @@
 // tokens, password change and revocation, and per-user graphs.
 import t from 'tap';
 import { bearer, claimsOf, GOOD_PASSWORD, login, register, tokenOf } from '../../helpers/identity.ts';
-import { post, startServer, type Server } from '../../helpers/server.ts';
+import { post } from '../../helpers/server.ts';
+import { startApp, type InProcessServer as Server } from '../../helpers/app.ts';
 
 const entry = new URL('../../fixtures/todo-app.ts', import.meta.url).pathname;
 let server: Server;
 t.before(async () => {
-  server = await startServer({ entry });
+  server = await startApp({ entry });
 });
 t.teardown(() => server.stop());
 

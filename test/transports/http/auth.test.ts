@@ -1,11 +1,12 @@
 // Every protected route refuses a missing, forged, alg:none, expired or malformed token.
 import t from 'tap';
-import { post, startServer, tokenFor, TEST_SECRET, type Server } from '../../helpers/server.ts';
+import { post, tokenFor, TEST_SECRET } from '../../helpers/server.ts';
+import { startApp, type InProcessServer as Server } from '../../helpers/app.ts';
 
 const entry = new URL('../../fixtures/http-app.ts', import.meta.url).pathname;
 let server: Server;
 t.before(async () => {
-  server = await startServer({ entry });
+  server = await startApp({ entry });
 });
 t.teardown(() => server.stop());
 

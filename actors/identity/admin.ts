@@ -1,0 +1,121 @@
+/**
+ * The admin's user management (seed 000 §5): list, read, create, edit,
+ * delete (with the user's graph) and force a password change. Users are
+ * named by username, email or — service accounts have neither — user id.
+ */
+import { randomBytes } from 'node:crypto';
+import { type Accounts, newIdentity, publicUser } from './accounts.ts';
+import { identityError, invalid, notFound } from './errors.ts';
+import type { IdentityOptions } from './options.ts';
+import { checkPassword } from './passwords.ts';
+import { checkProfile, FIELD_MAX, IDENTITY_BODIES, identityValue } from './schemas.ts';
+import type { Tokens } from './tokens.ts';
+import { normalize, type UserPatch, type UserRecord } from './users-repository.ts';
+
+/**
+ * @example
+ * const admin = new UserAdmin(options, tokens, accounts);
+ * await admin.createUser({ username: 'grace', role: 'admin' }); // { user_id, username, role, temporary_password }
+ */
+export class UserAdmin {
+  constructor(
+    private readonly o: IdentityOptions,
+    private readonly tokens: Tokens,
+    private readonly accounts: Accounts,
+  ) {}
+
+  private async byName(name: string): Promise<UserRecord> {
+    if (name.length > FIELD_MAX.identity) throw invalid('username', `must be at most ${FIELD_MAX.identity} characters`);
+    // By username or email; service accounts (from svc token) have neither: by user id.
+    const user = (await this.o.users.byIdentity(normalize(name))) ?? (await this.o.users.byId(name));
+    if (!user) throw notFound(`no user ${name}`);
+    return user;
+  }
+
+  async listUsers(query: URLSearchParams): Promise<{ users: Record<string, unknown>[]; total: number }> {
+    const limit = Number(query.get('limit') ?? 50);
+    const offset = Number(query.get('offset') ?? 0);
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 500) throw invalid('limit', 'must be an integer from 1 to 500');
+    if (!Number.isSafeInteger(offset) || offset < 0) throw invalid('offset', 'must be a whole number ≥ 0');
+    const search = query.get('search') ?? undefined;
+    if (search !== undefined && search.length > FIELD_MAX.identity) throw invalid('search', `must be at most ${FIELD_MAX.identity} characters`);
+    const { users, total } = await this.o.users.list({ search, limit, offset });
+    return { users: users.map((u) => ({ ...publicUser(u), username: u.identities.find((i) => i.type === 'username')?.value_raw ?? null, protected: u.protected, must_change_password: u.must_change_password })), total };
+  }
+
+  async getUser(name: string): Promise<Record<string, unknown>> {
+    const u = await this.byName(name);
+    return { ...publicUser(u), protected: u.protected, must_change_password: u.must_change_password, root_id: u.root_id };
+  }
+
+  /** A user who must change the password at the first login; without a password, a temporary one is made (and returned). */
+  async createUser(raw: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const body = IDENTITY_BODIES.createUser.parse(raw);
+    const username = identityValue('username', body.username, 'username.value');
+    const ids = [newIdentity('username', username)];
+    if (body.email) ids.push(newIdentity('email', identityValue('email', body.email, 'email.value')));
+    const role = body.role ?? 'user';
+    const generated = !body.password;
+    const password = body.password ? checkPassword(body.password, ids.map((i) => i.value_raw)) : randomBytes(12).toString('base64url');
+    const user = await this.accounts.create({ identities: ids, role, profile: checkProfile(body.profile), password, mustChangePassword: true });
+    return { user_id: user.user_id, username, role, ...(generated ? { temporary_password: password } : {}) };
+  }
+
+  async updateUser(name: string, raw: Record<string, unknown>, actorId: string): Promise<Record<string, unknown>> {
+    const u = await this.byName(name);
+    const body = IDENTITY_BODIES.updateUser.parse(raw);
+    const patch: UserPatch = {};
+    if (body.role !== undefined) {
+      if (u.protected && body.role !== u.role) throw identityError('PROTECTED_ACCOUNT');
+      if (u.user_id === actorId && body.role !== u.role) throw invalid('role', 'an admin cannot change their own role');
+      patch.role = body.role;
+    }
+    if (body.status !== undefined) {
+      if (u.protected && body.status !== 'active') throw identityError('PROTECTED_ACCOUNT');
+      if (u.user_id === actorId && body.status !== 'active') throw invalid('status', 'an admin cannot disable their own account');
+      patch.status = body.status;
+    }
+    if (body.profile !== undefined) patch.profile = { ...checkProfile(body.profile), ...(u.profile.sso ? { sso: u.profile.sso } : {}) };
+    // A new role or a disabled account: tokens minted from the old state are void (in the same write).
+    if ((patch.role && patch.role !== u.role) || (patch.status && patch.status !== u.status)) await this.tokens.revoke(u.user_id, patch);
+    else await this.o.users.update(u.user_id, patch);
+    return this.getUser(name);
+  }
+
+  async deleteUser(name: string, actorId: string): Promise<{ deleted: string; graph_documents_deleted: number | null; graph?: string }> {
+    const u = await this.byName(name);
+    if (u.protected) throw identityError('PROTECTED_ACCOUNT');
+    if (u.user_id === actorId) throw invalid('username', 'an admin cannot delete their own account');
+    const mark = await this.o.users.delete(u.user_id);
+    await this.o.revocations.broadcast(u.user_id, mark);
+    // Their graph goes too: nodes and edges they own (edges of others reaching them are left, and
+    // skipped). Recorded with the deletion: if it does not finish now, the next start finishes it.
+    try {
+      const documents = await this.o.dropRoot(u.root_id);
+      await this.o.users.graphDropped(u.root_id);
+      return { deleted: u.user_id, graph_documents_deleted: documents };
+    } catch (error) {
+      this.o.log('error', 'deleting a user’s graph failed; it is retried at the next start', { root_id: u.root_id, error: (error as Error).message });
+      return { deleted: u.user_id, graph_documents_deleted: null, graph: 'deletion pending: finished at the next start' };
+    }
+  }
+
+  /** Finish deleting the graphs of deleted users (at start: a deletion cut short goes on). */
+  async finishGraphDrops(): Promise<void> {
+    for (const root of await this.o.users.pendingGraphDrops()) {
+      try {
+        const documents = await this.o.dropRoot(root);
+        await this.o.users.graphDropped(root);
+        this.o.log('info', 'the graph of a deleted user is deleted', { root_id: root, documents });
+      } catch (error) {
+        this.o.log('error', 'deleting a deleted user’s graph failed again; retried at the next start', { root_id: root, error: (error as Error).message });
+      }
+    }
+  }
+
+  async forcePasswordReset(name: string): Promise<{ status: string }> {
+    const u = await this.byName(name);
+    await this.tokens.revoke(u.user_id, { must_change_password: true });
+    return { status: 'password_change_required' };
+  }
+}
