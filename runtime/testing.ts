@@ -21,7 +21,7 @@ import { pathToFileURL } from 'node:url';
 import { ActorSystem } from '../kernel/index.ts';
 import { type AnchorStore, Graph } from '../actors/anchor/index.ts';
 import { bootstrapAccounts, openUsersRepository, Passwords, ThreadHasher, type UsersRepository } from '../actors/identity/index.ts';
-import { type Front, type HttpRequest, type HttpResponse, loadUws } from '../transports/http/index.ts';
+import { type Front, type HttpRequest, type HttpResponse, loadUws, readPartsAhead } from '../transports/http/index.ts';
 import { createServer } from 'node:net';
 import { loadConfig, type SvcConfig } from './config.ts';
 import { dataPaths } from './paths.ts';
@@ -231,6 +231,9 @@ export async function injectInto(front: Front, request: InjectRequest): Promise<
   }
   if (body.length > 0) headers['content-length'] ??= String(body.length);
   const req: HttpRequest = { method: (request.method ?? 'GET').toUpperCase(), path, query: q < 0 ? '' : url.slice(q + 1), headers, body, remoteAddress: request.remoteAddress ?? '127.0.0.1' };
+  // Multipart parts are read ahead, as the node:http server reads them.
+  const reading = readPartsAhead(req);
+  if (reading) await reading;
   const res: HttpResponse = await front.handle(req);
   const raw = req.method === 'HEAD' ? Buffer.alloc(0) : typeof res.body === 'string' ? Buffer.from(res.body) : res.body;
   const text = raw.toString('utf8');

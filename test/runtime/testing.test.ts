@@ -87,3 +87,15 @@ t.test('Front.onResponse and the svc:http:response channel: route templates, nev
   t.equal(seen[0]?.traceId, 't1');
   t.ok(seen.every((s) => typeof s.durationMs === 'number' && s.durationMs >= 0 && typeof s.requestId === 'string'));
 });
+
+t.test('fetch with FormData: multipart uploads reach the walker through inject', async (t) => {
+  const app = await testApp({ entry: new URL('../fixtures/uploads-app.ts', import.meta.url).pathname });
+  t.teardown(() => app.close());
+  const form = new FormData();
+  form.append('first', new Blob([Buffer.from('hello file')], { type: 'text/plain' }), 'a.txt');
+  form.append('note', 'n1');
+  const res = await app.fetch('/walker/Files', { method: 'POST', body: form });
+  t.equal(res.status, 200);
+  const body = (await res.json()) as { data: { reports: unknown[] } };
+  t.match(body.data.reports, [{ first: { filename: 'a.txt', size: 10 }, second: null, note: 'n1' }]);
+});

@@ -7,6 +7,7 @@ export { Front } from './front.ts';
 export { HTTP_RESPONSE_CHANNEL, UNMATCHED_ROUTE } from './front.ts';
 export type { FrontOptions, AccessEntry, ResponseInfo } from './front.ts';
 export { traceIdOf, newTraceId, isTraceId } from './trace.ts';
+export { readPartsAhead } from './multipart.ts';
 export { buildRoutes, Router } from './router.ts';
 export type { EndpointRoute } from './router.ts';
 export { identityRoutes } from './identity-routes.ts';

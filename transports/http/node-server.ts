@@ -16,7 +16,9 @@ import type { Socket } from 'node:net';
 import { failure, newRequestId } from './envelope.ts';
 import { HTTP_ERRORS, type HttpErrorCode } from './errors.ts';
 import type { Front } from './front.ts';
+import { type MultipartSource, readPartsAhead } from './multipart.ts';
 import { type HttpServer, InFlight, type ListenOptions } from './server.ts';
+import type { HttpRequest } from './types.ts';
 
 /** An error envelope as a whole HTTP/1.1 response that closes the connection. */
 function rawError(code: HttpErrorCode, message: string, extra = ''): string {
@@ -152,15 +154,17 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
     req.on('end', () => {
       clearTimeout(deadline);
       if (rejected) return;
-      void front
-        .handle({
-          method,
-          path: where.path,
-          query: where.query,
-          headers,
-          body: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size),
-          remoteAddress: req.socket.remoteAddress ?? '',
-        })
+      const request: HttpRequest & MultipartSource = {
+        method,
+        path: where.path,
+        query: where.query,
+        headers,
+        body: chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size),
+        remoteAddress: req.socket.remoteAddress ?? '',
+      };
+      // Multipart bodies are read by busboy first (the front reads parts synchronously).
+      const reading = readPartsAhead(request);
+      void (reading ? reading.then(() => front.handle(request)) : front.handle(request))
         .then((out) => {
           if (res.destroyed) return;
           out.headers['content-length'] ??= String(typeof out.body === 'string' ? Buffer.byteLength(out.body) : out.body.length);

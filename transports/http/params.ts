@@ -8,7 +8,7 @@
  */
 import type { TSchema } from 'typebox';
 import { httpError } from './errors.ts';
-import { boundaryOf, parseMultipart } from './multipart.ts';
+import { boundaryOf, type MultipartSource, partsOf } from './multipart.ts';
 import type { EndpointRoute } from './router.ts';
 import type { HttpRequest } from './types.ts';
 
@@ -82,7 +82,7 @@ export interface Collected {
 }
 
 /** The fields of one request for one route. */
-export function collectFields(route: EndpointRoute, req: HttpRequest, pathValues: Record<string, string>): Collected {
+export function collectFields(route: EndpointRoute, req: HttpRequest & MultipartSource, pathValues: Record<string, string>): Collected {
   const props = route.schema.properties as Record<string, TSchema>;
   const takes = (k: string) => Object.hasOwn(props, k) && !RUNTIME_FIELDS.has(k);
   const fields: Record<string, unknown> = {};
@@ -92,7 +92,7 @@ export function collectFields(route: EndpointRoute, req: HttpRequest, pathValues
   const contentType = req.headers['content-type'] ?? '';
   const boundary = boundaryOf(contentType);
   if (boundary) {
-    for (const part of parseMultipart(req.body, boundary)) {
+    for (const part of partsOf(req, boundary)) {
       if (!takes(part.name)) continue;
       if (route.fileFields.includes(part.name)) {
         fields[part.name] = {

@@ -26,6 +26,7 @@ import { AcceptGuard } from './accept-guard.ts';
 import { failure, newRequestId } from './envelope.ts';
 import { HTTP_ERRORS, type HttpErrorCode } from './errors.ts';
 import type { Front } from './front.ts';
+import { type MultipartSource, nativeParser, readPartsAhead } from './multipart.ts';
 import type { HttpRequest, HttpResponse } from './types.ts';
 import { type HttpServer, InFlight, type ListenOptions } from './server.ts';
 
@@ -113,6 +114,8 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
   const addressPaths = front.addressPaths;
   const bodyTimeoutMs = Math.min(options.bodyTimeoutMs ?? 60_000, UWS_BODY_LIMIT_MS);
   const inFlight = new InFlight();
+  // Multipart bodies: the binary's own parser; busboy when this is the package's JavaScript stand-in, which has none.
+  const native = typeof uws.getParts === 'function' ? nativeParser(uws.getParts) : undefined;
 
   const write = (res: UwsResponse, state: State, out: HttpResponse, head: boolean): void => {
     if (state.aborted) return;
@@ -234,7 +237,7 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
         if (FORWARDED.includes(k)) headers[k] = headers[k] === undefined ? v : `${headers[k]}, ${v}`;
       });
     }
-    const request: HttpRequest = {
+    const request: HttpRequest & MultipartSource = {
       method,
       path: url,
       query: req.getQuery() ?? '',
@@ -254,6 +257,12 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     }
     const run = (): void => {
       if (state.aborted) return;
+      // With getParts the parts are read when the front asks; busboy reads them first, then this runs again.
+      const reading = request.parts ? undefined : readPartsAhead(request, native);
+      if (reading) {
+        void reading.then(run);
+        return;
+      }
       front
         .handle(request)
         .then((out) => write(res, state, out, method === 'HEAD'))

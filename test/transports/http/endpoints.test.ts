@@ -22,9 +22,14 @@ t.test('POST /walker/<Name>: fields in, reports out, in the envelope', async (t)
   t.equal(res.headers.get('x-request-id'), res.body.meta.request_id);
   const fromBrowser = await post(`${server.url}/walker/Echo`, { msg: 'hi' }, { origin: 'https://app.example' });
   t.equal(fromBrowser.headers.get('access-control-allow-origin'), '*', 'CORS headers for requests with an Origin');
-  t.equal(fromBrowser.headers.get('access-control-expose-headers'), 'x-request-id');
+  t.equal(fromBrowser.headers.get('access-control-expose-headers'), 'x-request-id, x-trace-id');
+  t.match(fromBrowser.headers.get('x-trace-id'), /^[0-9a-f]{32}$/, 'a trace id made for a request without one');
   const given = await post(`${server.url}/walker/Echo`, { msg: 'x' }, { 'x-request-id': 'my-trace-123' });
   t.equal(given.body.meta.request_id, 'my-trace-123', 'a caller request id is kept');
+  const traced = await post(`${server.url}/walker/Echo`, { msg: 'x' }, { 'x-trace-id': '4bf92f3577b34da6a3ce929d0e0e4736' });
+  t.equal(traced.headers.get('x-trace-id'), '4bf92f3577b34da6a3ce929d0e0e4736', 'a caller trace id comes back over a real socket');
+  const unfit = await post(`${server.url}/walker/Echo`, { msg: 'x' }, { 'x-trace-id': 'not/a trace' });
+  t.match(unfit.headers.get('x-trace-id'), /^[0-9a-f]{32}$/, 'an unfit one is replaced');
 });
 
 t.test('POST /function/<name>: the return value in data.result', async (t) => {
