@@ -43,7 +43,7 @@ import { join } from 'node:path';
 import WebSocket from 'ws';
 import { startRedis, type RedisServer } from '../test/helpers/redis.ts';
 import { tokenFor, type Server } from '../test/helpers/server.ts';
-import { startCluster, waitForMembers, walk, type TestCluster } from '../test/cluster/helpers.ts';
+import { startCluster, waitForMembers, walk, type TestCluster } from '../test/integration/cluster/helpers.ts';
 import { machine, parseWrkMs, percentile, round, save } from './lib.ts';
 
 const argv = process.argv.slice(2);

@@ -1,9 +1,9 @@
 import t, { type Test } from 'tap';
 import type { Redis } from 'ioredis';
-import { RedisActivationLease, type RedisActivationLeaseOptions } from '../../cluster/lease.ts';
-import { openRedis, whenReady } from '../../cluster/redis.ts';
-import { deferred } from '../helpers/latch.ts';
-import { skipRedis, startRedis, type RedisServer } from '../helpers/redis.ts';
+import { RedisActivationLease, type RedisActivationLeaseOptions } from '../../../cluster/lease.ts';
+import { openRedis, whenReady } from '../../../cluster/redis.ts';
+import { deferred } from '../../helpers/latch.ts';
+import { skipRedis, startRedis, type RedisServer } from '../../helpers/redis.ts';
 
 const CLUSTER = 'test';
 const member = (id: string): string => `svc:{${CLUSTER}}:member:${id}`;

@@ -3,10 +3,10 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { post, startServer, tokenFor, type Server } from '../helpers/server.ts';
-import type { RedisServer } from '../helpers/redis.ts';
+import { post, startServer, tokenFor, type Server } from '../../helpers/server.ts';
+import type { RedisServer } from '../../helpers/redis.ts';
 
-export const CLUSTER_APP = new URL('../fixtures/cluster-app.ts', import.meta.url).pathname;
+export const CLUSTER_APP = new URL('../../fixtures/cluster-app.ts', import.meta.url).pathname;
 
 export interface ClusterSpec {
   redis: RedisServer;

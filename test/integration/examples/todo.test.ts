@@ -7,10 +7,10 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import t from 'tap';
 import { WalkerSocket } from 'svc/client';
-import { bearer } from '../helpers/identity.ts';
-import { post, startServer, TEST_SECRET, type Server } from '../helpers/server.ts';
+import { bearer } from '../../helpers/identity.ts';
+import { post, startServer, TEST_SECRET, type Server } from '../../helpers/server.ts';
 
-const entry = new URL('../../examples/todo/app.ts', import.meta.url).pathname;
+const entry = new URL('../../../examples/todo/app.ts', import.meta.url).pathname;
 let server: Server;
 t.before(async () => {
   server = await startServer({ entry, workers: 2 });
@@ -58,7 +58,7 @@ t.test('the tour', async (t) => {
 });
 
 t.test('`npm start` (the README\'s first command) serves the example app', async (t) => {
-  const root = new URL('../..', import.meta.url).pathname;
+  const root = new URL('../../..', import.meta.url).pathname;
   const proc = spawn('npm', ['start', '--', '--port', '0', '--host', '127.0.0.1', '--workers', '1'], {
     cwd: root,
     env: { ...process.env, SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-npm-start-')), JWT_SECRET: TEST_SECRET, SVC_ACCESS_LOG: 'false' },

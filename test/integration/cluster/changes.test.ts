@@ -1,7 +1,7 @@
 // Members that leave, a new app version, a Redis that restarts or is not there: the cluster serves on.
 import t from 'tap';
-import { skipRedis, startRedis } from '../helpers/redis.ts';
-import { startServer, tokenFor } from '../helpers/server.ts';
+import { skipRedis, startRedis } from '../../helpers/redis.ts';
+import { startServer, tokenFor } from '../../helpers/server.ts';
 import { adminToken, load, pool, readAll, startCluster, walk, waitForMembers, CLUSTER_APP } from './helpers.ts';
 
 // Several real processes per test: more than the default per-file time on a loaded 2-core machine.
@@ -77,7 +77,7 @@ t.test('Redis unreachable at start: one line, exit 1, no credentials printed', a
 t.test('members of another app version share no partitions, and no update is lost while both serve', { skip: skipRedis }, async (t) => {
   const redis = await startRedis(t);
   const cluster = await startCluster(t, 1, { redis });
-  const v2 = new URL('../fixtures/cluster-app-v2.ts', import.meta.url).pathname;
+  const v2 = new URL('../../fixtures/cluster-app-v2.ts', import.meta.url).pathname;
   const b = await cluster.add({ entry: v2 });
   const [a] = cluster.members as [(typeof cluster.members)[0]];
   await waitForMembers(a, 2);
