@@ -3,7 +3,8 @@
  *
  *  1. login throughput of svc (`POST /user/login`, argon2id verify inside)
  *     against raw argon2 verify of the same hash at the same concurrency, in a
- *     plain Node process (the ceiling: nothing but hashing);
+ *     plain Node process (the ceiling: nothing but hashing), and against the
+ *     hashing pool alone (`ThreadHasher`, no HTTP);
  *  2. authenticated walker calls (`ReadAuth`, a JWT, one node read) with wrk,
  *     alone and while logins run at full speed: throughput kept and p99.
  *
@@ -36,16 +37,22 @@ async function startSvc(env: Record<string, string>): Promise<Proc & { url: stri
     SVC_DATA_DIR: dataDir,
     ADMIN_DEFAULT_PASSWORD: 'bench operator secret',
     SVC_LOGIN_ATTEMPTS_PER_ADDRESS: '1000000000',
+    // 16 users logging in back to back: the per-identity limit of successes would answer 429 instead of hashing.
+    SVC_LOGIN_SUCCESSES_PER_IDENTITY: '1000000000',
     ...env,
   });
   return { ...server, url: `http://127.0.0.1:${port}` };
 }
 
-/** Raw argon2 verify (the same library, on libuv's pool) of an argon2id hash at `concurrency`, in a child process: verifies per second. */
-function rawArgon2(concurrency: number): Promise<number> {
+/**
+ * Verifies per second of one argon2id hash at `concurrency`, in a child process (nothing else running in it): `setup`
+ * defines `verify(stored, password)`. The same loop measures raw argon2 and the hashing pool.
+ */
+function verifyRate(setup: string, concurrency: number): Promise<number> {
   const script = `
-    import { hash, verify } from '@node-rs/argon2';
+    import { hash } from '@node-rs/argon2';
     import { ARGON2_OPTIONS } from './actors/identity/hasher.ts';
+    ${setup}
     const stored = await hash(${JSON.stringify(PASSWORD)}, ARGON2_OPTIONS);
     const run = async (ms) => {
       let n = 0;
@@ -57,14 +64,24 @@ function rawArgon2(concurrency: number): Promise<number> {
     };
     await run(1000);
     console.log(JSON.stringify({ rate: await run(${DURATION * 1000}) }));
+    process.exit(0);
   `;
   return new Promise((resolve, reject) => {
     const p = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: root, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     p.stdout.on('data', (d: Buffer) => (out += d));
-    p.once('exit', (code) => (code === 0 ? resolve((JSON.parse(out) as { rate: number }).rate) : reject(new Error(`raw argon2 exited ${code}`))));
+    p.once('exit', (code) => (code === 0 ? resolve((JSON.parse(out) as { rate: number }).rate) : reject(new Error(`verify rate exited ${code}`))));
   });
 }
+
+/** Raw argon2 verify (the same library, on libuv's pool): the ceiling. */
+const RAW_ARGON2 = `import { verify } from '@node-rs/argon2';`;
+
+/** The process's hashing pool as `svc start` makes it (default threads and nice), without HTTP. */
+const HASH_POOL = `
+    import { ThreadHasher } from './actors/identity/hasher.ts';
+    const pool = new ThreadHasher({ threads: Number(process.env.SVC_HASH_CONCURRENCY) || 0, nice: Number(process.env.SVC_HASH_NICE || 10) });
+    const verify = (stored, password) => pool.run({ op: 'verify-argon2', stored, password });`;
 
 /** `concurrency` clients logging in back to back until `stop` resolves: logins per second. */
 async function loginLoad(url: string, users: string[], concurrency: number, until: Promise<void>, warmMs = 1000): Promise<{ rate: number; errors: number; p50_ms: number; p99_ms: number }> {
@@ -119,44 +136,53 @@ async function json(url: string, body: unknown, headers: Record<string, string> 
   return res.json();
 }
 
-async function main(): Promise<void> {
-  const hashConcurrency = process.env.SVC_HASH_CONCURRENCY ?? '';
-  const hashNice = process.env.SVC_HASH_NICE ?? '';
-  const concurrencies = [CORES, CORES * 4];
-  const raw: Record<string, number> = {};
-  for (const c of concurrencies) {
-    process.stderr.write(`bench: raw argon2 verify, concurrency ${c}\n`);
-    raw[c] = round(await rawArgon2(c), 1);
-  }
-
-  const svc = await startSvc({ ...(hashConcurrency ? { SVC_HASH_CONCURRENCY: hashConcurrency } : {}), ...(hashNice ? { SVC_HASH_NICE: hashNice } : {}) });
+/** Logins alone, then walker calls alone and while logins run, against the server at `svcUrl`. */
+async function svcFigures(svcUrl: string, raw: Record<string, number>, concurrencies: number[]) {
   const users = Array.from({ length: 16 }, (_, i) => `bench_user_${i}`);
-  for (const u of users) await json(`${svc.url}/user/register`, { identities: [{ type: 'username', value: u }], credential: { type: 'password', password: PASSWORD } });
+  for (const u of users) await json(`${svcUrl}/user/register`, { identities: [{ type: 'username', value: u }], credential: { type: 'password', password: PASSWORD } });
   const login: Record<string, unknown> = {};
   for (const c of concurrencies) {
     process.stderr.write(`bench: svc login, concurrency ${c}\n`);
-    const r = await loginLoad(svc.url, users, c, new Promise((resolve) => setTimeout(resolve, (DURATION + 1) * 1000)));
+    const r = await loginLoad(svcUrl, users, c, new Promise((resolve) => setTimeout(resolve, (DURATION + 1) * 1000)));
     login[c] = { ...r, ratio_vs_raw: round(r.rate / (raw[c] as number), 2) };
   }
 
   // Authenticated walker calls: a user's token, a node on that user's root.
-  const token = (await json(`${svc.url}/user/login`, { identity: { type: 'username', value: users[0] }, credential: { type: 'password', password: PASSWORD } })).data.token as string;
+  const token = (await json(`${svcUrl}/user/login`, { identity: { type: 'username', value: users[0] }, credential: { type: 'password', password: PASSWORD } })).data.token as string;
   const auth = { authorization: `Bearer ${token}` };
-  const seeded = await json(`${svc.url}/walker/Seed`, {}, auth);
+  const seeded = await json(`${svcUrl}/walker/Seed`, {}, auth);
   const docId = seeded.data.reports[0].id as string;
-  const url = `${svc.url}/walker/ReadAuth/${docId}`;
+  const url = `${svcUrl}/walker/ReadAuth/${docId}`;
   process.stderr.write('bench: walker calls alone\n');
   await wrk(url, auth);
   const alone = await wrk(url, auth);
   process.stderr.write('bench: walker calls while logins run\n');
   const loginConcurrency = CORES * 4;
   let stopLogins: () => void = () => {};
-  const logins = loginLoad(svc.url, users, loginConcurrency, new Promise<void>((resolve) => (stopLogins = resolve)), 0);
+  const logins = loginLoad(svcUrl, users, loginConcurrency, new Promise<void>((resolve) => (stopLogins = resolve)), 0);
   await new Promise((resolve) => setTimeout(resolve, 1000));
   const loaded = await wrk(url, auth);
   stopLogins();
   const loginsDuring = await logins;
-  await svc.stop();
+  return { login, alone, loaded, loginConcurrency, loginsDuring };
+}
+
+async function main(): Promise<void> {
+  const hashConcurrency = process.env.SVC_HASH_CONCURRENCY ?? '';
+  const hashNice = process.env.SVC_HASH_NICE ?? '';
+  const concurrencies = [CORES, CORES * 4];
+  const raw: Record<string, number> = {};
+  const pool: Record<string, number> = {};
+  for (const c of concurrencies) {
+    process.stderr.write(`bench: raw argon2 verify, concurrency ${c}\n`);
+    raw[c] = round(await verifyRate(RAW_ARGON2, c), 1);
+    process.stderr.write(`bench: hashing pool verify, concurrency ${c}\n`);
+    pool[c] = round(await verifyRate(HASH_POOL, c), 1);
+  }
+
+  const svc = await startSvc({ ...(hashConcurrency ? { SVC_HASH_CONCURRENCY: hashConcurrency } : {}), ...(hashNice ? { SVC_HASH_NICE: hashNice } : {}) });
+  // A failed run still stops the server it started.
+  const { login, alone, loaded, loginConcurrency, loginsDuring } = await svcFigures(svc.url, raw, concurrencies).finally(() => svc.stop());
 
   const result = {
     benchmark: 'identity',
@@ -165,6 +191,7 @@ async function main(): Promise<void> {
     hash_concurrency: hashConcurrency || 'default (two threads per core)',
     hash_nice: hashNice || 'default (10)',
     raw_argon2_verify_per_s: raw,
+    hash_pool_verify_per_s: pool,
     svc_login: login,
     walker_calls: {
       wrk_connections: WRK_CONNECTIONS,

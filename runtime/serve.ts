@@ -16,7 +16,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { createHash } from 'node:crypto';
 import { ActorBroadcast, type ActorRef, type ActorSystem, type Broadcast, fromReceive, isWorkerNode, MAIN_THREAD, processOf, remoteLeases, RendezvousPlacement, threadOf, workerPlacement } from '../kernel/index.ts';
-import { type AnchorStore, Graph, openAnchorStore, STORE_WRITER_ACTOR, type WriterMsg } from '../actors/anchor/index.ts';
+import { type AnchorStore, Graph, InstrumentedStore, openAnchorStore, STORE_WRITER_ACTOR, type WriterMsg } from '../actors/anchor/index.ts';
 import { HookDispatcher, Registry, Root } from '../actors/walker/index.ts';
 import {
   ActorRateLimiter,
@@ -50,6 +50,7 @@ import {
   listenNode,
   listenUws,
   loadUws,
+  newTraceId,
   openApiDocument,
   StaticFiles,
   toHttpError,
@@ -303,20 +304,23 @@ function busModule(system: ActorSystem): RuntimeModule {
 }
 
 function storeModule(boot: ServeBoot, processWriter: ActorRef<WriterMsg, unknown> | undefined): RuntimeModule {
-  let store: AnchorStore | undefined;
+  let store: InstrumentedStore | undefined;
   return {
     name: 'store',
     async start(rt) {
       const db = boot.config['scale.database'];
+      // Instrumented: commit latency, batch sizes and conflicts for whoever observes (metrics), free while nobody does.
       store = rt.provide(
         'store',
-        await openAnchorStore(db.docdb_uri, {
-          path: boot.storePath,
-          baseDir: boot.projectRoot,
-          synchronous: db.synchronous as 'NORMAL' | 'FULL',
-          processWriter,
-          createSchema: boot.schemaReady !== true,
-        }),
+        new InstrumentedStore(
+          await openAnchorStore(db.docdb_uri, {
+            path: boot.storePath,
+            baseDir: boot.projectRoot,
+            synchronous: db.synchronous as 'NORMAL' | 'FULL',
+            processWriter,
+            createSchema: boot.schemaReady !== true,
+          }),
+        ),
       );
     },
     close: () => store?.close(),
@@ -344,6 +348,8 @@ function graphModule(system: ActorSystem, boot: ServeBoot, registry: Registry, f
           runTimeoutMs: server.request_timeout_ms,
           timeoutMs: askTimeoutMs(boot),
           onQuarantine: (id, reason) => log.warn({ anchor: id, reason }, 'anchor moved to quarantine'),
+          // `this.log` in walkers and functions: lines with the walker, the trace id and the root.
+          logger: (bindings) => log.child(bindings),
         }),
       );
     },
@@ -597,7 +603,8 @@ function websocketModule(system: ActorSystem, boot: ServeBoot, sockets: WsRoute[
           guest: { rootId: Root.SHARED_ID },
           auth: { verify: (token) => auth.authenticate(token), prepare: (token) => auth.prepare(token), asynchronous: auth.learnsUsers },
           hooks: rt.need<HookDispatcher>('hooks'),
-          run: async (walker, fields, caller) => (await graph.spawnJson(walker, fields, { caller, timeoutMs: askTimeoutMs(boot) })).json,
+          // Each frame is a request of its own: a trace id of its own.
+          run: async (walker, fields, caller) => (await graph.spawnJson(walker, fields, { caller, timeoutMs: askTimeoutMs(boot), traceId: newTraceId() })).json,
           errorOf: (error) => {
             const e = toHttpError(error, boot.dev);
             if (e.status >= 500 && e.body.code !== 'EXECUTION_ERROR') log.error({ err: error }, 'websocket frame failed');

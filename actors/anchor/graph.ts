@@ -5,7 +5,7 @@
  * partition that owns the root.
  */
 import { type ActivationLease, type ActorSystem, type Placement, type VirtualRef, workerPlacement } from '../../kernel/index.ts';
-import { type Caller, graphError, isAnchorId, newId, type Registry, Root } from '../walker/index.ts';
+import { type Caller, graphError, isAnchorId, newId, type OutboxConsumer, type Registry, Root, type WalkerLoggerFactory } from '../walker/index.ts';
 import { decode } from './codec.ts';
 import { storeError } from './errors.ts';
 import { type FunctionResult, Partition, type PartitionContext, type PartitionMsg, type RunReply, type WalkerResult } from './partition.ts';
@@ -48,14 +48,35 @@ export interface GraphOptions {
   guard?: () => Error | undefined;
   /** A fenced partition of this thread claimed its root (publish it: other processes drop their copy). */
   onClaim?: (rootId: string) => void;
+  /**
+   * Makes the logger of each walker and function that logs (`this.log`,
+   * `ctx.log`) from its bindings — `walker` or `function`, `trace_id`,
+   * `root`; called only when one logs. Default: lines go nowhere.
+   *
+   * @example
+   * new Graph({ system, registry, store, logger: (bindings) => pinoLogger.child(bindings) });
+   */
+  logger?: WalkerLoggerFactory;
+  /**
+   * Takes the outbox of each committed run (what its code held back with
+   * `afterCommit`), once the run's batch is durable and before its caller
+   * hears back; never for a run that failed or a batch that was refused.
+   * Without it, runs hold no outbox (`afterCommit` answers `false`). A
+   * consumer that throws is reported through `logger`; the run stays committed.
+   *
+   * @example
+   * new Graph({ system, registry, store, outbox: (entries) => entries.forEach((e) => events.emit(e.kind, e)) });
+   */
+  outbox?: OutboxConsumer;
 }
-
 
 export interface SpawnOptions {
   caller: Caller;
   /** Spawn at this node instead of the caller's root. */
   at?: string;
   timeoutMs?: number;
+  /** The request's trace id, carried into the run: `this.traceId`, `ctx.traceId`, log lines, outbox entries. */
+  traceId?: string;
 }
 
 /**
@@ -92,6 +113,8 @@ export class Graph {
     if (options.fenced) context.fenced = true;
     if (options.onClaim) context.onClaim = options.onClaim;
     if (options.guard) context.guard = options.guard;
+    if (options.logger) context.logger = options.logger;
+    if (options.outbox) context.outbox = options.outbox;
     this.system.defineKind<PartitionMsg, unknown>(this.kind, {
       idleAfterMs: options.idleAfterMs ?? 300_000,
       placement: options.placement ?? workerPlacement(),
@@ -191,6 +214,7 @@ export class Graph {
     if (nestedDeeperThan(fields, MAX_DEPTH)) return Promise.reject(graphError('SVC_ERR_INVALID_FIELDS', `fields are nested more than ${MAX_DEPTH} levels deep`));
     const msg: PartitionMsg = { t: 'spawn', walker, fields, caller: options.caller };
     if (options.at !== undefined) msg.at = options.at;
+    if (options.traceId !== undefined) msg.traceId = options.traceId;
     return this.partition(options.caller.rootId).ask(msg, options.timeoutMs ?? this.timeoutMs) as Promise<RunReply>;
   }
 
@@ -204,7 +228,9 @@ export class Graph {
     if (!this.registry.fn(fn)) return Promise.reject(graphError('SVC_ERR_UNKNOWN_WALKER', `no function named ${fn}`));
     if (!isAnchorId(options.caller.rootId)) return Promise.reject(graphError('SVC_ERR_INVALID_FIELDS', 'a root id is 32 lower-case hex characters'));
     if (nestedDeeperThan(args, MAX_DEPTH)) return Promise.reject(graphError('SVC_ERR_INVALID_FIELDS', `arguments are nested more than ${MAX_DEPTH} levels deep`));
-    return this.partition(options.caller.rootId).ask({ t: 'call', fn, args, caller: options.caller }, options.timeoutMs ?? this.timeoutMs) as Promise<RunReply>;
+    const msg: PartitionMsg = { t: 'call', fn, args, caller: options.caller };
+    if (options.traceId !== undefined) msg.traceId = options.traceId;
+    return this.partition(options.caller.rootId).ask(msg, options.timeoutMs ?? this.timeoutMs) as Promise<RunReply>;
   }
 }
 

@@ -15,6 +15,11 @@
  * rests on a change that was not stored. A failed batch poisons the
  * partition: it restarts and reloads from the store.
  *
+ * A run's outbox (side effects it holds back with `afterCommit`) rides in
+ * its changes and goes to the graph's outbox consumer once the batch is
+ * durable — or, for a run that wrote nothing, once it may answer; a run or
+ * batch that fails drops it.
+ *
  * Fenced (a cluster of processes): an activation claims its root before it
  * loads anything, and every batch carries the token. A batch refused because
  * another process claimed the root since (`SVC_ERR_FENCED`) means this
@@ -27,6 +32,8 @@ import {
   type Caller,
   GRAPH_ERRORS,
   graphError,
+  type OutboxConsumer,
+  type OutboxEntry,
   privateAccess,
   type Registry,
   Root,
@@ -34,14 +41,15 @@ import {
   type RunHost,
   viewOf,
   WalkerRun,
+  type WalkerLoggerFactory,
 } from '../walker/index.ts';
 import { decode, encode } from './codec.ts';
 import { storeError } from './errors.ts';
 import { type AnchorStore, type CommitBatch, CommitChain, type Fence, type StoredDoc } from './store.ts';
 
 export type PartitionMsg =
-  | { t: 'spawn'; walker: string; fields: unknown; at?: string; caller: Caller }
-  | { t: 'call'; fn: string; args: unknown; caller: Caller }
+  | { t: 'spawn'; walker: string; fields: unknown; at?: string; caller: Caller; traceId?: string }
+  | { t: 'call'; fn: string; args: unknown; caller: Caller; traceId?: string }
   /** Another root's run changed these anchors of this root (now durable): refresh them. */
   | { t: 'invalidate'; ids: string[]; edgeNodes: string[] }
   /** Make sure the partition (and its root) exists: a user's graph is created at registration. */
@@ -75,6 +83,10 @@ export interface PartitionContext {
   onClaim?: (rootId: string) => void;
   /** The live activations of the thread, by root (kept by the partitions themselves). */
   activations?: Map<string, Partition>;
+  /** Makes the loggers of walkers and functions (`this.log`); none: they log nowhere. */
+  logger?: WalkerLoggerFactory;
+  /** Takes each committed run's outbox once its batch is durable; none: runs hold no outbox. */
+  outbox?: OutboxConsumer;
 }
 
 /** What a run answers: its reports (walkers) or return value (functions), as JSON text. */
@@ -131,6 +143,10 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
 
   get registry(): Registry {
     return this.context.registry;
+  }
+
+  get logger(): WalkerLoggerFactory | undefined {
+    return this.context.logger;
   }
 
   /** Anchors held in memory (for tests and measurements). */
@@ -217,13 +233,14 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     if (msg.caller.rootId !== this.rootId) {
       return rejectWith(graphError('SVC_ERR_ACCESS_DENIED', 'a run reached the partition of another root'));
     }
-    const run = new WalkerRun(this, msg.caller);
+    const run = new WalkerRun(this, msg.caller, msg.traceId);
     this.currentRun = run;
     let value: RunReply;
     let changes: RunChanges;
     let batch: { upserts: StoredDoc[]; deletes: { id: string; version: number }[] };
     try {
-      const work = msg.t === 'spawn' ? run.spawnWalker(msg.walker, msg.fields, msg.at) : run.callFunction(msg.fn, msg.args);
+      // Runs are tracked (for `afterCommit`) only where an outbox takes what they hold: tracking costs every promise.
+      const work = this.context.outbox === undefined ? start(run, msg) : run.enter(() => start(run, msg));
       const outcome = await this.withDeadline(work);
       value = { json: reportJson(outcome) };
       changes = run.changes();
@@ -240,15 +257,22 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     this.currentRun = null;
     if (batch.upserts.length === 0 && batch.deletes.length === 0) {
       run.committed(changes);
+      const { outbox } = changes;
       // A batch that failed while this run went on may be what it read (memory is poisoned):
       // unbroken and nothing unsettled means every change it could have read is stored.
       if (this.chain.broken) return rejectWith(this.chain.refusal());
-      if (this.unsettled === 0) return value;
+      if (this.unsettled === 0) {
+        if (outbox.length > 0) this.release(outbox);
+        return value;
+      }
       // It may have read changes not durable yet: it answers once they are, and fails if they fail.
       const chain = this.chain;
       return replyLater(
         (this.lastBatch as Promise<unknown>).then(
-          () => value,
+          () => {
+            if (outbox.length > 0) this.release(outbox);
+            return value;
+          },
           () => {
             throw chain.refusal();
           },
@@ -268,6 +292,8 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
         for (const [root, { ids, edgeNodes }] of changes.invalidate) {
           this.context.partitionOf(root).tell({ t: 'invalidate', ids: [...ids], edgeNodes: [...edgeNodes] });
         }
+        // Durable now, and the caller has not heard back yet.
+        if (changes.outbox.length > 0) this.release(changes.outbox);
         return value;
       },
       (error: unknown) => {
@@ -281,6 +307,27 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     );
     this.lastBatch = durable;
     return replyLater(durable);
+  }
+
+  /**
+   * Hand a committed run's outbox to the consumer. Its failure is reported,
+   * never the partition's: the run is committed whatever the consumer does.
+   */
+  private release(entries: readonly OutboxEntry[]): void {
+    const consumer = this.context.outbox;
+    if (consumer === undefined) return;
+    try {
+      consumer(entries);
+    } catch (error) {
+      const fields = { err: error, entries: entries.length };
+      const message = 'the outbox consumer failed: the entries of a committed run were not released';
+      try {
+        if (this.context.logger === undefined) throw error;
+        this.context.logger({ root: this.rootId }).error(fields, message);
+      } catch {
+        console.error(`[svc] ${message}`, fields);
+      }
+    }
   }
 
   /** The graph was deleted: nothing runs here any more (until the partition deactivates). */
@@ -469,6 +516,11 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     const a = this.l1.get(this.rootId);
     return a ? viewOf<Root>(a) : undefined;
   }
+}
+
+/** Start the walker or function of a run message. */
+function start(run: WalkerRun, msg: Extract<PartitionMsg, { t: 'spawn' } | { t: 'call' }>): Promise<unknown> {
+  return msg.t === 'spawn' ? run.spawnWalker(msg.walker, msg.fields, msg.at) : run.callFunction(msg.fn, msg.args);
 }
 
 /**

@@ -8,13 +8,11 @@
  * Declare fields with `declare title: string` (no initializer): a class field
  * initializer would create an own property that bypasses the accessor.
  */
-import { createHash } from 'node:crypto';
 import type { TObject, TSchema } from 'typebox';
-import Type from 'typebox';
-import { Compile } from 'typebox/compile';
 import { Value } from 'typebox/value';
-import { type Access, type AccessLevel, isAccessLevel, privateAccess } from './access.ts';
+import { type Access, privateAccess } from './access.ts';
 import { Anchor, type AnchorKind, type AnchorRun, newId } from './anchor.ts';
+import { buildInfo, cachedInfo, type ClassInfo, type FieldCheck, registerBase, validateFields } from './class-info.ts';
 import { graphError } from './errors.ts';
 
 /** The symbol under which an archetype instance keeps its anchor. */
@@ -34,45 +32,11 @@ export interface GraphRun extends AnchorRun {
 /** Keep the nodes matching: a predicate, or field values that must be equal. */
 export type NodeFilter<N extends Node = Node> = ((node: N) => boolean) | { [K in keyof N]?: unknown } | Record<string, unknown>;
 
-type FieldCheck = (value: unknown) => boolean;
-
-/** What the runtime knows of an archetype class, computed once. */
-export interface ClassInfo {
-  name: string;
-  kind: AnchorKind | 'walker' | 'function';
-  schema: TObject;
-  fields: readonly string[];
-  fingerprint: string;
-  check: FieldCheck;
-  fieldChecks: Record<string, FieldCheck>;
-  /** Whether any part of the schema declares a default (no: defaults need not be applied). */
-  hasDefaults: boolean;
-}
-
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type ArchetypeClass<T extends Archetype = Archetype> = (abstract new (...args: any[]) => T) & { has?: TObject; name: string };
 
-const infos = new WeakMap<object, ClassInfo>();
 /** Every prepared class by name, so stored documents can find their class. */
 export const knownClasses = new Map<string, ArchetypeClass>();
-
-/** Base prototypes whose member names a `has` field may not take. */
-const bases: Partial<Record<AnchorKind | 'walker' | 'function', object>> = {};
-
-/** Register the base class of a kind (the walker module does, to avoid an import cycle). */
-export function registerBase(kind: 'walker', proto: object): void {
-  bases[kind] = proto;
-}
-
-/** Every member name of a kind's base classes (public or not): a field of that name would shadow it. */
-function reserved(kind: AnchorKind | 'walker' | 'function'): Set<string> {
-  const names = new Set<string>(kind === 'function' ? [] : ['constructor', 'toJSON', 'source', 'target']);
-  const base = kind === 'node' ? Node.prototype : kind === 'edge' ? Edge.prototype : bases[kind];
-  for (let p = base; p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
-    for (const name of Object.getOwnPropertyNames(p)) names.add(name);
-  }
-  return names;
-}
 
 function kindOf(cls: object): AnchorKind {
   for (let p = cls; p; p = Object.getPrototypeOf(p)) {
@@ -82,70 +46,16 @@ function kindOf(cls: object): AnchorKind {
   throw graphError('SVC_ERR_BAD_ARCHETYPE', `${(cls as { name?: string }).name} is not a Node or Edge class`);
 }
 
-/** The full schema of a class: its ancestors' `has` fields, then its own (which win). */
-function mergedSchema(cls: ArchetypeClass): TObject | undefined {
-  const chain: TObject[] = [];
-  for (let p: unknown = cls; p && p !== Function.prototype; p = Object.getPrototypeOf(p)) {
-    if (Object.hasOwn(p as object, 'has') && (p as { has?: TObject }).has) chain.unshift((p as { has: TObject }).has);
-  }
-  if (chain.length === 0) return undefined;
-  if (chain.length === 1) return chain[0] as TObject;
-  const properties: Record<string, TSchema> = {};
-  for (const schema of chain) Object.assign(properties, schema.properties);
-  return Type.Object(properties);
-}
-
-function compileCheck(schema: TSchema): FieldCheck {
-  const compiled = Compile(schema);
-  return (value) => compiled.Check(value);
-}
-
 /**
  * Compute and cache what the runtime needs of an archetype class, install
  * its field accessors, and make it findable by name.
  */
 export function prepare(cls: ArchetypeClass): ClassInfo {
-  const cached = infos.get(cls);
+  const cached = cachedInfo(cls);
   if (cached) return cached;
   const info = buildInfo(cls, kindOf(cls));
   installAccessors(cls, info);
   knownClasses.set(cls.name, cls);
-  return info;
-}
-
-/** The schema, checks and fingerprint of a node, edge or walker class (cached). */
-export function buildInfo(cls: { name: string; has?: TObject }, kind: AnchorKind | 'walker' | 'function'): ClassInfo {
-  const cached = infos.get(cls);
-  if (cached) return cached;
-  const schema = mergedSchema(cls as ArchetypeClass) ?? Type.Object({});
-  if (schema.type !== 'object' || typeof schema.properties !== 'object') {
-    throw graphError('SVC_ERR_BAD_ARCHETYPE', `${cls.name}.has must be a T.Object({...}) schema`);
-  }
-  const fields = Object.keys(schema.properties);
-  const taken = reserved(kind);
-  for (const f of fields) {
-    if (taken.has(f) || f.startsWith('_')) {
-      throw graphError('SVC_ERR_BAD_ARCHETYPE', `${cls.name}.has declares "${f}", a name reserved by svc (or starting with _)`);
-    }
-  }
-  const fieldChecks: Record<string, FieldCheck> = {};
-  const required = new Set<string>((schema as { required?: string[] }).required ?? []);
-  const properties = schema.properties as Record<string, TSchema>;
-  for (const f of fields) {
-    const check = compileCheck(properties[f] as TSchema);
-    fieldChecks[f] = required.has(f) ? check : (v) => v === undefined || check(v);
-  }
-  const info: ClassInfo = {
-    name: cls.name,
-    kind,
-    schema,
-    fields,
-    fingerprint: createHash('sha256').update(JSON.stringify(schema)).digest('hex').slice(0, 16),
-    check: compileCheck(schema),
-    fieldChecks,
-    hasDefaults: JSON.stringify(schema).includes('"default"'),
-  };
-  infos.set(cls, info);
   return info;
 }
 
@@ -178,7 +88,8 @@ export function viewOf<T extends Archetype = Archetype>(anchor: Anchor): T {
   return obj as T;
 }
 
-function runFor(anchor: Anchor): GraphRun | null {
+/** The run an anchor may change in: null for a new anchor (not in a graph yet); throws outside a run. */
+export function runFor(anchor: Anchor): GraphRun | null {
   if (!anchor.home) return null;
   const run = anchor.home.currentRun as GraphRun | null;
   if (!run) throw graphError('SVC_ERR_NOT_IN_RUN', `${anchor.cls.name} ${anchor.id} can only change inside a walker run`);
@@ -200,38 +111,6 @@ function writeField(anchor: Anchor, name: string, value: unknown, info: ClassInf
 function describe(value: unknown): string {
   const s = JSON.stringify(value);
   return s === undefined ? String(value) : s.length > 40 ? `${s.slice(0, 40)}…` : s;
-}
-
-/**
- * Validate `fields` against a class schema, with defaults applied; throws
- * `SVC_ERR_INVALID_FIELDS`. Only declared fields come back: anything else
- * (`__proto__` included) is dropped, never copied onto an object.
- */
-export function validateFields(info: ClassInfo, fields: unknown, what = info.name): Record<string, unknown> {
-  if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) {
-    throw graphError('SVC_ERR_INVALID_FIELDS', `${what} takes an object of fields`);
-  }
-  // Only declared fields, copied: objects deeply, so the caller's objects are never shared with a node.
-  const declared: Record<string, unknown> = {};
-  for (const f of info.fields) {
-    if (!Object.hasOwn(fields, f)) continue;
-    const v = (fields as Record<string, unknown>)[f];
-    declared[f] = typeof v === 'object' && v !== null ? structuredClone(v) : v;
-  }
-  const value = info.hasDefaults ? (Value.Default(info.schema, declared) as Record<string, unknown>) : declared;
-  if (!info.check(value)) {
-    const details = [...Value.Errors(info.schema, value)].map((e) => ({
-      field: e.instancePath.replace(/^\//, '').replace(/\//g, '.') || fieldOfRequired(e.params),
-      message: e.message,
-    }));
-    throw graphError('SVC_ERR_INVALID_FIELDS', `${what}: ${details.map((d) => `${d.field || '(body)'} ${d.message}`).join('; ')}`, { details });
-  }
-  return value;
-}
-
-function fieldOfRequired(params: unknown): string {
-  const missing = (params as { requiredProperties?: string[] })?.requiredProperties;
-  return missing?.join(', ') ?? '';
 }
 
 /** The common base of nodes and edges. */
@@ -387,47 +266,5 @@ export class Root extends Node {
   static readonly SHARED_ID = '00000000000000000000000000000000';
 }
 
-/** Grant everyone `level` on a node or edge you own. */
-export function permGrant(target: Archetype, level: AccessLevel): void {
-  checkedLevel(level);
-  changeAccess(target, (a) => {
-    a.anyone = level;
-  });
-}
-
-/** Remove everyone's access (explicit per-root grants stay). */
-export function permRevoke(target: Archetype): void {
-  changeAccess(target, (a) => {
-    a.anyone = -1;
-  });
-}
-
-/** Grant one root `level` on a node or edge you own. */
-export function allowRoot(target: Archetype, rootId: string, level: AccessLevel): void {
-  checkedLevel(level);
-  changeAccess(target, (a) => {
-    a.roots[rootId] = level;
-  });
-}
-
-/** Remove one root's explicit grant. */
-export function disallowRoot(target: Archetype, rootId: string): void {
-  changeAccess(target, (a) => {
-    delete a.roots[rootId];
-  });
-}
-
-function checkedLevel(level: AccessLevel): AccessLevel {
-  if (!isAccessLevel(level)) throw graphError('SVC_ERR_INVALID_FIELDS', `access level must be AccessLevel.NO_ACCESS, READ, CONNECT or WRITE, not ${String(level)}`);
-  return level;
-}
-
-function changeAccess(target: Archetype, change: (access: Access) => void): void {
-  const anchor = target[ANCHOR];
-  const run = runFor(anchor);
-  if (!run) {
-    change(anchor.access);
-    return;
-  }
-  run.setAccess(anchor, change);
-}
+registerBase('node', Node.prototype);
+registerBase('edge', Edge.prototype);

@@ -4,8 +4,9 @@
  */
 import type { Static, TObject, TSchema } from 'typebox';
 import Type from 'typebox';
-import { buildInfo, type ClassInfo } from './archetype.ts';
 import type { Root } from './archetype.ts';
+import { buildInfo, type ClassInfo } from './class-info.ts';
+import type { WalkerLogger } from './log.ts';
 
 export const HTTPMethod = {
   GET: 'GET',
@@ -47,13 +48,25 @@ export function restspec(spec: RestSpec): RestSpec {
   return spec;
 }
 
-/** What a function handler gets besides its arguments. */
+/**
+ * What a function handler gets besides its arguments.
+ *
+ * @example
+ * export const tidy = fn({}, async (_args, { root, log, traceId }) => {
+ *   log.info({ traceId }, 'tidying');
+ *   return (await root.out(Todo)).length;
+ * });
+ */
 export interface FnContext {
   /** The caller's root node (the shared guest root for anonymous callers). */
   root: Root;
   caller: Caller;
   /** Run a walker in the same transaction; resolves to its reports. */
   spawn(walker: string | Function, fields?: Record<string, unknown>, at?: string): Promise<unknown[]>;
+  /** The trace id of the request (the run's), if it had one. */
+  readonly traceId: string | undefined;
+  /** A logger whose lines carry `function` (its name), `trace_id` and `root`; made when first read. */
+  readonly log: WalkerLogger;
 }
 
 /** Who a walker or function runs for. */

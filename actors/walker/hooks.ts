@@ -35,7 +35,7 @@ export interface HookRequest {
 }
 
 /** Runs a walker for a caller (the Graph's `spawn`). */
-export type HookSpawn = (walker: string, fields: Record<string, unknown>, options: { caller: Caller; timeoutMs?: number }) => Promise<{ reports: unknown[] }>;
+export type HookSpawn = (walker: string, fields: Record<string, unknown>, options: { caller: Caller; timeoutMs?: number; traceId?: string }) => Promise<{ reports: unknown[] }>;
 
 /**
  * A hook refused the request. `code`, `message` and `details` come from the
@@ -123,13 +123,17 @@ export class HookDispatcher {
   /**
    * Run every hook, in declaration order, for `caller`; resolves when all let
    * the request through, throws a {@link HookRefusal} at the first refusal
-   * (later hooks do not run), or the hook's own failure.
+   * (later hooks do not run), or the hook's own failure. `traceId`: the
+   * request's, carried into the hooks' runs.
    */
-  async run(req: HookRequest, caller: Caller): Promise<void> {
+  async run(req: HookRequest, caller: Caller, traceId?: string): Promise<void> {
     for (const { name, props } of this.hooks) {
       const fields: Record<string, unknown> = {};
       fillRequestFields(props, fields, req);
-      const { reports } = await this.spawn(name, fields, this.options.timeoutMs === undefined ? { caller } : { caller, timeoutMs: this.options.timeoutMs });
+      const options: { caller: Caller; timeoutMs?: number; traceId?: string } = { caller };
+      if (this.options.timeoutMs !== undefined) options.timeoutMs = this.options.timeoutMs;
+      if (traceId !== undefined) options.traceId = traceId;
+      const { reports } = await this.spawn(name, fields, options);
       for (const r of reports) {
         const refused = refusal(name, r);
         if (refused) throw refused;

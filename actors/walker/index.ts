@@ -2,9 +2,11 @@
  * The programming model: nodes, edges, walkers, functions, abilities, access
  * levels, and the walker run that executes them inside a partition.
  */
-export { Node, Edge, GenericEdge, Root, Archetype, ANCHOR, prepare, viewOf, validateFields, knownClasses } from './archetype.ts';
-export { permGrant, permRevoke, allowRoot, disallowRoot } from './archetype.ts';
-export type { ArchetypeClass, ClassInfo, NodeFilter, GraphRun } from './archetype.ts';
+export { Node, Edge, GenericEdge, Root, Archetype, ANCHOR, prepare, viewOf, knownClasses } from './archetype.ts';
+export type { ArchetypeClass, NodeFilter, GraphRun } from './archetype.ts';
+export { validateFields } from './class-info.ts';
+export type { ClassInfo } from './class-info.ts';
+export { permGrant, permRevoke, allowRoot, disallowRoot } from './permissions.ts';
 export { Walker, isWalkerClass, walkerInfo } from './walker.ts';
 export type { WalkerClass } from './walker.ts';
 export { entry, exit, abilitiesOf } from './abilities.ts';
@@ -14,7 +16,12 @@ export { Registry, typeName } from './registry.ts';
 export { HookDispatcher, HookRefusal, fillRequestFields } from './hooks.ts';
 export type { HookRequest, HookSpawn } from './hooks.ts';
 export { WalkerRun } from './run.ts';
-export type { RunHost, RunChanges } from './run.ts';
+export { afterCommit, inWalkerRun } from './outbox.ts';
+export type { OutboxEntry, OutboxConsumer } from './outbox.ts';
+export { silentLogger } from './log.ts';
+export type { WalkerLogger, WalkerLoggerFactory, LogMethod } from './log.ts';
+export type { RunHost } from './run-loading.ts';
+export type { RunChanges } from './transaction.ts';
 export { Transaction } from './transaction.ts';
 export { Anchor, newId, isAnchorId, FORMAT_VERSION } from './anchor.ts';
 export type { AnchorDoc, AnchorKind, AnchorHome } from './anchor.ts';

@@ -1,13 +1,15 @@
 /**
  * The transaction of a walker run: an undo copy of every anchor before its
- * first change, the anchors created, savepoints for nested walkers, and —
- * at the end — the changes to commit, checked against their schemas.
+ * first change, the anchors created, the outbox (side effects released once
+ * the changes are durable), savepoints for nested walkers, and — at the end
+ * — the changes to commit, checked against their schemas.
  */
 import { Value } from 'typebox/value';
 import { type Access, AccessLevel, levelOf } from './access.ts';
 import type { Anchor } from './anchor.ts';
 import { prepare } from './archetype.ts';
 import { graphError } from './errors.ts';
+import type { OutboxEntry } from './outbox.ts';
 
 interface Undo {
   data: Record<string, unknown>;
@@ -54,12 +56,17 @@ export interface RunChanges {
    * commit is durable.
    */
   invalidate: Map<string, { ids: Set<string>; edgeNodes: Set<string> }>;
+  /** Side effects to release once the changes are durable (dropped if they never are). */
+  outbox: readonly OutboxEntry[];
 }
+
+const NO_ENTRIES: readonly OutboxEntry[] = Object.freeze([]);
 
 export interface Savepoint {
   state: Map<Anchor, Undo>;
   created: Set<Anchor>;
   edgeNodes: Set<Anchor>;
+  outbox: number;
 }
 
 /** Values a stored field may hold: what JSON keeps as it is. */
@@ -88,6 +95,8 @@ export class Transaction {
   private readonly created = new Set<Anchor>();
   /** Other roots' nodes whose edge lists this run changed. */
   private readonly edgeNodes = new Set<Anchor>();
+  /** Made on the first entry: most runs have none. */
+  private outbox: OutboxEntry[] | undefined = undefined;
 
   constructor(private readonly evict: (a: Anchor) => void) {}
 
@@ -108,12 +117,17 @@ export class Transaction {
     this.edgeNodes.add(node);
   }
 
+  /** Hold a side effect until the changes are durable. */
+  addOutbox(entry: OutboxEntry): void {
+    (this.outbox ??= []).push(entry);
+  }
+
   /** Where a nested walker starts: its failure comes back to this point. */
   savepoint(): Savepoint {
     const state = new Map<Anchor, Undo>();
     for (const a of this.touched.keys()) state.set(a, snapshot(a));
     for (const a of this.created) state.set(a, snapshot(a));
-    return { state, created: new Set(this.created), edgeNodes: new Set(this.edgeNodes) };
+    return { state, created: new Set(this.created), edgeNodes: new Set(this.edgeNodes), outbox: this.outbox?.length ?? 0 };
   }
 
   rollbackTo(sp: Savepoint): void {
@@ -135,6 +149,7 @@ export class Transaction {
     }
     this.edgeNodes.clear();
     for (const a of sp.edgeNodes) this.edgeNodes.add(a);
+    if (this.outbox) this.outbox.length = sp.outbox;
   }
 
   /** Put memory back as it was before the run. */
@@ -189,7 +204,7 @@ export class Transaction {
       }
       if (!jsonSafe(a.data)) throw graphError('SVC_ERR_INVALID_FIELDS', `${info.name} holds a value that is not JSON (a function, BigInt, Date, undefined or a cycle)`);
     }
-    return { upserts, deletes, dropped, invalidate };
+    return { upserts, deletes, dropped, invalidate, outbox: this.outbox ?? NO_ENTRIES };
   }
 
   /**
@@ -237,5 +252,7 @@ export class Transaction {
     this.touched.clear();
     this.created.clear();
     this.edgeNodes.clear();
+    // Not emptied in place: committed changes hand this array on.
+    this.outbox = undefined;
   }
 }

@@ -6,9 +6,16 @@
  * node or `disengage` entirely.
  */
 import type { TObject } from 'typebox';
-import { ANCHOR, type Node, type Root, buildInfo, type ClassInfo, registerBase } from './archetype.ts';
+import { ANCHOR, type Node, type Root } from './archetype.ts';
+import { buildInfo, type ClassInfo, registerBase } from './class-info.ts';
 import type { Access, Caller, RestSpec } from './fn.ts';
 import { graphError } from './errors.ts';
+import type { WalkerLogger } from './log.ts';
+
+/** Makes loggers bound to a walker or function of a run (implemented by `WalkerRun`). */
+export interface LogSource {
+  loggerFor(key: 'walker' | 'function', name: string): WalkerLogger;
+}
 
 /** The runtime's half of a walker (not part of its fields). */
 export interface WalkerState {
@@ -18,6 +25,12 @@ export interface WalkerState {
   root: Root;
   caller: Caller;
   spawn(walker: string | WalkerClass, fields: Record<string, unknown>, at: Node | string | undefined): Promise<unknown[]>;
+  /** The name the walker was spawned by (its exported name). */
+  name: string;
+  traceId: string | undefined;
+  /** Made the first time the walker logs. */
+  log: WalkerLogger | undefined;
+  logs: LogSource;
 }
 
 export const STATE = Symbol('svc.walker');
@@ -80,6 +93,8 @@ export class Walker {
   //   static has = T.Object({...})      fields taken from the request body, validated, defaults applied
   //   static access = 'pub'             callable without a token ('priv', the default, and 'protect' need one)
   //   static spec = restspec({...})     how the walker is exposed over HTTP / WebSocket / webhook
+  // What the base declares (`report`, `visit`, `root`, `log`, `traceId`, …) are prototype members, never
+  // fields: a `has` field may not take their names, and they stay out of reports, schemas and `toJSON`.
 
   declare [STATE]: WalkerState;
 
@@ -135,6 +150,27 @@ export class Walker {
   /** What was reported so far. */
   get reports(): readonly unknown[] {
     return this.state().reports;
+  }
+
+  /**
+   * The trace id of the request that spawned the walker (the run's), if it
+   * had one. Node abilities read it from the walker they are given.
+   */
+  get traceId(): string | undefined {
+    return this.state().traceId;
+  }
+
+  /**
+   * A logger whose lines carry `walker` (its name), `trace_id` and `root`:
+   * `this.log.info('msg')`, `this.log.warn({ key }, 'msg')`. Node abilities
+   * log through the walker they are given.
+   *
+   * @example
+   * this.log.info({ count: todos.length }, 'tidying');
+   */
+  get log(): WalkerLogger {
+    const s = this.state();
+    return (s.log ??= s.logs.loggerFor('walker', s.name));
   }
 
   toJSON(): Record<string, unknown> {

@@ -99,3 +99,22 @@ t.test('fetch with FormData: multipart uploads reach the walker through inject',
   const body = (await res.json()) as { data: { reports: unknown[] } };
   t.match(body.data.reports, [{ first: { filename: 'a.txt', size: 10 }, second: null, note: 'n1' }]);
 });
+
+t.test('a request’s trace id reaches the walker: this.traceId, and this.log lines carry it', async (t) => {
+  const { entry: onEntry, Root, Walker } = await import('svc');
+  class Traced extends Walker {
+    static access = 'pub' as const;
+    @onEntry(Root) go() {
+      this.log.info({ step: 1 }, 'walked');
+      this.report(this.traceId ?? null);
+    }
+  }
+  const app = await testApp({ app: { Traced } });
+  t.teardown(() => app.close());
+  const res = await app.inject({ method: 'POST', url: '/walker/Traced', headers: { 'x-trace-id': 'trace-for-walker' } });
+  t.same(res.json().data.reports, ['trace-for-walker']);
+  const line = JSON.parse(await app.waitFor(/"msg":"walked"/)) as Record<string, unknown>;
+  t.match(line, { walker: 'Traced', trace_id: 'trace-for-walker', root: /^[0-9a-f]{32}$/, step: 1 });
+  const made = await app.inject({ method: 'POST', url: '/walker/Traced' });
+  t.equal(made.json().data.reports[0], made.headers['x-trace-id'], 'a made trace id too');
+});

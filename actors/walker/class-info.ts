@@ -1,0 +1,144 @@
+/**
+ * Class info: what the runtime knows of a node, edge, walker or function
+ * class, computed once — its merged `has` schema, the compiled checks of its
+ * fields, its fingerprint — and the validation of request fields against it.
+ */
+import { createHash } from 'node:crypto';
+import type { TObject, TSchema } from 'typebox';
+import Type from 'typebox';
+import { Compile } from 'typebox/compile';
+import { Value } from 'typebox/value';
+import type { AnchorKind } from './anchor.ts';
+import { graphError } from './errors.ts';
+
+export type FieldCheck = (value: unknown) => boolean;
+
+/** The kinds of class with a `has` schema. */
+export type InfoKind = AnchorKind | 'walker' | 'function';
+
+/** What the runtime knows of an archetype class, computed once. */
+export interface ClassInfo {
+  name: string;
+  kind: InfoKind;
+  schema: TObject;
+  fields: readonly string[];
+  fingerprint: string;
+  check: FieldCheck;
+  fieldChecks: Record<string, FieldCheck>;
+  /** Whether any part of the schema declares a default (no: defaults need not be applied). */
+  hasDefaults: boolean;
+}
+
+const infos = new WeakMap<object, ClassInfo>();
+
+/** Base prototypes whose member names a `has` field may not take. */
+const bases: Partial<Record<InfoKind, object>> = {};
+
+/**
+ * Register the base class of a kind (`Node`, `Edge` and `Walker` do, where
+ * they are declared: this file imports none of them, so no import cycle).
+ */
+export function registerBase(kind: Exclude<InfoKind, 'function'>, proto: object): void {
+  bases[kind] = proto;
+}
+
+/** Every member name of a kind's base classes (public or not): a field of that name would shadow it. */
+function reserved(kind: InfoKind): Set<string> {
+  const names = new Set<string>(kind === 'function' ? [] : ['constructor', 'toJSON', 'source', 'target']);
+  const base = bases[kind];
+  for (let p = base; p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
+    for (const name of Object.getOwnPropertyNames(p)) names.add(name);
+  }
+  return names;
+}
+
+/** The full schema of a class: its ancestors' `has` fields, then its own (which win). */
+function mergedSchema(cls: object): TObject | undefined {
+  const chain: TObject[] = [];
+  for (let p: unknown = cls; p && p !== Function.prototype; p = Object.getPrototypeOf(p)) {
+    if (Object.hasOwn(p as object, 'has') && (p as { has?: TObject }).has) chain.unshift((p as { has: TObject }).has);
+  }
+  if (chain.length === 0) return undefined;
+  if (chain.length === 1) return chain[0] as TObject;
+  const properties: Record<string, TSchema> = {};
+  for (const schema of chain) Object.assign(properties, schema.properties);
+  return Type.Object(properties);
+}
+
+function compileCheck(schema: TSchema): FieldCheck {
+  const compiled = Compile(schema);
+  return (value) => compiled.Check(value);
+}
+
+/** The schema, checks and fingerprint of a node, edge or walker class (cached). */
+export function buildInfo(cls: { name: string; has?: TObject }, kind: InfoKind): ClassInfo {
+  const cached = infos.get(cls);
+  if (cached) return cached;
+  const schema = mergedSchema(cls) ?? Type.Object({});
+  if (schema.type !== 'object' || typeof schema.properties !== 'object') {
+    throw graphError('SVC_ERR_BAD_ARCHETYPE', `${cls.name}.has must be a T.Object({...}) schema`);
+  }
+  const fields = Object.keys(schema.properties);
+  const taken = reserved(kind);
+  for (const f of fields) {
+    if (taken.has(f) || f.startsWith('_')) {
+      throw graphError('SVC_ERR_BAD_ARCHETYPE', `${cls.name}.has declares "${f}", a name reserved by svc (or starting with _)`);
+    }
+  }
+  const fieldChecks: Record<string, FieldCheck> = {};
+  const required = new Set<string>((schema as { required?: string[] }).required ?? []);
+  const properties = schema.properties as Record<string, TSchema>;
+  for (const f of fields) {
+    const check = compileCheck(properties[f] as TSchema);
+    fieldChecks[f] = required.has(f) ? check : (v) => v === undefined || check(v);
+  }
+  const info: ClassInfo = {
+    name: cls.name,
+    kind,
+    schema,
+    fields,
+    fingerprint: createHash('sha256').update(JSON.stringify(schema)).digest('hex').slice(0, 16),
+    check: compileCheck(schema),
+    fieldChecks,
+    hasDefaults: JSON.stringify(schema).includes('"default"'),
+  };
+  infos.set(cls, info);
+  return info;
+}
+
+/** The cached info of a class, if it was built. */
+export function cachedInfo(cls: object): ClassInfo | undefined {
+  return infos.get(cls);
+}
+
+/**
+ * Validate `fields` against a class schema, with defaults applied; throws
+ * `SVC_ERR_INVALID_FIELDS`. Only declared fields come back: anything else
+ * (`__proto__` included) is dropped, never copied onto an object.
+ */
+export function validateFields(info: ClassInfo, fields: unknown, what = info.name): Record<string, unknown> {
+  if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) {
+    throw graphError('SVC_ERR_INVALID_FIELDS', `${what} takes an object of fields`);
+  }
+  // Only declared fields, copied: objects deeply, so the caller's objects are never shared with a node.
+  const declared: Record<string, unknown> = {};
+  for (const f of info.fields) {
+    if (!Object.hasOwn(fields, f)) continue;
+    const v = (fields as Record<string, unknown>)[f];
+    declared[f] = typeof v === 'object' && v !== null ? structuredClone(v) : v;
+  }
+  const value = info.hasDefaults ? (Value.Default(info.schema, declared) as Record<string, unknown>) : declared;
+  if (!info.check(value)) {
+    const details = [...Value.Errors(info.schema, value)].map((e) => ({
+      field: e.instancePath.replace(/^\//, '').replace(/\//g, '.') || fieldOfRequired(e.params),
+      message: e.message,
+    }));
+    throw graphError('SVC_ERR_INVALID_FIELDS', `${what}: ${details.map((d) => `${d.field || '(body)'} ${d.message}`).join('; ')}`, { details });
+  }
+  return value;
+}
+
+function fieldOfRequired(params: unknown): string {
+  const missing = (params as { requiredProperties?: string[] })?.requiredProperties;
+  return missing?.join(', ') ?? '';
+}

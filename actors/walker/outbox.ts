@@ -1,0 +1,87 @@
+/**
+ * The outbox of a walker run: side effects that must happen only if the run
+ * commits (events a walker publishes). {@link afterCommit} adds an entry to
+ * the run under way; the entries ride in the run's changes and the graph's
+ * outbox consumer gets them once the batch is durable — never when the run
+ * fails, throws, times out or its batch is refused. A nested walker that
+ * fails takes its entries with it, like its graph changes.
+ *
+ * The run is found through an `AsyncLocalStorage`, entered once per run. On
+ * Node 20 an enabled `AsyncLocalStorage` costs every promise of the process
+ * (a promise hook), so runs enter it only on graphs that have an outbox
+ * consumer: elsewhere there is nothing to release, and `afterCommit` answers
+ * `false` as outside a run.
+ */
+import { AsyncLocalStorage } from 'node:async_hooks';
+
+/** A side effect held until its run commits, stamped with the run's trace id and root. */
+export interface OutboxEntry {
+  /** What it is (`event`, …): the consumer dispatches on it. */
+  readonly kind: string;
+  /** Kept by reference: do not change it after handing it over. */
+  readonly data: unknown;
+  /** The trace id of the run (the request's), if it had one. */
+  readonly traceId: string | undefined;
+  /** The root whose partition ran the walker. */
+  readonly rootId: string;
+}
+
+/**
+ * Takes the entries of one committed run, once its batch is durable (before
+ * its caller hears back). It should not throw; if it does, the partition
+ * reports it and goes on.
+ *
+ * @example
+ * new Graph({ system, registry, store, outbox: (entries) => { for (const e of entries) broker.publish(e) } });
+ */
+export type OutboxConsumer = (entries: readonly OutboxEntry[]) => void;
+
+/** What the outbox needs of a run (implemented by `WalkerRun`). */
+export interface OutboxRun {
+  /** Add an entry unless the run has ended; whether it was taken. */
+  addOutbox(kind: string, data: unknown): boolean;
+  /** Whether the run is still under way. */
+  readonly isOpen: boolean;
+}
+
+const runs = new AsyncLocalStorage<OutboxRun>();
+
+/** Run `work` as the code of `run`: what it calls, and what that awaits, finds the run. Entered once per run. */
+export function trackRun<T>(run: OutboxRun, work: () => T): T {
+  return runs.run(run, work);
+}
+
+/**
+ * Hold `entry` until the walker run under way commits; it is released to the
+ * graph's outbox consumer once the run's changes are durable, and dropped if
+ * the run fails. Resolves nothing: answers whether a run took it — `false`
+ * outside a walker run, once the run has ended, or on a graph without an
+ * outbox consumer (nothing would release it).
+ *
+ * @example
+ * class Order extends Walker {
+ *   @entry(Root) async place(here: Root) {
+ *     const order = await here.connect(new Purchase({ item: this.item }));
+ *     afterCommit({ kind: 'event', data: { topic: 'orders', id: order.id } }); // only if the purchase is stored
+ *   }
+ * }
+ */
+export function afterCommit(entry: { kind: string; data: unknown }): boolean {
+  if (typeof entry !== 'object' || entry === null || typeof entry.kind !== 'string') {
+    throw new TypeError('afterCommit() takes { kind: string, data }');
+  }
+  const run = runs.getStore();
+  return run !== undefined && run.addOutbox(entry.kind, entry.data);
+}
+
+/**
+ * Whether the caller runs inside a walker run under way whose graph has an
+ * outbox consumer (where {@link afterCommit} holds entries).
+ *
+ * @example
+ * if (!inWalkerRun()) await broker.publish(event); // no run to wait for
+ */
+export function inWalkerRun(): boolean {
+  const run = runs.getStore();
+  return run !== undefined && run.isOpen;
+}
