@@ -251,7 +251,7 @@ export class Front {
     setRoute(route.template);
     if (this.o.auth.learnsUsers) await this.prepareToken(req);
     // Hooks run first, whatever the endpoint's access: on the caller's graph when the token is good, else the guest's.
-    if (this.hooks.active) await this.runHooks(req);
+    if (this.hooks.active) await this.runHooks(req, traceId);
     const caller = this.authenticate(req, route);
     const { fields, at } = collectFields(route, req, params);
     fillRequestFields(route.schema.properties as Record<string, TSchema>, fields, req);
@@ -339,9 +339,9 @@ export class Front {
   }
 
   /** Hook walkers (`_Name`) run before the route; a refusal ends the request with its status and error body. */
-  private async runHooks(req: HttpRequest): Promise<void> {
+  private async runHooks(req: HttpRequest, traceId: string): Promise<void> {
     try {
-      await this.hooks.run(req, this.softCaller(req));
+      await this.hooks.run(req, this.softCaller(req), traceId);
     } catch (error) {
       throw error instanceof HookRefusal ? new HttpError(error.status, error.body) : error;
     }
