@@ -1,0 +1,171 @@
+/**
+ * Before/after HTTP comparison: the same svc scenarios served by two (or
+ * more) checkouts at once, loaded in alternation, so that the machine's drift
+ * (a shared 2-core VM moves ±20% between minutes) falls on every side alike.
+ *
+ *   git worktree add /tmp/base <commit> && ln -s "$PWD/node_modules" /tmp/base/node_modules
+ *   npm run bench:ab -- /tmp/base .     (--rounds N, --seconds S, --only echo_public,write_auth)
+ *
+ * Every server runs the benchmark app on one worker thread pinned to core 0;
+ * wrk runs on core 1; only one server is loaded at a time. Scenarios: the public
+ * echo walker, a public read, an authenticated read, an authenticated write.
+ * Each round loads every tree once per scenario, in a rotating order. Per tree:
+ * the median throughput and the server's CPU time per request (all its
+ * threads, from /proc), and each as a ratio to the first tree — the geometric
+ * mean of the rounds' ratios, so that drift between rounds cancels. CPU per
+ * request is the steadier figure. Writes bench/results/ab-http-<time>.json.
+ */
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join, resolve } from 'node:path';
+import { SignJWT } from 'jose';
+import { freePort, machine, parseWrkMs, type Proc, round, save, serve, wrkScript } from './lib.ts';
+
+const args = process.argv.slice(2);
+const flag = (name: string, fallback: number): number => {
+  const i = args.indexOf(name);
+  return i >= 0 ? Number(args[i + 1]) : fallback;
+};
+const ROUNDS = flag('--rounds', 7);
+const SECONDS = flag('--seconds', 4);
+/** `--only a,b`: just these scenarios. */
+const only = args.includes('--only') ? new Set(String(args[args.indexOf('--only') + 1]).split(',')) : undefined;
+const trees = args.filter((a, i) => !a.startsWith('--') && !args[i - 1]?.startsWith('--')).map((t) => resolve(t));
+if (trees.length < 2) {
+  console.error('usage: bench/ab-http.ts <tree-before> <tree-after> [more trees] [--rounds 7] [--seconds 4]');
+  process.exit(2);
+}
+const SECRET = 'bench-secret-bench-secret-bench-secret-0123';
+const hasTaskset = spawnSync('taskset', ['--version']).status === 0;
+const pin = (core: number, cmd: string, a: string[]): [string, string[]] => (hasTaskset ? ['taskset', ['-c', String(core), cmd, ...a]] : [cmd, a]);
+
+const copies: string[] = [];
+
+interface Server {
+  tree: string;
+  url: string;
+  p: Proc;
+  pubId: string;
+  authId: string;
+}
+
+async function start(tree: string, token: string): Promise<Server> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-ab-'));
+  // Each tree makes its users with its own code (the users table may differ between versions).
+  const lib = (await import(join(tree, 'bench/lib.ts'))) as { ensureUsers(dir: string, ids: string[]): Promise<void> };
+  await lib.ensureUsers(dataDir, ['bench-user']);
+  // Every tree serves this tree's benchmark app (older trees may lack a walker), importing its own svc.
+  const app = join(tree, 'bench/fixtures/.ab-http-app.ts');
+  copyFileSync(new URL('./fixtures/http-bench-app.ts', import.meta.url), app);
+  copies.push(app);
+  const port = await freePort();
+  const [cmd, a] = pin(0, process.execPath, [join(tree, 'bin/svc.mjs'), 'start', app, '--workers', '1', '--port', String(port), '--host', '127.0.0.1']);
+  const p = await serve(cmd, a, /Server ready/, { SVC_TRANSPORT: 'uws', SVC_ACCESS_LOG: 'false', JWT_SECRET: SECRET, SVC_DATA_DIR: dataDir });
+  const url = `http://127.0.0.1:${port}`;
+  const seed = async (headers: Record<string, string>) =>
+    ((await (await fetch(`${url}/walker/Seed`, { method: 'POST', headers })).json()) as { data: { reports: { id: string }[] } }).data.reports[0]?.id as string;
+  return { tree, url, p, pubId: await seed({}), authId: await seed({ authorization: `Bearer ${token}` }) };
+}
+
+/** CPU time (user + system, every thread) a process has used so far, in microseconds (Linux /proc). */
+function cpuMicros(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
+  } catch {
+    return NaN;
+  }
+}
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+interface Sample {
+  rps: number;
+  p99_ms: number;
+  errors: number;
+  /** Server CPU per answered request: steadier than throughput on a machine whose speed drifts. */
+  cpu_us_per_req: number;
+}
+
+function load(server: Server, url: string, script: string, seconds: number): Sample {
+  const [c, a] = pin(1, 'wrk', ['-t1', '-c64', `-d${seconds}s`, '--latency', '-s', script, url]);
+  const pid = server.p.proc.pid as number;
+  const cpu0 = cpuMicros(pid);
+  const out = spawnSync(c, a, { encoding: 'utf8' }).stdout;
+  const cpu = cpuMicros(pid) - cpu0;
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
+  if (!rps || !requests) throw new Error(`wrk failed:\n${out}`);
+  const errors = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
+  return { rps, p99_ms: parseWrkMs(/99%\s+(\S+)/.exec(out)?.[1] ?? ''), errors, cpu_us_per_req: cpu / requests };
+}
+
+/** Geometric mean of per-round ratios (each round loads every tree back to back: drift cancels). */
+const pairedRatio = (xs: number[], base: number[]): number => Math.exp(xs.reduce((sum, x, k) => sum + Math.log(x / (base[k] as number)), 0) / xs.length);
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
+
+async function main(): Promise<void> {
+  const token = await new SignJWT({ user_id: 'bench-user', role: 'user' }).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime('2h').sign(new TextEncoder().encode(SECRET));
+  const auth = { authorization: `Bearer ${token}` };
+  const servers: Server[] = [];
+  try {
+    for (const tree of trees) servers.push(await start(tree, token));
+    const scenarios = [
+      { name: 'echo_public', path: () => '/walker/Echo', script: wrkScript(JSON.stringify({ msg: 'hello' }), {}) },
+      { name: 'read_public', path: (s: Server) => `/walker/ReadPub/${s.pubId}`, script: wrkScript('{}', {}) },
+      { name: 'read_auth', path: (s: Server) => `/walker/ReadAuth/${s.authId}`, script: wrkScript('{}', auth) },
+      { name: 'write_auth', path: (s: Server) => `/walker/WriteAuth/${s.authId}`, script: wrkScript('{}', auth) },
+    ];
+    const results: Record<string, Record<string, unknown>> = {};
+    for (const sc of scenarios) {
+      if (only && !only.has(sc.name)) continue;
+      const samples = servers.map(() => [] as Sample[]);
+      // Warm every server up on this scenario.
+      for (const s of servers) load(s, s.url + sc.path(s), sc.script, 2);
+      for (let r = 0; r < ROUNDS; r++) {
+        for (let k = 0; k < servers.length; k++) {
+          const i = (k + r) % servers.length;
+          const s = servers[i] as Server;
+          samples[i]?.push(load(s, s.url + sc.path(s), sc.script, SECONDS));
+        }
+      }
+      const of = (i: number, key: keyof Sample) => (samples[i] as Sample[]).map((x) => x[key]);
+      results[sc.name] = {
+        errors: samples.flat().reduce((n, x) => n + x.errors, 0),
+        ...Object.fromEntries(
+          servers.map((s, i) => [
+            basename(s.tree),
+            {
+              rps_median: Math.round(median(of(i, 'rps'))),
+              rps_vs_first: round(pairedRatio(of(i, 'rps'), of(0, 'rps')), 3),
+              cpu_us_per_req: round(median(of(i, 'cpu_us_per_req')), 1),
+              cpu_vs_first: round(pairedRatio(of(i, 'cpu_us_per_req'), of(0, 'cpu_us_per_req')), 3),
+              p99_ms_median: round(median(of(i, 'p99_ms')), 2),
+              rps_rounds: of(i, 'rps').map(Math.round),
+              cpu_us_rounds: of(i, 'cpu_us_per_req').map((x) => round(x, 1)),
+            },
+          ]),
+        ),
+      };
+      const row = results[sc.name] as Record<string, { rps_median: number; rps_vs_first: number; cpu_us_per_req: number; cpu_vs_first: number }>;
+      process.stderr.write(`bench: ${sc.name} ${servers.map((s) => { const x = row[basename(s.tree)]; return `${basename(s.tree)} ${x?.rps_median} req/s (${x?.rps_vs_first}) ${x?.cpu_us_per_req} µs CPU/req (${x?.cpu_vs_first})`; }).join(' | ')}\n`);
+    }
+    const trees_ = servers.map((s) => ({ tree: basename(s.tree), commit: spawnSync('git', ['-C', s.tree, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim() }));
+    const file = save('ab-http', { bench: 'ab-http', at: new Date().toISOString(), setup: { rounds: ROUNDS, seconds: SECONDS, connections: 64, workers: 1, pinned: hasTaskset ? 'servers core 0, wrk core 1' : 'not pinned' }, trees: trees_, machine: machine(), results });
+    for (const [name, row] of Object.entries(results)) {
+      console.log(`\n${name}`);
+      console.table(Object.fromEntries(Object.entries(row).filter(([, v]) => typeof v === 'object').map(([k, v]) => [k, { ...(v as object), rps_rounds: undefined, cpu_us_rounds: undefined }])));
+    }
+    console.log(`\nresults: ${file}`);
+  } finally {
+    for (const s of servers) await s.p.stop();
+    for (const f of copies) rmSync(f, { force: true });
+  }
+}
+
+await main();
