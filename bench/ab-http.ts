@@ -20,7 +20,7 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { SignJWT } from 'jose';
-import { freePort, machine, parseWrkMs, type Proc, round, save, serve, wrkScript } from './lib.ts';
+import { freePort, hasTaskset, machine, parseWrk, pinned, type Proc, round, save, serve, wrkScript } from './lib.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string, fallback: number): number => {
@@ -33,13 +33,12 @@ const SECONDS = flag('--seconds', 4);
 const only = args.includes('--only') ? new Set(String(args[args.indexOf('--only') + 1]).split(',')) : undefined;
 const trees = args.filter((a, i) => !a.startsWith('--') && !args[i - 1]?.startsWith('--')).map((t) => resolve(t));
 if (trees.length < 2) {
-  console.error('usage: bench/ab-http.ts <tree-before> <tree-after> [more trees] [--rounds 7] [--seconds 4]');
+  console.error('usage: bench/ab-http.ts <tree-before> <tree-after> [more trees] [--rounds 7] [--seconds 4] [--only echo_public,read_public,read_auth,write_auth]');
   process.exit(2);
 }
 const SECRET = 'bench-secret-bench-secret-bench-secret-0123';
-const hasTaskset = spawnSync('taskset', ['--version']).status === 0;
-const pin = (core: number, cmd: string, a: string[]): [string, string[]] => (hasTaskset ? ['taskset', ['-c', String(core), cmd, ...a]] : [cmd, a]);
 
+/** Files and folders this run made (the app copies, the data folders), removed at the end. */
 const copies: string[] = [];
 
 interface Server {
@@ -52,6 +51,7 @@ interface Server {
 
 async function start(tree: string, token: string): Promise<Server> {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-ab-'));
+  copies.push(dataDir);
   // Each tree makes its users with its own code (the users table may differ between versions).
   const lib = (await import(join(tree, 'bench/lib.ts'))) as { ensureUsers(dir: string, ids: string[]): Promise<void> };
   await lib.ensureUsers(dataDir, ['bench-user']);
@@ -60,7 +60,7 @@ async function start(tree: string, token: string): Promise<Server> {
   copyFileSync(new URL('./fixtures/http-bench-app.ts', import.meta.url), app);
   copies.push(app);
   const port = await freePort();
-  const [cmd, a] = pin(0, process.execPath, [join(tree, 'bin/svc.mjs'), 'start', app, '--workers', '1', '--port', String(port), '--host', '127.0.0.1']);
+  const [cmd, a] = pinned(0, process.execPath, [join(tree, 'bin/svc.mjs'), 'start', app, '--workers', '1', '--port', String(port), '--host', '127.0.0.1']);
   const p = await serve(cmd, a, /Server ready/, { SVC_TRANSPORT: 'uws', SVC_ACCESS_LOG: 'false', JWT_SECRET: SECRET, SVC_DATA_DIR: dataDir });
   const url = `http://127.0.0.1:${port}`;
   const seed = async (headers: Record<string, string>) =>
@@ -88,16 +88,13 @@ interface Sample {
 }
 
 function load(server: Server, url: string, script: string, seconds: number): Sample {
-  const [c, a] = pin(1, 'wrk', ['-t1', '-c64', `-d${seconds}s`, '--latency', '-s', script, url]);
+  const [c, a] = pinned(1, 'wrk', ['-t1', '-c64', `-d${seconds}s`, '--latency', '-s', script, url]);
   const pid = server.p.proc.pid as number;
   const cpu0 = cpuMicros(pid);
   const out = spawnSync(c, a, { encoding: 'utf8' }).stdout;
   const cpu = cpuMicros(pid) - cpu0;
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
-  const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
-  if (!rps || !requests) throw new Error(`wrk failed:\n${out}`);
-  const errors = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
-  return { rps, p99_ms: parseWrkMs(/99%\s+(\S+)/.exec(out)?.[1] ?? ''), errors, cpu_us_per_req: cpu / requests };
+  const { rps, requests, p99_ms, errors } = parseWrk(out);
+  return { rps, p99_ms, errors, cpu_us_per_req: cpu / requests };
 }
 
 /** Geometric mean of per-round ratios (each round loads every tree back to back: drift cancels). */
@@ -164,7 +161,7 @@ async function main(): Promise<void> {
     console.log(`\nresults: ${file}`);
   } finally {
     for (const s of servers) await s.p.stop();
-    for (const f of copies) rmSync(f, { force: true });
+    for (const f of copies) rmSync(f, { recursive: true, force: true });
   }
 }
 

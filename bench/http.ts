@@ -17,7 +17,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
 import { SignJWT } from 'jose';
-import { ensureUsers, freePort, machine, parseWrkMs, type Proc, round, save, serve as serveAny, wrkScript, wrkSpreadScript } from './lib.ts';
+import { ensureUsers, freePort, hasTaskset, machine, parseWrk, pinned, type Proc, round, save, serve as serveAny, wrkScript, wrkSpreadScript } from './lib.ts';
 
 const quick = process.argv.includes('--quick');
 const DURATION = quick ? 4 : 10;
@@ -27,7 +27,6 @@ const WORKERS = Number(process.env.SVC_BENCH_WORKERS ?? 1);
 const SECRET = 'bench-secret-bench-secret-bench-secret-0123';
 const root = new URL('..', import.meta.url).pathname;
 const fixtures = new URL('./fixtures/', import.meta.url).pathname;
-const hasTaskset = spawnSync('taskset', ['--version']).status === 0;
 const hasWrk = spawnSync('wrk', ['--version']).status !== null && existsSync('/usr/bin/wrk');
 // Debian's python3-fastapi and python3-uvicorn live with the system Python.
 const PYTHON = existsSync('/usr/bin/python3') ? '/usr/bin/python3' : 'python3';
@@ -35,10 +34,6 @@ const hasUvicorn = spawnSync(PYTHON, ['-c', 'import fastapi, uvicorn']).status =
 
 /** Cores of the servers (SVC_BENCH_SERVER_CORES, a taskset list; default core 0, the load runs on core 1). */
 const SERVER_CORES = process.env.SVC_BENCH_SERVER_CORES ?? '0';
-
-function pinned(core: number | string, cmd: string, args: string[]): [string, string[]] {
-  return hasTaskset ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args];
-}
 
 /** Start a server process pinned to core 0 and wait for its ready line. */
 function serve(cmd: string, args: string[], ready: RegExp, env: Record<string, string> = {}): Promise<Proc> {
@@ -66,16 +61,8 @@ async function maxLoad(url: string, body: string, headers: Record<string, string
   // Warm up, then measure.
   spawnSync(...pinned(1, 'wrk', ['-t1', `-c${CONNECTIONS}`, '-d2s', '-s', script, url]));
   const [c, a] = pinned(1, 'wrk', ['-t1', `-c${CONNECTIONS}`, `-d${DURATION}s`, '--latency', '-s', script, url]);
-  const r = spawnSync(c, a, { encoding: 'utf8' });
-  const out = r.stdout;
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
-  const p50 = parseWrkMs(/50%\s+(\S+)/.exec(out)?.[1] ?? '');
-  const p99 = parseWrkMs(/99%\s+(\S+)/.exec(out)?.[1] ?? '');
-  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
-  const socketErrors = /Socket errors:.*?(\d+).*?(\d+).*?(\d+).*?(\d+)/.exec(out);
-  const errors = non2xx + (socketErrors ? socketErrors.slice(1).reduce((s, x) => s + Number(x), 0) : 0);
-  if (!rps) throw new Error(`wrk failed:\n${out}\n${r.stderr}`);
-  return { rps: Math.round(rps), p50_ms: round(p50, 3), p99_ms: round(p99, 3), errors };
+  const { rps, p50_ms, p99_ms, errors } = parseWrk(spawnSync(c, a, { encoding: 'utf8' }).stdout);
+  return { rps: Math.round(rps), p50_ms: round(p50_ms, 3), p99_ms: round(p99_ms, 3), errors };
 }
 
 /** Latency at a fixed rate (70% of the scenario's maximum), with autocannon. */

@@ -1,5 +1,5 @@
 /** Small helpers shared by the benchmarks: timing, percentiles, machine facts, result files. */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { cpus, release, tmpdir, totalmem } from 'node:os';
 import { mkdirSync, mkdtempSync, writeFileSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -126,6 +126,30 @@ export function wrkSpreadScript(requests: { path: string; headers: Record<string
   });
   writeFileSync(file, `local reqs = { ${entries.join(',\n')} }\nrequest = function()\n  local r = reqs[math.random(#reqs)]\n  return wrk.format("POST", r.path, r.headers, "{}")\nend\n`);
   return file;
+}
+
+/** Whether `taskset` can pin processes to cores here. */
+export const hasTaskset = spawnSync('taskset', ['--version']).status === 0;
+
+/** `cmd args` pinned to `core` (a taskset list) when taskset exists, else as it is. */
+export function pinned(core: number | string, cmd: string, args: string[]): [string, string[]] {
+  return hasTaskset ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args];
+}
+
+/** What one `wrk --latency` run printed: requests, rate, latency percentiles, non-2xx answers and socket errors. */
+export function parseWrk(out: string): { requests: number; rps: number; p50_ms: number; p99_ms: number; errors: number } {
+  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
+  const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
+  if (!rps || !requests) throw new Error(`wrk failed:\n${out}`);
+  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
+  const socketErrors = /Socket errors:.*?(\d+).*?(\d+).*?(\d+).*?(\d+)/.exec(out);
+  return {
+    requests,
+    rps,
+    p50_ms: parseWrkMs(/50%\s+(\S+)/.exec(out)?.[1] ?? ''),
+    p99_ms: parseWrkMs(/99%\s+(\S+)/.exec(out)?.[1] ?? ''),
+    errors: non2xx + (socketErrors ? socketErrors.slice(1).reduce((n, x) => n + Number(x), 0) : 0),
+  };
 }
 
 /** A wrk latency figure (`812.00us`, `1.20ms`, `2.01s`) in milliseconds. */
