@@ -37,6 +37,12 @@ export class SvcError extends Error {
   readonly status: number;
   /** Extra structured data a caller may show (never a stack trace). */
   readonly details: unknown;
+  /**
+   * Where app code failed: the stack of the error a walker or function threw
+   * (source-mapped), kept for the server log and `--dev` answers. Set only on
+   * failures of app code; it crosses threads with the error.
+   */
+  appStack?: string;
 
   constructor(code: string, message?: string, options?: { status?: number; cause?: unknown; details?: unknown }) {
     const known = (KERNEL_ERRORS as Record<string, { status: number; message: string }>)[code];
@@ -64,9 +70,11 @@ export function hasCode(e: unknown, code: string): boolean {
 }
 
 /** Turn any thrown value into plain data that can cross a thread. */
-export function encodeError(e: unknown): { code: string; message: string; status: number; name?: string; details?: unknown } {
+export function encodeError(e: unknown): { code: string; message: string; status: number; name?: string; details?: unknown; appStack?: string } {
   if (e instanceof SvcError) {
-    return { code: e.code, message: e.message, status: e.status, name: e.name, details: e.details };
+    const wire: { code: string; message: string; status: number; name?: string; details?: unknown; appStack?: string } = { code: e.code, message: e.message, status: e.status, name: e.name, details: e.details };
+    if (e.appStack !== undefined) wire.appStack = e.appStack;
+    return wire;
   }
   if (e instanceof Error) {
     const { code, status } = e as { code?: unknown; status?: unknown };
@@ -81,8 +89,9 @@ export function encodeError(e: unknown): { code: string; message: string; status
 }
 
 /** Rebuild an error that crossed a thread. */
-export function decodeError(w: { code: string; message: string; status: number; name?: string; details?: unknown }): SvcError {
+export function decodeError(w: { code: string; message: string; status: number; name?: string; details?: unknown; appStack?: string }): SvcError {
   const error = new SvcError(w.code, w.message, { status: w.status, details: w.details });
   if (w.name && w.name !== 'SvcError') error.name = w.name;
+  if (typeof w.appStack === 'string') error.appStack = w.appStack;
   return error;
 }

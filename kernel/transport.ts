@@ -16,6 +16,8 @@ export interface WireError {
   status: number;
   name?: string;
   details?: unknown;
+  /** The stack of app code that failed (see `SvcError.appStack`). */
+  appStack?: string;
 }
 
 export type Frame =

@@ -13,7 +13,7 @@
  */
 import pino from 'pino';
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { createHash } from 'node:crypto';
 import { ActorBroadcast, type ActorRef, type ActorSystem, type Broadcast, fromReceive, isWorkerNode, MAIN_THREAD, processOf, remoteLeases, RendezvousPlacement, threadOf, workerPlacement } from '../kernel/index.ts';
 import { type AnchorStore, Graph, InstrumentedStore, openAnchorStore, STORE_WRITER_ACTOR, type WriterMsg } from '../actors/anchor/index.ts';
@@ -54,6 +54,7 @@ import {
   openApiDocument,
   StaticFiles,
   toHttpError,
+  failureStack,
 } from '../transports/http/index.ts';
 import { attachNode, attachUws, WsHub, type WsRoute, wsRoutes } from '../transports/ws/index.ts';
 import type { RelayTransport } from '../transports/worker/index.ts';
@@ -278,6 +279,16 @@ function invalidationModule(system: ActorSystem, cluster: ServeCluster): Runtime
 }
 
 type Log = pino.Logger;
+
+/**
+ * A 5xx in the log, in production too: its code and message, where it
+ * happened, and the app's frames of the stack that failed (source-mapped).
+ */
+function logFailure(log: Log, error: unknown, projectRoot: string, where: Record<string, unknown>, message: string): void {
+  const { code } = (typeof error === 'object' && error !== null ? error : {}) as { code?: unknown };
+  const stack = failureStack(error, resolve(projectRoot));
+  log.error({ ...where, code, err: { message: error instanceof Error ? error.message : String(error), stack } }, message);
+}
 
 function logModule(thread: string, destination?: pino.DestinationStream): RuntimeModule {
   let log: Log | undefined;
@@ -521,10 +532,11 @@ function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, ro
           dev: boot.dev,
           accessLog: config['scale.server'].access_log ? (entry) => log.info(entry, 'request') : undefined,
           suppressHealthLogs: config['scale.server'].suppress_health_check_logs,
-          onError: (error, requestId) => {
+          projectRoot: resolve(boot.projectRoot),
+          onError: (error, requestId, route) => {
             // An unreachable database answers every request 503 while it lasts: a warning without the stack, not an error each.
             if ((error as { code?: unknown }).code === 'SVC_ERR_STORE_UNAVAILABLE') storeWarnings.note(log, requestId);
-            else log.error({ err: error, req_id: requestId }, 'request failed');
+            else logFailure(log, error, boot.projectRoot, { req_id: requestId, route }, 'request failed');
           },
           clientAddresses: new ClientAddresses(config['scale.server'].trusted_proxies, config['scale.server'].trusted_proxy_header as ForwardingHeader),
           readiness: () => member?.readiness() ?? storeReadiness(rt.need<AnchorStore>('store'), rt.need<UsersRepository>('users')),
@@ -606,8 +618,8 @@ function websocketModule(system: ActorSystem, boot: ServeBoot, sockets: WsRoute[
           // Each frame is a request of its own: a trace id of its own.
           run: async (walker, fields, caller) => (await graph.spawnJson(walker, fields, { caller, timeoutMs: askTimeoutMs(boot), traceId: newTraceId() })).json,
           errorOf: (error) => {
-            const e = toHttpError(error, boot.dev);
-            if (e.status >= 500 && e.body.code !== 'EXECUTION_ERROR') log.error({ err: error }, 'websocket frame failed');
+            const e = toHttpError(error, boot.dev, resolve(boot.projectRoot));
+            if (e.status >= 500) logFailure(log, error, boot.projectRoot, {}, 'websocket frame failed');
             return { code: e.body.code, message: e.body.message, status: e.status };
           },
           limits: {

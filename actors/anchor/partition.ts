@@ -110,11 +110,38 @@ export function reportJson(value: unknown): string {
   return json ?? 'null';
 }
 
-/** Errors a caller may see as they are; anything else is the walker's own failure. */
+/** The codes app errors may carry on the wire (docs/errors.md, *Errors of your app*). */
+const APP_CODE = /^[A-Z][A-Z0-9_]{1,63}$/;
+
+function appStatus(status: unknown): status is number {
+  return typeof status === 'number' && Number.isInteger(status) && status >= 400 && status <= 599;
+}
+
+/**
+ * What a caller sees of an error a run raised. svc's own errors and app
+ * errors with a code (`^[A-Z][A-Z0-9_]{1,63}$`) and a status (400–599) keep
+ * them — a plain `Error` with `code` and `status` as much as an `SvcError`;
+ * anything else is the walker's own failure, `SVC_ERR_WALKER_FAILED`
+ * (`EXECUTION_ERROR` 500). A 5xx keeps the stack of the code that failed
+ * (`appStack`) for the server log and `--dev` answers.
+ */
 function asCallerError(error: unknown): SvcError {
-  if (error instanceof SvcError) return error;
-  const message = error instanceof Error ? error.message : String(error);
-  return graphError('SVC_ERR_WALKER_FAILED', message, { cause: error });
+  let out: SvcError;
+  if (error instanceof SvcError && APP_CODE.test(error.code) && appStatus(error.status)) {
+    out = error;
+  } else {
+    const message = error instanceof Error ? error.message : String(error);
+    const { code, status, details } = (typeof error === 'object' && error !== null ? error : {}) as { code?: unknown; status?: unknown; details?: unknown };
+    out =
+      typeof code === 'string' && APP_CODE.test(code) && appStatus(status)
+        ? new SvcError(code, message, { status, cause: error, ...(details === undefined ? {} : { details }) })
+        : graphError('SVC_ERR_WALKER_FAILED', message, { cause: error });
+  }
+  if (out.status >= 500 && out.appStack === undefined) {
+    const stack = error instanceof Error ? error.stack : undefined;
+    if (stack !== undefined) out.appStack = stack;
+  }
+  return out;
 }
 
 export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {

@@ -14,6 +14,7 @@ import { type Access, privateAccess } from './access.ts';
 import { Anchor, type AnchorKind, type AnchorRun, newId } from './anchor.ts';
 import { buildInfo, cachedInfo, type ClassInfo, type FieldCheck, registerBase, validateFields } from './class-info.ts';
 import { graphError } from './errors.ts';
+import { SvcError } from '../../kernel/index.ts';
 
 /** The symbol under which an archetype instance keeps its anchor. */
 export const ANCHOR = Symbol('svc.anchor');
@@ -100,7 +101,8 @@ function writeField(anchor: Anchor, name: string, value: unknown, info: ClassInf
   const run = runFor(anchor);
   if (anchor.deleted) throw graphError('SVC_ERR_DESTROYED', `${info.name} ${anchor.id} was destroyed`);
   if (!(info.fieldChecks[name] as FieldCheck)(value)) {
-    throw graphError('SVC_ERR_INVALID_FIELDS', `${info.name}.${name}: ${describe(value)} does not match its schema`, {
+    // The app's code wrote it, not the client: a 500 for the app to fix, not a 400.
+    throw graphError('SVC_ERR_BAD_WRITE', `${info.name}.${name}: ${describe(value)} does not match its schema`, {
       details: [...Value.Errors(info.schema.properties[name] as TSchema, value)].map((e) => ({ field: name, message: e.message })),
     });
   }
@@ -138,7 +140,14 @@ export abstract class Archetype {
 
 function newAnchor(self: Archetype, cls: ArchetypeClass, kind: AnchorKind, fields: Record<string, unknown>): void {
   const info = prepare(cls);
-  const data = validateFields(info, fields);
+  let data: Record<string, unknown>;
+  try {
+    data = validateFields(info, fields);
+  } catch (error) {
+    // `new Todo({...})` runs in app code: fields that do not fit are the app's mistake (a 500), not the client's.
+    if (error instanceof SvcError && error.code === 'SVC_ERR_INVALID_FIELDS') throw graphError('SVC_ERR_BAD_WRITE', `new ${error.message}`, { details: error.details });
+    throw error;
+  }
   const anchor = new Anchor(newId(), kind, cls, '', 0, privateAccess(), data, [], undefined, undefined);
   anchor.obj = self;
   self[ANCHOR] = anchor;

@@ -12,6 +12,7 @@ export const GRAPH_ERRORS = {
   SVC_ERR_UNKNOWN_WALKER: { status: 404, message: 'no walker or function of that name' },
   SVC_ERR_INVALID_FIELDS: { status: 400, message: 'fields do not match the declared schema' },
   SVC_ERR_WALKER_FAILED: { status: 500, message: 'the walker or function threw' },
+  SVC_ERR_BAD_WRITE: { status: 500, message: 'the walker or function wrote a value its node or edge schema does not allow' },
   SVC_ERR_NOT_IN_RUN: { status: 500, message: 'graph objects can only change inside a walker run' },
   SVC_ERR_DESTROYED: { status: 409, message: 'the node or edge was destroyed' },
   SVC_ERR_BAD_ARCHETYPE: { status: 500, message: 'a node, edge or walker class is declared wrongly' },

@@ -216,7 +216,7 @@ export class WalkerRun extends GraphOps implements LogSource, OutboxRun {
 
   // ---- the end of a run ------------------------------------------------------------
 
-  /** What to commit; throws `SVC_ERR_INVALID_FIELDS` when a changed anchor no longer fits its schema. */
+  /** What to commit; throws `SVC_ERR_BAD_WRITE` when a changed anchor no longer fits its schema. */
   changes(): RunChanges {
     return this.tx.changes(this.callerRoot);
   }

@@ -200,9 +200,9 @@ export class Transaction {
       const info = prepare(a.cls);
       if (!info.check(a.data)) {
         const details = [...Value.Errors(info.schema, a.data)].map((e) => ({ field: e.instancePath.slice(1) || '(fields)', message: e.message }));
-        throw graphError('SVC_ERR_INVALID_FIELDS', `${info.name} no longer fits its schema: ${details.map((d) => `${d.field} ${d.message}`).join('; ')}`, { details });
+        throw graphError('SVC_ERR_BAD_WRITE', `${info.name} no longer fits its schema: ${details.map((d) => `${d.field} ${d.message}`).join('; ')}`, { details });
       }
-      if (!jsonSafe(a.data)) throw graphError('SVC_ERR_INVALID_FIELDS', `${info.name} holds a value that is not JSON (a function, BigInt, Date, undefined or a cycle)`);
+      if (!jsonSafe(a.data)) throw graphError('SVC_ERR_BAD_WRITE', `${info.name} holds a value that is not JSON (a function, BigInt, Date, undefined or a cycle)`);
     }
     return { upserts, deletes, dropped, invalidate, outbox: this.outbox ?? NO_ENTRIES };
   }

@@ -80,15 +80,47 @@ const MAPPED: Record<string, HttpErrorCode> = {
 };
 
 /**
+ * The part of a stack that is the app's: the message, then the frames in the
+ * project's own files (under `projectRoot`, outside `node_modules`) — or,
+ * when none is there, every frame outside Node's internals and installed
+ * packages. Frames are source-mapped TypeScript lines where the code ran
+ * from TypeScript.
+ *
+ * @example
+ * appFrames(error.appStack ?? error.stack, '/srv/shop')
+ */
+export function appFrames(stack: string, projectRoot?: string): string {
+  const head: string[] = [];
+  const frames: string[] = [];
+  for (const line of stack.split('\n')) {
+    if (/^\s+at /.test(line)) frames.push(line);
+    else if (frames.length === 0) head.push(line);
+  }
+  const root = projectRoot ? `${projectRoot.replace(/[\\/]+$/, '')}/` : undefined;
+  let kept = root ? frames.filter((l) => l.includes(root) && !/[\\/]node_modules[\\/]/.test(l)) : [];
+  if (kept.length === 0) kept = frames.filter((l) => !/\(node:|at node:|[\\/]node_modules[\\/]|<anonymous>\)?$/.test(l));
+  if (kept.length === 0) kept = frames;
+  return [...head, ...kept].join('\n');
+}
+
+/** The stack that says where a failure is: the app's code that threw, else the error's own. */
+export function failureStack(error: unknown, projectRoot?: string): string | undefined {
+  const stack = (error as { appStack?: unknown }).appStack ?? (error instanceof Error ? error.stack : undefined);
+  return typeof stack === 'string' ? appFrames(stack, projectRoot) : undefined;
+}
+
+/**
  * Any error as the client sees it: mapped codes, `SVC_ERR_*` and app codes
  * with their own status; anything unknown is a 500 that says nothing more
- * (the stack goes to the log, and to the client only in `--dev`).
+ * (the stack goes to the log, and to the client only in `--dev`: the app's
+ * frames, see {@link appFrames}).
  */
-export function toHttpError(error: unknown, dev = false): HttpError {
+export function toHttpError(error: unknown, dev = false, projectRoot?: string): HttpError {
   if (error instanceof HttpError) return error;
   if (error instanceof SvcError) {
     const mapped = MAPPED[error.code];
-    const details = error.details ?? (dev && error.stack ? { stack: error.stack } : undefined);
+    const stack = dev ? failureStack(error, projectRoot) : undefined;
+    const details = error.details ?? (stack !== undefined ? { stack } : undefined);
     // A timeout's message names internal actors: say it plainly.
     if (error.code === 'SVC_ERR_ASK_TIMEOUT') return httpError('TIMEOUT');
     if (mapped) return httpError(mapped, error.message, details);
@@ -96,5 +128,5 @@ export function toHttpError(error: unknown, dev = false): HttpError {
     if (details !== undefined) body.details = details;
     return new HttpError(error.status >= 400 && error.status < 600 ? error.status : 500, body);
   }
-  return httpError('INTERNAL_ERROR', dev && error instanceof Error ? error.message : undefined, dev && error instanceof Error ? { stack: error.stack } : undefined);
+  return httpError('INTERNAL_ERROR', dev && error instanceof Error ? error.message : undefined, dev && error instanceof Error ? { stack: failureStack(error, projectRoot) } : undefined);
 }

@@ -70,14 +70,16 @@ export interface FrontOptions {
   docs: Docs | undefined;
   statics: StaticFiles | undefined;
   requestTimeoutMs: number;
-  /** Stack traces in error envelopes (never outside `--dev`). */
+  /** Stack traces (the app's frames) in error envelopes (never outside `--dev`). */
   dev: boolean;
+  /** The project folder: its files' frames are the app's in stacks (logs, `--dev` answers). */
+  projectRoot?: string;
   accessLog: ((entry: AccessEntry) => void) | undefined;
   /** Told of every answered request (route template, status, duration, trace id), independent of the access log. */
   onResponse?: (info: ResponseInfo) => void;
   suppressHealthLogs: boolean;
-  /** Reports unexpected errors (500s) with their stack. */
-  onError: (error: unknown, requestId: string) => void;
+  /** Reports every 5xx that is not a deliberate answer (the app's failures among them), with the route that failed. */
+  onError: (error: unknown, requestId: string, route: string) => void;
   /** Who the client is behind trusted proxies (default: the peer). */
   clientAddresses?: ClientAddresses;
 }
@@ -85,7 +87,7 @@ export interface FrontOptions {
 /** The 503s a retry does not fix (a missing configuration): every other 503 is answered with `Retry-After: 1`. */
 const RETRY_NEVER = new Set(['EMAIL_DISABLED']);
 
-const QUIET_PATHS = new Set(['/', '/docs', '/redoc', '/openapi.json', '/health', '/ready', '/healthz', '/healthz/ready', '/healthz/live']);
+const QUIET_PATHS = new Set(['/', '/docs', '/redoc', '/openapi.json', '/favicon.ico', '/health', '/ready', '/healthz', '/healthz/ready', '/healthz/live']);
 
 /** Added to responses of requests that carry an Origin (browsers). */
 const CORS = {
@@ -169,8 +171,8 @@ export class Front {
     try {
       res = await this.dispatch(req, rid, traceId, (r) => (route = r));
     } catch (error) {
-      const e = toHttpError(error, this.o.dev);
-      if (e.status >= 500 && !(error instanceof HttpError) && e.body.code !== 'EXECUTION_ERROR') this.o.onError(error, rid);
+      const e = toHttpError(error, this.o.dev, this.o.projectRoot);
+      if (e.status >= 500 && !(error instanceof HttpError)) this.o.onError(error, rid, route);
       res = { status: e.status, headers: { 'content-type': JSON_TYPE }, body: failure(e.body, rid) };
       const retry = (e.body.details as { retry_after_seconds?: unknown } | undefined)?.retry_after_seconds;
       if ((e.status === 429 || e.status === 503) && typeof retry === 'number') res.headers['retry-after'] = String(retry);
@@ -199,7 +201,7 @@ export class Front {
     try {
       this.o.onResponse?.(info);
     } catch (error) {
-      this.o.onError(error, requestId);
+      this.o.onError(error, requestId, route);
     }
     if (responses.hasSubscribers) responses.publish(info);
   }
@@ -238,6 +240,11 @@ export class Front {
         if (file) {
           setRoute('static');
           return file;
+        }
+        if (req.path === '/favicon.ico') {
+          // Browsers ask for it on every page (/docs, /redoc, the app's): nothing to show is not an error.
+          setRoute('/favicon.ico');
+          return { status: 204, headers: {}, body: '' };
         }
         if (req.path === '/') {
           setRoute('/');

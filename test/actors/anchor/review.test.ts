@@ -79,10 +79,11 @@ t.test('schema checks cannot be bypassed: in-place array changes, bad access lev
   t.teardown(close);
   const a = newCaller();
   const [box] = (await graph.spawn('MakeBox', {}, { caller: a })).reports as Reported[];
-  await t.rejects(graph.spawn('BadPush', {}, { caller: a, at: box?.id }), { code: 'SVC_ERR_INVALID_FIELDS', message: /tags/ });
+  // The app's code wrote them: 500 SVC_ERR_BAD_WRITE, not a 400 blamed on the client.
+  await t.rejects(graph.spawn('BadPush', {}, { caller: a, at: box?.id }), { code: 'SVC_ERR_BAD_WRITE', status: 500, message: /tags/ });
   await t.rejects(graph.spawn('BadGrant', {}, { caller: a, at: box?.id }), { code: 'SVC_ERR_INVALID_FIELDS' });
   for (const kind of ['bigint', 'function', 'date', 'cycle']) {
-    await t.rejects(graph.spawn('BadValue', { kind }, { caller: a, at: box?.id }), { code: 'SVC_ERR_INVALID_FIELDS' }, kind);
+    await t.rejects(graph.spawn('BadValue', { kind }, { caller: a, at: box?.id }), { code: 'SVC_ERR_BAD_WRITE', status: 500 }, kind);
   }
   t.same((await graph.spawn('Get', {}, { caller: a, at: box?.id })).reports, [{ id: box?.id, type: 'Box', context: { v: 0, tags: [] } }], 'nothing of it stayed');
   t.same(quarantined, []);
