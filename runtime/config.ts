@@ -35,6 +35,8 @@ export const SCHEMA = {
     max_connections: { kind: 'int', default: 10_000, env: ['SVC_MAX_CONNECTIONS'], min: 1 },
     trusted_proxies: { kind: 'list', default: [], env: ['SVC_TRUSTED_PROXIES'] },
     trusted_proxy_header: { kind: 'enum', default: 'x-forwarded-for', env: ['SVC_TRUSTED_PROXY_HEADER'], values: ['x-forwarded-for', 'forwarded'] },
+    /** Fields a client sends that the walker or function does not declare: refused with 400 (true), or ignored with a warning once per walker and field. */
+    strict_fields: { kind: 'bool', default: true, env: ['SVC_STRICT_FIELDS'] },
   },
   'scale.websocket': {
     max_frame_bytes: { kind: 'int', default: 64 * 1024, min: 1, env: ['SVC_WS_MAX_FRAME_BYTES'] },

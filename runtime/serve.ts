@@ -17,7 +17,7 @@ import { join, resolve } from 'node:path';
 import { createHash } from 'node:crypto';
 import { ActorBroadcast, type ActorRef, type ActorSystem, type Broadcast, fromReceive, isWorkerNode, MAIN_THREAD, processOf, remoteLeases, RendezvousPlacement, threadOf, workerPlacement } from '../kernel/index.ts';
 import { type AnchorStore, Graph, InstrumentedStore, openAnchorStore, STORE_WRITER_ACTOR, type WriterMsg } from '../actors/anchor/index.ts';
-import { HookDispatcher, Registry, Root } from '../actors/walker/index.ts';
+import { HookDispatcher, Registry, Root, UnknownFields } from '../actors/walker/index.ts';
 import {
   ActorRateLimiter,
   Authenticator,
@@ -207,6 +207,7 @@ export function serveModules(options: ServeOptions): RuntimeModule[] {
     usersModule(boot, writerOn(USERS_WRITER_ACTOR) as ActorRef<UsersWriterMsg, unknown> | undefined),
     identityModule(system, boot, thread),
     hooksModule(boot, registry),
+    fieldsModule(boot),
     httpModule(system, boot, registry, routes, member),
     websocketModule(system, boot, sockets),
     serverModule(boot, thread),
@@ -490,6 +491,17 @@ function hooksModule(boot: ServeBoot, registry: Registry): RuntimeModule {
   };
 }
 
+/** Fields a client sends that the endpoint does not declare: refused, or (`strict_fields = false`) warned about once per walker and field — HTTP and WebSocket alike. */
+function fieldsModule(boot: ServeBoot): RuntimeModule {
+  return {
+    name: 'fields',
+    start(rt) {
+      const log = rt.need<Log>('log');
+      rt.provide('unknownFields', new UnknownFields({ strict: boot.config['scale.server'].strict_fields, warn: (message, extra) => log.warn(extra, message) }));
+    },
+  };
+}
+
 function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, routes: EndpointRoute[], member: MemberState | undefined): RuntimeModule {
   const { config } = boot;
   let front: Front | undefined;
@@ -524,6 +536,7 @@ function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, ro
           routes,
           auth,
           hooks: rt.need<HookDispatcher>('hooks'),
+          unknownFields: rt.need<UnknownFields>('unknownFields'),
           builtinRoutes,
           openapi: openApiDocument(routes, { title: boot.title, version: boot.version }, builtinRoutes),
           docs: config['scale.server'].docs_enabled ? new Docs(boot.title) : undefined,
@@ -615,6 +628,7 @@ function websocketModule(system: ActorSystem, boot: ServeBoot, sockets: WsRoute[
           guest: { rootId: Root.SHARED_ID },
           auth: { verify: (token) => auth.authenticate(token), prepare: (token) => auth.prepare(token), asynchronous: auth.learnsUsers },
           hooks: rt.need<HookDispatcher>('hooks'),
+          unknownFields: rt.need<UnknownFields>('unknownFields'),
           // Each frame is a request of its own: a trace id of its own.
           run: async (walker, fields, caller) => (await graph.spawnJson(walker, fields, { caller, timeoutMs: askTimeoutMs(boot), traceId: newTraceId() })).json,
           errorOf: (error) => {

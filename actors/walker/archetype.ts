@@ -138,11 +138,38 @@ export abstract class Archetype {
   }
 }
 
+/** Set while {@link fieldInitializers} builds a class's probe instance: fields are not validated. */
+let probing = false;
+
+/**
+ * The schema fields a node or edge class gives a class-field initializer
+ * (`title = ''` instead of `declare title: string`): such a field would
+ * shadow the tracked accessor, so writes to it would never be stored.
+ * Found by building one instance without validating its fields; a class
+ * whose constructor throws is not judged.
+ *
+ * @example
+ * fieldInitializers(Todo) // ['title'] for `class Todo extends Node { title = '' }`
+ */
+export function fieldInitializers(cls: ArchetypeClass): string[] {
+  const info = prepare(cls);
+  let instance: object;
+  probing = true;
+  try {
+    instance = Reflect.construct(cls, [{}]) as object;
+  } catch {
+    return [];
+  } finally {
+    probing = false;
+  }
+  return Object.keys(instance).filter((key) => info.fields.includes(key));
+}
+
 function newAnchor(self: Archetype, cls: ArchetypeClass, kind: AnchorKind, fields: Record<string, unknown>): void {
   const info = prepare(cls);
   let data: Record<string, unknown>;
   try {
-    data = validateFields(info, fields);
+    data = probing ? {} : validateFields(info, fields);
   } catch (error) {
     // `new Todo({...})` runs in app code: fields that do not fit are the app's mistake (a 500), not the client's.
     if (error instanceof SvcError && error.code === 'SVC_ERR_INVALID_FIELDS') throw graphError('SVC_ERR_BAD_WRITE', `new ${error.message}`, { details: error.details });

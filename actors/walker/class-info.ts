@@ -10,6 +10,7 @@ import { Compile } from 'typebox/compile';
 import { Value } from 'typebox/value';
 import type { AnchorKind } from './anchor.ts';
 import { graphError } from './errors.ts';
+import { fieldProblems, invalidFields } from './field-errors.ts';
 
 export type FieldCheck = (value: unknown) => boolean;
 
@@ -113,8 +114,11 @@ export function cachedInfo(cls: object): ClassInfo | undefined {
 
 /**
  * Validate `fields` against a class schema, with defaults applied; throws
- * `SVC_ERR_INVALID_FIELDS`. Only declared fields come back: anything else
- * (`__proto__` included) is dropped, never copied onto an object.
+ * `SVC_ERR_INVALID_FIELDS` with a sentence per problem (`AddNote: missing
+ * required field "text"`, see `field-errors.ts`). Only declared fields come
+ * back: anything else (`__proto__` included) is dropped, never copied onto an
+ * object — refusing a client's undeclared fields is the transports' part
+ * (`unknown-fields.ts`), so app code building nodes is not held to it.
  */
 export function validateFields(info: ClassInfo, fields: unknown, what = info.name): Record<string, unknown> {
   if (typeof fields !== 'object' || fields === null || Array.isArray(fields)) {
@@ -128,17 +132,6 @@ export function validateFields(info: ClassInfo, fields: unknown, what = info.nam
     declared[f] = typeof v === 'object' && v !== null ? structuredClone(v) : v;
   }
   const value = info.hasDefaults ? (Value.Default(info.schema, declared) as Record<string, unknown>) : declared;
-  if (!info.check(value)) {
-    const details = [...Value.Errors(info.schema, value)].map((e) => ({
-      field: e.instancePath.replace(/^\//, '').replace(/\//g, '.') || fieldOfRequired(e.params),
-      message: e.message,
-    }));
-    throw graphError('SVC_ERR_INVALID_FIELDS', `${what}: ${details.map((d) => `${d.field || '(body)'} ${d.message}`).join('; ')}`, { details });
-  }
+  if (!info.check(value)) throw invalidFields(what, fieldProblems(info.schema, value));
   return value;
-}
-
-function fieldOfRequired(params: unknown): string {
-  const missing = (params as { requiredProperties?: string[] })?.requiredProperties;
-  return missing?.join(', ') ?? '';
 }

@@ -6,6 +6,10 @@ export { Node, Edge, GenericEdge, Root, Archetype, ANCHOR, prepare, viewOf, know
 export type { ArchetypeClass, NodeFilter, GraphRun } from './archetype.ts';
 export { validateFields } from './class-info.ts';
 export type { ClassInfo } from './class-info.ts';
+export { fieldProblems, invalidFields, MISSING_FIELD, UNKNOWN_FIELD } from './field-errors.ts';
+export type { FieldProblem } from './field-errors.ts';
+export { takesAnyFields, UnknownFields, unknownFieldsError } from './unknown-fields.ts';
+export type { UnknownFieldsOptions } from './unknown-fields.ts';
 export { permGrant, permRevoke, allowRoot, disallowRoot } from './permissions.ts';
 export { Walker, isWalkerClass, walkerInfo } from './walker.ts';
 export type { WalkerClass } from './walker.ts';

@@ -3,7 +3,7 @@
  * the node and edge classes stored documents are resolved against, with
  * class-rename aliases (`old` → `new`).
  */
-import { Edge, GenericEdge, knownClasses, Node, prepare, Root, type ArchetypeClass } from './archetype.ts';
+import { Edge, fieldInitializers, GenericEdge, knownClasses, Node, prepare, Root, type ArchetypeClass } from './archetype.ts';
 import { graphError } from './errors.ts';
 import { isFunctionDef, type FunctionDef } from './fn.ts';
 import { isWalkerClass, walkerInfo, type WalkerClass } from './walker.ts';
@@ -50,6 +50,14 @@ export class Registry {
 
   addArchetype(cls: ArchetypeClass): void {
     prepare(cls);
+    // Found when the app loads, not at the first write: `svc start` refuses it (a `--dev` reload keeps the old version).
+    const [initialised] = cls === Root || cls === GenericEdge ? [] : fieldInitializers(cls);
+    if (initialised !== undefined) {
+      throw graphError(
+        'SVC_ERR_BAD_ARCHETYPE',
+        `${cls.name}.${initialised} is a class field, so writes to it are not seen; declare it with \`declare ${initialised}: …\``,
+      );
+    }
     const existing = this.archetypes.get(cls.name);
     if (existing && existing !== cls) {
       throw graphError('SVC_ERR_BAD_ARCHETYPE', `two different classes are named ${cls.name}; stored documents could not tell them apart`);

@@ -9,6 +9,8 @@ t.test('defaults without any file', async (t) => {
   t.equal(config['scale.server'].host, '0.0.0.0');
   t.equal(config['scale.server'].docs_enabled, true);
   t.equal(config['scale.server'].max_body_bytes, 1024 * 1024);
+  t.equal(config['scale.server'].strict_fields, true, 'undeclared fields are refused by default');
+  t.equal(loadConfig({ dir, env: { SVC_STRICT_FIELDS: 'false' } }).config['scale.server'].strict_fields, false);
   t.equal(config['scale.jwt'].algorithm, 'HS256');
   t.equal(config['scale.jwt'].exp_delta_days, 7);
   t.same(warnings, []);

@@ -4,6 +4,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer, transport } from '../helpers/server.ts';
 
+// Several reloads, each starting worker threads: slow on a loaded two-core machine.
+t.setTimeout(300_000);
+
 const app = (version: string) => `import { entry, Root, Walker } from 'svc';
 export class Version extends Walker {
   static access = 'pub' as const;
@@ -47,4 +50,26 @@ t.test('editing the entry file reloads it without changing the port', async (t) 
   writeFileSync(join(dir, 'app.ts'), app('v4'));
   await server.waitFor(/svc: reloaded/, 2);
   t.equal(await version(server.url), 'v4', 'fixed: the next good version is served');
+});
+
+t.test('--dev prints the endpoint table, again when a reload changes it; a class declared wrongly keeps the old version', async (t) => {
+  const dir = t.testdir({ 'app.ts': app('v1') });
+  const server = await startServer({ entry: join(dir, 'app.ts'), args: ['--dev'], workers: 1 });
+  t.teardown(() => server.stop());
+  t.match(server.output(), /POST \/walker\/Version\s+walker Version/, 'the table at start');
+  writeFileSync(join(dir, 'app.ts'), `${app('v2')}export class Added extends Walker {\n  static access = 'pub' as const;\n  @entry(Root) a() { this.report('added'); }\n}\n`);
+  await server.waitFor(/svc: the endpoints changed \(4\):/);
+  await server.waitFor(/POST \/walker\/Added\s+walker Added/);
+  t.equal(await version(server.url), 'v2');
+  writeFileSync(join(dir, 'app.ts'), `import { Node, T } from 'svc';\n${app('v3')}export class Note extends Node {\n  static has = T.Object({ text: T.String({ default: '' }) });\n  text = '';\n}\n`);
+  await server.waitFor(/reload failed, still serving the previous version/);
+  await server.waitFor(/Note\.text is a class field/);
+  t.equal(await version(server.url), 'v2', 'still the last good version');
+  writeFileSync(join(dir, 'app.ts'), `${app('v4')}`.replace("import { entry, Root, Walker } from 'svc';", "import { entry, Root, Walker } from 'svc';\nexport const oops = (globalThis as any).nothing.here;"));
+  await server.waitFor(/app\.ts:2:\d+: TypeError/);
+  t.equal(await version(server.url), 'v2', 'a throw at load keeps it too, and names the line');
+  writeFileSync(join(dir, 'app.ts'), app('v5'));
+  await server.waitFor(/svc: reloaded/, 2);
+  await server.waitFor(/svc: the endpoints changed \(2\):/);
+  t.equal(await version(server.url), 'v5');
 });

@@ -97,7 +97,7 @@ export function appFrames(stack: string, projectRoot?: string): string {
     else if (frames.length === 0) head.push(line);
   }
   const root = projectRoot ? `${projectRoot.replace(/[\\/]+$/, '')}/` : undefined;
-  let kept = root ? frames.filter((l) => l.includes(root) && !/[\\/]node_modules[\\/]/.test(l)) : [];
+  let kept = root ? frames.filter((l) => l.includes(root) && !/[\\/]node_modules[\\/]|svc-worker-entry\.ts/.test(l)) : [];
   if (kept.length === 0) kept = frames.filter((l) => !/\(node:|at node:|[\\/]node_modules[\\/]|<anonymous>\)?$/.test(l));
   if (kept.length === 0) kept = frames;
   return [...head, ...kept].join('\n');

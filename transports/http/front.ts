@@ -7,7 +7,7 @@
 import type { TSchema } from 'typebox';
 import type { Graph } from '../../actors/anchor/index.ts';
 import { type Authenticated, type Authenticator, bearer, type Claims } from '../../actors/identity/index.ts';
-import { type Caller, fillRequestFields, HookDispatcher, HookRefusal, type Registry, Root } from '../../actors/walker/index.ts';
+import { type Caller, fillRequestFields, HookDispatcher, HookRefusal, type Registry, Root, UnknownFields } from '../../actors/walker/index.ts';
 import type { Docs } from './docs.ts';
 import { failure, newRequestId, success, successJson } from './envelope.ts';
 import { httpError, HttpError, toHttpError, unauthorizedAsHttp } from './errors.ts';
@@ -82,6 +82,8 @@ export interface FrontOptions {
   onError: (error: unknown, requestId: string, route: string) => void;
   /** Who the client is behind trusted proxies (default: the peer). */
   clientAddresses?: ClientAddresses;
+  /** Fields the client sent that the endpoint does not declare: refused (the default) or warned about (`[scale.server] strict_fields`). */
+  unknownFields?: UnknownFields;
 }
 
 /** The 503s a retry does not fix (a missing configuration): every other 503 is answered with `Retry-After: 1`. */
@@ -112,12 +114,14 @@ export class Front {
   private draining = false;
   private readonly builtins = new Map<string, () => HttpResponse>();
   private readonly hooks: HookDispatcher;
+  private readonly unknownFields: UnknownFields;
   private readonly builtinRouter: Router<{ method: string; template: string; pathParams: string[]; segments: (string | null)[]; route: BuiltinRoute }>;
   /** Paths whose handlers read the client address (servers fill it for these only). */
   readonly addressPaths: Set<string>;
 
   constructor(private readonly o: FrontOptions) {
     this.router = new Router(o.routes);
+    this.unknownFields = o.unknownFields ?? new UnknownFields();
     this.hooks = o.hooks ?? new HookDispatcher(o.registry, (walker, fields, options) => o.graph.spawn(walker, fields, options), { timeoutMs: o.requestTimeoutMs });
     const wantsAll = o.routes.some((r) => 'headers' in (r.schema.properties ?? {})) || this.hooks.wantsHeaders;
     this.headerNames = wantsAll ? 'all' : FRONT_HEADERS;
@@ -260,8 +264,9 @@ export class Front {
     // Hooks run first, whatever the endpoint's access: on the caller's graph when the token is good, else the guest's.
     if (this.hooks.active) await this.runHooks(req, traceId);
     const caller = this.authenticate(req, route);
-    const { fields, at } = collectFields(route, req, params);
+    const { fields, at, unknown } = collectFields(route, req, params);
     fillRequestFields(route.schema.properties as Record<string, TSchema>, fields, req);
+    if (unknown.length > 0) this.unknownFields.check(route.name, route.schema, fields, unknown);
     const options = { caller, timeoutMs: this.o.requestTimeoutMs, traceId, ...(at === undefined ? {} : { at }) };
     if (route.kind === 'walker') {
       const { json } = await this.o.graph.spawnJson(route.name, fields, options);

@@ -5,6 +5,13 @@
  * the wire and are converted to the declared types, strictly (`1.5` is not an
  * integer, `0x10` not a number, an empty string is nothing); JSON bodies are
  * validated as they are, never converted.
+ *
+ * Names the client chose that the endpoint does not declare — body keys, form
+ * parts, GET query parameters — are collected as `unknown` (the front refuses
+ * or warns: `UnknownFields`). Query parameters starting with `_` are never
+ * fields (svc reserves the prefix), so cache-busters like `?_=1712345` pass;
+ * path parameters are the route's own, and the query string of other
+ * methods is not read at all.
  */
 import type { TSchema } from 'typebox';
 import { httpError } from './errors.ts';
@@ -79,6 +86,8 @@ export interface Collected {
   fields: Record<string, unknown>;
   /** For `/walker/<Name>/{node_id}`. */
   at: string | undefined;
+  /** Names the client sent that the endpoint does not declare (none for an endpoint that takes any). */
+  unknown: string[];
 }
 
 /** The fields of one request for one route. */
@@ -86,6 +95,11 @@ export function collectFields(route: EndpointRoute, req: HttpRequest & Multipart
   const props = route.schema.properties as Record<string, TSchema>;
   const takes = (k: string) => Object.hasOwn(props, k) && !RUNTIME_FIELDS.has(k);
   const fields: Record<string, unknown> = {};
+  // A declared name the client may not set (`headers`, an upload sent as JSON) is ignored, as always; an undeclared one is unknown.
+  const unknown = new Set<string>();
+  const noteUnknown = (k: string) => {
+    if (!route.takesAny && !Object.hasOwn(props, k)) unknown.add(k);
+  };
   let at: string | undefined;
   const isGet = req.method === 'GET' || req.method === 'HEAD';
 
@@ -93,7 +107,10 @@ export function collectFields(route: EndpointRoute, req: HttpRequest & Multipart
   const boundary = boundaryOf(contentType);
   if (boundary) {
     for (const part of partsOf(req, boundary)) {
-      if (!takes(part.name)) continue;
+      if (!takes(part.name)) {
+        noteUnknown(part.name);
+        continue;
+      }
       if (route.fileFields.includes(part.name)) {
         fields[part.name] = {
           filename: part.filename ?? '',
@@ -111,13 +128,17 @@ export function collectFields(route: EndpointRoute, req: HttpRequest & Multipart
     if (!readsAsJson(contentType)) throw httpError('UNSUPPORTED_MEDIA_TYPE', `cannot read a ${contentType.split(';')[0]} body: send application/json (or multipart/form-data for uploads)`);
     for (const [k, v] of Object.entries(jsonBody(req.body))) {
       if (takes(k) && !route.fileFields.includes(k)) fields[k] = v;
+      else noteUnknown(k);
     }
   }
 
   if (isGet && req.query) {
     const query = new URLSearchParams(req.query);
     for (const k of new Set(query.keys())) {
-      if (!takes(k) || route.fileFields.includes(k)) continue;
+      if (!takes(k) || route.fileFields.includes(k)) {
+        if (!k.startsWith('_')) noteUnknown(k);
+        continue;
+      }
       const schema = props[k] as Json | undefined;
       if (schema?.type === 'array') fields[k] = query.getAll(k).map((v) => convertString(schema.items, v));
       else fields[k] = convertString(props[k], query.getAll(k).at(-1) as string);
@@ -129,5 +150,5 @@ export function collectFields(route: EndpointRoute, req: HttpRequest & Multipart
     if (route.spawnAt && name === 'node_id') at = value;
     else fields[name] = convertString(props[name], value);
   }
-  return { fields, at };
+  return { fields, at, unknown: [...unknown] };
 }

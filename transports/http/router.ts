@@ -5,7 +5,7 @@
  * walkers (`_Name`) and WebSocket / webhook walkers are not served here.
  */
 import type { TObject, TSchema } from 'typebox';
-import { APIProtocol, type EndpointAccess, type FunctionDef, type Registry, walkerInfo } from '../../actors/walker/index.ts';
+import { APIProtocol, type EndpointAccess, type FunctionDef, type Registry, takesAnyFields, walkerInfo } from '../../actors/walker/index.ts';
 
 export interface EndpointRoute {
   kind: 'walker' | 'function';
@@ -20,6 +20,8 @@ export interface EndpointRoute {
   schema: TObject;
   /** Fields of type `T.Upload()` (multipart parts). */
   fileFields: string[];
+  /** Undeclared fields from the client are not refused (webhooks, walkers reading the raw body): `takesAnyFields`. */
+  takesAny?: boolean;
   envelope: boolean;
   produces: string | undefined;
   /** Literal segments, or null where a parameter goes. */
@@ -86,6 +88,7 @@ export function buildRoutes(registry: Registry): EndpointRoute[] {
       schema: walkerInfo(cls).schema,
       envelope: true,
       produces: undefined,
+      takesAny: takesAnyFields(walkerInfo(cls).schema, spec.protocol),
     };
     routes.push(route({ ...base, template: spec.path ?? `/walker/${name}`, spawnAt: false }));
     routes.push(route({ ...base, template: `/walker/${name}/{node_id}`, spawnAt: true }));
@@ -111,6 +114,7 @@ function functionRoute(name: string, def: FunctionDef): EndpointRoute {
     schema: def.params,
     envelope: def.spec.envelope !== false,
     produces: def.spec.produces,
+    takesAny: takesAnyFields(def.params, def.spec.protocol),
   });
 }
 

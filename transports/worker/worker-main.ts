@@ -48,7 +48,10 @@ export async function runWorker(mod: { setup?: WorkerSetup; default?: WorkerSetu
     if (typeof done === 'function') cleanup = done;
     port.postMessage({ ctl: 'ready' } satisfies Control);
   } catch (error) {
-    port.postMessage({ ctl: 'failed', error: encodeError(error) } satisfies Control);
+    // With its stack (source-mapped): a failure of the app's module at load names its file and line.
+    const wire = encodeError(error);
+    if (error instanceof Error && typeof error.stack === 'string') wire.appStack = error.stack;
+    port.postMessage({ ctl: 'failed', error: wire } satisfies Control);
     process.exit(1);
   }
 }

@@ -8,7 +8,7 @@
 import type { TObject } from 'typebox';
 import { type ActorRef, type ActorSystem, type Broadcast } from '../../kernel/index.ts';
 import { bearer } from '../../actors/identity/index.ts';
-import { APIProtocol, type EndpointAccess, type HookDispatcher, HookRefusal, type Registry, walkerInfo } from '../../actors/walker/index.ts';
+import { APIProtocol, type EndpointAccess, type HookDispatcher, HookRefusal, type Registry, takesAnyFields, UnknownFields, walkerInfo } from '../../actors/walker/index.ts';
 import { CLOSE, Session, type SessionAuth, type SessionCaller, type SessionEnv, type SessionMsg, type SessionSink, sessionProps } from '../../actors/session/index.ts';
 
 /** A walker served over WebSocket. */
@@ -19,6 +19,8 @@ export interface WsRoute {
   schema: TObject;
   /** Fields taken from frames. */
   fields: Set<string>;
+  /** Undeclared fields in frames are not refused (`takesAnyFields`). */
+  takesAny?: boolean;
   /** The pub/sub topic of its broadcasts. */
   topic: string;
 }
@@ -30,7 +32,7 @@ export function wsRoutes(registry: Registry): WsRoute[] {
     if (name.startsWith('_') || cls.spec?.protocol !== APIProtocol.WEBSOCKET) continue;
     const schema = walkerInfo(cls).schema;
     const fields = new Set(Object.keys(schema.properties ?? {}).filter((k) => k !== 'headers' && k !== 'request'));
-    routes.push({ name, access: cls.access ?? 'priv', broadcast: cls.spec?.broadcast === true, schema, fields, topic: `ws/${name}` });
+    routes.push({ name, access: cls.access ?? 'priv', broadcast: cls.spec?.broadcast === true, schema, fields, takesAny: takesAnyFields(schema), topic: `ws/${name}` });
   }
   return routes;
 }
@@ -92,6 +94,8 @@ export interface WsHubOptions {
   errorOf(error: unknown): { code: string; message: string; status?: number };
   /** Hook walkers, run before every upgrade (shared with the HTTP front). */
   hooks?: HookDispatcher;
+  /** Fields a frame carries that the walker does not declare: refused (the default) or warned about, as HTTP bodies. */
+  unknownFields?: UnknownFields;
   limits?: Partial<WsLimits>;
   /** Connection opened / closed (access log). */
   onEvent?: (event: { event: 'open' | 'close'; walker: string; code?: number; user?: string; ms?: number }) => void;
@@ -160,7 +164,9 @@ export class WsHub {
 
   constructor(private readonly o: WsHubOptions) {
     this.limits = { ...DEFAULT_WS_LIMITS, ...o.limits };
+    const unknownFields = o.unknownFields ?? new UnknownFields();
     for (const r of o.routes) {
+      const declared = new Set(Object.keys(r.schema.properties ?? {}));
       this.byName.set(r.name, r);
       this.envs.set(r, {
         walker: r.name,
@@ -170,7 +176,13 @@ export class WsHub {
         guest: o.guest,
         run: (fields, caller) => {
           const taken: Record<string, unknown> = {};
-          for (const k of Object.keys(fields)) if (r.fields.has(k)) taken[k] = fields[k];
+          let unknown: string[] | undefined;
+          for (const k of Object.keys(fields)) {
+            if (r.fields.has(k)) taken[k] = fields[k];
+            // `id` is the frame's correlation id unless the walker declares one; `headers` and `request`, when declared, are the runtime's.
+            else if (k !== 'id' && !declared.has(k) && !r.takesAny) (unknown ??= []).push(k);
+          }
+          if (unknown) unknownFields.check(r.name, r.schema, taken, unknown);
           return o.run(r.name, taken, caller);
         },
         errorOf: o.errorOf,

@@ -16,7 +16,7 @@ t.test('an app error with its own code and status keeps them; other values are E
   const missing = await app.inject({ method: 'POST', url: '/walker/Missing', body: { id: 'n1' } });
   t.equal(missing.status, 404, 'throw new SvcError(code, message, { status })');
   t.match(missing.json().error, { code: 'NOTE_NOT_FOUND', message: 'no note n1' });
-  for (const [kind, message] of [['lower', 'lower-case code'], ['status', 'status out of range'], ['nostatus', 'no status'], ['svcerror', 'an SvcError with a bad code']]) {
+  for (const [kind, message] of [['lower', 'lower-case code'], ['status', 'status out of range'], ['nostatus', 'no status'], ['svcerror', 'an SvcError with a bad code']] as const) {
     const res = await app.inject({ method: 'POST', url: '/walker/BadCode', body: { kind } });
     t.equal(res.status, 500, kind);
     t.match(res.json().error, { code: 'EXECUTION_ERROR', message }, kind);

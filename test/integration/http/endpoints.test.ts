@@ -82,7 +82,11 @@ t.test('restspec: GET with a path parameter and query parameters converted to th
   t.same(body.data.reports, [{ item_id: 42, q: 'milk', limit: 5, exact: true }]);
   const bad = await fetch(`${server.url}/items/not-a-number`);
   t.equal(bad.status, 400);
-  t.match(await bad.json(), { error: { code: 'VALIDATION_ERROR' } });
+  t.match(await bad.json(), { error: { code: 'VALIDATION_ERROR', message: 'Item: field "item_id" must be an integer' } });
+  const typo = await fetch(`${server.url}/items/42?limt=5`);
+  t.equal(typo.status, 400);
+  t.match(await typo.json(), { error: { code: 'VALIDATION_ERROR', message: 'Item: unknown field "limt"' } }, 'an unknown query parameter is refused');
+  t.equal((await fetch(`${server.url}/items/42?_=1712345678`)).status, 200, 'a cache-buster (_-prefixed) is not');
   const put = await fetch(`${server.url}/things/pi`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ value: 3.14 }) });
   t.same(((await put.json()) as { data: { reports: unknown[] } }).data.reports, [{ name: 'pi', value: 3.14 }]);
   const wrongMethod = await fetch(`${server.url}/things/pi`, { method: 'POST', body: '{}' });
@@ -142,6 +146,7 @@ t.test('failures: each class answers a 4xx/5xx envelope with a stable code, and 
     ['"3" is not a number', () => post(`${server.url}/function/add`, { a: '3', b: 1 }), 400, 'VALIDATION_ERROR'],
     ['missing field', () => post(`${server.url}/walker/Echo`, {}), 400, 'VALIDATION_ERROR'],
     ['out of range', () => post(`${server.url}/walker/Echo`, { msg: 'x', times: 1000 }), 400, 'VALIDATION_ERROR'],
+    ['unknown field', () => post(`${server.url}/walker/Echo`, { msg: 'x', titel: 'y' }), 400, 'VALIDATION_ERROR'],
     ['unknown route', () => post(`${server.url}/nowhere`, {}), 404, 'NOT_FOUND'],
     ['walker throws', () => post(`${server.url}/walker/Boom`, {}), 500, 'EXECUTION_ERROR'],
     ['function throws', () => post(`${server.url}/function/failing`, {}), 500, 'EXECUTION_ERROR'],
@@ -156,7 +161,13 @@ t.test('failures: each class answers a 4xx/5xx envelope with a stable code, and 
   const boom = await post(`${server.url}/walker/Boom`, {});
   t.equal(boom.body.error.message, 'kaboom from the walker');
   const fields = await post(`${server.url}/walker/Echo`, { msg: 5 });
-  t.match(fields.body.error.details, [{ field: 'msg' }], 'details name the field');
+  t.equal(fields.body.error.message, 'Echo: field "msg" must be a string', 'a sentence naming the field');
+  t.same(fields.body.error.details, [{ field: 'msg', message: 'must be a string' }], 'details name the field');
+  const missing = await post(`${server.url}/walker/Echo`, {});
+  t.same(missing.body.error, { code: 'VALIDATION_ERROR', message: 'Echo: missing required field "msg"', details: [{ field: 'msg', message: 'missing required field' }] });
+  const typo = await post(`${server.url}/walker/Echo`, { msg: 'x', tims: 2 });
+  t.equal(typo.status, 400, 'an undeclared field is refused');
+  t.same(typo.body.error, { code: 'VALIDATION_ERROR', message: 'Echo: unknown field "tims"', details: [{ field: 'tims', message: 'unknown field' }] });
   t.equal((await post(`${server.url}/walker/Echo`, { msg: 'still up' })).status, 200);
 });
 

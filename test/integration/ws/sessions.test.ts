@@ -7,6 +7,7 @@ import { SignJWT } from 'jose';
 import { bearer, GOOD_PASSWORD, register, tokenOf } from '../../helpers/identity.ts';
 import { post, startServer, TEST_SECRET, tokenFor, type Server } from '../../helpers/server.ts';
 import { rawSocket } from '../../helpers/ws.ts';
+import { testApp } from 'svc/testing';
 
 const entry = new URL('../../fixtures/ws-app.ts', import.meta.url).pathname;
 let server: Server;
@@ -68,12 +69,26 @@ t.test('bad frames get an error frame and the connection stays', async (t) => {
   c.ws.send('[1,2]');
   t.match(await c.next(), { ok: false, error: { code: 'VALIDATION_ERROR' } });
   c.ws.send(JSON.stringify({ msg: 12, id: 'a' }));
-  t.match(await c.next(), { ok: false, error: { code: 'VALIDATION_ERROR', message: /msg/ }, id: 'a' });
+  t.match(await c.next(), { ok: false, error: { code: 'VALIDATION_ERROR', message: 'Echo: field "msg" must be a string' }, id: 'a' });
   c.ws.send(JSON.stringify({ id: 'b' }));
-  t.match(await c.next(), { ok: false, error: { code: 'VALIDATION_ERROR' }, id: 'b' }, 'a missing field');
+  t.same(await c.next(), { ok: false, error: { code: 'VALIDATION_ERROR', message: 'Echo: missing required field "msg"' }, id: 'b' }, 'a missing field');
+  c.ws.send(JSON.stringify({ msg: 'x', delay: 5, id: 'u' }));
+  t.same(await c.next(), { ok: false, error: { code: 'VALIDATION_ERROR', message: 'Echo: unknown field "delay"' }, id: 'u' }, 'an undeclared field is refused, as in HTTP bodies (id is the frame’s own)');
   c.ws.send(JSON.stringify({ msg: 'still here', id: 'c' }));
   t.match(await c.next(), { ok: true, data: { reports: ['still here'] }, id: 'c' });
   c.ws.close();
+});
+
+t.test('strict_fields = false: undeclared fields in frames are accepted, with one warning per walker and field', async (t) => {
+  const loose = await testApp({ entry, listen: true, env: { SVC_STRICT_FIELDS: 'false' } });
+  t.teardown(() => loose.close());
+  const s = await WalkerSocket.connect(loose.url as string, 'Echo');
+  t.same((await s.send({ msg: 'hi', extra: 1 })).reports, ['hi']);
+  t.same((await s.send({ msg: 'again', extra: 2 })).reports, ['again']);
+  await s.close();
+  const warnings = loose.output().split('\n').filter((line) => line.includes('unknown field'));
+  t.equal(warnings.length, 1, 'once, not per frame');
+  t.match(JSON.parse(warnings[0] as string), { level: 40, msg: 'Echo: unknown field "extra" ignored (strict_fields is off; told once per walker and field)' });
 });
 
 t.test('a walker that throws: an EXECUTION_ERROR frame, no stack, the connection serves on', async (t) => {
