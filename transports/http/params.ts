@@ -87,8 +87,10 @@ export interface Collected {
   /** For `/walker/<Name>/{node_id}`. */
   at: string | undefined;
   /** Names the client sent that the endpoint does not declare (none for an endpoint that takes any). */
-  unknown: string[];
+  unknown: readonly string[];
 }
+
+const NONE: readonly string[] = Object.freeze([]);
 
 /** The fields of one request for one route. */
 export function collectFields(route: EndpointRoute, req: HttpRequest & MultipartSource, pathValues: Record<string, string>): Collected {
@@ -96,9 +98,10 @@ export function collectFields(route: EndpointRoute, req: HttpRequest & Multipart
   const takes = (k: string) => Object.hasOwn(props, k) && !RUNTIME_FIELDS.has(k);
   const fields: Record<string, unknown> = {};
   // A declared name the client may not set (`headers`, an upload sent as JSON) is ignored, as always; an undeclared one is unknown.
-  const unknown = new Set<string>();
+  // Made only when there is one: nothing allocated on the common path.
+  let unknown: string[] | undefined;
   const noteUnknown = (k: string) => {
-    if (!route.takesAny && !Object.hasOwn(props, k)) unknown.add(k);
+    if (!route.takesAny && !Object.hasOwn(props, k) && !unknown?.includes(k)) (unknown ??= []).push(k);
   };
   let at: string | undefined;
   const isGet = req.method === 'GET' || req.method === 'HEAD';
@@ -150,5 +153,5 @@ export function collectFields(route: EndpointRoute, req: HttpRequest & Multipart
     if (route.spawnAt && name === 'node_id') at = value;
     else fields[name] = convertString(props[name], value);
   }
-  return { fields, at, unknown: [...unknown] };
+  return { fields, at, unknown: unknown ?? NONE };
 }
