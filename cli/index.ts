@@ -9,30 +9,34 @@ const { version } = JSON.parse(readFileSync(new URL('../package.json', import.me
 
 const cli = cac('svc');
 
-cli
+const startCommand = cli
   .command('start [entry]', 'Serve every walker and function of an app (default entry: main.ts)')
-  .option('-p, --port <port>', 'Port (the next free one if taken)', { default: undefined })
+  .option('-p, --port <port>', 'Port, default 8000 ([scale.server] port, SVC_PORT); the next free one if taken; 0: any free port')
   .option('--host <host>', 'Bind address (default 0.0.0.0)')
   .option('-f, --faux', 'Print the generated endpoints and exit')
   .option('-d, --dev', 'Reload on file changes, keeping the port')
   .option('-n, --no-client', 'Serve the API only (static files from public/ are still served)')
   .option('--profile <name>', 'Layer svc.<name>.toml; prod also demands real secrets')
   .option('-a, --api_port <port>', 'Port for the API (overrides --port when set)')
-  .option('-m, --main', 'Treat the entry as the main module (always true)', { default: true })
-  .option('--workers <n>', 'Worker threads (default: one per core)')
+  .option('-m, --main', 'Treat the entry as the main module (always true; accepted for compatibility)')
+  .option('--workers <n>', 'Worker threads, default 0: one per core (each serves the port on uWebSockets.js; on node:http only the first)')
   .example('svc start examples/todo/app.ts --port 8000')
   .action(async (entry: string | undefined, options: Record<string, unknown>) => {
     const { start } = await import('./commands/start.ts');
     await start(entry, options);
   });
+// cac gives a negated option (`--no-client`) the default true and prints it as "(default: true)": noise, nothing reads it.
+for (const option of startCommand.options) if (option.negated) delete option.config.default;
 
 cli
-  .command('token <user_id> [entry]', 'Print a JWT for a user, signed with the server secret (for trying private endpoints)')
-  .option('--role <role>', 'Role claim (default user)')
+  .command('token [user_id] [entry]', 'Print a JWT for a user, signed with the server secret (for trying private endpoints)')
+  .option('--username <name>', 'The user with this username or email (refused when nobody has it), instead of a user id')
+  .option('--role <role>', 'Role of a new service account (default user)')
   .option('--days <n>', 'Lifetime in days (default [scale.jwt] exp_delta_days)')
   .option('--profile <name>', 'Configuration profile')
-  .example('curl -H "Authorization: Bearer $(npx svc token alice examples/todo/app.ts)" …')
-  .action(async (userId: string, entry: string | undefined, options: Record<string, unknown>) => {
+  .example('svc token ci-bot app.ts          # the user with id ci-bot; a new service account when nobody has it')
+  .example('curl -H "Authorization: Bearer $(npx svc token --username alice examples/todo/app.ts)" …')
+  .action(async (userId: string | undefined, entry: string | undefined, options: Record<string, unknown>) => {
     const { token } = await import('./commands/token.ts');
     await token(userId, entry, options);
   });
@@ -53,6 +57,15 @@ cli
   .action(async (command: string | undefined, args: string[], options: Record<string, unknown>) => {
     const { db } = await import('./commands/db.ts');
     await db(command, args, options);
+  });
+
+cli
+  .command('init [dir]', 'Make a new project in dir (default: the current folder): package.json, app.ts, svc.toml, tsconfig.json, .gitignore')
+  .option('--force', 'Replace files that already exist')
+  .example('svc init ../myapp && cd ../myapp && npm install && npm run dev')
+  .action(async (dir: string | undefined, options: { force?: boolean }) => {
+    const { init } = await import('./commands/init.ts');
+    await init(dir, options);
   });
 
 cli.help();

@@ -7,7 +7,7 @@
  */
 import { existsSync, readFileSync, watch, type FSWatcher } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { basename, dirname, extname, isAbsolute, join, relative, resolve } from 'node:path';
+import { basename, dirname, extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WorkerPool, forgetBuilds, compileWorker } from '../../transports/worker/index.ts';
 import { ClientAddresses, loadUws, openFileLimit, TrustedProxyError } from '../../transports/http/index.ts';
@@ -63,6 +63,16 @@ function int(value: unknown, flag: string): number | undefined {
   return n;
 }
 
+const PORT_RANGE = 'a port is 0–65535 (0: any free port)';
+
+/** A port flag: a whole number 0–65535, or undefined when not given. */
+function portFlag(value: unknown, flag: string): number | undefined {
+  if (value === undefined || value === '' || value === true) return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new StartError(`invalid port ${JSON.stringify(value)} for ${flag}: ${PORT_RANGE}`);
+  return n;
+}
+
 function resolveEntry(entry: string | undefined): string {
   const path = resolve(entry ?? 'main.ts');
   if (!existsSync(path)) {
@@ -102,8 +112,8 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   const profile = flags.profile;
   const production = profile === 'prod' || profile === 'production' || process.env.NODE_ENV === 'production';
   const flagValues: Record<string, unknown> = {};
-  const apiPort = int(flags.api_port ?? flags.apiPort, '--api_port');
-  const port = apiPort !== undefined && apiPort > 0 ? apiPort : int(flags.port, '--port');
+  const apiPort = portFlag(flags.api_port ?? flags.apiPort, '--api_port');
+  const port = apiPort !== undefined && apiPort > 0 ? apiPort : portFlag(flags.port, '--port');
   if (port !== undefined) flagValues['scale.server.port'] = port;
   if (typeof flags.host === 'string') flagValues['scale.server.host'] = flags.host;
   const workersFlag = int(flags.workers, '--workers');
@@ -112,6 +122,8 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   for (const w of warnings) process.stderr.write(`svc: warning: ${w}\n`);
 
   const server = config['scale.server'];
+  // The configuration checks the lower bound (svc.toml, SVC_PORT, PORT); flags were checked above.
+  if (server.port > 65535) throw new StartError(`invalid port ${server.port} in [scale.server] port (or SVC_PORT / PORT): ${PORT_RANGE}`);
   let transport: 'uws' | 'node' = server.transport === 'node' ? 'node' : 'uws';
   if (transport === 'uws') {
     const uws = loadUws();
@@ -155,11 +167,11 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     ...extra,
   });
 
+  // The app is loaded once in a probe thread before anything is created on disk: a throw at module level, a
+  // misspelled name or a class declared wrongly stops the start here, with the file, line and column.
+  const endpoints = await describeApp(entry, boot({ faux: true }), projectRoot);
   if (flags.faux) {
-    const pool = await WorkerPool.start({ size: 1, module: SERVE_WORKER, app: entry, data: boot({ faux: true }) });
-    const routes = (await pool.system.refFromAddress({ node: 'w1', path: '/user/http' }).ask({ t: 'describe' } satisfies HttpControl)) as RouteSummary[];
-    await pool.close({ deadlineMs: 1000 });
-    printRoutes(routes);
+    printRoutes(endpoints);
     return;
   }
 
@@ -306,10 +318,12 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     await member?.close();
     throw error;
   }
-  const routes = (await current.pool.system.refFromAddress({ node: 'w1', path: '/user/http' }).ask({ t: 'describe' } satisfies HttpControl)) as RouteSummary[];
+  let routes = endpoints;
   say(`svc: ${routes.length} endpoints from ${relative(process.cwd(), entry) || entry}`);
+  // In --dev the table is printed, and printed again whenever a reload changes it.
+  if (flags.dev) printRoutes(routes);
   say(`svc: store ${backend === 'sqlite' ? `sqlite at ${relative(process.cwd(), storePath) || storePath}` : `${backend} at ${redactUri(docdbUri)}`}; jwt: ${secret.source}`);
-  say(`svc: ${workers} worker thread${workers === 1 ? '' : 's'}, transport ${transport === 'uws' ? 'uWebSockets.js' : 'node:http'}${production ? ', production' : ''}${flags.dev ? ', dev (reloading on change)' : ''}`);
+  say(`svc: ${threadsLine(workers, transport)}${production ? ', production' : ''}${flags.dev ? ', dev (reloading on change)' : ''}`);
   if (member) {
     const pool = current.pool;
     const fingerprint = (await pool.system.refFromAddress({ node: 'w1', path: '/user/http' }).ask({ t: 'fingerprint' } satisfies HttpControl)) as string;
@@ -380,6 +394,8 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   if (flags.dev) watchAndReload(projectRoot, async () => {
     forgetBuilds();
     await compileWorker(SERVE_WORKER, entry);
+    // Loaded once on its own first: an app that fails to load, or declares a class wrongly, starts no new workers.
+    const next = await describeApp(entry, boot({ faux: true }), projectRoot);
     if (transport === 'node') {
       // node:http cannot share the port: start the new workers, let the old ones go, then open the port again.
       const next = await launch(false);
@@ -393,12 +409,56 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
       await drain(old, 2000);
     }
     say(`svc: reloaded ${relative(process.cwd(), entry) || entry}`);
+    if (JSON.stringify(next) !== JSON.stringify(routes)) {
+      routes = next;
+      say(`svc: the endpoints changed (${routes.length}):`);
+      printRoutes(routes);
+    }
   }, () => stopping);
+}
+
+/** Load the app in a thread of its own (it serves nothing, opens nothing) and list its endpoints. */
+async function describeApp(entry: string, data: ServeBoot, projectRoot: string): Promise<RouteSummary[]> {
+  let pool: WorkerPool;
+  try {
+    pool = await WorkerPool.start({ size: 1, module: SERVE_WORKER, app: entry, data });
+  } catch (error) {
+    throw new StartError(loadError(error, projectRoot));
+  }
+  try {
+    return (await pool.system.refFromAddress({ node: 'w1', path: '/user/http' }).ask({ t: 'describe' } satisfies HttpControl)) as RouteSummary[];
+  } finally {
+    await pool.close({ deadlineMs: 1000 });
+  }
+}
+
+/** An error of the app's module as it loads: `file:line:col: message`, at the first frame in the project's own files. */
+function loadError(error: unknown, projectRoot: string): string {
+  const name = error instanceof Error && !['Error', 'SvcError'].includes(error.name) ? `${error.name}: ` : '';
+  const message = `${name}${error instanceof Error ? error.message : String(error)}`;
+  const stack = (error as { appStack?: unknown }).appStack ?? (error as { stack?: unknown }).stack;
+  if (typeof stack !== 'string') return message;
+  for (const line of stack.split('\n')) {
+    const frame = /^\s+at (?:.*\()?(.+?):(\d+):(\d+)\)?$/.exec(line);
+    if (!frame) continue;
+    const file = (frame[1] as string).startsWith('file:') ? fileURLToPath(frame[1] as string) : (frame[1] as string);
+    // The worker's generated entry (it imports the app) is no file of the app's.
+    if (file.startsWith(`${projectRoot}${sep}`) && !file.includes(`${sep}node_modules${sep}`) && basename(file) !== 'svc-worker-entry.ts') return `${relative(process.cwd(), file) || file}:${frame[2]}:${frame[3]}: ${message}`;
+  }
+  return message;
 }
 
 /** A cluster's default name: the project folder and the entry file (`shop-app`). */
 function defaultClusterName(projectRoot: string, entry: string): string {
   return `${basename(projectRoot)}-${basename(entry).replace(/\.[mc]?[jt]s$/, '')}`.replace(/[^A-Za-z0-9._-]/g, '_');
+}
+
+/** What the threads do: on uWebSockets.js each serves the port; node:http cannot share one, so w1 alone serves it. */
+function threadsLine(workers: number, transport: 'uws' | 'node'): string {
+  const threads = `${workers} worker thread${workers === 1 ? '' : 's'}`;
+  if (workers === 1) return `${threads}, serving HTTP, transport ${transport === 'uws' ? 'uWebSockets.js' : 'node:http'}`;
+  if (transport === 'uws') return `${threads}, each serving HTTP, transport uWebSockets.js`;
+  return `${threads} running walkers, one of them (w1) serving HTTP, transport node:http`;
 }
 
 function workerIds(n: number): string[] {

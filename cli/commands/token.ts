@@ -1,22 +1,55 @@
 /**
- * `svc token <user> [entry]`: a JWT for a user, signed with the server's
+ * `svc token [user_id] [entry]`: a JWT for a user, signed with the server's
  * secret (configured, or the development one in `.svc/jwt_secret`) — for
  * scripts, service-to-service calls and trying private endpoints with curl.
- * `<user>` is a user id, or a username or email; when nobody has it, a
- * service account with that id is created in the users store (the server
- * refuses tokens of users that do not exist).
+ *
+ * `user_id` is a user's id (a registered user's username or email is found
+ * too); when nobody has it, a service account with that id is created in the
+ * users store (the server refuses tokens of users that do not exist).
+ * `--username <name>` names a user by username or email only, and an unknown
+ * one is refused — as is an unknown email given as `user_id`: a token for a
+ * new, empty account is never what was meant by a person's name.
  */
-import { dirname, resolve } from 'node:path';
-import { JwtVerifier, openUsersRepository, serviceAccount, type Role } from '../../actors/identity/index.ts';
-import { ConfigError, loadConfig } from '../../runtime/index.ts';
-import { dataPaths } from '../../runtime/index.ts';
+import { existsSync } from 'node:fs';
+import { dirname, extname, relative, resolve } from 'node:path';
+import { redactUri } from '../../actors/anchor/index.ts';
+import { JwtVerifier, normalize, openUsersRepository, serviceAccount, type Role, type UserRecord } from '../../actors/identity/index.ts';
+import { ConfigError, dataPaths, loadConfig } from '../../runtime/index.ts';
 import { jwtSecret, SecretError } from '../secrets.ts';
 
 class TokenError extends Error {}
 
-export async function token(idOrName: string, entry: string | undefined, flags: { role?: string; days?: number | string; profile?: string }): Promise<void> {
+export interface TokenFlags {
+  username?: string;
+  role?: string;
+  days?: number | string;
+  profile?: string;
+}
+
+/** The entry file, checked as `svc start` checks it: the token is for the server that entry's folder configures. */
+function resolveEntry(entry: string | undefined): string {
+  const path = resolve(entry ?? 'main.ts');
+  if (!existsSync(path)) {
+    throw new TokenError(entry ? `entry file not found: ${entry}` : 'no entry file given and no main.ts in the current folder (svc token <user_id> <entry.ts>)');
+  }
+  if (!['.ts', '.mts', '.js', '.mjs'].includes(extname(path))) throw new TokenError(`the entry file must be a .ts, .mts, .js or .mjs module: ${entry}`);
+  return path;
+}
+
+export async function token(userIdArg: string | undefined, entryArg: string | undefined, flags: TokenFlags): Promise<void> {
   try {
-    const projectRoot = dirname(resolve(entry ?? 'main.ts'));
+    let userId = userIdArg;
+    let entryName = entryArg;
+    const username = typeof flags.username === 'string' ? flags.username : undefined;
+    if (username !== undefined) {
+      if (entryName !== undefined) throw new TokenError('give a user id or --username, not both (svc token --username <name> [entry])');
+      // `svc token --username alice app.ts`: the one positional argument is the entry.
+      entryName = userId;
+      userId = undefined;
+    }
+    if (userId === undefined && username === undefined) throw new TokenError('a user id or --username <name> is needed (svc token <user_id> [entry])');
+    // Nothing is read or written before the entry is known: no secret and no users store for a server that is not there.
+    const projectRoot = dirname(resolveEntry(entryName));
     const { config } = loadConfig({ dir: projectRoot, profile: flags.profile, env: process.env });
     const production = flags.profile === 'prod' || process.env.NODE_ENV === 'production';
     let days = flags.days === undefined ? config['scale.jwt'].exp_delta_days : Number(flags.days);
@@ -24,22 +57,45 @@ export async function token(idOrName: string, entry: string | undefined, flags: 
     if (!Number.isFinite(days) || days <= 0) throw new TokenError(`--days must be a positive number, got ${JSON.stringify(flags.days)}`);
     if (days > max) throw new TokenError(`--days ${days} is longer than [scale.jwt] max_token_days (${max}): the server would refuse the token`);
     if (flags.role !== undefined && !['user', 'admin'].includes(flags.role)) throw new TokenError(`--role must be user or admin, got ${JSON.stringify(flags.role)}`);
-    const { secret } = jwtSecret({ configured: config['scale.jwt'].secret, production, projectRoot });
     const paths = dataPaths(projectRoot, config);
+    const near = relative(process.cwd(), paths.usersPath);
+    const where = paths.backend !== 'sqlite' ? redactUri(paths.docdbUri) : near && !near.startsWith('..') ? near : paths.usersPath;
+    // A name (or an email) only ever finds a user; only an id makes a new account.
+    const name = username ?? (userId?.includes('@') ? userId : undefined);
+    const unknown = (): TokenError =>
+      new TokenError(
+        `no user has the ${username !== undefined ? 'username or email' : 'email'} ${name} in ${where}: register them first (POST /user/register), ` +
+          'or run svc token with the server\'s data folder (SVC_DATA_DIR, [scale.database])',
+      );
+    // No users store yet: nobody has that name (and opening it would create it).
+    if (name !== undefined && paths.backend === 'sqlite' && !existsSync(paths.usersPath)) throw unknown();
     const users = await openUsersRepository(paths.docdbUri, { path: paths.usersPath, baseDir: projectRoot });
     let claims: { user_id: string; role: string; sv: number; pwd_change?: boolean };
+    let secret: string;
     try {
-      let account: Awaited<ReturnType<typeof serviceAccount>>;
-      try {
-        account = await serviceAccount(users, idOrName, (flags.role ?? 'user') as Role);
-      } catch (error) {
-        throw new TokenError((error as Error).message);
+      const asked = (username ?? userId) as string;
+      let user: UserRecord | undefined = username !== undefined ? await users.byIdentity(normalize(username)) : ((await users.byId(asked)) ?? (await users.byIdentity(normalize(asked))));
+      if (!user && name !== undefined) throw unknown();
+      // The secret before any account is made: in production without one, nothing is created.
+      secret = jwtSecret({ configured: config['scale.jwt'].secret, production, projectRoot }).secret;
+      if (!user) {
+        let account: Awaited<ReturnType<typeof serviceAccount>>;
+        try {
+          account = await serviceAccount(users, asked, (flags.role ?? 'user') as Role);
+        } catch (error) {
+          throw new TokenError((error as Error).message);
+        }
+        user = account.user;
+        if (account.created) {
+          process.stderr.write(
+            `svc: created the service account ${user.user_id} (role ${user.role}) in ${where}; it has no password and cannot log in ` +
+              '(for a registered user, give their id or --username <name>)\n',
+          );
+        }
       }
-      const { user, created } = account;
-      if (created) process.stderr.write(`svc: created the service account ${user.user_id} (role ${user.role}); it has no password and cannot log in\n`);
-      if (user.status !== 'active') throw new TokenError(`${idOrName} is disabled`);
+      if (user.status !== 'active') throw new TokenError(`${asked} is disabled`);
       // The token says what the account is: a role is changed in the admin portal, not here.
-      if (flags.role !== undefined && flags.role !== user.role) throw new TokenError(`${idOrName} has the role ${user.role}, not ${flags.role} (change it with PUT /admin/users/{username})`);
+      if (flags.role !== undefined && flags.role !== user.role) throw new TokenError(`${asked} has the role ${user.role}, not ${flags.role} (change it with PUT /admin/users/{username})`);
       claims = { user_id: user.user_id, role: user.role, sv: user.tokens_valid_after ?? 0 };
       if (user.must_change_password) claims.pwd_change = true;
     } finally {

@@ -19,18 +19,37 @@ function plain(schema: TSchema): Json {
   }) as Json;
 }
 
+const META = { type: 'object', properties: { request_id: { type: 'string', examples: ['k2x9fq-1a'] } }, required: ['request_id'] };
+
+/**
+ * A success: `error` is `null` (never absent). Success and failure are two schemas rather than one
+ * with `oneOf` members, so documentation samples (ReDoc's, Swagger UI's) show `null` where the wire has it.
+ */
 const ENVELOPE = {
   type: 'object',
   required: ['ok', 'type', 'data', 'error', 'meta'],
   properties: {
-    ok: { type: 'boolean' },
+    ok: { const: true },
     type: { const: 'response' },
     data: {
       type: ['object', 'null'],
       properties: { result: {}, reports: { type: 'array', items: {} } },
     },
-    error: { oneOf: [{ type: 'null' }, { $ref: '#/components/schemas/Error' }] },
-    meta: { type: 'object', properties: { request_id: { type: 'string' } }, required: ['request_id'] },
+    error: { type: 'null' },
+    meta: META,
+  },
+};
+
+/** A failure: `data` is `null`, `error` says what went wrong. */
+const ERROR_ENVELOPE = {
+  type: 'object',
+  required: ['ok', 'type', 'data', 'error', 'meta'],
+  properties: {
+    ok: { const: false },
+    type: { const: 'response' },
+    data: { type: 'null' },
+    error: { $ref: '#/components/schemas/Error' },
+    meta: META,
   },
 };
 
@@ -40,12 +59,21 @@ const ERROR = {
   properties: {
     code: { type: 'string', examples: Object.keys(HTTP_ERRORS) },
     message: { type: 'string' },
-    details: {},
+    details: { description: 'more about the error where there is more (the fields a VALIDATION_ERROR names); absent otherwise' },
   },
+  // The sample documentation shows: a real error (an absent `details` stays absent).
+  examples: [{ code: 'UNAUTHORIZED', message: HTTP_ERRORS.UNAUTHORIZED.message }],
 };
 
-function errorResponse(description: string): Json {
-  return { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } } };
+/**
+ * An error answer, its description starting with the code it shows; the example is that error as it is on
+ * the wire (without one, documentation samples would show the first code of all for every status).
+ */
+function errorResponse(description: string, message?: string): Json {
+  const code = description.split(' ')[0] as string;
+  const text = message ?? (HTTP_ERRORS as Record<string, { message: string }>)[code]?.message ?? description;
+  const example = { ok: false, type: 'response', data: null, error: { code, message: text }, meta: { request_id: 'k2x9fq-1a' } };
+  return { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' }, example } } };
 }
 
 function operation(route: EndpointRoute): Json {
@@ -104,7 +132,7 @@ function builtinOperation(route: BuiltinRoute): Json {
         : { description: 'success', content: { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } } },
       ...(doc.body ? { '400': errorResponse('VALIDATION_ERROR or INVALID_JSON') } : {}),
       ...(route.auth === 'none' ? {} : { '401': errorResponse('UNAUTHORIZED'), '403': errorResponse('FORBIDDEN or PASSWORD_CHANGE_REQUIRED') }),
-      '429': errorResponse('TOO_MANY_REQUESTS (where rate-limited)'),
+      '429': errorResponse('TOO_MANY_REQUESTS (where rate-limited)', 'too many attempts; wait and retry'),
     },
   };
   if (route.auth !== 'none') op.security = [{ bearerAuth: [] }];
@@ -138,7 +166,7 @@ export function openApiDocument(routes: EndpointRoute[], info: { title: string; 
     info,
     paths,
     components: {
-      schemas: { Envelope: ENVELOPE, Error: ERROR },
+      schemas: { Envelope: ENVELOPE, ErrorEnvelope: ERROR_ENVELOPE, Error: ERROR },
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
     },
   };

@@ -3,14 +3,16 @@
  * a worker's code is bundled once at start with esbuild: the worker runtime
  * and the user's module become one JavaScript file. Packages stay external
  * (native addons among them); imports of `svc` itself are bundled from this
- * checkout. The file is written under the nearest `node_modules/.cache` so
- * its bare imports resolve exactly as the module's own would.
+ * package's folder. The file is written under the nearest `node_modules/.cache`
+ * so the app's bare imports resolve exactly as the module's own would; svc's
+ * own files keep resolving theirs from svc's folder (see {@link ownFiles}).
  */
 import { build, type Plugin } from 'esbuild';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
+import { dirname, extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
 const WORKER_MAIN = join(PACKAGE_ROOT, 'transports/worker/worker-main.ts');
@@ -26,6 +28,53 @@ function selfPackage(): Plugin {
         const target = pkg.exports[sub];
         if (!target) return { errors: [{ text: `${args.path} is not exported by ${pkg.name}` }] };
         return { path: join(PACKAGE_ROOT, target) };
+      });
+    },
+  };
+}
+
+/** A source file of svc itself (not one of its dependencies). */
+function isOwnFile(path: string): boolean {
+  const rel = relative(PACKAGE_ROOT, path);
+  return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel) && !rel.split(sep).includes('node_modules');
+}
+
+const RESOLVING = 'svcResolving';
+type Resolving = { [RESOLVING]?: boolean };
+const LOADERS: Record<string, 'ts' | 'js'> = { '.ts': 'ts', '.mts': 'ts', '.cts': 'ts', '.js': 'js', '.mjs': 'js', '.cjs': 'js' };
+
+/**
+ * Packages stay external — and svc's own files keep seeing their dependencies
+ * where they are. The bundle lives in the app's `node_modules/.cache`, so a
+ * bare import left as it is resolves from the app's `node_modules`: right for
+ * the app's imports, wrong for svc's when svc is installed as a symlink
+ * (`npm install ../svc`, `file:` folders), whose dependencies (jose, ws,
+ * better-sqlite3, …) are in the checkout's `node_modules`, not the app's. So a
+ * bare import made by a file of svc is resolved here, from that file's folder
+ * as Node would (esbuild's resolver with Node's conditions), and stays
+ * external by its absolute URL. Likewise `import.meta.url` in svc's files is
+ * the file's own URL rather than the bundle's, so `createRequire(import.meta.url)`
+ * and files beside a module (`hash-thread.mjs`, the admin portal) are found.
+ */
+function ownFiles(): Plugin {
+  return {
+    name: 'svc-own-files',
+    setup(b) {
+      b.onResolve({ filter: /^[^./#]/ }, async (args) => {
+        // The nested b.resolve below comes back through here: esbuild's own resolver answers it.
+        if (isAbsolute(args.path) || isBuiltin(args.path) || (args.pluginData as Resolving | undefined)?.[RESOLVING]) return undefined;
+        if (!isOwnFile(args.importer)) return { path: args.path, external: true };
+        const found = await b.resolve(args.path, { kind: args.kind, importer: args.importer, resolveDir: args.resolveDir, pluginData: { [RESOLVING]: true } satisfies Resolving });
+        // Not installed (an optional peer): left to fail, or not, when the worker imports it, as before bundling.
+        if (found.errors.length > 0 || found.external || !isAbsolute(found.path)) return { path: args.path, external: true };
+        return { path: pathToFileURL(found.path).href, external: true };
+      });
+      b.onLoad({ filter: /\.[cm]?[jt]s$/ }, (args) => {
+        if (!isOwnFile(args.path)) return undefined;
+        const source = readFileSync(args.path, 'utf8');
+        if (!source.includes('import.meta.url')) return undefined;
+        const url = JSON.stringify(pathToFileURL(args.path).href);
+        return { contents: source.replace(/\bimport\.meta\.url\b/g, url), loader: LOADERS[extname(args.path)] ?? 'js', resolveDir: dirname(args.path) };
       });
     },
   };
@@ -76,23 +125,30 @@ async function bundle(path: string, app: string | undefined): Promise<string> {
     `import { runWorker } from ${JSON.stringify(WORKER_MAIN)};`,
     `await runWorker(setupModule, appModule);`,
   ].join('\n');
+  // Written where it is loaded from (its real path: `node_modules` may be a link), so the source map's paths, relative to
+  // `outdir`, resolve to the sources: stacks name `app.ts:12:5`, not a path under the cache.
+  const dir = cacheDir(app ?? path);
+  mkdirSync(dir, { recursive: true });
+  const outdir = realpathSync(dir);
   const result = await build({
     stdin: { contents, resolveDir: dirname(app ?? path), sourcefile: 'svc-worker-entry.ts', loader: 'ts' },
     bundle: true,
     platform: 'node',
     format: 'esm',
     target: 'node20',
-    packages: 'external',
-    plugins: [selfPackage()],
+    // Packages are made external by ownFiles(), not by `packages: 'external'` (which would keep esbuild's resolver
+    // from finding where svc's dependencies are); Node's conditions, so that resolver picks the file Node would.
+    conditions: [],
+    mainFields: ['main'],
+    plugins: [selfPackage(), ownFiles()],
     sourcemap: 'inline',
+    outdir,
     write: false,
     logLevel: 'silent',
   });
   const code = result.outputFiles[0]?.contents;
   if (!code) throw new Error(`esbuild produced no output for ${path}`);
-  const dir = cacheDir(app ?? path);
-  mkdirSync(dir, { recursive: true });
-  const file = join(dir, `${createHash('sha256').update(code).digest('hex').slice(0, 16)}.mjs`);
+  const file = join(outdir, `${createHash('sha256').update(code).digest('hex').slice(0, 16)}.mjs`);
   if (!existsSync(file)) writeFileSync(file, code);
   return file;
 }
