@@ -5,14 +5,15 @@
  * threads (a syntax error is reported here, with its location), starts them,
  * and supervises — ready line, signals, `--dev` reloads.
  */
-import { existsSync, readFileSync, watch, type FSWatcher } from 'node:fs';
+import { readFileSync, watch, type FSWatcher } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { basename, dirname, extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WorkerPool, forgetBuilds, compileWorker } from '../../transports/worker/index.ts';
 import { ClientAddresses, loadUws, openFileLimit, TrustedProxyError } from '../../transports/http/index.ts';
 import { ConfigError, dataPaths, loadConfig } from '../../runtime/index.ts';
 import { freePort } from '../ports.ts';
+import { EntryError, resolveEntry } from '../entry.ts';
 import { jwtSecret, SecretError } from '../secrets.ts';
 import { DataLockError, lockDataFolder } from '../data-lock.ts';
 import { bootstrapAccounts, openUsersRepository, Passwords, serveUsersWriter, ThreadHasher } from '../../actors/identity/index.ts';
@@ -73,14 +74,6 @@ function portFlag(value: unknown, flag: string): number | undefined {
   return n;
 }
 
-function resolveEntry(entry: string | undefined): string {
-  const path = resolve(entry ?? 'main.ts');
-  if (!existsSync(path)) {
-    throw new StartError(entry ? `entry file not found: ${entry}` : 'no entry file given and no main.ts in the current folder (svc start <entry.ts>)');
-  }
-  if (!['.ts', '.mts', '.js', '.mjs'].includes(extname(path))) throw new StartError(`the entry file must be a .ts, .mts, .js or .mjs module: ${entry}`);
-  return path;
-}
 
 /** esbuild's errors as `file:line:col: message` lines. */
 function buildErrors(error: unknown): string | undefined {
@@ -99,7 +92,7 @@ export async function start(entryArg: string | undefined, flags: StartFlags): Pr
     await run(entryArg, flags);
   } catch (error) {
     const message =
-      error instanceof StartError || error instanceof ConfigError || error instanceof SecretError || error instanceof DataLockError || error instanceof TrustedProxyError
+      error instanceof StartError || error instanceof EntryError || error instanceof ConfigError || error instanceof SecretError || error instanceof DataLockError || error instanceof TrustedProxyError
         ? error.message : (buildErrors(error) ?? (error as Error).message);
     process.stderr.write(`svc: ${message}\n`);
     process.exit(1);
@@ -107,7 +100,7 @@ export async function start(entryArg: string | undefined, flags: StartFlags): Pr
 }
 
 async function run(entryArg: string | undefined, flags: StartFlags): Promise<void> {
-  const entry = resolveEntry(entryArg);
+  const entry = resolveEntry(entryArg, 'svc start <entry.ts>');
   const projectRoot = dirname(entry);
   const profile = flags.profile;
   const production = profile === 'prod' || profile === 'production' || process.env.NODE_ENV === 'production';

@@ -11,11 +11,12 @@
  * new, empty account is never what was meant by a person's name.
  */
 import { existsSync } from 'node:fs';
-import { dirname, extname, relative, resolve } from 'node:path';
+import { dirname, relative } from 'node:path';
 import { redactUri } from '../../actors/anchor/index.ts';
 import { JwtVerifier, normalize, openUsersRepository, serviceAccount, type Role, type UserRecord } from '../../actors/identity/index.ts';
 import { ConfigError, dataPaths, loadConfig } from '../../runtime/index.ts';
 import { jwtSecret, SecretError } from '../secrets.ts';
+import { resolveEntry } from '../entry.ts';
 
 class TokenError extends Error {}
 
@@ -27,14 +28,6 @@ export interface TokenFlags {
 }
 
 /** The entry file, checked as `svc start` checks it: the token is for the server that entry's folder configures. */
-function resolveEntry(entry: string | undefined): string {
-  const path = resolve(entry ?? 'main.ts');
-  if (!existsSync(path)) {
-    throw new TokenError(entry ? `entry file not found: ${entry}` : 'no entry file given and no main.ts in the current folder (svc token <user_id> <entry.ts>)');
-  }
-  if (!['.ts', '.mts', '.js', '.mjs'].includes(extname(path))) throw new TokenError(`the entry file must be a .ts, .mts, .js or .mjs module: ${entry}`);
-  return path;
-}
 
 export async function token(userIdArg: string | undefined, entryArg: string | undefined, flags: TokenFlags): Promise<void> {
   try {
@@ -49,7 +42,7 @@ export async function token(userIdArg: string | undefined, entryArg: string | un
     }
     if (userId === undefined && username === undefined) throw new TokenError('a user id or --username <name> is needed (svc token <user_id> [entry])');
     // Nothing is read or written before the entry is known: no secret and no users store for a server that is not there.
-    const projectRoot = dirname(resolveEntry(entryName));
+    const projectRoot = dirname(resolveEntry(entryName, 'svc token <user_id> <entry.ts>'));
     const { config } = loadConfig({ dir: projectRoot, profile: flags.profile, env: process.env });
     const production = flags.profile === 'prod' || process.env.NODE_ENV === 'production';
     let days = flags.days === undefined ? config['scale.jwt'].exp_delta_days : Number(flags.days);
