@@ -10,7 +10,7 @@ const { version } = JSON.parse(readFileSync(new URL('../package.json', import.me
 const cli = cac('svc');
 
 const startCommand = cli
-  .command('start [entry]', 'Serve every walker and function of an app (default entry: main.ts)')
+  .command('start [entry]', 'Serve every walker and function of an app (default entry: main.ts, else app.ts)')
   .option('-p, --port <port>', 'Port, default 8000 ([scale.server] port, SVC_PORT); the next free one if taken; 0: any free port')
   .option('--host <host>', 'Bind address (default 0.0.0.0)')
   .option('-f, --faux', 'Print the generated endpoints and exit')

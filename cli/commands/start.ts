@@ -5,9 +5,9 @@
  * threads (a syntax error is reported here, with its location), starts them,
  * and supervises — ready line, signals, `--dev` reloads.
  */
-import { readFileSync, watch, type FSWatcher } from 'node:fs';
+import { readdirSync, readFileSync, statSync, watch, type Dirent, type FSWatcher } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path';
+import { basename, dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WorkerPool, forgetBuilds, compileWorker } from '../../transports/worker/index.ts';
 import { ClientAddresses, loadUws, openFileLimit, TrustedProxyError } from '../../transports/http/index.ts';
@@ -465,7 +465,7 @@ function printRoutes(routes: RouteSummary[]): void {
 }
 
 /** Reload on changes under the project folder (not .svc, node_modules, dot folders); one reload at a time. */
-function watchAndReload(root: string, reload: () => Promise<void>, stopped: () => boolean): FSWatcher {
+function watchAndReload(root: string, reload: () => Promise<void>, stopped: () => boolean): { close(): void } {
   let timer: NodeJS.Timeout | undefined;
   let busy = false;
   let again = false;
@@ -486,13 +486,47 @@ function watchAndReload(root: string, reload: () => Promise<void>, stopped: () =
       void go();
     }
   };
-  const watcher = watch(root, { recursive: true }, (_event, file) => {
-    if (!file || stopped()) return;
-    const rel = isAbsolute(file) ? relative(root, file) : file;
-    if (/(^|[\\/])(\.svc|node_modules|\.git|\.tap)([\\/]|$)/.test(rel) || /(^|[\\/])\./.test(rel)) return;
-    if (!/\.(m?[jt]s|json|toml)$/.test(rel)) return;
-    clearTimeout(timer);
-    timer = setTimeout(() => void go(), 100);
-  });
-  return watcher;
+  // One watcher per folder, not `recursive: true`: on Linux Node 20 follows each file's inode then, and an editor
+  // that saves by writing a new file and renaming it over the old one (vim, sed -i, many IDEs) ends the watching
+  // of that file for good. A folder's watcher sees every name in it change, however it changed.
+  const ignored = (rel: string): boolean => /(^|[\\/])(\.svc|node_modules|\.git|\.tap)([\\/]|$)/.test(rel) || /(^|[\\/])\./.test(rel);
+  const watchers = new Map<string, FSWatcher>();
+  const watchTree = (dir: string): void => {
+    const rel = relative(root, dir);
+    if (watchers.has(dir) || (rel !== '' && ignored(rel))) return;
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+      watchers.set(
+        dir,
+        watch(dir, (_event, name) => {
+          if (!name || stopped()) return;
+          const path = join(dir, name.toString());
+          const changed = relative(root, path);
+          if (ignored(changed)) return;
+          // A folder made (or moved in) after the start is watched from now on.
+          if (!watchers.has(path) && isDirectory(path)) watchTree(path);
+          if (!/\.(m?[jt]s|json|toml)$/.test(changed)) return;
+          clearTimeout(timer);
+          timer = setTimeout(() => void go(), 100);
+        }).on('error', () => {
+          watchers.get(dir)?.close();
+          watchers.delete(dir);
+        }),
+      );
+    } catch {
+      return; // gone already
+    }
+    for (const entry of entries) if (entry.isDirectory()) watchTree(join(dir, entry.name));
+  };
+  watchTree(root);
+  return { close: () => watchers.forEach((w) => w.close()) };
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }

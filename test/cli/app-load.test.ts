@@ -80,3 +80,10 @@ t.test('a 500 is logged with the app’s source-mapped TypeScript lines, in prod
   t.match(line.err.stack, /app\.ts:7:5/, 'the walker’s line');
   t.notMatch(line.err.stack, /svc-workers|actors[\\/]anchor/, 'neither the bundle nor the runtime');
 });
+
+t.test('without an entry argument and without main.ts, the app.ts that svc init writes is the entry', async (t) => {
+  const dir = t.testdir({ 'app.ts': `${HEAD}${WALKER}` });
+  const r = await svc(['start', '--faux'], dir);
+  t.equal(r.code, 0, r.stderr);
+  t.match(r.stdout, /POST \/walker\/Hello\s+walker Hello/);
+});

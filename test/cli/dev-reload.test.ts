@@ -1,6 +1,6 @@
 // `svc start --dev` reloads the entry on change, on the same port.
 import t from 'tap';
-import { writeFileSync } from 'node:fs';
+import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer, transport } from '../helpers/server.ts';
 
@@ -72,4 +72,22 @@ t.test('--dev prints the endpoint table, again when a reload changes it; a class
   await server.waitFor(/svc: reloaded/, 2);
   await server.waitFor(/svc: the endpoints changed \(2\):/);
   t.equal(await version(server.url), 'v5');
+});
+
+t.test('--dev keeps reloading when an editor saves by writing a new file and renaming it over the old one', async (t) => {
+  const dir = t.testdir({ 'app.ts': app('r1') });
+  const server = await startServer({ entry: join(dir, 'app.ts'), args: ['--dev'], workers: 1 });
+  t.teardown(() => server.stop());
+  const save = (text: string) => {
+    writeFileSync(join(dir, '.app.ts.swp'), text);
+    renameSync(join(dir, '.app.ts.swp'), join(dir, 'app.ts'));
+  };
+  for (const [i, v] of ['r2', 'r3', 'r4'].entries()) {
+    save(app(v));
+    await server.waitFor(/svc: reloaded/, i + 1);
+    t.equal(await version(server.url), v, `save ${i + 1} by rename`);
+  }
+  appendFileSync(join(dir, 'app.ts'), '// appended\n');
+  await server.waitFor(/svc: reloaded/, 4);
+  t.pass('and an append to the renamed file');
 });

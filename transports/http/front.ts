@@ -79,7 +79,7 @@ export interface FrontOptions {
   onResponse?: (info: ResponseInfo) => void;
   suppressHealthLogs: boolean;
   /** Reports every 5xx that is not a deliberate answer (the app's failures among them), with the route that failed. */
-  onError: (error: unknown, requestId: string, route: string) => void;
+  onError: (error: unknown, requestId: string, route: string, traceId?: string) => void;
   /** Who the client is behind trusted proxies (default: the peer). */
   clientAddresses?: ClientAddresses;
   /** Fields the client sent that the endpoint does not declare: refused (the default) or warned about (`[scale.server] strict_fields`). */
@@ -176,8 +176,10 @@ export class Front {
       res = await this.dispatch(req, rid, traceId, (r) => (route = r));
     } catch (error) {
       const e = toHttpError(error, this.o.dev, this.o.projectRoot);
-      if (e.status >= 500 && !(error instanceof HttpError)) this.o.onError(error, rid, route);
-      res = { status: e.status, headers: { 'content-type': JSON_TYPE }, body: failure(e.body, rid) };
+      if (e.status >= 500 && !(error instanceof HttpError)) this.o.onError(error, rid, route, traceId);
+      // The users' and admin routes repeat their status in the envelope, errors too (`meta.extra.http_status`).
+      const extra = req.path.startsWith('/user/') || req.path.startsWith('/admin/') ? { extra: { http_status: e.status } } : undefined;
+      res = { status: e.status, headers: { 'content-type': JSON_TYPE }, body: failure(e.body, rid, extra) };
       const retry = (e.body.details as { retry_after_seconds?: unknown } | undefined)?.retry_after_seconds;
       if ((e.status === 429 || e.status === 503) && typeof retry === 'number') res.headers['retry-after'] = String(retry);
       else if (e.status === 503 && !RETRY_NEVER.has(e.body.code)) res.headers['retry-after'] = '1';
@@ -205,7 +207,7 @@ export class Front {
     try {
       this.o.onResponse?.(info);
     } catch (error) {
-      this.o.onError(error, requestId, route);
+      this.o.onError(error, requestId, route, traceId);
     }
     if (responses.hasSubscribers) responses.publish(info);
   }

@@ -18,7 +18,13 @@ t.test('the envelope: data or error, the other null; /user/* repeats its status 
   t.match(reg.json(), { ok: true, error: null, meta: { extra: { http_status: 201 } } });
   const bad = await app.inject({ method: 'POST', url: '/user/login', body: { identity: { type: 'username', value: 'zoe' }, credential: { type: 'password', password: 'wrong password here' } } });
   t.equal(bad.status, 401);
-  t.match(bad.json(), { ok: false, data: null, error: { code: 'INVALID_CREDENTIALS' } });
+  t.match(bad.json(), { ok: false, data: null, error: { code: 'INVALID_CREDENTIALS' }, meta: { extra: { http_status: 401 } } }, 'errors too');
+  const me = await app.inject({ url: '/user/me' });
+  t.match([me.status, me.json().meta], [401, { extra: { http_status: 401 } }]);
+  const nowhere = await app.inject({ url: '/user/nosuch' });
+  t.match([nowhere.status, nowhere.json().meta], [404, { extra: { http_status: 404 } }]);
+  const walker404 = await app.inject({ method: 'POST', url: '/walker/Nope', body: {} });
+  t.equal(walker404.json().meta.extra, undefined, 'not on walker routes');
   t.match(README, /`meta\.extra\.http_status`/, 'the README says so');
 });
 
