@@ -337,7 +337,6 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     const others = member.members().length - 1;
     say(`svc: cluster ${clusterName}: joined as ${processId} (${others} other member${others === 1 ? '' : 's'}; link ${member.address}; Redis ${redactUrl(kvUrl)}; lease ${clusterConfig.lease_ms} ms)`);
   }
-  say(`Server ready at http://${host}:${chosen}`);
 
   const drain = async (running: Running, deadlineMs: number): Promise<void> => {
     await Promise.allSettled(
@@ -408,6 +407,8 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
       printRoutes(routes);
     }
   }, () => stopping);
+  // Last: signals are handled and, with --dev, changes watched from the moment a user or a test reads this line.
+  say(`Server ready at http://${host}:${chosen}`);
 }
 
 /** Load the app in a thread of its own (it serves nothing, opens nothing) and list its endpoints. */

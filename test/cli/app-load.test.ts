@@ -2,25 +2,13 @@
 // disk; a class declared wrongly fails the start (not the first request); a 500 of a served app is logged with the
 // app's source-mapped frames, in production too.
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer } from '../helpers/server.ts';
+import { runSvc, startServer } from '../helpers/server.ts';
 
-const BIN = new URL('../../bin/svc.mjs', import.meta.url).pathname;
 
-function svc(args: string[], cwd: string, env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    // No SVC_DATA_DIR: the data folder would be <project>/.svc, which must not appear.
-    const { SVC_DATA_DIR: _, ...rest } = process.env;
-    const p = spawn(process.execPath, [BIN, ...args], { cwd, env: { ...rest, SVC_ACCESS_LOG: 'false', ...env } });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d: Buffer) => (stdout += d));
-    p.stderr.on('data', (d: Buffer) => (stderr += d));
-    p.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
+// No SVC_DATA_DIR (nor a secret): the data folder would be <project>/.svc, which must not appear.
+const svc = (args: string[], cwd: string, env: Record<string, string> = {}) => runSvc(args, { cwd, env, clean: true });
 
 const WALKER = `export class Hello extends Walker {
   static access = 'pub' as const;

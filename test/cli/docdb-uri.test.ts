@@ -1,24 +1,11 @@
 // `[scale.database] docdb_uri` (DOCDB_URI) as `svc start` reads it: the backends chosen by URI.
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { startServer } from '../helpers/server.ts';
+import { runSvc, startServer } from '../helpers/server.ts';
 
-const BIN = new URL('../../bin/svc.mjs', import.meta.url).pathname;
 const entry = new URL('../fixtures/http-app.ts', import.meta.url).pathname;
 
-/** Run svc to completion; resolves with its exit code and output. */
-function svc(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, SVC_ACCESS_LOG: 'false', ...env } });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d: Buffer) => (stdout += d));
-    p.stderr.on('data', (d: Buffer) => (stderr += d));
-    p.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 t.test('docdb_uri: PostgreSQL and MongoDB that cannot be reached, an unknown scheme, memory: — one clear line, exit 1', async (t) => {
   const env = { SVC_DATA_DIR: t.testdir({}), JWT_SECRET: 'test-secret-test-secret-test-secret-0123456789' };
@@ -28,7 +15,7 @@ t.test('docdb_uri: PostgreSQL and MongoDB that cannot be reached, an unknown sch
     ['cassandra://db/svc', /svc: unknown users repository backend "cassandra:"/],
     ['memory:', /svc: \[scale\.database\] docdb_uri: memory stores live inside one thread/],
   ] as const) {
-    const r = await svc(['start', entry, '--host', '127.0.0.1', '--port', '0', '--workers', '1'], { ...env, DOCDB_URI: uri });
+    const r = await runSvc(['start', entry, '--host', '127.0.0.1', '--port', '0', '--workers', '1'], { env: { ...env, DOCDB_URI: uri } });
     t.equal(r.code, 1, uri);
     t.match(r.stderr, why);
     t.notMatch(r.stderr, /hunter2|\n\s+at /, 'no password, no stack');

@@ -2,27 +2,15 @@
 // noise, ports outside 0–65535 are one clear line, 0 workers is one per core, and the start
 // line says which threads serve HTTP.
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { loadUws } from 'svc/transports/http';
-import { startServer } from '../helpers/server.ts';
+import { runSvc as svc, startServer } from '../helpers/server.ts';
 
-const BIN = new URL('../../bin/svc.mjs', import.meta.url).pathname;
 const entry = new URL('../fixtures/http-app.ts', import.meta.url).pathname;
 // Every case starts a real `svc` process: on a busy two-core machine that takes a while.
 t.setTimeout(300_000);
 
-function svc(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd, env: { ...process.env, SVC_ACCESS_LOG: 'false', ...options.env } });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d: Buffer) => (stdout += d));
-    p.stderr.on('data', (d: Buffer) => (stderr += d));
-    p.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 t.test('svc start --help: the default port, 0 for any free port, 0 workers for one per core, no "(default: true)"', async (t) => {
   const r = await svc(['start', '--help']);

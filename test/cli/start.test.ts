@@ -1,24 +1,14 @@
 // `svc start` as a user runs it: clear errors, --faux, port fallback, main.ts default, production secrets.
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { startServer } from '../helpers/server.ts';
+import { runSvc as svc, startServer } from '../helpers/server.ts';
 
-const BIN = new URL('../../bin/svc.mjs', import.meta.url).pathname;
+// Each case starts a real svc process: on a busy two-core machine the file takes longer than tap's default 120 s.
+t.setTimeout(300_000);
+
 const entry = new URL('../fixtures/http-app.ts', import.meta.url).pathname;
 
-/** Run svc to completion; resolves with its exit code and output. */
-function svc(args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd, env: { ...process.env, SVC_ACCESS_LOG: 'false', ...options.env } });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d: Buffer) => (stdout += d));
-    p.stderr.on('data', (d: Buffer) => (stderr += d));
-    p.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 const APP = `import { entry, Root, T, Walker } from 'svc';
 export class Hello extends Walker {

@@ -1,14 +1,14 @@
 // `svc token` as a user meets it in the first hour: the entry is found as `svc start` finds it,
 // a name nobody has is refused (never a new, empty account), and a refusal writes nothing.
 import t from 'tap';
-import { spawn } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { post, startServer } from '../helpers/server.ts';
+import { post, runSvc, startServer } from '../helpers/server.ts';
 
-const BIN = new URL('../../bin/svc.mjs', import.meta.url).pathname;
 // Each case starts a real `svc` process (the independent ones side by side): on a busy two-core machine that takes a while.
 t.setTimeout(300_000);
+
+const svc = (args: string[], cwd: string, env: Record<string, string> = {}) => runSvc(args, { cwd, env, clean: true });
 
 const APP = `import { entry, Root, Walker } from 'svc';
 export class Me extends Walker {
@@ -16,19 +16,6 @@ export class Me extends Walker {
 }
 `;
 
-/** Run svc in `cwd` to completion, with no secret and no data folder from the test's own environment. */
-function svc(args: string[], cwd: string, env: Record<string, string> = {}): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  const base: NodeJS.ProcessEnv = { ...process.env, SVC_ACCESS_LOG: 'false' };
-  for (const name of ['JWT_SECRET', 'SVC_DATA_DIR', 'DOCDB_URI', 'KV_URL', 'NODE_ENV']) delete base[name];
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, [BIN, ...args], { cwd, env: { ...base, ...env } });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (d: Buffer) => (stdout += d));
-    p.stderr.on('data', (d: Buffer) => (stderr += d));
-    p.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 /** The claims of a JWT (not verified: the server does that). */
 function claims(jwt: string): Record<string, unknown> {
@@ -40,7 +27,7 @@ t.test('no entry and no main.ts: the line svc start prints, exit 1, no token and
   const tokens = [['robot-1'], ['--username', 'alice']];
   const [start, ...runs] = await Promise.all([svc(['start'], dir), ...tokens.map((args) => svc(['token', ...args], dir))]);
   t.equal(start?.code, 1);
-  const line = /^svc: no entry file given and no main\.ts in the current folder \(svc \w+ /;
+  const line = /^svc: no entry file given and no main\.ts in the current folder \(nor an app\.ts; svc \w+ /;
   t.match(start?.stderr, line, 'what svc start says');
   for (const [i, r] of runs.entries()) {
     t.equal(r.code, 1, `svc token ${tokens[i]?.join(' ')}: exit 1`);

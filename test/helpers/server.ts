@@ -130,3 +130,31 @@ export async function post(url: string, body: unknown, headers: Record<string, s
   }
   return { status: res.status, body: parsed, headers: res.headers };
 }
+
+/** What a finished `svc` command left: its exit code and output. */
+export interface SvcRun {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Run an `svc` command to completion (no access log). `clean` leaves out of
+ * its environment what would point it at a server set up by the test run
+ * itself (secret, data folder, shared stores, NODE_ENV).
+ *
+ * @example
+ * const r = await runSvc(['start', 'missing.ts']); r.code // 1
+ */
+export function runSvc(args: string[], options: { cwd?: string; env?: Record<string, string>; clean?: boolean } = {}): Promise<SvcRun> {
+  const base: NodeJS.ProcessEnv = { ...process.env, SVC_ACCESS_LOG: 'false' };
+  if (options.clean) for (const name of ['JWT_SECRET', 'SVC_DATA_DIR', 'DOCDB_URI', 'KV_URL', 'NODE_ENV']) delete base[name];
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [BIN, ...args], { cwd: options.cwd, env: { ...base, ...options.env } });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (d: Buffer) => (stdout += d));
+    p.stderr.on('data', (d: Buffer) => (stderr += d));
+    p.on('exit', (code) => resolve({ code, stdout, stderr }));
+  });
+}
