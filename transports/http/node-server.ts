@@ -17,7 +17,7 @@ import { failure, newRequestId } from './envelope.ts';
 import { HTTP_ERRORS, type HttpErrorCode } from './errors.ts';
 import type { Front } from './front.ts';
 import { type MultipartSource, readPartsAhead } from './multipart.ts';
-import { type HttpServer, InFlight, type ListenOptions } from './server.ts';
+import { DRAIN_BYTES, DRAIN_MS, type HttpServer, InFlight, type ListenOptions } from './server.ts';
 import type { HttpRequest } from './types.ts';
 
 /** An error envelope as a whole HTTP/1.1 response that closes the connection. */
@@ -115,18 +115,47 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
     // Node has parsed them already, names lower-cased; only set-cookie can be an array, and requests do not send it.
     const headers = req.headers as Record<string, string>;
     const declared = Number(headers['content-length'] ?? 0);
+    let rejected = false;
+    let dropped = 0;
+    let answer413: (() => void) | undefined;
+    // The rest of the body is read and dropped first (up to DRAIN_BYTES, for DRAIN_MS), then the
+    // 413 goes out: closing while the client still sends resets the connection, and the client
+    // never reads its answer.
     const reject413 = () => {
-      sendError(res, 'PAYLOAD_TOO_LARGE', `the body is larger than ${options.maxBodyBytes} bytes`);
-      // Closed once the answer is out (an earlier pipelined answer goes first).
-      res.once('finish', () => req.destroy());
+      rejected = true;
+      let answered = false;
+      const timer = setTimeout(() => answer413?.(), DRAIN_MS);
+      timer.unref();
+      answer413 = () => {
+        if (answered) return;
+        answered = true;
+        clearTimeout(timer);
+        res.shouldKeepAlive = false;
+        sendError(res, 'PAYLOAD_TOO_LARGE', `the body is larger than ${options.maxBodyBytes} bytes`);
+        if (!req.complete) res.once('finish', () => req.destroy());
+      };
+      if (req.complete) answer413();
+      else {
+        req.once('end', answer413);
+        req.once('close', () => clearTimeout(timer));
+      }
+    };
+    const drop = (chunk: Buffer): void => {
+      dropped += chunk.length;
+      if (dropped > DRAIN_BYTES) answer413?.();
     };
     if (declared > options.maxBodyBytes) {
-      reject413();
+      if (declared > options.maxBodyBytes + DRAIN_BYTES) {
+        sendError(res, 'PAYLOAD_TOO_LARGE', `the body is larger than ${options.maxBodyBytes} bytes`);
+        res.once('finish', () => req.destroy());
+      } else {
+        reject413();
+        req.on('data', drop);
+      }
       return;
     }
     const chunks: Buffer[] = [];
     let size = 0;
-    let rejected = false;
     // The whole body must be in within body_timeout_ms, however steadily it trickles.
     const hasBody = declared > 0 || headers['transfer-encoding'] !== undefined;
     const deadline = hasBody
@@ -137,11 +166,14 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
         }, bodyTimeoutMs)
       : undefined;
     req.on('data', (chunk: Buffer) => {
-      if (rejected) return;
+      if (rejected) {
+        drop(chunk);
+        return;
+      }
       size += chunk.length;
       if (size > options.maxBodyBytes) {
-        rejected = true;
         clearTimeout(deadline);
+        chunks.length = 0;
         reject413();
         return;
       }

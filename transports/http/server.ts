@@ -1,5 +1,13 @@
 /** What the socket layers (uWebSockets.js, node:http) give the runtime. */
 
+/**
+ * A body over the limit is read and dropped, up to this many bytes more and for this long, before
+ * the connection closes: closing on a client that is still sending resets the connection, and the
+ * client never reads its 413.
+ */
+export const DRAIN_BYTES = 16 * 1024 * 1024;
+export const DRAIN_MS = 5_000;
+
 export interface ListenOptions {
   host: string;
   port: number;

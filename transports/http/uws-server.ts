@@ -28,7 +28,7 @@ import { HTTP_ERRORS, type HttpErrorCode } from './errors.ts';
 import type { Front } from './front.ts';
 import { type MultipartSource, nativeParser, readPartsAhead } from './multipart.ts';
 import type { HttpRequest, HttpResponse } from './types.ts';
-import { type HttpServer, InFlight, type ListenOptions } from './server.ts';
+import { DRAIN_BYTES, DRAIN_MS, type HttpServer, InFlight, type ListenOptions } from './server.ts';
 
 type Uws = typeof import('uWebSockets.js');
 type UwsResponse = import('uWebSockets.js').HttpResponse;
@@ -71,6 +71,8 @@ interface Slow {
   state: State;
   due: number;
   done: () => void;
+  /** What the client is told when the deadline passes (REQUEST_TIMEOUT unless said). */
+  code?: HttpErrorCode;
 }
 
 /** Apps open in this thread, closed at once if the thread is about to end. */
@@ -176,7 +178,8 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
       if (s.state.aborted || s.state.finished) slow.delete(s);
       else if (s.due <= now) {
         slow.delete(s);
-        refuse(s.res, s.state, 'REQUEST_TIMEOUT', `the request body did not arrive within ${bodyTimeoutMs} ms`);
+        if (s.code === 'PAYLOAD_TOO_LARGE') refuse(s.res, s.state, s.code, `the body is larger than ${options.maxBodyBytes} bytes`);
+        else refuse(s.res, s.state, 'REQUEST_TIMEOUT', `the request body did not arrive within ${bodyTimeoutMs} ms`);
         s.done();
       }
     }
@@ -270,8 +273,12 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
         .finally(finish);
     };
     const declared = headers['content-length'];
-    if (declared !== undefined && Number(declared) > options.maxBodyBytes) {
-      refuse(res, state, 'PAYLOAD_TOO_LARGE', `the body is larger than ${options.maxBodyBytes} bytes`);
+    const tooLarge = `the body is larger than ${options.maxBodyBytes} bytes`;
+    // A body over the limit is read and dropped before the 413 goes out (up to DRAIN_BYTES more):
+    // closing on a client still sending resets the connection, and the client sees no answer.
+    let over = declared !== undefined && Number(declared) > options.maxBodyBytes;
+    if (over && !(Number(declared) <= options.maxBodyBytes + DRAIN_BYTES)) {
+      refuse(res, state, 'PAYLOAD_TOO_LARGE', tooLarge);
       finish();
       return;
     }
@@ -282,14 +289,24 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     const chunks: Buffer[] = [];
     let size = 0;
     const watch: Slow = { res, state, due: Date.now() + bodyTimeoutMs, done: finish };
+    const overLimit = (): void => {
+      over = true;
+      chunks.length = 0;
+      watch.code = 'PAYLOAD_TOO_LARGE';
+      watch.due = Math.min(watch.due, Date.now() + DRAIN_MS);
+    };
+    if (over) overLimit();
     watchBody(watch);
     res.onData((chunk, isLast) => {
       if (state.aborted) return;
       size += chunk.byteLength;
-      if (size > options.maxBodyBytes) {
-        slow.delete(watch);
-        refuse(res, state, 'PAYLOAD_TOO_LARGE', `the body is larger than ${options.maxBodyBytes} bytes`);
-        finish();
+      if (!over && size > options.maxBodyBytes) overLimit();
+      if (over) {
+        if (isLast || size > options.maxBodyBytes + DRAIN_BYTES) {
+          slow.delete(watch);
+          refuse(res, state, 'PAYLOAD_TOO_LARGE', tooLarge);
+          finish();
+        }
         return;
       }
       // The chunk's memory is reused after this callback: copy it.

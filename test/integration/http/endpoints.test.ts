@@ -179,6 +179,32 @@ t.test('a body over the limit is 413', async (t) => {
   t.equal((await post(`${server.url}/walker/Echo`, { msg: 'after' })).status, 200);
 });
 
+t.test('a body over the limit, declared or streamed, always gets its 413 before the connection closes', async (t) => {
+  // Closing on a client that is still sending resets the connection: the client then sees no answer.
+  const big = Buffer.alloc(4 * 1024 * 1024, 120);
+  for (let i = 0; i < 8; i++) {
+    const declared = await fetch(`${server.url}/walker/Echo`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: big });
+    t.equal(declared.status, 413, `declared length, try ${i}`);
+    t.match(await declared.json(), { error: { code: 'PAYLOAD_TOO_LARGE' } });
+    const chunks = [big.subarray(0, 1 << 20), big.subarray(1 << 20, 2 << 20), big.subarray(2 << 20)];
+    const streamed = await fetch(`${server.url}/walker/Echo`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: new ReadableStream({
+        pull(controller) {
+          const next = chunks.shift();
+          if (next) controller.enqueue(next);
+          else controller.close();
+        },
+      }),
+      duplex: 'half',
+    } as RequestInit);
+    t.equal(streamed.status, 413, `chunked, try ${i}`);
+    t.match(await streamed.json(), { error: { code: 'PAYLOAD_TOO_LARGE' } });
+  }
+  t.equal((await post(`${server.url}/walker/Echo`, { msg: 'after' })).status, 200);
+});
+
 t.test('CORS: permissive, with preflight', async (t) => {
   const res = await fetch(`${server.url}/walker/Echo`, {
     method: 'OPTIONS',
