@@ -22,3 +22,4 @@ export { RedisActivationLease } from './lease.ts';
 export type { RedisActivationLeaseOptions } from './lease.ts';
 export { Invalidation } from './invalidation.ts';
 export type { InvalidationEvent, InvalidationOptions } from './invalidation.ts';
+export * from './events/index.ts';

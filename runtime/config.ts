@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'smol-toml';
 
-type Kind = 'int' | 'number' | 'bool' | 'string' | 'enum' | 'list';
+type Kind = 'int' | 'number' | 'bool' | 'string' | 'enum' | 'list' | 'numbers';
 
 interface KeySpec {
   kind: Kind;
@@ -94,6 +94,31 @@ export const SCHEMA = {
     session_expiry_hours: { kind: 'int', default: 24, min: 1 },
     require_password_reset: { kind: 'bool', default: true },
   },
+  'scale.events': {
+    /** Off: publish, subscribe and pull are no-ops. */
+    enabled: { kind: 'bool', default: false, env: ['SVC_EVENTS_ENABLED'] },
+    /** A redis:// URL of the streams (default: [scale.database] kv_url; neither: memory streams of this process). */
+    url: { kind: 'string', default: '', env: ['SVC_EVENTS_URL'] },
+    consumer_group: { kind: 'string', default: 'svc-scale', env: ['SVC_EVENTS_CONSUMER_GROUP'] },
+    serializer: { kind: 'enum', default: 'json', values: ['json'] },
+    /** Entries pending longer than this are taken over from the consumer that holds them (it died or hangs). */
+    visibility_timeout_seconds: { kind: 'number', default: 30, env: ['SVC_EVENTS_VISIBILITY_TIMEOUT_SECONDS'] },
+    /** Streams are trimmed to about this many entries (MAXLEN ~). */
+    max_len: { kind: 'int', default: 100_000, min: 1, env: ['SVC_EVENTS_MAX_LEN'] },
+    /** Handlers of one subscription running at once in one process. */
+    concurrency: { kind: 'int', default: 1, min: 1, env: ['SVC_EVENTS_CONCURRENCY'] },
+    /** Stream key of a topic: this prefix and the topic. */
+    stream_prefix: { kind: 'string', default: 'svc:events:', env: ['SVC_EVENTS_STREAM_PREFIX'] },
+    /** This process's consumer name (default: host name, data folder, worker). */
+    consumer_name: { kind: 'string', default: '', env: ['SVC_EVENTS_CONSUMER_NAME'] },
+    /** Published events kept in memory while the streams cannot be reached; past it they are dropped and counted. */
+    buffer_size: { kind: 'int', default: 10_000, min: 0, env: ['SVC_EVENTS_BUFFER_SIZE'] },
+  },
+  'scale.events.retry': {
+    max_attempts: { kind: 'int', default: 3, min: 1, env: ['SVC_EVENTS_RETRY_MAX_ATTEMPTS'] },
+    backoff_seconds: { kind: 'numbers', default: [1, 5, 30], env: ['SVC_EVENTS_RETRY_BACKOFF_SECONDS'] },
+    dead_letter_suffix: { kind: 'string', default: '.dlq', env: ['SVC_EVENTS_DEAD_LETTER_SUFFIX'] },
+  },
   'scale.emailer': {
     provider: { kind: 'string', default: '', env: ['EMAILER_PROVIDER'] },
     from_address: { kind: 'string', default: '', env: ['EMAILER_FROM_ADDRESS'] },
@@ -110,7 +135,7 @@ export const SCHEMA = {
 } as const satisfies Record<string, Record<string, KeySpec>>;
 
 type Schema = typeof SCHEMA;
-type ValueOf<S extends KeySpec> = S['kind'] extends 'int' | 'number' ? number : S['kind'] extends 'bool' ? boolean : S['kind'] extends 'list' ? string[] : string;
+type ValueOf<S extends KeySpec> = S['kind'] extends 'int' | 'number' ? number : S['kind'] extends 'bool' ? boolean : S['kind'] extends 'list' ? string[] : S['kind'] extends 'numbers' ? number[] : string;
 export type SvcConfig = { [Sec in keyof Schema]: { [K in keyof Schema[Sec]]: ValueOf<Schema[Sec][K] & KeySpec> } };
 
 export class ConfigError extends Error {}
@@ -142,6 +167,9 @@ function typed(spec: KeySpec, value: unknown, where: string): unknown {
     case 'list':
       if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value;
       throw new ConfigError(`${where} must be a list of strings, got ${JSON.stringify(value)}`);
+    case 'numbers':
+      if (Array.isArray(value) && value.every((v) => typeof v === 'number' && Number.isFinite(v) && v >= 0)) return value;
+      throw new ConfigError(`${where} must be a list of numbers ≥ 0, got ${JSON.stringify(value)}`);
   }
 }
 
@@ -159,6 +187,8 @@ function fromEnv(spec: KeySpec, raw: string, name: string): unknown {
       throw new ConfigError(`environment ${name} must be true or false, got ${JSON.stringify(raw)}`);
     case 'list':
       return raw.split(',').map((v) => v.trim()).filter((v) => v !== '');
+    case 'numbers':
+      return typed(spec, raw.split(',').map((v) => v.trim()).filter((v) => v !== '').map(Number), `environment ${name}`);
     default:
       return typed(spec, raw, `environment ${name}`);
   }

@@ -1,7 +1,7 @@
 /**
  * What one thread of `svc start` serves, as runtime modules in their start
- * order: log, bus, store, graph, users, identity, hooks, http, websocket,
- * server, control. Each module provides services the later ones need; none
+ * order: log, bus, events, store, graph, users, identity, hooks, http,
+ * websocket, server, consumers, control. Each module provides services the later ones need; none
  * knows the whole. {@link createRuntime} picks them from the configuration
  * (the store and the users repository by `docdb_uri`, the server by
  * transport).
@@ -13,7 +13,8 @@
  */
 import pino from 'pino';
 import { existsSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { hostname } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
 import { createHash } from 'node:crypto';
 import { ActorBroadcast, type ActorRef, type ActorSystem, type Broadcast, fromReceive, isWorkerNode, MAIN_THREAD, processOf, remoteLeases, RendezvousPlacement, threadOf, workerPlacement } from '../kernel/index.ts';
 import { type AnchorStore, Graph, InstrumentedStore, openAnchorStore, STORE_WRITER_ACTOR, type WriterMsg } from '../actors/anchor/index.ts';
@@ -58,7 +59,23 @@ import {
 } from '../transports/http/index.ts';
 import { attachNode, attachUws, WsHub, type WsRoute, wsRoutes } from '../transports/ws/index.ts';
 import type { RelayTransport } from '../transports/worker/index.ts';
-import { CLUSTER_ACTOR, type ClusterAsk, Invalidation, MemberState, type MemberSummary, openRedis, RedisRateLimiter } from '../cluster/index.ts';
+import {
+  ActorStreams,
+  Broker,
+  CLUSTER_ACTOR,
+  type ClusterAsk,
+  type Event,
+  Invalidation,
+  MemberState,
+  type MemberSummary,
+  MemoryStreams,
+  openRedis,
+  redactUrl,
+  RedisRateLimiter,
+  RedisStreams,
+  type StreamBackend,
+} from '../cluster/index.ts';
+import { bindEvents, type Consumers, EVENT_OUTBOX_KIND, handling, type HandlerContext, type OutboxEvent, startConsumers, subscriptionsOf } from '../actors/consumer/index.ts';
 import type { SvcConfig } from './config.ts';
 import { collectGarbage } from './gc.ts';
 import { composeRuntime, type Runtime, type RuntimeModule } from './runtime.ts';
@@ -95,6 +112,8 @@ export interface ServeBoot {
   cluster?: ServeCluster;
   /** The shared database's tables exist (the main thread made them): this thread only connects. */
   schemaReady?: boolean;
+  /** Events on memory streams: served by the main thread to every worker (else this thread keeps its own). */
+  memoryEventsOnMain?: boolean;
 }
 
 /** What a worker thread of a cluster member is told of its cluster. */
@@ -201,6 +220,7 @@ export function serveModules(options: ServeOptions): RuntimeModule[] {
   return [
     logModule(thread, options.logDestination),
     busModule(system),
+    eventsModule(system, boot, app, thread),
     storeModule(boot, writerOn(STORE_WRITER_ACTOR) as ActorRef<WriterMsg, unknown> | undefined),
     graphModule(system, boot, registry, fingerprint, options.relay, member),
     ...(boot.cluster ? [invalidationModule(system, boot.cluster)] : []),
@@ -211,6 +231,7 @@ export function serveModules(options: ServeOptions): RuntimeModule[] {
     httpModule(system, boot, registry, routes, member),
     websocketModule(system, boot, sockets),
     serverModule(boot, thread),
+    consumersModule(system, boot, app, thread),
     controlModule(system, describe, fingerprint),
   ];
 }
@@ -347,6 +368,7 @@ function graphModule(system: ActorSystem, boot: ServeBoot, registry: Registry, f
     name: 'graph',
     async start(rt) {
       const log = rt.need<Log>('log');
+      const broker = rt.need<Broker>('broker');
       rt.provide(
         'graph',
         await Graph.open({
@@ -364,6 +386,18 @@ function graphModule(system: ActorSystem, boot: ServeBoot, registry: Registry, f
           onQuarantine: (id, reason) => log.warn({ anchor: id, reason }, 'anchor moved to quarantine'),
           // `this.log` in walkers and functions: lines with the walker, the trace id and the root.
           logger: (bindings) => log.child(bindings),
+          // Events published in a run leave once it commits (only with events on: tracking runs costs every promise).
+          ...(broker.kind === 'disabled'
+            ? {}
+            : {
+                outbox: (entries) => {
+                  for (const e of entries) {
+                    if (e.kind !== EVENT_OUTBOX_KIND) continue;
+                    const { topic, event } = e.data as OutboxEvent;
+                    broker.publish(topic, event, e.traceId);
+                  }
+                },
+              }),
         }),
       );
     },
@@ -528,6 +562,7 @@ function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, ro
           },
         },
         ...(boot.cluster ? [clusterRoute(system, bus, boot.cluster)] : []),
+        eventsRoute(system, bus, rt.need<Broker>('broker'), rt.need('subscriptions')),
       ];
       const publicDir = join(boot.projectRoot, 'public');
       front = rt.provide(
@@ -741,6 +776,166 @@ function controlModule(system: ActorSystem, describe: () => RouteSummary[], fing
         }),
         CONTROL_ACTOR,
       );
+    },
+  };
+}
+
+/** The thread that runs a process's event consumers (and makes their groups): the first worker, or the only thread. */
+function consumesEvents(thread: string): boolean {
+  return thread === 'w1' || thread === 'local';
+}
+
+/** This process's consumer name: host name, data folder, worker thread — the same after a restart on the same host and folder. */
+export function consumerName(boot: ServeBoot, thread: string): string {
+  const configured = boot.config['scale.events'].consumer_name;
+  if (configured) return configured;
+  const folder = createHash('sha256').update(resolve(boot.projectRoot, dirname(boot.storePath || join('.svc', 'data', 'x')))).digest('hex').slice(0, 12);
+  return `${hostname()}/${folder}/${thread}`;
+}
+
+const EVENTS_TOPIC = 'events.counters';
+
+/**
+ * The event broker of this thread (`publish`, pull), bound for app code, and
+ * the consumer groups of the app's subscriptions made before anything serves:
+ * an event published once the server answers is never skipped.
+ */
+function eventsModule(system: ActorSystem, boot: ServeBoot, app: Record<string, unknown>, thread: string): RuntimeModule {
+  const events = boot.config['scale.events'];
+  const retry = boot.config['scale.events.retry'];
+  let broker: Broker | undefined;
+  return {
+    name: 'events',
+    async start(rt) {
+      const log = rt.need<Log>('log');
+      const url = events.url || boot.config['scale.database'].kv_url;
+      let streams: StreamBackend | undefined;
+      if (events.enabled) {
+        if (url) streams = new RedisStreams({ url, name: `svc-${system.nodeId}-events`, onError: () => undefined });
+        else if (boot.memoryEventsOnMain) streams = new ActorStreams(system, MAIN_THREAD);
+        else streams = new MemoryStreams();
+      }
+      broker = rt.provide(
+        'broker',
+        new Broker({
+          streams,
+          group: events.consumer_group,
+          prefix: events.stream_prefix,
+          maxLen: events.max_len,
+          visibilityMs: events.visibility_timeout_seconds * 1000,
+          retry: { maxAttempts: retry.max_attempts, backoffSeconds: retry.backoff_seconds, deadLetterSuffix: retry.dead_letter_suffix },
+          consumerName: consumerName(boot, thread),
+          source: `/svc/${encodeURIComponent(boot.title)}`,
+          bufferLimit: events.buffer_size,
+          log: (level, message, extra) => log[level]({ events: broker?.kind, ...extra }, message),
+        }),
+      );
+      const b = broker;
+      rt.need<Broadcast>('bus').subscribe(EVENTS_TOPIC, () => ({ node: system.nodeId, counters: b.counters }));
+      const subscriptions = subscriptionsOf(app);
+      rt.provide('subscriptions', subscriptions.map(([name, sub]) => ({ name, topic: sub.topic, group: sub.options.group ?? events.consumer_group })));
+      if (!events.enabled) {
+        if (subscriptions.length > 0 && consumesEvents(thread)) log.warn({ subscriptions: subscriptions.length }, 'event streaming is off ([scale.events] enabled = false): subscriptions receive nothing and publish does nothing');
+        return;
+      }
+      if (!consumesEvents(thread)) return;
+      // Every subscription's group exists before the server answers.
+      for (const [, sub] of subscriptions) await broker.ensureGroup(sub.topic, sub.options.group ?? events.consumer_group, sub.options.startFrom ?? 'latest');
+      log.info(
+        { broker: broker.kind, ...(url ? { url: redactUrl(url) } : {}), subscriptions: subscriptions.length, consumer: broker.consumerName, group: events.consumer_group },
+        `event streaming on: ${broker.kind} broker, ${subscriptions.length} subscription${subscriptions.length === 1 ? '' : 's'}`,
+      );
+    },
+    async close() {
+      await broker?.close();
+    },
+  };
+}
+
+/** Runs walkers for app code outside requests (`spawn`), and the consumers of the app's subscriptions (on one thread). */
+function consumersModule(system: ActorSystem, boot: ServeBoot, app: Record<string, unknown>, thread: string): RuntimeModule {
+  const events = boot.config['scale.events'];
+  let consumers: Consumers | undefined;
+  let unbind: (() => void) | undefined;
+  return {
+    name: 'consumers',
+    start(rt) {
+      const log = rt.need<Log>('log');
+      const broker = rt.need<Broker>('broker');
+      const graph = rt.need<Graph>('graph');
+      const spawnAs: Parameters<typeof bindEvents>[0]['spawn'] = (walker, fields, options) =>
+        graph.spawn(walker, fields, {
+          caller: { rootId: options.root ?? Root.SHARED_ID },
+          ...(options.at !== undefined ? { at: options.at } : {}),
+          traceId: options.traceId ?? newTraceId(),
+          timeoutMs: askTimeoutMs(boot),
+        });
+      unbind = bindEvents({ broker, spawn: spawnAs });
+      if (broker.kind === 'disabled' || !consumesEvents(thread)) return;
+      const subscriptions = subscriptionsOf(app).map(([name, sub]) => {
+        const group = sub.options.group ?? events.consumer_group;
+        return {
+          name,
+          spec: {
+            topic: sub.topic,
+            group,
+            startFrom: sub.options.startFrom ?? 'latest',
+            concurrency: sub.options.concurrency ?? events.concurrency,
+            retry: { ...broker.retry, ...sub.options.retry },
+            handle: (event: Event) => {
+              const traceId = event.traceId || newTraceId();
+              const ctx: HandlerContext = {
+                topic: sub.topic,
+                group,
+                attempt: event.attempt,
+                spawn: (walker, fields = {}, options = {}) => spawnAs(walker, fields, { ...options, traceId }),
+                publish: (topic, next) => broker.publish(topic, next, traceId),
+                log: log.child({ subscription: name, topic: sub.topic, event_id: event.id, trace_id: traceId }),
+              };
+              return handling.run({ traceId }, async () => sub.handler(event, ctx));
+            },
+          },
+        };
+      });
+      if (subscriptions.length > 0) consumers = startConsumers(system, broker, subscriptions);
+    },
+    // SIGTERM: stop fetching; handlers in hand finish and are acknowledged within 10 s at most.
+    async drain(deadlineMs) {
+      await consumers?.drain(Math.min(deadlineMs, 10_000));
+    },
+    close() {
+      unbind?.();
+    },
+  };
+}
+
+/** `GET /admin/events`: the broker, its topics with their groups (pending, lag) and dead-letter sizes, and what every thread counted. */
+function eventsRoute(system: ActorSystem, bus: Broadcast, broker: Broker, subscriptions: { name: string; topic: string; group: string }[]): BuiltinRoute {
+  return {
+    method: 'GET',
+    path: '/admin/events',
+    auth: 'admin',
+    doc: { summary: 'Event streaming: the broker, each topic with its consumer groups (pending, lag) and dead-letter size, and publish and delivery counts' },
+    handler: async () => {
+      const counted = await bus.gather<{ node: string; counters: Record<string, number> }>(EVENTS_TOPIC, {}, 2000);
+      const counters: Record<string, number> = {};
+      for (const c of counted) for (const [k, v] of Object.entries(c.counters)) counters[k] = (counters[k] ?? 0) + v;
+      return {
+        data: {
+          enabled: broker.kind !== 'disabled',
+          broker: broker.kind,
+          consumer_group: broker.group,
+          stream_prefix: broker.prefix,
+          consumer: broker.consumerName,
+          subscriptions,
+          ...(await broker.topics().then(
+            (topics) => ({ topics }),
+            (error: unknown) => ({ topics: null, streams_error: `the event streams cannot be read: ${(error as Error).message}` }),
+          )),
+          counters,
+          node: system.nodeId,
+        },
+      };
     },
   };
 }

@@ -19,7 +19,7 @@ import { DataLockError, lockDataFolder } from '../data-lock.ts';
 import { bootstrapAccounts, openUsersRepository, Passwords, serveUsersWriter, ThreadHasher } from '../../actors/identity/index.ts';
 import { openAnchorStore, redactUri, serveStoreWriter, takeServingLock } from '../../actors/anchor/index.ts';
 import { serveActivationLeases, threadOf } from '../../kernel/index.ts';
-import { ClusterMember, redactUrl } from '../../cluster/index.ts';
+import { ClusterMember, MemoryStreams, redactUrl, serveMemoryStreams } from '../../cluster/index.ts';
 import { randomBytes } from 'node:crypto';
 import type { HttpControl, RouteSummary, ServeBoot } from '../../runtime/index.ts';
 
@@ -262,7 +262,19 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
         invalidation: { enabled: config['scale.database'].kv_l1_invalidation_enabled, channel: config['scale.database'].kv_l1_invalidation_channel },
       }
     : undefined;
-  const bootData = boot({ jwtSecret: secret.secret, port: chosen, listeners, processWriters: writers !== undefined, activationLeases: true, schemaReady: shared, ...(cluster ? { cluster } : {}) });
+  // Events on memory streams (no url, no kv_url): this thread keeps them for every worker, across --dev reloads.
+  const events = config['scale.events'];
+  const memoryEvents = events.enabled && !events.url && !kvUrl ? new MemoryStreams() : undefined;
+  const bootData = boot({
+    jwtSecret: secret.secret,
+    port: chosen,
+    listeners,
+    processWriters: writers !== undefined,
+    activationLeases: true,
+    schemaReady: shared,
+    memoryEventsOnMain: memoryEvents !== undefined,
+    ...(cluster ? { cluster } : {}),
+  });
 
   const launch = async (listenNow = true): Promise<Running> => {
     let pool: WorkerPool | undefined;
@@ -276,6 +288,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
       ...(member ? { remote: [], onRelay: (from: string, to: string, bytes: Uint8Array) => member?.send(from, to, bytes) } : {}),
       onSystem: (system) => {
         hasher.serve(system);
+        if (memoryEvents) serveMemoryStreams(system, memoryEvents);
         // In a cluster a root's partition is live on one thread of one member: the process's leases are taken from Redis.
         serveActivationLeases(system, member ? { backing: member.backing, onError: (error, id) => process.stderr.write(`svc: the cluster lease of ${id} could not be taken: ${(error as Error).message}\n`) } : {});
         if (writers) {

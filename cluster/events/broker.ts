@@ -1,0 +1,587 @@
+/**
+ * The event broker of one thread: `publish` (fire-and-forget, with a bounded
+ * local buffer while the streams cannot be reached), pull (`consume`, `ack`),
+ * and the delivery loop of a subscription ({@link SubscriptionRunner}): its
+ * own pending entries first (a restarted process takes back what it held),
+ * entries other consumers left pending past the visibility timeout
+ * (`XAUTOCLAIM`), then new ones; each handled up to `concurrency` at a time,
+ * retried with backoff, dead-lettered to `<topic><dead_letter_suffix>` after
+ * `max_attempts`, acknowledged once handled. At-least-once.
+ *
+ * Stream keys are `<prefix><topic>` (default prefix `svc:events:`).
+ *
+ * @example
+ * const broker = new Broker({ streams: new MemoryStreams(), ...defaults });
+ * broker.publish('orders', new Event({ data: { id: 7 } }));
+ * const [event] = await broker.consume('orders', 10, 1, 'earliest');
+ * await broker.ack(event);
+ */
+import { type Clock, realClock, type TimerHandle } from '../../kernel/index.ts';
+import { decodeEvent, encodeEvent, Event, stamp } from './event.ts';
+import type { StartFrom, StreamBackend, StreamEntry } from './streams.ts';
+
+export interface RetrySettings {
+  /** Tries of a handler, the first included, before the event goes to the dead-letter topic. */
+  maxAttempts: number;
+  /** Wait before try n+1 is `backoffSeconds[n-1]`; the last value is reused. */
+  backoffSeconds: number[];
+  deadLetterSuffix: string;
+}
+
+export type BrokerKind = 'disabled' | 'memory' | 'redis';
+
+export type BrokerLog = (level: 'info' | 'warn' | 'error', message: string, extra?: Record<string, unknown>) => void;
+
+export interface BrokerOptions {
+  /** None: the broker is disabled and every call is a no-op. */
+  streams: StreamBackend | undefined;
+  /** `consumer_group` (default `svc-scale`). */
+  group?: string;
+  /** Stream keys are `<prefix><topic>` (default `svc:events:`). */
+  prefix?: string;
+  /** `MAXLEN ~` of every stream (default 100,000). */
+  maxLen?: number;
+  /** Entries pending longer than this are claimed from the consumer that holds them (default 30 s). */
+  visibilityMs?: number;
+  retry?: Partial<RetrySettings>;
+  /** This process's consumer name: host, data folder, worker. */
+  consumerName?: string;
+  /** CloudEvents `source` of published events (default `svc`). */
+  source?: string;
+  /** Events kept while the streams cannot be reached (default 10,000); past it, new ones are dropped and counted. */
+  bufferLimit?: number;
+  clock?: Clock;
+  log?: BrokerLog;
+}
+
+/** What a broker counts, for `/admin/events` and metrics. */
+export interface BrokerCounters {
+  published: number;
+  /** Appends that failed (each went to the buffer, or was dropped). */
+  publish_failures: number;
+  /** Events in the local buffer now. */
+  buffered: number;
+  /** Events dropped because the buffer was full. */
+  dropped: number;
+  delivered: number;
+  handled: number;
+  retried: number;
+  dead_lettered: number;
+}
+
+export const DEFAULT_RETRY: RetrySettings = { maxAttempts: 3, backoffSeconds: [1, 5, 30], deadLetterSuffix: '.dlq' };
+
+const TOPIC = /^[^\s\u0000-\u001f]{1,200}$/;
+
+/** Throws a TypeError for a topic name that cannot be a stream. */
+export function checkTopic(topic: unknown): asserts topic is string {
+  if (typeof topic !== 'string' || !TOPIC.test(topic)) throw new TypeError(`a topic is 1 to 200 characters without spaces, got ${JSON.stringify(topic)}`);
+}
+
+/** Resolve after `ms` on `clock`, or at once when `stop` fires first. */
+function sleep(clock: Clock, ms: number, stop?: { onStop(fn: () => void): () => void }): Promise<void> {
+  return new Promise((resolve) => {
+    let off = (): void => undefined;
+    const handle = clock.setTimeout(() => {
+      off();
+      resolve();
+    }, ms, true);
+    if (stop) {
+      off = stop.onStop(() => {
+        clock.clearTimeout(handle);
+        resolve();
+      });
+    }
+  });
+}
+
+export class Broker {
+  readonly kind: BrokerKind;
+  readonly streams: StreamBackend | undefined;
+  readonly group: string;
+  readonly prefix: string;
+  readonly maxLen: number;
+  readonly visibilityMs: number;
+  readonly retry: RetrySettings;
+  readonly consumerName: string;
+  readonly source: string;
+  readonly clock: Clock;
+  readonly log: BrokerLog;
+  readonly counters: BrokerCounters = { published: 0, publish_failures: 0, buffered: 0, dropped: 0, delivered: 0, handled: 0, retried: 0, dead_lettered: 0 };
+  private readonly bufferLimit: number;
+  private buffer: { stream: string; payload: string }[] = [];
+  private flushing = false;
+  private flushTimer: TimerHandle | undefined;
+  private flushDelayMs = 250;
+  private outage = false;
+  private overflowLogged = false;
+  private readonly groups = new Map<string, Promise<boolean>>();
+  private closed = false;
+  /** Sends still on their way (awaited by `flush`). */
+  private readonly sending = new Set<Promise<unknown>>();
+
+  constructor(options: BrokerOptions) {
+    this.streams = options.streams;
+    this.kind = options.streams ? options.streams.kind : 'disabled';
+    this.group = options.group ?? 'svc-scale';
+    this.prefix = options.prefix ?? 'svc:events:';
+    this.maxLen = options.maxLen ?? 100_000;
+    this.visibilityMs = options.visibilityMs ?? 30_000;
+    this.retry = { ...DEFAULT_RETRY, ...options.retry };
+    this.consumerName = options.consumerName ?? 'svc';
+    this.source = options.source ?? 'svc';
+    this.bufferLimit = options.bufferLimit ?? 10_000;
+    this.clock = options.clock ?? realClock;
+    this.log = options.log ?? ((level, message, extra) => console[level === 'info' ? 'log' : level](`[svc events] ${message}`, extra ?? ''));
+  }
+
+  /** The stream key of a topic. */
+  key(topic: string): string {
+    return this.prefix + topic;
+  }
+
+  /**
+   * Send `event` to `topic`, fire-and-forget. Fields left empty are filled
+   * (type = topic, id, time, source, trace id). While the streams cannot be
+   * reached the event waits in a bounded local buffer and is sent, in order,
+   * once they can. A no-op on a disabled broker.
+   */
+  publish(topic: string, event: Event, traceId?: string): void {
+    checkTopic(topic);
+    if (!(event instanceof Event)) throw new TypeError('publish(topic, new Event({ data }))');
+    if (!this.streams || this.closed) return;
+    stamp(event, topic, { source: this.source, traceId });
+    const item = { stream: this.key(topic), payload: encodeEvent(event) };
+    // Behind a non-empty buffer: queued, so events leave in the order they were published.
+    if (this.buffer.length > 0) {
+      this.enqueue(item);
+      return;
+    }
+    const sent = this.streams.add(item.stream, item.payload, this.maxLen).then(
+      () => {
+        this.counters.published++;
+      },
+      (error: unknown) => {
+        this.counters.publish_failures++;
+        this.noteOutage(error);
+        this.enqueue(item);
+      },
+    );
+    this.sending.add(sent);
+    void sent.finally(() => this.sending.delete(sent));
+  }
+
+  /** Append now and wait for it (dead letters, tests); rejects when the streams cannot be reached. */
+  async append(topic: string, event: Event, traceId?: string): Promise<string> {
+    checkTopic(topic);
+    if (!this.streams) return '';
+    stamp(event, topic, { source: this.source, traceId });
+    const id = await this.streams.add(this.key(topic), encodeEvent(event), this.maxLen);
+    this.counters.published++;
+    return id;
+  }
+
+  private noteOutage(error: unknown): void {
+    if (this.outage) return;
+    this.outage = true;
+    this.log('warn', 'the event streams cannot be reached: published events wait in a local buffer', { broker: this.kind, err: error instanceof Error ? error.message : String(error) });
+  }
+
+  private enqueue(item: { stream: string; payload: string }): void {
+    if (this.buffer.length >= this.bufferLimit) {
+      this.counters.dropped++;
+      if (!this.overflowLogged) {
+        this.overflowLogged = true;
+        this.log('error', `the local event buffer is full (${this.bufferLimit}): events published from now on are dropped until the streams can be reached`, { broker: this.kind });
+      }
+      return;
+    }
+    this.buffer.push(item);
+    this.counters.buffered = this.buffer.length;
+    this.scheduleFlush();
+  }
+
+  private scheduleFlush(): void {
+    if (this.flushTimer !== undefined || this.flushing || this.closed) return;
+    this.flushTimer = this.clock.setTimeout(() => {
+      this.flushTimer = undefined;
+      void this.flush();
+    }, this.flushDelayMs, true);
+  }
+
+  /** Send what the buffer holds, in order, until one fails (then again later, with backoff). Resolves to how many are left. */
+  async flush(): Promise<number> {
+    await Promise.allSettled([...this.sending]);
+    if (this.flushing || !this.streams) return this.buffer.length;
+    this.flushing = true;
+    let sent = 0;
+    try {
+      while (this.buffer.length > 0 && !this.closed) {
+        const item = this.buffer[0] as { stream: string; payload: string };
+        try {
+          await this.streams.add(item.stream, item.payload, this.maxLen);
+        } catch (error) {
+          this.counters.publish_failures++;
+          this.noteOutage(error);
+          this.flushDelayMs = Math.min(this.flushDelayMs * 2, 5_000);
+          return this.buffer.length;
+        }
+        this.buffer.shift();
+        this.counters.buffered = this.buffer.length;
+        this.counters.published++;
+        sent++;
+      }
+      if (sent > 0 || this.outage) {
+        this.log('info', `the event streams can be reached again: ${sent} buffered event${sent === 1 ? '' : 's'} sent`, { broker: this.kind, dropped: this.counters.dropped });
+      }
+      this.outage = false;
+      this.overflowLogged = false;
+      this.flushDelayMs = 250;
+      return 0;
+    } finally {
+      this.flushing = false;
+      if (this.buffer.length > 0) this.scheduleFlush();
+    }
+  }
+
+  /** Make `group` on `topic`'s stream unless it exists (`startFrom` applies only then). */
+  ensureGroup(topic: string, group: string, startFrom: StartFrom = 'latest'): Promise<boolean> {
+    if (!this.streams) return Promise.resolve(false);
+    const key = `${group}\u0000${topic}`;
+    let made = this.groups.get(key);
+    if (!made) {
+      made = this.streams.ensureGroup(this.key(topic), group, startFrom);
+      this.groups.set(key, made);
+      // A failure is not remembered: the next call tries again.
+      made.catch(() => this.groups.delete(key));
+    }
+    return made;
+  }
+
+  /** Forget which groups exist (the streams were found without them: Redis restarted empty). */
+  forgetGroups(): void {
+    this.groups.clear();
+  }
+
+  /** An event from a stream entry, with its delivery fields. */
+  delivered(entry: StreamEntry, topic: string, group: string): Event {
+    const event = decodeEvent(entry.payload);
+    event.deliveryId = entry.id;
+    event.deliveryTopic = topic;
+    event.deliveryGroup = group;
+    this.counters.delivered++;
+    return event;
+  }
+
+  /**
+   * Pull up to `maxMessages` events of `topic`, waiting up to
+   * `timeoutSeconds` for at least one. Each must be acknowledged with
+   * {@link ack}, or it is delivered again once the visibility timeout has
+   * passed. `startFrom` applies when the consumer group is first made.
+   */
+  async consume(topic: string, maxMessages = 1, timeoutSeconds = 0, startFrom: StartFrom = 'latest', group = this.group): Promise<Event[]> {
+    checkTopic(topic);
+    if (!this.streams || this.closed) return [];
+    const count = Math.max(1, Math.floor(maxMessages));
+    await this.ensureGroup(topic, group, startFrom);
+    const stream = this.key(topic);
+    const consumer = `${this.consumerName}/pull`;
+    let entries = await this.streams.claim(stream, group, consumer, this.visibilityMs, count);
+    if (entries.length === 0) entries = await this.streams.read(stream, group, consumer, count, Math.max(0, timeoutSeconds * 1000));
+    const events: Event[] = [];
+    for (const entry of entries) {
+      try {
+        events.push(this.delivered(entry, topic, group));
+      } catch (error) {
+        await this.deadLetter(topic, group, entry, `undecodable: ${(error as Error).message}`, 0);
+      }
+    }
+    return events;
+  }
+
+  /** Acknowledge a delivered event: it is not delivered again. Resolves whether it was still pending. */
+  async ack(event: Event): Promise<boolean> {
+    if (!this.streams) return false;
+    if (!(event instanceof Event) || !event.deliveryId || !event.deliveryTopic || !event.deliveryGroup) throw new TypeError('ack(event) takes an event a consumer received');
+    return (await this.streams.ack(this.key(event.deliveryTopic), event.deliveryGroup, [event.deliveryId])) > 0;
+  }
+
+  /**
+   * Send a failed entry to `<topic><suffix>` with its failure in the headers,
+   * then acknowledge it. Rejects (leaving it pending) when the dead-letter
+   * topic cannot be reached.
+   */
+  async deadLetter(topic: string, group: string, entry: StreamEntry, reason: string, attempts: number, event?: Event, suffix = this.retry.deadLetterSuffix): Promise<void> {
+    const dead = event
+      ? new Event({ data: event.data, eventType: event.eventType, traceId: event.traceId, id: event.id, source: event.source, time: event.time, headers: { ...event.headers } })
+      : new Event({ data: entry.payload, eventType: `${topic}.undecodable` });
+    Object.assign(dead.headers, {
+      'svc-dlq-reason': reason.slice(0, 2000),
+      'svc-dlq-topic': topic,
+      'svc-dlq-group': group,
+      'svc-dlq-attempts': String(attempts),
+      'svc-dlq-entry': entry.id,
+      'svc-dlq-time': new Date().toISOString(),
+    });
+    await this.append(`${topic}${suffix}`, dead);
+    await this.streams?.ack(this.key(topic), group, [entry.id]);
+    this.counters.dead_lettered++;
+  }
+
+  /** Topics with their stream length and groups (pending, lag), and each one's dead-letter size. */
+  async topics(): Promise<{ topic: string; length: number; dead_letter: { topic: string; length: number }; groups: { name: string; pending: number; lag: number | null; consumers: number }[] }[]> {
+    if (!this.streams) return [];
+    const names = await this.streams.streams(this.prefix);
+    const suffix = this.retry.deadLetterSuffix;
+    const out = [];
+    for (const topic of names) {
+      if (suffix && topic.endsWith(suffix) && names.includes(topic.slice(0, -suffix.length))) continue;
+      const info = await this.streams.info(this.key(topic));
+      if (!info) continue;
+      const dlq = suffix ? await this.streams.info(this.key(topic + suffix)) : undefined;
+      out.push({ topic, length: info.length, dead_letter: { topic: topic + suffix, length: dlq?.length ?? 0 }, groups: info.groups });
+    }
+    return out;
+  }
+
+  /** Stop publishing (the buffer is tried once more) and release the streams. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    if (this.flushTimer !== undefined) this.clock.clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    await this.flush().catch(() => undefined);
+    this.closed = true;
+    if (this.buffer.length > 0) this.log('error', `${this.buffer.length} published event${this.buffer.length === 1 ? '' : 's'} could not be sent before the broker closed`, { broker: this.kind });
+    await this.streams?.close();
+  }
+}
+
+/** A subscription as the delivery loop runs it. */
+export interface RunnerSpec {
+  topic: string;
+  group: string;
+  startFrom: StartFrom;
+  concurrency: number;
+  retry: RetrySettings;
+  /** Runs the app's handler for one delivery; a rejection is a failed try. */
+  handle(event: Event): Promise<unknown>;
+  /** Entries read per fetch (default 64). */
+  batch?: number;
+  /** Longest wait of one read for new entries (default 1 s; shorter keeps claims timely). */
+  blockMs?: number;
+}
+
+/** A stop signal that sleeps and waits listen to. */
+class StopSignal {
+  stopped = false;
+  private readonly fns = new Set<() => void>();
+  onStop(fn: () => void): () => void {
+    if (this.stopped) {
+      fn();
+      return () => undefined;
+    }
+    this.fns.add(fn);
+    return () => this.fns.delete(fn);
+  }
+  fire(): void {
+    this.stopped = true;
+    for (const fn of [...this.fns]) fn();
+    this.fns.clear();
+  }
+}
+
+/**
+ * The delivery loop of one subscription in one process. `run()` resolves
+ * when stopped and rejects only on a fault of its own (the consumer actor
+ * then crashes and its supervisor restarts it); a handler that throws is a
+ * retry, the streams unreachable a pause.
+ */
+export class SubscriptionRunner {
+  private readonly stop = new StopSignal();
+  private readonly inHand = new Set<string>();
+  private inFlight = 0;
+  private readonly slotWaiters = new Set<() => void>();
+  private readonly idleWaiters = new Set<() => void>();
+  private loop: Promise<void> | undefined;
+  private touchTimer: TimerHandle | undefined;
+  private outage = false;
+
+  constructor(
+    private readonly broker: Broker,
+    readonly spec: RunnerSpec,
+  ) {}
+
+  private get streams(): StreamBackend {
+    return this.broker.streams as StreamBackend;
+  }
+
+  private get stream(): string {
+    return this.broker.key(this.spec.topic);
+  }
+
+  /** Entries this runner holds (running or waiting for a retry). */
+  get holding(): number {
+    return this.inHand.size;
+  }
+
+  /** Start delivering; resolves once stopped. */
+  run(): Promise<void> {
+    this.loop ??= this.deliver();
+    return this.loop;
+  }
+
+  private async deliver(): Promise<void> {
+    if (!this.broker.streams) return;
+    const { clock } = this.broker;
+    const consumer = this.broker.consumerName;
+    const batch = this.spec.batch ?? 64;
+    const touchEvery = Math.max(50, Math.floor(this.broker.visibilityMs / 3));
+    const touch = (): void => {
+      this.touchTimer = clock.setTimeout(() => {
+        if (this.stop.stopped) return;
+        if (this.inHand.size > 0) void this.streams.touch(this.stream, this.spec.group, consumer, [...this.inHand]).catch(() => undefined);
+        touch();
+      }, touchEvery, true);
+    };
+    touch();
+    // What this consumer held when it (or the process before it, same host and folder) stopped: first.
+    let backlog: StreamEntry[] | undefined;
+    let nextClaim = clock.now();
+    const claimEvery = Math.max(50, Math.floor(this.broker.visibilityMs / 2));
+    let needsGroup = true;
+    let recovering = false;
+    while (!this.stop.stopped) {
+      await this.slot();
+      if (this.stop.stopped) break;
+      const room = this.spec.concurrency - this.inFlight;
+      let entries: StreamEntry[] = [];
+      try {
+        if (needsGroup) {
+          // Made again after a failure (the streams restarted empty): from the start of what the stream holds now,
+          // so events published meanwhile (buffered, then sent) are not skipped.
+          await this.broker.ensureGroup(this.spec.topic, this.spec.group, recovering ? '0' : this.spec.startFrom);
+          needsGroup = false;
+        }
+        if (backlog === undefined) backlog = await this.streams.read(this.stream, this.spec.group, consumer, 100_000, 0, true);
+        if (backlog.length > 0) entries = backlog.splice(0, room);
+        else if (clock.now() >= nextClaim) {
+          nextClaim = clock.now() + claimEvery;
+          entries = await this.streams.claim(this.stream, this.spec.group, consumer, this.broker.visibilityMs, Math.min(room, batch));
+        }
+        if (entries.length === 0) {
+          const block = Math.max(1, Math.min(this.spec.blockMs ?? 1000, nextClaim - clock.now()));
+          entries = await this.streams.read(this.stream, this.spec.group, consumer, Math.min(room, batch), block);
+        }
+        if (this.outage) {
+          this.outage = false;
+          this.broker.log('info', `subscription ${this.spec.topic} (${this.spec.group}) reads again`);
+        }
+      } catch (error) {
+        if (this.stop.stopped) break;
+        if (!this.outage) {
+          this.outage = true;
+          this.broker.log('warn', `subscription ${this.spec.topic} (${this.spec.group}) cannot read its stream; trying again`, { err: (error as Error).message });
+        }
+        // The group may be gone (Redis restarted empty): made again before the next read.
+        needsGroup = true;
+        recovering = true;
+        this.broker.forgetGroups();
+        await sleep(clock, 1000, this.stop);
+        continue;
+      }
+      for (const entry of entries) this.start(entry);
+    }
+    if (this.touchTimer !== undefined) clock.clearTimeout(this.touchTimer);
+  }
+
+  /** Resolves once fewer than `concurrency` entries are in flight, or at stop. */
+  private slot(): Promise<void> {
+    if (this.inFlight < this.spec.concurrency || this.stop.stopped) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        this.slotWaiters.delete(done);
+        off();
+        resolve();
+      };
+      const off = this.stop.onStop(done);
+      this.slotWaiters.add(done);
+    });
+  }
+
+  private start(entry: StreamEntry): void {
+    this.inFlight++;
+    this.inHand.add(entry.id);
+    void this.handleEntry(entry).finally(() => {
+      this.inFlight--;
+      this.inHand.delete(entry.id);
+      for (const wake of [...this.slotWaiters]) wake();
+      if (this.inFlight === 0) for (const wake of [...this.idleWaiters]) wake();
+    });
+  }
+
+  private async handleEntry(entry: StreamEntry): Promise<void> {
+    const { topic, group, retry } = this.spec;
+    const broker = this.broker;
+    let event: Event;
+    try {
+      event = broker.delivered(entry, topic, group);
+    } catch (error) {
+      await broker.deadLetter(topic, group, entry, `undecodable: ${(error as Error).message}`, 0, undefined, retry.deadLetterSuffix).catch((e: unknown) => broker.log('error', `an undecodable entry of ${topic} could not be dead-lettered`, { err: (e as Error).message }));
+      return;
+    }
+    for (let attempt = 1; ; attempt++) {
+      event.attempt = attempt;
+      try {
+        await this.spec.handle(event);
+      } catch (error) {
+        if (this.stop.stopped) return; // left pending: delivered again after a restart, or claimed
+        if (attempt >= retry.maxAttempts) {
+          const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+          broker.log('warn', `event ${event.id} of ${topic} failed ${attempt} time${attempt === 1 ? '' : 's'}; sent to ${topic}${retry.deadLetterSuffix}`, { group, reason: reason.slice(0, 500), trace_id: event.traceId || undefined });
+          await broker.deadLetter(topic, group, entry, reason, attempt, event, retry.deadLetterSuffix).catch((e: unknown) =>
+            broker.log('error', `event ${event.id} of ${topic} could not be dead-lettered; it stays pending and comes back`, { err: (e as Error).message }),
+          );
+          return;
+        }
+        broker.counters.retried++;
+        const waits = retry.backoffSeconds;
+        const seconds = waits.length === 0 ? 0 : (waits[Math.min(attempt - 1, waits.length - 1)] as number);
+        await sleep(broker.clock, seconds * 1000, this.stop);
+        if (this.stop.stopped) return;
+        continue;
+      }
+      broker.counters.handled++;
+      try {
+        await this.streams.ack(this.stream, group, [entry.id]);
+      } catch (error) {
+        broker.log('warn', `event ${event.id} of ${topic} was handled but its acknowledgement failed; it may be delivered again`, { err: (error as Error).message });
+      }
+      return;
+    }
+  }
+
+  /**
+   * Stop fetching; handlers in hand finish (and are acknowledged) within
+   * `deadlineMs`. Entries waiting for a retry stay pending: delivered again
+   * later. Resolves whether every handler finished in time.
+   */
+  async stopAndDrain(deadlineMs: number): Promise<boolean> {
+    this.stop.fire();
+    if (this.touchTimer !== undefined) this.broker.clock.clearTimeout(this.touchTimer);
+    if (this.inFlight === 0) return true;
+    let timer: NodeJS.Timeout | undefined;
+    const idle = new Promise<boolean>((resolve) => {
+      const done = (): void => {
+        this.idleWaiters.delete(done);
+        resolve(true);
+      };
+      this.idleWaiters.add(done);
+    });
+    const late = new Promise<boolean>((resolve) => {
+      timer = setTimeout(() => resolve(false), deadlineMs);
+    });
+    const finished = await Promise.race([idle, late]);
+    clearTimeout(timer);
+    return finished;
+  }
+}

@@ -1,0 +1,13 @@
+/**
+ * Event streaming: events in CloudEvents 1.0 JSON on streams with consumer
+ * groups — Redis Streams across processes, memory streams within one — and
+ * the broker that publishes, pulls and runs subscriptions over them.
+ */
+export { Event, encodeEvent, decodeEvent, stamp } from './event.ts';
+export type { EventInit, CloudEventJson } from './event.ts';
+export type { StreamBackend, StreamEntry, StreamInfo, GroupInfo, StartFrom } from './streams.ts';
+export { MemoryStreams, compareIds } from './memory-streams.ts';
+export { RedisStreams } from './redis-streams.ts';
+export { ActorStreams, serveMemoryStreams, servesMemoryStreams, EVENTS_MEMORY_ACTOR } from './actor-streams.ts';
+export { Broker, SubscriptionRunner, DEFAULT_RETRY, checkTopic } from './broker.ts';
+export type { BrokerOptions, BrokerCounters, BrokerKind, BrokerLog, RetrySettings, RunnerSpec } from './broker.ts';

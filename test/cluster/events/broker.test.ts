@@ -1,0 +1,190 @@
+// The broker over memory streams, on an injected clock: retries at exactly the configured delays,
+// then the dead-letter topic with the reason; pull, ack and redelivery after the visibility timeout;
+// trimming; the CloudEvents wire form; a disabled broker; publishing while the streams fail.
+import t from 'tap';
+import { ManualClock } from '../../../kernel/index.ts';
+import { Broker, decodeEvent, encodeEvent, Event, MemoryStreams, stamp, type StreamBackend, SubscriptionRunner } from '../../../cluster/index.ts';
+
+const quiet = () => undefined;
+
+function setup(options: { maxAttempts?: number; backoffSeconds?: number[]; visibilityMs?: number } = {}) {
+  const clock = new ManualClock();
+  const streams = new MemoryStreams({ clock });
+  const broker = new Broker({
+    streams,
+    clock,
+    visibilityMs: options.visibilityMs ?? 30_000,
+    retry: { maxAttempts: options.maxAttempts ?? 3, backoffSeconds: options.backoffSeconds ?? [1, 5, 30] },
+    consumerName: 'test/1',
+    log: quiet,
+  });
+  return { clock, streams, broker };
+}
+
+async function until(clock: ManualClock, done: () => boolean, stepMs = 50, maxMs = 120_000): Promise<void> {
+  for (let waited = 0; !done(); waited += stepMs) {
+    if (waited > maxMs) throw new Error('condition not reached');
+    await clock.advanceAsync(stepMs);
+  }
+}
+
+t.test('the wire form is CloudEvents 1.0 JSON; delivery fields are not serialised', async (t) => {
+  const event = stamp(new Event({ data: { n: 1 }, traceId: '0af7651916cd43dd8448eb211c80319c', headers: { a: 'b' } }), 'orders', { source: '/svc/app' });
+  event.deliveryId = '1-0';
+  event.attempt = 2;
+  const wire = JSON.parse(encodeEvent(event));
+  t.same(Object.keys(wire).sort(), ['data', 'datacontenttype', 'id', 'source', 'specversion', 'svcheaders', 'time', 'traceid', 'type']);
+  t.match(wire, { specversion: '1.0', type: 'orders', source: '/svc/app', data: { n: 1 }, traceid: '0af7651916cd43dd8448eb211c80319c', svcheaders: '{"a":"b"}' });
+  t.match(wire.id, /^[0-9a-f-]{36}$/);
+  t.ok(!Number.isNaN(Date.parse(wire.time)));
+  const back = decodeEvent(JSON.stringify(wire));
+  t.same({ data: back.data, type: back.eventType, id: back.id, trace: back.traceId, headers: back.headers }, { data: { n: 1 }, type: 'orders', id: event.id, trace: event.traceId, headers: { a: 'b' } });
+  t.equal(back.deliveryId, undefined);
+  t.throws(() => decodeEvent('{"specversion":"0.3","type":"x","id":"1"}'), /CloudEvents 1.0/);
+  t.throws(() => new Event({} as never), /data is required/);
+});
+
+t.test('a failing handler is tried max_attempts times at the configured delays, then dead-lettered with its reason', async (t) => {
+  const { clock, broker, streams } = setup({ maxAttempts: 3, backoffSeconds: [1, 5] });
+  const tries: number[] = [];
+  const runner = new SubscriptionRunner(broker, {
+    topic: 'poison',
+    group: 'g',
+    startFrom: 'earliest',
+    concurrency: 1,
+    retry: broker.retry,
+    handle: async (event) => {
+      tries.push(clock.now());
+      t.equal(event.attempt, tries.length, 'the attempt number is counted');
+      throw new Error(`bad ${event.data}`);
+    },
+  });
+  await broker.ensureGroup('poison', 'g', 'earliest');
+  await broker.ensureGroup('poison.dlq', 'dead', 'earliest');
+  const id = await broker.append('poison', new Event({ data: 'pill' }));
+  void runner.run();
+  await until(clock, () => tries.length >= 3 && broker.counters.dead_lettered === 1);
+  t.same(tries.map((at) => at - (tries[0] as number)), [0, 1000, 6000], 'tried at 0 s, then 1 s and 5 s later (the last delay reused past the list)');
+  await clock.advanceAsync(60_000);
+  t.equal(tries.length, 3, 'exactly max_attempts tries');
+  const [dead] = await broker.consume('poison.dlq', 10, 0, 'earliest', 'dead');
+  t.ok(dead, 'the event is on <topic>.dlq, an ordinary topic');
+  t.equal(dead?.data, 'pill');
+  t.match(dead?.headers, { 'svc-dlq-reason': 'Error: bad pill', 'svc-dlq-topic': 'poison', 'svc-dlq-attempts': '3', 'svc-dlq-entry': id, 'svc-dlq-group': 'g' });
+  const info = await streams.info('svc:events:poison');
+  t.equal(info?.groups[0]?.pending, 0, 'the original is acknowledged');
+  await runner.stopAndDrain(0);
+});
+
+t.test('a handler that fails once is retried and its event acknowledged; the event id is stable', async (t) => {
+  const { clock, broker, streams } = setup({ backoffSeconds: [2] });
+  const seen: { id: string; attempt: number; at: number }[] = [];
+  const runner = new SubscriptionRunner(broker, {
+    topic: 'flaky',
+    group: 'g',
+    startFrom: 'earliest',
+    concurrency: 1,
+    retry: broker.retry,
+    handle: async (event) => {
+      seen.push({ id: event.id, attempt: event.attempt, at: clock.now() });
+      if (event.attempt === 1) throw new Error('once');
+    },
+  });
+  await broker.append('flaky', new Event({ data: 1 }));
+  void runner.run();
+  await until(clock, () => broker.counters.handled === 1);
+  t.equal(seen.length, 2);
+  t.equal(seen[0]?.id, seen[1]?.id);
+  t.equal((seen[1]?.at as number) - (seen[0]?.at as number), 2000);
+  t.equal((await streams.info('svc:events:flaky'))?.groups[0]?.pending, 0);
+  t.equal(broker.counters.retried, 1);
+  await runner.stopAndDrain(0);
+});
+
+t.test('pull: consume and ack; an event not acknowledged comes back after the visibility timeout', async (t) => {
+  const { clock, broker } = setup({ visibilityMs: 5000 });
+  await broker.ensureGroup('jobs', broker.group, 'earliest');
+  for (const n of [1, 2, 3]) await broker.append('jobs', new Event({ data: n }));
+  const first = await broker.consume('jobs', 2, 0);
+  t.same(first.map((e) => e.data), [1, 2]);
+  t.equal(await broker.ack(first[0] as Event), true);
+  t.equal(await broker.ack(first[0] as Event), false, 'a second ack finds nothing pending');
+  const next = await broker.consume('jobs', 10, 0);
+  t.same(next.map((e) => e.data), [3], 'the unacknowledged one is not delivered again at once');
+  await broker.ack(next[0] as Event);
+  t.same(await broker.consume('jobs', 10, 0), []);
+  clock.advance(5001);
+  const again = await broker.consume('jobs', 10, 0);
+  t.same(again.map((e) => e.data), [2], 'redelivered once the visibility timeout passed');
+  t.equal(again[0]?.id, first[1]?.id, 'with the same event id');
+  await t.rejects(async () => broker.ack(new Event({ data: 1 })), /an event a consumer received/);
+});
+
+t.test('a consumer that dies: its entries are claimed by another after the visibility timeout, and read back by itself at once on restart', async (t) => {
+  const { clock, broker, streams } = setup({ visibilityMs: 3000 });
+  await broker.ensureGroup('work', 'g', 'earliest');
+  for (const n of [1, 2]) await broker.append('work', new Event({ data: n }));
+  // "dead" took both and never acknowledged them.
+  await streams.read('svc:events:work', 'g', 'dead/1', 10, 0);
+  const handled: unknown[] = [];
+  const spec = { topic: 'work', group: 'g', startFrom: 'earliest', concurrency: 2, retry: broker.retry, handle: async (e: Event) => void handled.push(e.data) };
+  const other = new SubscriptionRunner(broker, spec);
+  void other.run();
+  await clock.advanceAsync(1000);
+  t.same(handled, [], 'not before the visibility timeout');
+  await until(clock, () => handled.length === 2);
+  t.same(handled.sort(), [1, 2], 'claimed and handled by the live consumer');
+  await other.stopAndDrain(0);
+  // The same consumer name after a restart takes back its own pending entries at once.
+  await broker.append('work', new Event({ data: 3 }));
+  await streams.read('svc:events:work', 'g', 'test/1', 10, 0);
+  const again = new SubscriptionRunner(broker, spec);
+  void again.run();
+  await until(clock, () => handled.length === 3, 1, 500);
+  t.equal(handled[2], 3, 'its own pending entry first, without waiting for the timeout');
+  await again.stopAndDrain(0);
+});
+
+t.test('streams are trimmed to max_len', async (t) => {
+  const clock = new ManualClock();
+  const broker = new Broker({ streams: new MemoryStreams({ clock }), maxLen: 10, clock, log: quiet });
+  for (let i = 0; i < 25; i++) await broker.append('trim', new Event({ data: i }));
+  const [topic] = await broker.topics();
+  t.equal(topic?.length, 10);
+});
+
+t.test('a disabled broker does nothing', async (t) => {
+  const broker = new Broker({ streams: undefined });
+  t.equal(broker.kind, 'disabled');
+  broker.publish('orders', new Event({ data: 1 }));
+  t.same(await broker.consume('orders', 10, 5), [], 'consume answers at once, empty');
+  t.same(await broker.topics(), []);
+  t.throws(() => broker.publish('has space', new Event({ data: 1 })), /topic/);
+  t.throws(() => broker.publish('orders', { data: 1 } as never), /new Event/);
+});
+
+t.test('publishing while the streams fail: counted, buffered in order, sent once they work; overflow dropped and counted', async (t) => {
+  const clock = new ManualClock();
+  const inner = new MemoryStreams({ clock });
+  let down = true;
+  const streams: StreamBackend = Object.assign(Object.create(inner) as StreamBackend, {
+    add: (s: string, p: string, m: number) => (down ? Promise.reject(new Error('ECONNREFUSED')) : inner.add(s, p, m)),
+  });
+  const lines: string[] = [];
+  const broker = new Broker({ streams, clock, bufferLimit: 5, log: (level, message) => void lines.push(`${level} ${message}`) });
+  await broker.ensureGroup('o', broker.group, 'earliest');
+  for (let i = 0; i < 7; i++) broker.publish('o', new Event({ data: i }));
+  await clock.advanceAsync(0);
+  t.equal(broker.counters.buffered, 5);
+  t.equal(broker.counters.dropped, 2, 'past the buffer: dropped and counted');
+  t.ok(broker.counters.publish_failures >= 1);
+  t.match(lines.join('\n'), /cannot be reached/);
+  t.match(lines.join('\n'), /buffer is full/);
+  await clock.advanceAsync(1000);
+  t.equal(broker.counters.buffered, 5, 'still down: kept');
+  down = false;
+  await until(clock, () => broker.counters.buffered === 0);
+  const got = await broker.consume('o', 10, 0);
+  t.same(got.map((e) => e.data), [0, 1, 2, 3, 4], 'sent in the order published');
+  t.match(lines.join('\n'), /reached again: 5 buffered events sent/);
+});
