@@ -29,7 +29,7 @@ export { Graph, MemoryStore, SqliteStore, defaultStorePath, openAnchorStore, reg
 export type { AnchorStore, WalkerResult, FunctionResult } from './actors/anchor/index.ts';
 export { Registry } from './actors/walker/index.ts';
 export { SvcError } from './kernel/index.ts';
-export { publish, subscribe, broker, spawn, dedupe } from './actors/consumer/index.ts';
+export { publish, subscribe, broker, spawn, broadcast, dedupe } from './actors/consumer/index.ts';
 export type { Subscription, SubscribeOptions, EventHandler, HandlerContext, SpawnAsOptions } from './actors/consumer/index.ts';
 export { Event } from './cluster/index.ts';
 export type { EventInit, Broker, RetrySettings } from './cluster/index.ts';

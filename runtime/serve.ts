@@ -870,7 +870,10 @@ function consumersModule(system: ActorSystem, boot: ServeBoot, app: Record<strin
           traceId: options.traceId ?? newTraceId(),
           timeoutMs: askTimeoutMs(boot),
         });
-      unbind = bindEvents({ broker, spawn: spawnAs });
+      const hub = rt.need<WsHub>('hub');
+      const broadcastAs: Parameters<typeof bindEvents>[0]['broadcast'] = async (walker, fields, options) =>
+        JSON.parse(await hub.broadcast(walker, fields, { rootId: options.root ?? Root.SHARED_ID })) as unknown;
+      unbind = bindEvents({ broker, spawn: spawnAs, broadcast: broadcastAs });
       if (broker.kind === 'disabled' || !consumesEvents(thread)) return;
       const subscriptions = subscriptionsOf(app).map(([name, sub]) => {
         const group = sub.options.group ?? events.consumer_group;
@@ -889,6 +892,7 @@ function consumersModule(system: ActorSystem, boot: ServeBoot, app: Record<strin
                 group,
                 attempt: event.attempt,
                 spawn: (walker, fields = {}, options = {}) => spawnAs(walker, fields, { ...options, traceId }),
+                broadcast: (walker, fields = {}, options = {}) => broadcastAs(walker, fields, { ...options, traceId }),
                 publish: (topic, next) => broker.publish(topic, next, traceId),
                 log: log.child({ subscription: name, topic: sub.topic, event_id: event.id, trace_id: traceId }),
               };

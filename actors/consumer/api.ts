@@ -18,6 +18,8 @@ export interface EventsBinding {
   broker: Broker;
   /** Run a walker for a caller (the graph's spawn). */
   spawn(walker: string, fields: Record<string, unknown>, options: SpawnAsOptions & { traceId?: string }): Promise<{ reports: unknown[] }>;
+  /** Run a broadcast WebSocket walker and send its reply to all of its clients. */
+  broadcast(walker: string, fields: Record<string, unknown>, options: SpawnAsOptions & { traceId?: string }): Promise<unknown>;
 }
 
 const DISABLED = new Broker({ streams: undefined });
@@ -89,6 +91,23 @@ export async function spawn(walker: string, fields: Record<string, unknown> = {}
   if (!bound) throw new Error(`spawn('${walker}'): no svc runtime runs in this thread`);
   const traceId = handling.getStore()?.traceId;
   return bound.spawn(walker, fields, traceId ? { ...options, traceId } : options);
+}
+
+/**
+ * Push to WebSocket clients from an event handler (or any code outside a
+ * request): run the broadcast WebSocket walker `walker` (`broadcast: true`)
+ * with `fields` — as the guest, or on `root` — and send its reply to every
+ * client connected to it, on every worker thread and pod, as a frame's reply
+ * would be. Resolves to the reply's data (`{result, reports}`).
+ *
+ * @example
+ * export const onPrice = subscribe('prices', (event) => broadcast('Ticker', { price: event.data.price }));
+ */
+export async function broadcast(walker: string, fields: Record<string, unknown> = {}, options: SpawnAsOptions = {}): Promise<unknown> {
+  const bound = current();
+  if (!bound) throw new Error(`broadcast('${walker}'): no svc runtime runs in this thread`);
+  const traceId = handling.getStore()?.traceId;
+  return bound.broadcast(walker, fields, traceId ? { ...options, traceId } : options);
 }
 
 /**

@@ -18,6 +18,8 @@ export interface HandlerContext {
   attempt: number;
   /** Run a walker: as the guest, or on `root` with that root's own rights. Same as the exported `spawn`. */
   spawn(walker: string, fields?: Record<string, unknown>, options?: SpawnAsOptions): Promise<{ reports: unknown[] }>;
+  /** Run a broadcast WebSocket walker and send its reply to all of its clients. Same as the exported `broadcast`. */
+  broadcast(walker: string, fields?: Record<string, unknown>, options?: SpawnAsOptions): Promise<unknown>;
   /** Publish an event carrying this event's trace id. */
   publish(topic: string, event: Event): void;
   /** A logger whose lines carry the topic, the event id and its trace id. */

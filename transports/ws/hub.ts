@@ -404,6 +404,22 @@ export class WsHub {
     socket.end(code, short);
   }
 
+  /**
+   * Run a broadcast WebSocket walker from the server side (an event handler,
+   * say) and send its reply to every client of that walker, on every thread
+   * (and pod), as the reply of a frame would be. Resolves to the reply's data
+   * (JSON text). Rejects for a walker that is not a broadcast WebSocket walker.
+   */
+  async broadcast(walker: string, fields: Record<string, unknown>, caller: SessionCaller): Promise<string> {
+    const route = this.byName.get(walker);
+    if (!route || !route.broadcast) throw new TypeError(`broadcast('${walker}'): not a WebSocket walker with broadcast: true`);
+    const data = `{"result":null,"reports":${await this.o.run(walker, fields, caller)}}`;
+    const text = `{"ok":true,"data":${data}}`;
+    this.publishLocal?.(route.topic, text);
+    this.o.bus?.publish(WS_RELAY_TOPIC, { topic: route.topic, text } satisfies Relay);
+    return data;
+  }
+
   /** A broadcast reply: every other subscriber here, and every subscriber on the other threads. */
   private publish(conn: Conn, text: string): void {
     const topic = conn.route.topic;

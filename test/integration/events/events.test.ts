@@ -27,7 +27,7 @@ async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 10_0
 const seen = async (topic: string, headers: Record<string, string> = {}) => (await post(`${server.url}/walker/ListSeen`, { topic }, headers)).body.data.reports as { key: string; attempt: number; trace: string; eventId: string; note: string }[];
 
 t.test('a walker publishes through its outbox: sent when it commits, with the request trace id; never when it fails', async (t) => {
-  t.match(server.output(), /event streaming on: memory broker, 6 subscriptions/, 'start logs the broker kind and the subscription count');
+  t.match(server.output(), /event streaming on: memory broker, 7 subscriptions/, 'start logs the broker kind and the subscription count');
   const trace = '4bf92f3577b34da6a3ce929d0e0e4736';
   const ok = await post(`${server.url}/walker/PlaceOrder`, { key: 'kept' }, { 'x-trace-id': trace });
   t.equal(ok.status, 200);
@@ -95,7 +95,7 @@ t.test('GET /admin/events: admin only; topics, groups, pending, dead-letter size
   t.equal(res.status, 200);
   const { data } = (await res.json()) as any;
   t.match(data, { enabled: true, broker: 'memory', consumer_group: 'svc-scale', stream_prefix: 'svc:events:' });
-  t.same(data.subscriptions.map((s: { name: string }) => s.name).sort(), ['onDead', 'onFlaky', 'onOrder', 'onPoison', 'onSlow', 'onUserNote']);
+  t.same(data.subscriptions.map((s: { name: string }) => s.name).sort(), ['onDead', 'onFeed', 'onFlaky', 'onOrder', 'onPoison', 'onSlow', 'onUserNote']);
   const poison = data.topics.find((x: { topic: string }) => x.topic === 'poison');
   t.match(poison, { dead_letter: { topic: 'poison.dlq', length: 1 }, groups: [{ name: 'svc-scale', pending: 0, lag: 0 }] });
   t.ok(data.counters.published >= 6 && data.counters.dead_lettered === 1 && data.counters.retried >= 3, JSON.stringify(data.counters));

@@ -11,6 +11,7 @@ import t from 'tap';
 import { post, startServer, tokenFor, type Server } from '../../helpers/server.ts';
 import { skipRedis, startRedis } from '../../helpers/redis.ts';
 import { startCluster } from '../cluster/helpers.ts';
+import { WalkerSocket } from 'svc/client';
 
 t.setTimeout(300_000);
 const entry = new URL('../../fixtures/events-app.ts', import.meta.url).pathname;
@@ -36,7 +37,7 @@ t.test('memory streams: events published on any worker thread reach the subscrip
   await Promise.all(Array.from({ length: 20 }, (_, i) => post(`${server.url}/function/emit`, { topic: 'orders', key: `m${i}` })));
   const got = await until(() => seen(server, 'orders'), (r) => r.length >= 20);
   t.equal(new Set(got.map((s) => s.key)).size, 20);
-  t.match(server.output(), /event streaming on: memory broker, 6 subscriptions/);
+  t.match(server.output(), /event streaming on: memory broker, 7 subscriptions/);
 });
 
 t.test('Redis Streams', { skip: skipRedis }, async (t) => {
@@ -48,7 +49,7 @@ t.test('Redis Streams', { skip: skipRedis }, async (t) => {
     t.teardown(() => a.stop());
     const b = await startServer({ entry, env: env({ SVC_EVENTS_CONSUMER_GROUP: 'group-b' }) });
     t.teardown(() => b.stop());
-    t.match(a.output(), /event streaming on: redis broker, 6 subscriptions/);
+    t.match(a.output(), /event streaming on: redis broker, 7 subscriptions/);
     t.notMatch(a.output(), new RegExp(redis.url.replace(/[/.]/g, '\\$&') + '.*password'), 'no credentials');
     await post(`${a.url}/walker/PlaceOrder`, { key: 'from-a' });
     const onB = await until(() => seen(b, 'orders'), (r) => r.length > 0);
@@ -56,6 +57,12 @@ t.test('Redis Streams', { skip: skipRedis }, async (t) => {
     const onA = await until(() => seen(a, 'orders'), (r) => r.length > 0);
     t.same(onA.map((s) => s.key), ['from-a'], 'and A (group-a) too');
     const admin = await tokenFor('root', { server: a, role: 'admin' });
+    // A subscriber on B pushes to B's WebSocket clients what A published.
+    const feed = await WalkerSocket.connect(b.url, 'Feed');
+    t.teardown(() => feed.close());
+    const pushed = new Promise<unknown>((resolve) => feed.onBroadcast((data) => resolve(data)));
+    await post(`${a.url}/function/emitFeed`, { text: 'to the sockets of B' });
+    t.match(await pushed, { reports: [{ text: 'to the sockets of B' }] }, 'published on A, pushed to a WebSocket client of B by its subscriber');
     const stats = (await (await fetch(`${a.url}/admin/events`, { headers: { authorization: `Bearer ${admin}` } })).json()) as any;
     t.match(stats.data, { broker: 'redis', consumer_group: 'group-a' });
     const orders = stats.data.topics.find((x: { topic: string }) => x.topic === 'orders');
@@ -127,6 +134,29 @@ t.test('Redis Streams', { skip: skipRedis }, async (t) => {
     t.equal(new Set(all.map(([key]) => key)).size, 30, 'every event handled');
     t.equal(new Set(all.map(([, pid]) => pid)).size, 2, 'by both members');
     t.ok(b.proc.pid !== undefined && all.some(([, pid]) => pid === String(b.proc.pid)), 'published on A, handled on B too');
+  });
+
+  t.test('SIGTERM: fetching stops, the handlers in hand finish and are acknowledged, then the process exits', async (t) => {
+    const file = join(mkdtempSync(join(tmpdir(), 'svc-events-')), 'handled');
+    writeFileSync(file, '');
+    const server = await startServer({ entry, env: env({ SVC_TEST_EVENTS_FILE: file, SVC_EVENTS_CONSUMER_GROUP: 'drain' }) });
+    t.teardown(() => server.stop('SIGKILL'));
+    const client = redis.client();
+    // The group starts at the earliest entry: skip what the tests before left on `slow`.
+    const before = Number(await client.xlen('svc:events:slow'));
+    await post(`${server.url}/function/emit`, { topic: 'slow', key: 'd', count: 8, ms: 1500 });
+    // Concurrency 4: four in hand at once (pending, not acknowledged yet).
+    await until(async () => handledKeys(file).length, (n) => n >= before);
+    await until(async () => (await client.xpending('svc:events:slow', 'drain')) as [number], ([n]) => n === 4);
+    const stopped = Date.now();
+    t.equal(await server.stop('SIGTERM'), 0, 'exits cleanly');
+    t.ok(Date.now() - stopped < 10_000, 'within the 10 s deadline');
+    const drained = handledKeys(file).filter((k) => k.startsWith('d-'));
+    t.equal(drained.length, 4, 'the four in hand finished');
+    t.same(((await client.xpending('svc:events:slow', 'drain')) as [number])[0], 0, 'and were acknowledged');
+    const groups = (await client.xinfo('GROUPS', 'svc:events:slow')) as unknown[][];
+    const drain = groups.map((g) => Object.fromEntries(Array.from({ length: g.length / 2 }, (_, i) => [g[2 * i], g[2 * i + 1]]))).find((g) => g.name === 'drain');
+    t.equal(drain?.lag, 4, 'the other four were not fetched: they wait for the next consumer');
   });
 
   t.test('streams are trimmed to max_len (MAXLEN ~)', async (t) => {
