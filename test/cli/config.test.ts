@@ -1,5 +1,8 @@
 // svc.toml, profiles, environment and flags, in that order; unknown keys warned, wrong types named.
 import t from 'tap';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ConfigError, loadConfig } from 'svc/cli/config';
 
 t.test('defaults without any file', async (t) => {
@@ -59,4 +62,25 @@ t.test('wrong types are an error naming the key', async (t) => {
   t.throws(() => loadConfig({ dir, env: { SVC_PORT: 'abc' } }), { message: /environment SVC_PORT must be an integer/ });
   t.throws(() => loadConfig({ dir, env: { SVC_DOCS_ENABLED: 'maybe' } }), { message: /SVC_DOCS_ENABLED/ });
   t.throws(() => loadConfig({ dir, profile: '../etc' }), { message: /--profile/ });
+});
+
+t.test('[scale.events] and [scale.events.retry]: the seed’s defaults, the file, the environment', async (t) => {
+  const dir = t.testdir({
+    'svc.toml': '[scale.events]\nenabled = true\nconsumer_group = "shop"\nvisibility_timeout_seconds = 2.5\n[scale.events.retry]\nmax_attempts = 5\nbackoff_seconds = [0.5, 2]\ndead_letter_suffix = ".dead"\n',
+  });
+  const defaults = loadConfig({ dir: mkdtempSync(join(tmpdir(), 'svc-config-')) }).config;
+  t.same(defaults['scale.events'], { enabled: false, url: '', consumer_group: 'svc-scale', serializer: 'json', visibility_timeout_seconds: 30, max_len: 100_000, concurrency: 1, stream_prefix: 'svc:events:', consumer_name: '', buffer_size: 10_000 });
+  t.same(defaults['scale.events.retry'], { max_attempts: 3, backoff_seconds: [1, 5, 30], dead_letter_suffix: '.dlq' });
+  const { config, warnings } = loadConfig({ dir });
+  t.same(warnings, []);
+  t.match(config['scale.events'], { enabled: true, consumer_group: 'shop', visibility_timeout_seconds: 2.5 });
+  t.same(config['scale.events.retry'], { max_attempts: 5, backoff_seconds: [0.5, 2], dead_letter_suffix: '.dead' });
+  const env = loadConfig({ dir, env: { SVC_EVENTS_RETRY_BACKOFF_SECONDS: '1, 3,9', SVC_EVENTS_URL: 'redis://127.0.0.1:6379', SVC_EVENTS_MAX_LEN: '500' } }).config;
+  t.same(env['scale.events.retry'].backoff_seconds, [1, 3, 9]);
+  t.match(env['scale.events'], { url: 'redis://127.0.0.1:6379', max_len: 500 });
+  t.throws(() => loadConfig({ dir, env: { SVC_EVENTS_RETRY_BACKOFF_SECONDS: '1,x' } }), /SVC_EVENTS_RETRY_BACKOFF_SECONDS must be a list of numbers/);
+  const bad = mkdtempSync(join(tmpdir(), 'svc-config-'));
+  writeFileSync(join(bad, 'svc.toml'), '[scale.events.retry]\nbackoff_seconds = ["1"]\n');
+  t.throws(() => loadConfig({ dir: bad }), /backoff_seconds must be a list of numbers/);
+  t.throws(() => loadConfig({ dir, env: { SVC_EVENTS_CONCURRENCY: '0' } }), /≥ 1/);
 });
