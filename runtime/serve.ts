@@ -394,7 +394,12 @@ function graphModule(system: ActorSystem, boot: ServeBoot, registry: Registry, f
                   for (const e of entries) {
                     if (e.kind !== EVENT_OUTBOX_KIND) continue;
                     const { topic, event } = e.data as OutboxEvent;
-                    broker.publish(topic, event, e.traceId);
+                    try {
+                      broker.publish(topic, event, e.traceId);
+                    } catch (error) {
+                      // One event that cannot leave does not hold back the others of the run.
+                      log.error({ err: error, topic, trace_id: e.traceId }, 'an event published by a committed run could not be sent');
+                    }
                   }
                 },
               }),

@@ -63,6 +63,12 @@ export function publish(topic: string, event: Event): void {
   if (!(event instanceof Event)) throw new TypeError('publish(topic, new Event({ data }))');
   const bound = current();
   if (!bound || bound.broker.kind === 'disabled') return;
+  // Checked here, where the caller can see it (in a run, before it commits), not when the event leaves.
+  try {
+    JSON.stringify(event.data);
+  } catch (error) {
+    throw new TypeError(`publish('${topic}'): the event's data cannot be written as JSON (${(error as Error).message})`);
+  }
   if (afterCommit({ kind: EVENT_OUTBOX_KIND, data: { topic, event } satisfies OutboxEvent })) return;
   bound.broker.publish(topic, event, handling.getStore()?.traceId);
 }

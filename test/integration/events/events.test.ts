@@ -41,6 +41,13 @@ t.test('a walker publishes through its outbox: sent when it commits, with the re
   t.match(kept?.eventId, /^[0-9a-f-]{36}$/);
 });
 
+t.test('publishing data JSON cannot hold fails the run (nothing committed), not the broker later', async (t) => {
+  const res = await post(`${server.url}/walker/PublishBad`, {});
+  t.equal(res.status, 500);
+  t.match(res.body.error, { code: 'EXECUTION_ERROR', message: /cannot be written as JSON/ });
+  t.same(await seen('bad'), [], 'the run’s write was rolled back');
+});
+
 t.test('a handler that fails is retried; a poison event goes to <topic>.dlq after max_attempts, with its reason', async (t) => {
   await post(`${server.url}/function/emit`, { topic: 'flaky', key: 'f1' });
   const flaky = await until(() => seen('flaky'), (r) => r.length > 0);
