@@ -16,6 +16,8 @@ interface KeySpec {
   env?: string[];
   values?: readonly string[];
   min?: number;
+  /** A string that must not be empty. */
+  nonEmpty?: boolean;
 }
 
 /** Every key svc reads, by section. */
@@ -102,7 +104,7 @@ export const SCHEMA = {
     consumer_group: { kind: 'string', default: 'svc-scale', env: ['SVC_EVENTS_CONSUMER_GROUP'] },
     serializer: { kind: 'enum', default: 'json', values: ['json'] },
     /** Entries pending longer than this are taken over from the consumer that holds them (it died or hangs). */
-    visibility_timeout_seconds: { kind: 'number', default: 30, env: ['SVC_EVENTS_VISIBILITY_TIMEOUT_SECONDS'] },
+    visibility_timeout_seconds: { kind: 'number', default: 30, min: 0.1, env: ['SVC_EVENTS_VISIBILITY_TIMEOUT_SECONDS'] },
     /** Streams are trimmed to about this many entries (MAXLEN ~). */
     max_len: { kind: 'int', default: 100_000, min: 1, env: ['SVC_EVENTS_MAX_LEN'] },
     /** Handlers of one subscription running at once in one process. */
@@ -117,7 +119,8 @@ export const SCHEMA = {
   'scale.events.retry': {
     max_attempts: { kind: 'int', default: 3, min: 1, env: ['SVC_EVENTS_RETRY_MAX_ATTEMPTS'] },
     backoff_seconds: { kind: 'numbers', default: [1, 5, 30], env: ['SVC_EVENTS_RETRY_BACKOFF_SECONDS'] },
-    dead_letter_suffix: { kind: 'string', default: '.dlq', env: ['SVC_EVENTS_DEAD_LETTER_SUFFIX'] },
+    /** Not empty: the dead letters would go back to the topic they failed on. */
+    dead_letter_suffix: { kind: 'string', default: '.dlq', nonEmpty: true, env: ['SVC_EVENTS_DEAD_LETTER_SUFFIX'] },
   },
   'scale.emailer': {
     provider: { kind: 'string', default: '', env: ['EMAILER_PROVIDER'] },
@@ -153,13 +156,14 @@ function typed(spec: KeySpec, value: unknown, where: string): unknown {
       if (typeof value === 'number' && Number.isInteger(value) && value >= (spec.min ?? -Infinity)) return value;
       throw new ConfigError(`${where} must be an integer${spec.min !== undefined ? ` ≥ ${spec.min}` : ''}, got ${JSON.stringify(value)}`);
     case 'number':
-      if (typeof value === 'number' && Number.isFinite(value)) return value;
-      throw new ConfigError(`${where} must be a number, got ${JSON.stringify(value)}`);
+      if (typeof value === 'number' && Number.isFinite(value) && value >= (spec.min ?? -Infinity)) return value;
+      throw new ConfigError(`${where} must be a number${spec.min !== undefined ? ` ≥ ${spec.min}` : ''}, got ${JSON.stringify(value)}`);
     case 'bool':
       if (typeof value === 'boolean') return value;
       throw new ConfigError(`${where} must be true or false, got ${JSON.stringify(value)}`);
     case 'string':
-      if (typeof value === 'string') return value;
+      if (typeof value === 'string' && !(spec.nonEmpty && value === '')) return value;
+      if (typeof value === 'string') throw new ConfigError(`${where} must not be empty`);
       throw new ConfigError(`${where} must be a string, got ${JSON.stringify(value)}`);
     case 'enum':
       if (typeof value === 'string' && spec.values?.includes(value)) return value;
@@ -179,7 +183,7 @@ function fromEnv(spec: KeySpec, raw: string, name: string): unknown {
       if (/^-?\d+$/.test(raw.trim())) return typed(spec, Number(raw), `environment ${name}`);
       throw new ConfigError(`environment ${name} must be an integer, got ${JSON.stringify(raw)}`);
     case 'number':
-      if (raw.trim() !== '' && Number.isFinite(Number(raw))) return Number(raw);
+      if (raw.trim() !== '' && Number.isFinite(Number(raw))) return typed(spec, Number(raw), `environment ${name}`);
       throw new ConfigError(`environment ${name} must be a number, got ${JSON.stringify(raw)}`);
     case 'bool':
       if (/^(1|true|yes|on)$/i.test(raw)) return true;

@@ -211,6 +211,7 @@ export function serveModules(options: ServeOptions): RuntimeModule[] {
     ...routes.map((r) => ({ method: r.method, path: r.template, kind: r.kind, name: r.name, access: r.access })),
     ...sockets.map((r) => ({ method: 'WS', path: `/ws/${r.name}`, kind: r.broadcast ? 'websocket walker (broadcast)' : 'websocket walker', name: r.name, access: r.access })),
   ];
+  checkSubscriptions(app, boot.config['scale.events'].consumer_group);
   const fingerprint = appFingerprint(registry);
   if (boot.faux) return [{ name: 'control', start: () => void system.spawn(fromReceive((msg: HttpControl) => (msg.t === 'fingerprint' ? fingerprint : describe())), CONTROL_ACTOR) }];
   const thread = threadOf(system.nodeId);
@@ -227,11 +228,12 @@ export function serveModules(options: ServeOptions): RuntimeModule[] {
     usersModule(boot, writerOn(USERS_WRITER_ACTOR) as ActorRef<UsersWriterMsg, unknown> | undefined),
     identityModule(system, boot, thread),
     hooksModule(boot, registry),
+    // Before the front: at a drain, fetching stops first, while requests in hand are answered.
+    consumersModule(system, boot, app, thread),
     fieldsModule(boot),
     httpModule(system, boot, registry, routes, member),
     websocketModule(system, boot, sockets),
     serverModule(boot, thread),
-    consumersModule(system, boot, app, thread),
     controlModule(system, describe, fingerprint),
   ];
 }
@@ -785,6 +787,24 @@ function controlModule(system: ActorSystem, describe: () => RouteSummary[], fing
   };
 }
 
+/**
+ * Two subscriptions of one topic in one consumer group would split its
+ * events between them (each entry goes to one consumer of a group): refused
+ * at load, with the fix.
+ */
+function checkSubscriptions(app: Record<string, unknown>, defaultGroup: string): void {
+  const seen = new Map<string, string>();
+  for (const [name, sub] of subscriptionsOf(app)) {
+    const group = sub.options.group ?? defaultGroup;
+    const key = `${sub.topic}\u0000${group}`;
+    const other = seen.get(key);
+    if (other !== undefined) {
+      throw new Error(`${other} and ${name} both subscribe to '${sub.topic}' in consumer group '${group}': each would get only some of its events. Give one of them its own group (subscribe('${sub.topic}', handler, { group: '…' })).`);
+    }
+    seen.set(key, name);
+  }
+}
+
 /** The thread that runs a process's event consumers (and makes their groups): the first worker, or the only thread. */
 function consumesEvents(thread: string): boolean {
   return thread === 'w1' || thread === 'local';
@@ -795,7 +815,8 @@ export function consumerName(boot: ServeBoot, thread: string): string {
   const configured = boot.config['scale.events'].consumer_name;
   if (configured) return configured;
   const folder = createHash('sha256').update(resolve(boot.projectRoot, dirname(boot.storePath || join('.svc', 'data', 'x')))).digest('hex').slice(0, 12);
-  return `${hostname()}/${folder}/${thread}`;
+  // Members of a cluster may share a host and a folder: their port tells them apart (and stays across a restart on it).
+  return boot.cluster ? `${hostname()}/${folder}/${boot.port}/${thread}` : `${hostname()}/${folder}/${thread}`;
 }
 
 const EVENTS_TOPIC = 'events.counters';
@@ -843,9 +864,9 @@ function eventsModule(system: ActorSystem, boot: ServeBoot, app: Record<string, 
         if (subscriptions.length > 0 && consumesEvents(thread)) log.warn({ subscriptions: subscriptions.length }, 'event streaming is off ([scale.events] enabled = false): subscriptions receive nothing and publish does nothing');
         return;
       }
-      if (!consumesEvents(thread)) return;
-      // Every subscription's group exists before the server answers.
+      // Every subscription's group exists before the server answers: made by every thread (each may open the port first).
       for (const [, sub] of subscriptions) await broker.ensureGroup(sub.topic, sub.options.group ?? events.consumer_group, sub.options.startFrom ?? 'latest');
+      if (!consumesEvents(thread)) return;
       log.info(
         { broker: broker.kind, ...(url ? { url: redactUrl(url) } : {}), subscriptions: subscriptions.length, consumer: broker.consumerName, group: events.consumer_group },
         `event streaming on: ${broker.kind} broker, ${subscriptions.length} subscription${subscriptions.length === 1 ? '' : 's'}`,
@@ -862,10 +883,13 @@ function consumersModule(system: ActorSystem, boot: ServeBoot, app: Record<strin
   const events = boot.config['scale.events'];
   let consumers: Consumers | undefined;
   let unbind: (() => void) | undefined;
+  let draining: Promise<unknown> | undefined;
+  let log: Log | undefined;
   return {
     name: 'consumers',
     start(rt) {
-      const log = rt.need<Log>('log');
+      log = rt.need<Log>('log');
+      const logger = log;
       const broker = rt.need<Broker>('broker');
       const graph = rt.need<Graph>('graph');
       const spawnAs: Parameters<typeof bindEvents>[0]['spawn'] = (walker, fields, options) =>
@@ -875,9 +899,11 @@ function consumersModule(system: ActorSystem, boot: ServeBoot, app: Record<strin
           traceId: options.traceId ?? newTraceId(),
           timeoutMs: askTimeoutMs(boot),
         });
-      const hub = rt.need<WsHub>('hub');
-      const broadcastAs: Parameters<typeof bindEvents>[0]['broadcast'] = async (walker, fields, options) =>
-        JSON.parse(await hub.broadcast(walker, fields, { rootId: options.root ?? Root.SHARED_ID })) as unknown;
+      const broadcastAs: Parameters<typeof bindEvents>[0]['broadcast'] = async (walker, fields, options) => {
+        const hub = rt.find<WsHub>('hub');
+        if (!hub) throw new Error(`broadcast('${walker}'): no WebSocket hub runs in this thread`);
+        return JSON.parse(await hub.broadcast(walker, fields, { rootId: options.root ?? Root.SHARED_ID })) as unknown;
+      };
       unbind = bindEvents({ broker, spawn: spawnAs, broadcast: broadcastAs });
       if (broker.kind === 'disabled' || !consumesEvents(thread)) return;
       const subscriptions = subscriptionsOf(app).map(([name, sub]) => {
@@ -899,7 +925,7 @@ function consumersModule(system: ActorSystem, boot: ServeBoot, app: Record<strin
                 spawn: (walker, fields = {}, options = {}) => spawnAs(walker, fields, { ...options, traceId }),
                 broadcast: (walker, fields = {}, options = {}) => broadcastAs(walker, fields, { ...options, traceId }),
                 publish: (topic, next) => broker.publish(topic, next, traceId),
-                log: log.child({ subscription: name, topic: sub.topic, event_id: event.id, trace_id: traceId }),
+                log: logger.child({ subscription: name, topic: sub.topic, event_id: event.id, trace_id: traceId }),
               };
               return handling.run({ traceId }, async () => sub.handler(event, ctx));
             },
@@ -908,11 +934,13 @@ function consumersModule(system: ActorSystem, boot: ServeBoot, app: Record<strin
       });
       if (subscriptions.length > 0) consumers = startConsumers(system, broker, subscriptions);
     },
-    // SIGTERM: stop fetching; handlers in hand finish and are acknowledged within 10 s at most.
-    async drain(deadlineMs) {
-      await consumers?.drain(Math.min(deadlineMs, 10_000));
+    // SIGTERM: fetching stops at once; what was fetched is handled and acknowledged within 10 s at most, while the
+    // front drains (the drain is awaited at close).
+    drain(deadlineMs) {
+      draining ??= consumers?.drain(Math.min(deadlineMs, 10_000)).catch((error: unknown) => log?.warn({ err: error }, 'the event consumers did not drain'));
     },
-    close() {
+    async close() {
+      await (draining ?? consumers?.drain(0).catch(() => undefined));
       unbind?.();
     },
   };

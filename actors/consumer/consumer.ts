@@ -23,7 +23,7 @@ export interface ConsumerStatus {
   name: string;
   topic: string;
   group: string;
-  /** Entries in hand (running or waiting for a retry). */
+  /** Entries held (fetched ahead, running, waiting for a retry or for their acknowledgement). */
   holding: number;
   /** Incarnations so far: 1 + restarts. */
   starts: number;
@@ -38,6 +38,8 @@ export interface Consumers {
 }
 
 function consumerProps(broker: Broker, name: string, spec: RunnerSpec, starts: { n: number }): Props<ConsumerMsg, unknown> {
+  // What this consumer holds, across its restarts: a new incarnation does not take again what the last one still handles.
+  const held = new Set<string>();
   return {
     restart: 'permanent',
     logic: () => {
@@ -45,7 +47,7 @@ function consumerProps(broker: Broker, name: string, spec: RunnerSpec, starts: {
       return {
         preStart(ctx) {
           starts.n++;
-          const mine = new SubscriptionRunner(broker, spec);
+          const mine = new SubscriptionRunner(broker, { ...spec, held });
           runner = mine;
           mine.run().catch((error: unknown) => {
             if (runner === mine) ctx.self.tell({ t: 'crashed', error });

@@ -8,7 +8,7 @@
  *   await ctx.spawn('RecordOrder', { id: event.data.id }, { root: event.data.root });
  * }, { retry: { maxAttempts: 5 } });
  */
-import { checkTopic, type Event, type RetrySettings, type StartFrom } from '../../cluster/index.ts';
+import { checkRetry, checkTopic, DEFAULT_RETRY, type Event, type RetrySettings, type StartFrom } from '../../cluster/index.ts';
 
 /** What a handler is given beside the event. */
 export interface HandlerContext {
@@ -62,10 +62,13 @@ export function subscribe<D = any>(topic: string, handler: EventHandler<D>, opti
   if (options.concurrency !== undefined && !(Number.isInteger(options.concurrency) && options.concurrency >= 1)) {
     throw new TypeError(`subscribe('${topic}'): concurrency must be an integer ≥ 1`);
   }
-  const retry = options.retry;
-  if (retry?.maxAttempts !== undefined && !(Number.isInteger(retry.maxAttempts) && retry.maxAttempts >= 1)) throw new TypeError(`subscribe('${topic}'): retry.maxAttempts must be an integer ≥ 1`);
-  if (retry?.backoffSeconds !== undefined && !(Array.isArray(retry.backoffSeconds) && retry.backoffSeconds.every((s) => typeof s === 'number' && s >= 0))) {
-    throw new TypeError(`subscribe('${topic}'): retry.backoffSeconds must be a list of seconds ≥ 0`);
+  if (options.retry !== undefined) checkRetry({ ...DEFAULT_RETRY, ...options.retry }, `subscribe('${topic}')`);
+  const from = options.startFrom;
+  if (from !== undefined && !(typeof from === 'string' && /^(latest|earliest|\$|0|\d+(-\d+)?)$/.test(from))) {
+    throw new TypeError(`subscribe('${topic}'): startFrom is 'latest', 'earliest' or a stream position such as '1700000000000-0', got ${JSON.stringify(from)}`);
+  }
+  if (options.group !== undefined && !(typeof options.group === 'string' && /^[^\s\u0000-\u001f]{1,200}$/.test(options.group))) {
+    throw new TypeError(`subscribe('${topic}'): group is 1 to 200 characters without spaces`);
   }
   return Object.freeze({ [SUBSCRIPTION]: true as const, topic, handler, options: Object.freeze({ ...options }) });
 }

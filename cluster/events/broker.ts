@@ -16,7 +16,7 @@
  * const [event] = await broker.consume('orders', 10, 1, 'earliest');
  * await broker.ack(event);
  */
-import { type Clock, realClock, type TimerHandle } from '../../kernel/index.ts';
+import { type Clock, realClock, SvcError, type TimerHandle } from '../../kernel/index.ts';
 import { decodeEvent, encodeEvent, Event, stamp } from './event.ts';
 import type { StartFrom, StreamBackend, StreamEntry } from './streams.ts';
 
@@ -73,9 +73,26 @@ export const DEFAULT_RETRY: RetrySettings = { maxAttempts: 3, backoffSeconds: [1
 
 const TOPIC = /^[^\s\u0000-\u001f]{1,200}$/;
 
-/** Throws a TypeError for a topic name that cannot be a stream. */
+/** Throws `INVALID_TOPIC` (400: a topic often comes from a request) for a topic name that cannot be a stream. */
 export function checkTopic(topic: unknown): asserts topic is string {
-  if (typeof topic !== 'string' || !TOPIC.test(topic)) throw new TypeError(`a topic is 1 to 200 characters without spaces, got ${JSON.stringify(topic)}`);
+  if (typeof topic !== 'string' || !TOPIC.test(topic)) {
+    throw new SvcError('INVALID_TOPIC', `a topic is 1 to 200 characters without spaces or control characters, got ${JSON.stringify(typeof topic === 'string' ? topic.slice(0, 60) : topic)}`, { status: 400 });
+  }
+}
+
+/** Whether an error says the consumer group (or its stream) is gone: Redis restarted empty, the key was deleted. */
+function noGroup(error: unknown): boolean {
+  return error instanceof Error && /NOGROUP/.test(error.message);
+}
+
+/** Retry settings that can work: at least one try, waits ≥ 0, a dead-letter topic other than the topic itself. */
+export function checkRetry(retry: RetrySettings, where: string): RetrySettings {
+  if (!(Number.isInteger(retry.maxAttempts) && retry.maxAttempts >= 1)) throw new TypeError(`${where}: retry maxAttempts must be an integer ≥ 1`);
+  if (!(Array.isArray(retry.backoffSeconds) && retry.backoffSeconds.every((s) => typeof s === 'number' && Number.isFinite(s) && s >= 0))) {
+    throw new TypeError(`${where}: retry backoffSeconds must be a list of seconds ≥ 0`);
+  }
+  if (typeof retry.deadLetterSuffix !== 'string' || retry.deadLetterSuffix === '') throw new TypeError(`${where}: retry deadLetterSuffix must not be empty (the dead letters would go back to the topic)`);
+  return retry;
 }
 
 /** Resolve after `ms` on `clock`, or at once when `stop` fires first. */
@@ -115,6 +132,9 @@ export class Broker {
   private flushDelayMs = 250;
   private outage = false;
   private overflowLogged = false;
+  private closedLogged = false;
+  /** When pull last claimed, by stream and group: claims are a scan, done once per half visibility timeout. */
+  private readonly pullClaims = new Map<string, number>();
   private readonly groups = new Map<string, Promise<boolean>>();
   private closed = false;
   /** Sends still on their way (awaited by `flush`). */
@@ -127,7 +147,8 @@ export class Broker {
     this.prefix = options.prefix ?? 'svc:events:';
     this.maxLen = options.maxLen ?? 100_000;
     this.visibilityMs = options.visibilityMs ?? 30_000;
-    this.retry = { ...DEFAULT_RETRY, ...options.retry };
+    this.retry = checkRetry({ ...DEFAULT_RETRY, ...options.retry }, 'the event broker');
+    if (!(this.visibilityMs > 0)) throw new TypeError('the event broker: the visibility timeout must be > 0');
     this.consumerName = options.consumerName ?? 'svc';
     this.source = options.source ?? 'svc';
     this.bufferLimit = options.bufferLimit ?? 10_000;
@@ -149,7 +170,16 @@ export class Broker {
   publish(topic: string, event: Event, traceId?: string): void {
     checkTopic(topic);
     if (!(event instanceof Event)) throw new TypeError('publish(topic, new Event({ data }))');
-    if (!this.streams || this.closed) return;
+    if (!this.streams) return;
+    if (this.closed) {
+      // A handler past the drain deadline, a late outbox: counted and said, never silent.
+      this.counters.dropped++;
+      if (!this.closedLogged) {
+        this.closedLogged = true;
+        this.log('error', `an event published on ${topic} after the broker closed was dropped (further ones are counted in dropped)`, { broker: this.kind });
+      }
+      return;
+    }
     stamp(event, topic, { source: this.source, traceId });
     const item = { stream: this.key(topic), payload: encodeEvent(event) };
     // Behind a non-empty buffer: queued, so events leave in the order they were published.
@@ -282,12 +312,32 @@ export class Broker {
   async consume(topic: string, maxMessages = 1, timeoutSeconds = 0, startFrom: StartFrom = 'latest', group = this.group): Promise<Event[]> {
     checkTopic(topic);
     if (!this.streams || this.closed) return [];
+    try {
+      return await this.pull(topic, maxMessages, timeoutSeconds, startFrom, group);
+    } catch (error) {
+      if (!noGroup(error)) throw error;
+      // The group is gone (Redis restarted empty): made again from the start of what the stream holds now.
+      this.groups.delete(`${group}\u0000${topic}`);
+      await this.ensureGroup(topic, group, '0');
+      return this.pull(topic, maxMessages, timeoutSeconds, startFrom, group);
+    }
+  }
+
+  private async pull(topic: string, maxMessages: number, timeoutSeconds: number, startFrom: StartFrom, group: string): Promise<Event[]> {
+    const streams = this.streams as StreamBackend;
     const count = Math.max(1, Math.floor(maxMessages));
     await this.ensureGroup(topic, group, startFrom);
     const stream = this.key(topic);
     const consumer = `${this.consumerName}/pull`;
-    let entries = await this.streams.claim(stream, group, consumer, this.visibilityMs, count);
-    if (entries.length === 0) entries = await this.streams.read(stream, group, consumer, count, Math.max(0, timeoutSeconds * 1000));
+    let entries: StreamEntry[] = [];
+    // Entries left unacknowledged past the visibility timeout come back; looked for once per half timeout (a claim scans).
+    const claimKey = `${group}\u0000${topic}`;
+    const now = this.clock.now();
+    if (now - (this.pullClaims.get(claimKey) ?? -Infinity) >= this.visibilityMs / 2) {
+      this.pullClaims.set(claimKey, now);
+      entries = await streams.claim(stream, group, consumer, this.visibilityMs, count);
+    }
+    if (entries.length === 0) entries = await streams.read(stream, group, consumer, count, Math.max(0, timeoutSeconds * 1000));
     const events: Event[] = [];
     for (const entry of entries) {
       try {
@@ -303,7 +353,12 @@ export class Broker {
   async ack(event: Event): Promise<boolean> {
     if (!this.streams) return false;
     if (!(event instanceof Event) || !event.deliveryId || !event.deliveryTopic || !event.deliveryGroup) throw new TypeError('ack(event) takes an event a consumer received');
-    return (await this.streams.ack(this.key(event.deliveryTopic), event.deliveryGroup, [event.deliveryId])) > 0;
+    try {
+      return (await this.streams.ack(this.key(event.deliveryTopic), event.deliveryGroup, [event.deliveryId])) > 0;
+    } catch (error) {
+      if (noGroup(error)) return false; // the group is gone, and with it what was pending
+      throw error;
+    }
   }
 
   /**
@@ -369,6 +424,11 @@ export interface RunnerSpec {
   batch?: number;
   /** Longest wait of one read for new entries (default 1 s; shorter keeps claims timely). */
   blockMs?: number;
+  /**
+   * The ids held, shared by the runners of one consumer across restarts: a
+   * new runner does not take again what the one before it still holds.
+   */
+  held?: Set<string>;
 }
 
 /** A stop signal that sleeps and waits listen to. */
@@ -395,21 +455,32 @@ class StopSignal {
  * when stopped and rejects only on a fault of its own (the consumer actor
  * then crashes and its supervisor restarts it); a handler that throws is a
  * retry, the streams unreachable a pause.
+ *
+ * Entries are fetched ahead (up to 32 per unit of concurrency, at most 256)
+ * and handled `concurrency` at a time; acknowledgements of handled entries
+ * go out together (one `XACK` per turn of the event loop). Every entry held
+ * (fetched, running, waiting for a retry, waiting for its ack) is touched
+ * every third of the visibility timeout so no other consumer claims it.
  */
 export class SubscriptionRunner {
   private readonly stop = new StopSignal();
-  private readonly inHand = new Set<string>();
+  private readonly inHand: Set<string>;
+  private readonly queue: StreamEntry[] = [];
   private inFlight = 0;
   private readonly slotWaiters = new Set<() => void>();
   private readonly idleWaiters = new Set<() => void>();
   private loop: Promise<void> | undefined;
   private touchTimer: TimerHandle | undefined;
   private outage = false;
+  private acks: string[] = [];
+  private ackFlush: Promise<void> | undefined;
 
   constructor(
     private readonly broker: Broker,
     readonly spec: RunnerSpec,
-  ) {}
+  ) {
+    this.inHand = spec.held ?? new Set();
+  }
 
   private get streams(): StreamBackend {
     return this.broker.streams as StreamBackend;
@@ -419,7 +490,7 @@ export class SubscriptionRunner {
     return this.broker.key(this.spec.topic);
   }
 
-  /** Entries this runner holds (running or waiting for a retry). */
+  /** Entries this runner holds (fetched, running, waiting for a retry or an ack). */
   get holding(): number {
     return this.inHand.size;
   }
@@ -434,26 +505,28 @@ export class SubscriptionRunner {
     if (!this.broker.streams) return;
     const { clock } = this.broker;
     const consumer = this.broker.consumerName;
-    const batch = this.spec.batch ?? 64;
+    const prefetch = this.spec.batch ?? Math.min(256, this.spec.concurrency * 32);
     const touchEvery = Math.max(50, Math.floor(this.broker.visibilityMs / 3));
     const touch = (): void => {
       this.touchTimer = clock.setTimeout(() => {
-        if (this.stop.stopped) return;
         if (this.inHand.size > 0) void this.streams.touch(this.stream, this.spec.group, consumer, [...this.inHand]).catch(() => undefined);
         touch();
       }, touchEvery, true);
     };
     touch();
     // What this consumer held when it (or the process before it, same host and folder) stopped: first.
-    let backlog: StreamEntry[] | undefined;
+    let ownPending = true;
     let nextClaim = clock.now();
     const claimEvery = Math.max(50, Math.floor(this.broker.visibilityMs / 2));
     let needsGroup = true;
     let recovering = false;
     while (!this.stop.stopped) {
-      await this.slot();
-      if (this.stop.stopped) break;
-      const room = this.spec.concurrency - this.inFlight;
+      if (this.queue.length > 0) {
+        await this.slot();
+        if (this.stop.stopped) break;
+        this.start(this.queue.shift() as StreamEntry);
+        continue;
+      }
       let entries: StreamEntry[] = [];
       try {
         if (needsGroup) {
@@ -462,15 +535,19 @@ export class SubscriptionRunner {
           await this.broker.ensureGroup(this.spec.topic, this.spec.group, recovering ? '0' : this.spec.startFrom);
           needsGroup = false;
         }
-        if (backlog === undefined) backlog = await this.streams.read(this.stream, this.spec.group, consumer, 100_000, 0, true);
-        if (backlog.length > 0) entries = backlog.splice(0, room);
-        else if (clock.now() >= nextClaim) {
+        if (ownPending) {
+          entries = await this.streams.read(this.stream, this.spec.group, consumer, 100_000, 0, true);
+          // Entries this runner holds already (a restarted actor: the process lives on) are not taken twice.
+          entries = entries.filter((e) => !this.inHand.has(e.id));
+          ownPending = false;
+        } else if (clock.now() >= nextClaim) {
           nextClaim = clock.now() + claimEvery;
-          entries = await this.streams.claim(this.stream, this.spec.group, consumer, this.broker.visibilityMs, Math.min(room, batch));
+          entries = await this.streams.claim(this.stream, this.spec.group, consumer, this.broker.visibilityMs, prefetch);
+          entries = entries.filter((e) => !this.inHand.has(e.id));
         }
         if (entries.length === 0) {
           const block = Math.max(1, Math.min(this.spec.blockMs ?? 1000, nextClaim - clock.now()));
-          entries = await this.streams.read(this.stream, this.spec.group, consumer, Math.min(room, batch), block);
+          entries = await this.streams.read(this.stream, this.spec.group, consumer, prefetch, block);
         }
         if (this.outage) {
           this.outage = false;
@@ -489,9 +566,13 @@ export class SubscriptionRunner {
         await sleep(clock, 1000, this.stop);
         continue;
       }
-      for (const entry of entries) this.start(entry);
+      // Stopped while the read was out: not taken (pending, they are read back at a restart or claimed).
+      if (this.stop.stopped) break;
+      for (const entry of entries) {
+        this.inHand.add(entry.id);
+        this.queue.push(entry);
+      }
     }
-    if (this.touchTimer !== undefined) clock.clearTimeout(this.touchTimer);
   }
 
   /** Resolves once fewer than `concurrency` entries are in flight, or at stop. */
@@ -508,18 +589,58 @@ export class SubscriptionRunner {
     });
   }
 
+  /** Resolves once fewer than `concurrency` entries are in flight (the drain: stop does not end the wait). */
+  private freeSlot(): Promise<void> {
+    if (this.inFlight < this.spec.concurrency) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = (): void => {
+        this.slotWaiters.delete(done);
+        resolve();
+      };
+      this.slotWaiters.add(done);
+    });
+  }
+
   private start(entry: StreamEntry): void {
     this.inFlight++;
-    this.inHand.add(entry.id);
-    void this.handleEntry(entry).finally(() => {
+    void this.handleEntry(entry).then(
+      (acked) => {
+        if (!acked) this.inHand.delete(entry.id);
+      },
+      () => this.inHand.delete(entry.id),
+    ).finally(() => {
       this.inFlight--;
-      this.inHand.delete(entry.id);
       for (const wake of [...this.slotWaiters]) wake();
       if (this.inFlight === 0) for (const wake of [...this.idleWaiters]) wake();
     });
   }
 
-  private async handleEntry(entry: StreamEntry): Promise<void> {
+  /** Acknowledge with the others of this turn: one XACK for them all. */
+  private ack(id: string): void {
+    this.acks.push(id);
+    if (this.acks.length === 1) setImmediate(() => void this.flushAcks());
+  }
+
+  private flushAcks(): Promise<void> {
+    const prior = this.ackFlush ?? Promise.resolve();
+    const flushed = prior.then(async () => {
+      const ids = this.acks;
+      if (ids.length === 0) return;
+      this.acks = [];
+      try {
+        await this.streams.ack(this.stream, this.spec.group, ids);
+      } catch (error) {
+        this.broker.log('warn', `${ids.length} handled event${ids.length === 1 ? '' : 's'} of ${this.spec.topic} could not be acknowledged; they may be delivered again`, { err: (error as Error).message });
+      } finally {
+        for (const id of ids) this.inHand.delete(id);
+      }
+    });
+    this.ackFlush = flushed;
+    return flushed;
+  }
+
+  /** Handle one entry to its end: resolves whether it is waiting for its ack (then still held). */
+  private async handleEntry(entry: StreamEntry): Promise<boolean> {
     const { topic, group, retry } = this.spec;
     const broker = this.broker;
     let event: Event;
@@ -527,61 +648,74 @@ export class SubscriptionRunner {
       event = broker.delivered(entry, topic, group);
     } catch (error) {
       await broker.deadLetter(topic, group, entry, `undecodable: ${(error as Error).message}`, 0, undefined, retry.deadLetterSuffix).catch((e: unknown) => broker.log('error', `an undecodable entry of ${topic} could not be dead-lettered`, { err: (e as Error).message }));
-      return;
+      return false;
     }
     for (let attempt = 1; ; attempt++) {
       event.attempt = attempt;
       try {
         await this.spec.handle(event);
       } catch (error) {
-        if (this.stop.stopped) return; // left pending: delivered again after a restart, or claimed
         if (attempt >= retry.maxAttempts) {
           const reason = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
           broker.log('warn', `event ${event.id} of ${topic} failed ${attempt} time${attempt === 1 ? '' : 's'}; sent to ${topic}${retry.deadLetterSuffix}`, { group, reason: reason.slice(0, 500), trace_id: event.traceId || undefined });
           await broker.deadLetter(topic, group, entry, reason, attempt, event, retry.deadLetterSuffix).catch((e: unknown) =>
             broker.log('error', `event ${event.id} of ${topic} could not be dead-lettered; it stays pending and comes back`, { err: (e as Error).message }),
           );
-          return;
+          return false;
         }
+        if (this.stop.stopped) return false; // left pending: delivered again after a restart, or claimed
         broker.counters.retried++;
         const waits = retry.backoffSeconds;
         const seconds = waits.length === 0 ? 0 : (waits[Math.min(attempt - 1, waits.length - 1)] as number);
         await sleep(broker.clock, seconds * 1000, this.stop);
-        if (this.stop.stopped) return;
+        if (this.stop.stopped) return false;
         continue;
       }
       broker.counters.handled++;
-      try {
-        await this.streams.ack(this.stream, group, [entry.id]);
-      } catch (error) {
-        broker.log('warn', `event ${event.id} of ${topic} was handled but its acknowledgement failed; it may be delivered again`, { err: (error as Error).message });
-      }
-      return;
+      this.ack(entry.id);
+      return true;
     }
   }
 
   /**
-   * Stop fetching; handlers in hand finish (and are acknowledged) within
-   * `deadlineMs`. Entries waiting for a retry stay pending: delivered again
-   * later. Resolves whether every handler finished in time.
+   * Stop fetching; what was fetched already is handled (and acknowledged)
+   * within `deadlineMs`. Entries waiting for a retry, or not started by the
+   * deadline, stay pending: delivered again later. Resolves whether
+   * everything fetched was handled in time.
    */
   async stopAndDrain(deadlineMs: number): Promise<boolean> {
     this.stop.fire();
-    if (this.touchTimer !== undefined) this.broker.clock.clearTimeout(this.touchTimer);
-    if (this.inFlight === 0) return true;
+    const { clock } = this.broker;
+    const deadline = Date.now() + deadlineMs;
     let timer: NodeJS.Timeout | undefined;
-    const idle = new Promise<boolean>((resolve) => {
-      const done = (): void => {
-        this.idleWaiters.delete(done);
-        resolve(true);
-      };
-      this.idleWaiters.add(done);
+    const late = new Promise<false>((resolve) => {
+      timer = setTimeout(() => resolve(false), Math.max(0, deadlineMs));
     });
-    const late = new Promise<boolean>((resolve) => {
-      timer = setTimeout(() => resolve(false), deadlineMs);
-    });
-    const finished = await Promise.race([idle, late]);
+    const drained = (async (): Promise<true> => {
+      while (this.queue.length > 0 && Date.now() < deadline) {
+        await this.freeSlot();
+        if (Date.now() >= deadline) break;
+        this.start(this.queue.shift() as StreamEntry);
+      }
+      if (this.inFlight > 0) {
+        await new Promise<void>((resolve) => {
+          const done = (): void => {
+            this.idleWaiters.delete(done);
+            resolve();
+          };
+          this.idleWaiters.add(done);
+        });
+      }
+      return true;
+    })();
+    const finished = await Promise.race([drained, late]);
     clearTimeout(timer);
-    return finished;
+    const left = this.queue.length;
+    // Not started: no longer held here (pending in the group: read back at a restart, or claimed).
+    for (const entry of this.queue.splice(0)) this.inHand.delete(entry.id);
+    await this.flushAcks();
+    if (this.touchTimer !== undefined) clock.clearTimeout(this.touchTimer);
+    this.touchTimer = undefined;
+    return finished && left === 0;
   }
 }

@@ -53,7 +53,15 @@ interface Blocker {
   redis: Redis;
   /** The read in progress (reads of one reader go one at a time). */
   turn: Promise<unknown>;
+  /** Reads waiting or running on it. */
+  busy: number;
 }
+
+/** Blocking connections kept at most (readers of many topics: the least recently used idle one is closed). */
+const MAX_BLOCKERS = 16;
+
+/** XAUTOCLAIM calls of one claim at most (each scans up to COUNT × 10 pending entries). */
+const MAX_CLAIM_CALLS = 4;
 
 export class RedisStreams implements StreamBackend {
   readonly kind = 'redis' as const;
@@ -111,7 +119,9 @@ export class RedisStreams implements StreamBackend {
     const claimed: StreamEntry[] = [];
     if (count <= 0) return claimed;
     let cursor = '0-0';
+    let calls = 0;
     do {
+      calls++;
       const reply = (await this.call('XAUTOCLAIM', stream, group, consumer, Math.max(0, Math.floor(minIdleMs)), cursor, 'COUNT', count - claimed.length)) as [string, unknown, unknown?];
       cursor = String(reply[0]);
       const { entries, gone } = parseEntries(reply[1]);
@@ -119,7 +129,7 @@ export class RedisStreams implements StreamBackend {
       if (Array.isArray(reply[2])) gone.push(...reply[2].map(String));
       if (gone.length > 0) await this.ack(stream, group, gone);
       claimed.push(...entries);
-    } while (cursor !== '0-0' && claimed.length < count);
+    } while (cursor !== '0-0' && claimed.length < count && calls < MAX_CLAIM_CALLS);
     return claimed;
   }
 
@@ -192,11 +202,20 @@ export class RedisStreams implements StreamBackend {
     // While the shared connection is down (after it was up), fail fast rather than wait for a new one.
     if (this.connected.has(this.redis) && this.redis.status !== 'ready') throw redisUnreachable(`Redis (${this.options.name}) is unreachable`);
     let blocker = this.blockers.get(key);
-    if (!blocker) {
-      blocker = { redis: this.open(`${this.options.name}:block`, blockMs + BLOCK_GRACE_MS), turn: Promise.resolve() };
-      this.blockers.set(key, blocker);
+    if (blocker) this.blockers.delete(key); // moved to the end: the map's order is least recently used first
+    else {
+      blocker = { redis: this.open(`${this.options.name}:block`, blockMs + BLOCK_GRACE_MS), turn: Promise.resolve(), busy: 0 };
+      for (const [k, b] of this.blockers) {
+        if (this.blockers.size < MAX_BLOCKERS) break;
+        if (b.busy > 0) continue;
+        this.blockers.delete(k);
+        b.redis.disconnect();
+      }
     }
+    this.blockers.set(key, blocker);
     const { redis } = blocker;
+    const held = blocker;
+    held.busy++;
     const run = async (): Promise<unknown> => {
       try {
         await this.ready(redis);
@@ -215,6 +234,7 @@ export class RedisStreams implements StreamBackend {
     };
     const result = blocker.turn.then(run, run);
     blocker.turn = result.catch(() => undefined);
+    void blocker.turn.then(() => held.busy--);
     return result;
   }
 }

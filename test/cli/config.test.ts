@@ -83,4 +83,10 @@ t.test('[scale.events] and [scale.events.retry]: the seed’s defaults, the file
   writeFileSync(join(bad, 'svc.toml'), '[scale.events.retry]\nbackoff_seconds = ["1"]\n');
   t.throws(() => loadConfig({ dir: bad }), /backoff_seconds must be a list of numbers/);
   t.throws(() => loadConfig({ dir, env: { SVC_EVENTS_CONCURRENCY: '0' } }), /≥ 1/);
+  t.throws(() => loadConfig({ dir, env: { SVC_EVENTS_VISIBILITY_TIMEOUT_SECONDS: '-5' } }), /must be a number ≥ 0.1/);
+  const empty = mkdtempSync(join(tmpdir(), 'svc-config-'));
+  writeFileSync(join(empty, 'svc.toml'), '[scale.events]\nvisibility_timeout_seconds = 0\n[scale.events.retry]\ndead_letter_suffix = ""\n');
+  t.throws(() => loadConfig({ dir: empty }), /visibility_timeout_seconds must be a number ≥ 0.1/);
+  writeFileSync(join(empty, 'svc.toml'), '[scale.events.retry]\ndead_letter_suffix = ""\n');
+  t.throws(() => loadConfig({ dir: empty }), /dead_letter_suffix must not be empty/);
 });

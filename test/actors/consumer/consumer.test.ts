@@ -39,6 +39,33 @@ t.test('a consumer whose loop fails is restarted by its supervisor and goes on d
   await consumers.drain(100);
 });
 
+t.test('a consumer restarted while a handler runs does not take that entry again', async (t) => {
+  const system = new ActorSystem();
+  t.teardown(() => system.shutdown());
+  const inner = new MemoryStreams();
+  let fault = false;
+  const streams: StreamBackend = Object.assign(Object.create(inner) as StreamBackend, {
+    read: (...args: Parameters<StreamBackend['read']>) => (!args[5] && fault ? ((fault = false), Promise.resolve(undefined as never)) : inner.read(...args)),
+  });
+  const broker = new Broker({ streams, log: quiet });
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const starts: unknown[] = [];
+  const consumers = startConsumers(system, broker, [
+    { name: 'onJob', spec: { topic: 'jobs', group: 'g', startFrom: 'earliest', concurrency: 1, retry: broker.retry, blockMs: 20, handle: async (e) => { starts.push(e.data); await gate; } } },
+  ]);
+  await broker.append('jobs', new Event({ data: 1 }));
+  await until(() => starts.length === 1);
+  fault = true; // the loop fails while event 1 is in its handler
+  await until(async () => (await consumers.status())[0]?.starts === 2);
+  await broker.append('jobs', new Event({ data: 2 }));
+  release();
+  await until(() => starts.length === 2);
+  await until(async () => (await broker.streams?.info('svc:events:jobs'))?.groups[0]?.pending === 0);
+  t.same(starts, [1, 2], 'event 1 was handled once, by the incarnation that had it');
+  await consumers.drain(100);
+});
+
 t.test('a handler that throws is retried, the consumer is not restarted', async (t) => {
   const system = new ActorSystem();
   t.teardown(() => system.shutdown());
@@ -59,7 +86,7 @@ t.test('a handler that throws is retried, the consumer is not restarted', async 
   await consumers.drain(100);
 });
 
-t.test('drain: no more fetching; the handler in hand finishes', async (t) => {
+t.test('drain: no more fetching; what was fetched is handled and acknowledged', async (t) => {
   const system = new ActorSystem();
   t.teardown(() => system.shutdown());
   const broker = new Broker({ streams: new MemoryStreams(), log: quiet });
@@ -71,11 +98,12 @@ t.test('drain: no more fetching; the handler in hand finishes', async (t) => {
   ]);
   await broker.append('slow', new Event({ data: 1 }));
   await broker.append('slow', new Event({ data: 2 }));
-  await until(async () => (await consumers.status())[0]?.holding === 1);
+  await until(async () => (await consumers.status())[0]?.holding === 2);
   const draining = consumers.drain(5000);
+  await broker.append('slow', new Event({ data: 3 }));
   release();
   await draining;
-  t.same(done, [1], 'the one in hand finished; the next was not fetched');
+  t.same(done, [1, 2], 'the fetched ones were handled; the one appended during the drain was not fetched');
   const info = await broker.streams?.info('svc:events:slow');
   t.match(info?.groups[0], { pending: 0, lag: 1 });
 });

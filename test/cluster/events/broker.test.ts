@@ -188,3 +188,34 @@ t.test('publishing while the streams fail: counted, buffered in order, sent once
   t.same(got.map((e) => e.data), [0, 1, 2, 3, 4], 'sent in the order published');
   t.match(lines.join('\n'), /reached again: 5 buffered events sent/);
 });
+
+t.test('after the broker closes, a publish is counted as dropped and said once', async (t) => {
+  const lines: string[] = [];
+  const broker = new Broker({ streams: new MemoryStreams(), log: (_level, message) => void lines.push(message) });
+  await broker.close();
+  broker.publish('t', new Event({ data: 1 }));
+  broker.publish('t', new Event({ data: 2 }));
+  t.equal(broker.counters.dropped, 2);
+  t.equal(lines.filter((l) => /after the broker closed/.test(l)).length, 1);
+});
+
+t.test('retry settings that cannot work are refused', async (t) => {
+  t.throws(() => new Broker({ streams: undefined, retry: { deadLetterSuffix: '' } }), /deadLetterSuffix must not be empty/);
+  t.throws(() => new Broker({ streams: undefined, retry: { maxAttempts: 0 } }), /maxAttempts/);
+  t.throws(() => new Broker({ streams: undefined, visibilityMs: 0 }), /visibility/);
+  t.throws(() => new Broker({ streams: undefined }).publish('a b', new Event({ data: 1 })), { code: 'INVALID_TOPIC', status: 400 });
+});
+
+t.test('pull after the streams restarted empty: the group is made again, from the start of the new stream', async (t) => {
+  let inner = new MemoryStreams();
+  const streams = new Proxy({} as StreamBackend, { get: (_target, name) => (inner as unknown as Record<string | symbol, unknown>)[name] instanceof Function ? (inner as any)[name].bind(inner) : (inner as any)[name] });
+  const broker = new Broker({ streams, log: quiet });
+  t.same(await broker.consume('jobs', 10, 0), [], 'the group is made (and remembered)');
+  inner = new MemoryStreams(); // Redis restarted without its data
+  await broker.append('jobs', new Event({ data: 'after' }));
+  const got = await broker.consume('jobs', 10, 0);
+  t.same(got.map((e) => e.data), ['after']);
+  t.equal(await broker.ack(got[0] as Event), true);
+  inner = new MemoryStreams();
+  t.equal(await broker.ack(got[0] as Event), false, 'an ack whose group is gone finds nothing pending');
+});

@@ -4,6 +4,8 @@
 import t from 'tap';
 import { startApp, type InProcessServer } from '../../helpers/app.ts';
 import { post, tokenFor } from '../../helpers/server.ts';
+import { testApp } from 'svc/testing';
+import { fn, subscribe, T } from 'svc';
 
 const entry = new URL('../../fixtures/events-app.ts', import.meta.url).pathname;
 let server: InProcessServer;
@@ -108,6 +110,26 @@ t.test('GET /admin/events: admin only; topics, groups, pending, dead-letter size
   t.ok(data.counters.published >= 6 && data.counters.dead_lettered === 1 && data.counters.retried >= 3, JSON.stringify(data.counters));
   const openapi = (await (await fetch(`${server.url}/openapi.json`)).json()) as any;
   t.ok(openapi.paths['/admin/events']?.get, 'documented in /openapi.json');
+});
+
+t.test('a topic from request data that cannot be a stream is a 400 INVALID_TOPIC', async (t) => {
+  for (const topic of ['has space', '', 'x'.repeat(201)]) {
+    const res = await post(`${server.url}/function/emit`, { topic, key: 'k' });
+    t.equal(res.status, 400, JSON.stringify(topic).slice(0, 20));
+    t.equal(res.body.error.code, 'INVALID_TOPIC');
+  }
+  t.equal((await post(`${server.url}/function/pull`, { topic: 'bad topic' })).body.error.code, 'INVALID_TOPIC');
+});
+
+t.test('two subscriptions of one topic in one group are refused at start (each would get only some events)', async (t) => {
+  const handler = async () => undefined;
+  const app = { ping: fn({ access: 'pub', params: T.Object({}) }, () => 1), onA: subscribe('orders', handler), onB: subscribe('orders', handler) };
+  await t.rejects(testApp({ app }), /onA and onB both subscribe to 'orders' in consumer group 'svc-scale'/);
+  const ok = await testApp({ app: { ...app, onB: subscribe('orders', handler, { group: 'audit' }) }, env: { SVC_EVENTS_ENABLED: 'true' } });
+  t.match(ok.output(), /2 subscriptions/, 'with a group of its own, both get every event');
+  await ok.close();
+  t.throws(() => subscribe('orders', handler, { startFrom: 'yesterday' }), /startFrom/);
+  t.throws(() => subscribe('orders', handler, { retry: { deadLetterSuffix: '' } }), /deadLetterSuffix/);
 });
 
 t.test('disabled (the default): publish and pull do nothing, subscriptions receive nothing, and the log says so', async (t) => {
