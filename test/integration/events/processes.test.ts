@@ -26,7 +26,7 @@ async function until<T>(read: () => Promise<T>, ok: (v: T) => boolean, ms = 30_0
   }
 }
 
-const seen = async (server: Server, topic: string) => (await post(`${server.url}/walker/ListSeen`, { topic })).body.data.reports as { key: string }[];
+const seen = async (server: Server, topic: string) => (await post(`${server.url}/walker/ListSeen`, { topic })).body.data.reports as { key: string; attempt?: number; note?: string }[];
 const handled = (file: string) => readFileSync(file, 'utf8').split('\n').filter(Boolean).map((line) => line.split('\t') as [string, string]);
 const handledKeys = (file: string) => handled(file).map(([key]) => key);
 
@@ -67,6 +67,27 @@ t.test('Redis Streams', { skip: skipRedis }, async (t) => {
     t.match(stats.data, { broker: 'redis', consumer_group: 'group-a' });
     const orders = stats.data.topics.find((x: { topic: string }) => x.topic === 'orders');
     t.same(orders.groups.map((g: { name: string }) => g.name).sort(), ['group-a', 'group-b']);
+  });
+
+  t.test('on Redis too: pull with ack, redelivery after the visibility timeout, retries and the dead-letter topic', async (t) => {
+    const server = await startServer({ entry, env: env({ SVC_EVENTS_CONSUMER_GROUP: 'pulls', SVC_EVENTS_VISIBILITY_TIMEOUT_SECONDS: '0.5' }) });
+    t.teardown(() => server.stop());
+    await post(`${server.url}/function/emit`, { topic: 'redis-jobs', key: 'r', count: 3 });
+    const first = (await post(`${server.url}/function/pull`, { topic: 'redis-jobs', max: 2 })).body.data.result;
+    t.equal(first.kind, 'redis');
+    t.same(first.events.map((e: { key: string }) => e.key), ['r-0', 'r-1']);
+    const unacked = (await post(`${server.url}/function/pull`, { topic: 'redis-jobs', max: 5, ack: false })).body.data.result;
+    t.same(unacked.events.map((e: { key: string }) => e.key), ['r-2']);
+    const again = await until(
+      async () => (await post(`${server.url}/function/pull`, { topic: 'redis-jobs', max: 5 })).body.data.result.events as { key: string; id: string }[],
+      (r) => r.length > 0,
+    );
+    t.same(again.map((e) => [e.key, e.id]), [['r-2', unacked.events[0].id]], 'the same event, redelivered once the visibility timeout passed');
+    await post(`${server.url}/function/emit`, { topic: 'poison', key: 'rp' });
+    const dead = await until(() => seen(server, 'poison.dlq'), (r) => r.some((s) => s.key === 'rp'));
+    t.equal((dead.find((s) => s.key === 'rp') as { note?: string }).note, 'Error: poison pill|3|poison');
+    const tries = (await seen(server, 'poison')).filter((s) => s.key === 'rp') as { attempt?: number }[];
+    t.same(tries.map((s) => s.attempt).sort(), [1, 2, 3], 'exactly max_attempts tries');
   });
 
   t.test('SIGKILL mid-batch: restarted on the same folder, the process takes back its own pending entries at once', async (t) => {
