@@ -118,3 +118,24 @@ t.test('subscribe checks what it is given', async (t) => {
   t.ok(isSubscription(sub));
   t.same(subscriptionsOf({ sub, other: 1 }).map(([name]) => name), ['sub']);
 });
+
+t.test('dedupe skips an event id handled successfully within the TTL; a failed one is tried again', async (t) => {
+  const { dedupe } = await import('../../../actors/consumer/index.ts');
+  const calls: string[] = [];
+  let fail = true;
+  const once = dedupe(async (e: Event) => {
+    calls.push(e.id);
+    if (e.id === 'b' && fail) throw new Error('not yet');
+  }, { ttlSeconds: 60, max: 2 });
+  const ev = (id: string) => new Event({ data: 1, id });
+  await once(ev('a'));
+  await once(ev('a'));
+  t.same(calls, ['a'], 'a second delivery of a handled event is skipped');
+  await t.rejects(once(ev('b')), /not yet/);
+  fail = false;
+  await once(ev('b'));
+  t.same(calls, ['a', 'b', 'b'], 'a failed event is not remembered');
+  await once(ev('c'));
+  await once(ev('a'));
+  t.same(calls, ['a', 'b', 'b', 'c', 'a'], 'past `max` ids the oldest is forgotten');
+});
