@@ -1,7 +1,7 @@
 /**
  * What one thread of `svc start` serves, as runtime modules in their start
- * order: log, bus, events, store, graph, users, identity, hooks, http,
- * websocket, server, consumers, control. Each module provides services the later ones need; none
+ * order: log, bus, events, store, graph, users, identity, hooks, consumers,
+ * fields, http, websocket, server, control. Each module provides services the later ones need; none
  * knows the whole. {@link createRuntime} picks them from the configuration
  * (the store and the users repository by `docdb_uri`, the server by
  * transport).
@@ -75,7 +75,7 @@ import {
   RedisStreams,
   type StreamBackend,
 } from '../cluster/index.ts';
-import { bindEvents, type Consumers, EVENT_OUTBOX_KIND, handling, type HandlerContext, type OutboxEvent, startConsumers, subscriptionsOf } from '../actors/consumer/index.ts';
+import { bindEvents, type Consumers, EVENT_OUTBOX_KIND, handling, type HandlerContext, type OutboxEvent, startConsumers, type Subscription, subscriptionsOf } from '../actors/consumer/index.ts';
 import type { SvcConfig } from './config.ts';
 import { collectGarbage } from './gc.ts';
 import { composeRuntime, type Runtime, type RuntimeModule } from './runtime.ts';
@@ -211,7 +211,7 @@ export function serveModules(options: ServeOptions): RuntimeModule[] {
     ...routes.map((r) => ({ method: r.method, path: r.template, kind: r.kind, name: r.name, access: r.access })),
     ...sockets.map((r) => ({ method: 'WS', path: `/ws/${r.name}`, kind: r.broadcast ? 'websocket walker (broadcast)' : 'websocket walker', name: r.name, access: r.access })),
   ];
-  checkSubscriptions(app, boot.config['scale.events'].consumer_group);
+  const subscriptions = appSubscriptions(app, boot.config['scale.events'].consumer_group);
   const fingerprint = appFingerprint(registry);
   if (boot.faux) return [{ name: 'control', start: () => void system.spawn(fromReceive((msg: HttpControl) => (msg.t === 'fingerprint' ? fingerprint : describe())), CONTROL_ACTOR) }];
   const thread = threadOf(system.nodeId);
@@ -221,7 +221,7 @@ export function serveModules(options: ServeOptions): RuntimeModule[] {
   return [
     logModule(thread, options.logDestination),
     busModule(system),
-    eventsModule(system, boot, app, thread),
+    eventsModule(system, boot, subscriptions, thread),
     storeModule(boot, writerOn(STORE_WRITER_ACTOR) as ActorRef<WriterMsg, unknown> | undefined),
     graphModule(system, boot, registry, fingerprint, options.relay, member),
     ...(boot.cluster ? [invalidationModule(system, boot.cluster)] : []),
@@ -229,7 +229,7 @@ export function serveModules(options: ServeOptions): RuntimeModule[] {
     identityModule(system, boot, thread),
     hooksModule(boot, registry),
     // Before the front: at a drain, fetching stops first, while requests in hand are answered.
-    consumersModule(system, boot, app, thread),
+    consumersModule(system, boot, subscriptions, thread),
     fieldsModule(boot),
     httpModule(system, boot, registry, routes, member),
     websocketModule(system, boot, sockets),
@@ -787,14 +787,23 @@ function controlModule(system: ActorSystem, describe: () => RouteSummary[], fing
   };
 }
 
+/** An exported subscription, its group resolved. */
+interface AppSubscription {
+  name: string;
+  sub: Subscription;
+  topic: string;
+  group: string;
+  startFrom: string;
+}
+
 /**
- * Two subscriptions of one topic in one consumer group would split its
- * events between them (each entry goes to one consumer of a group): refused
- * at load, with the fix.
+ * The app's subscriptions with their groups. Two of one topic in one
+ * consumer group would split its events between them (each entry goes to one
+ * consumer of a group): refused at load, with the fix.
  */
-function checkSubscriptions(app: Record<string, unknown>, defaultGroup: string): void {
+function appSubscriptions(app: Record<string, unknown>, defaultGroup: string): AppSubscription[] {
   const seen = new Map<string, string>();
-  for (const [name, sub] of subscriptionsOf(app)) {
+  return subscriptionsOf(app).map(([name, sub]) => {
     const group = sub.options.group ?? defaultGroup;
     const key = `${sub.topic}\u0000${group}`;
     const other = seen.get(key);
@@ -802,7 +811,8 @@ function checkSubscriptions(app: Record<string, unknown>, defaultGroup: string):
       throw new Error(`${other} and ${name} both subscribe to '${sub.topic}' in consumer group '${group}': each would get only some of its events. Give one of them its own group (subscribe('${sub.topic}', handler, { group: '…' })).`);
     }
     seen.set(key, name);
-  }
+    return { name, sub, topic: sub.topic, group, startFrom: sub.options.startFrom ?? 'latest' };
+  });
 }
 
 /** The thread that runs a process's event consumers (and makes their groups): the first worker, or the only thread. */
@@ -826,7 +836,7 @@ const EVENTS_TOPIC = 'events.counters';
  * the consumer groups of the app's subscriptions made before anything serves:
  * an event published once the server answers is never skipped.
  */
-function eventsModule(system: ActorSystem, boot: ServeBoot, app: Record<string, unknown>, thread: string): RuntimeModule {
+function eventsModule(system: ActorSystem, boot: ServeBoot, subscriptions: AppSubscription[], thread: string): RuntimeModule {
   const events = boot.config['scale.events'];
   const retry = boot.config['scale.events.retry'];
   let broker: Broker | undefined;
@@ -858,14 +868,13 @@ function eventsModule(system: ActorSystem, boot: ServeBoot, app: Record<string, 
       );
       const b = broker;
       rt.need<Broadcast>('bus').subscribe(EVENTS_TOPIC, () => ({ node: system.nodeId, counters: b.counters }));
-      const subscriptions = subscriptionsOf(app);
-      rt.provide('subscriptions', subscriptions.map(([name, sub]) => ({ name, topic: sub.topic, group: sub.options.group ?? events.consumer_group })));
+      rt.provide('subscriptions', subscriptions.map(({ name, topic, group }) => ({ name, topic, group })));
       if (!events.enabled) {
         if (subscriptions.length > 0 && consumesEvents(thread)) log.warn({ subscriptions: subscriptions.length }, 'event streaming is off ([scale.events] enabled = false): subscriptions receive nothing and publish does nothing');
         return;
       }
       // Every subscription's group exists before the server answers: made by every thread (each may open the port first).
-      for (const [, sub] of subscriptions) await broker.ensureGroup(sub.topic, sub.options.group ?? events.consumer_group, sub.options.startFrom ?? 'latest');
+      for (const { topic, group, startFrom } of subscriptions) await broker.ensureGroup(topic, group, startFrom);
       if (!consumesEvents(thread)) return;
       log.info(
         { broker: broker.kind, ...(url ? { url: redactUrl(url) } : {}), subscriptions: subscriptions.length, consumer: broker.consumerName, group: events.consumer_group },
@@ -879,7 +888,7 @@ function eventsModule(system: ActorSystem, boot: ServeBoot, app: Record<string, 
 }
 
 /** Runs walkers for app code outside requests (`spawn`), and the consumers of the app's subscriptions (on one thread). */
-function consumersModule(system: ActorSystem, boot: ServeBoot, app: Record<string, unknown>, thread: string): RuntimeModule {
+function consumersModule(system: ActorSystem, boot: ServeBoot, subscriptions: AppSubscription[], thread: string): RuntimeModule {
   const events = boot.config['scale.events'];
   let consumers: Consumers | undefined;
   let unbind: (() => void) | undefined;
@@ -906,14 +915,13 @@ function consumersModule(system: ActorSystem, boot: ServeBoot, app: Record<strin
       };
       unbind = bindEvents({ broker, spawn: spawnAs, broadcast: broadcastAs });
       if (broker.kind === 'disabled' || !consumesEvents(thread)) return;
-      const subscriptions = subscriptionsOf(app).map(([name, sub]) => {
-        const group = sub.options.group ?? events.consumer_group;
+      const specs = subscriptions.map(({ name, sub, group, startFrom }) => {
         return {
           name,
           spec: {
             topic: sub.topic,
             group,
-            startFrom: sub.options.startFrom ?? 'latest',
+            startFrom,
             concurrency: sub.options.concurrency ?? events.concurrency,
             retry: { ...broker.retry, ...sub.options.retry },
             handle: (event: Event) => {
@@ -932,7 +940,7 @@ function consumersModule(system: ActorSystem, boot: ServeBoot, app: Record<strin
           },
         };
       });
-      if (subscriptions.length > 0) consumers = startConsumers(system, broker, subscriptions);
+      if (specs.length > 0) consumers = startConsumers(system, broker, specs);
     },
     // SIGTERM: fetching stops at once; what was fetched is handled and acknowledged within 10 s at most, while the
     // front drains (the drain is awaited at close).

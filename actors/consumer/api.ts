@@ -9,8 +9,8 @@
  * Inside an event handler it carries the handled event's trace id.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { Broker, Event, checkTopic } from '../../cluster/index.ts';
-import { afterCommit } from '../walker/index.ts';
+import { Broker, checkData, checkTopic, Event } from '../../cluster/index.ts';
+import { afterCommit, inWalkerRun } from '../walker/index.ts';
 import type { SpawnAsOptions } from './subscription.ts';
 
 /** What the runtime of this thread binds. */
@@ -63,13 +63,11 @@ export function publish(topic: string, event: Event): void {
   if (!(event instanceof Event)) throw new TypeError('publish(topic, new Event({ data }))');
   const bound = current();
   if (!bound || bound.broker.kind === 'disabled') return;
-  // Checked here, where the caller can see it (in a run, before it commits), not when the event leaves.
-  try {
-    JSON.stringify(event.data);
-  } catch (error) {
-    throw new TypeError(`publish('${topic}'): the event's data cannot be written as JSON (${(error as Error).message})`);
+  // In a run the event leaves after the commit: its data is checked now, while the run can still fail.
+  if (inWalkerRun()) {
+    checkData(topic, event);
+    if (afterCommit({ kind: EVENT_OUTBOX_KIND, data: { topic, event } satisfies OutboxEvent })) return;
   }
-  if (afterCommit({ kind: EVENT_OUTBOX_KIND, data: { topic, event } satisfies OutboxEvent })) return;
   bound.broker.publish(topic, event, handling.getStore()?.traceId);
 }
 

@@ -80,6 +80,15 @@ export function checkTopic(topic: unknown): asserts topic is string {
   }
 }
 
+/** Throws a TypeError naming the topic when the event's data cannot be written as JSON (a BigInt, a cycle). */
+export function checkData(topic: string, event: Event): void {
+  try {
+    JSON.stringify(event.data);
+  } catch (error) {
+    throw new TypeError(`publish('${topic}'): the event's data cannot be written as JSON (${(error as Error).message})`);
+  }
+}
+
 /** Whether an error says the consumer group (or its stream) is gone: Redis restarted empty, the key was deleted. */
 function noGroup(error: unknown): boolean {
   return error instanceof Error && /NOGROUP/.test(error.message);
@@ -181,7 +190,14 @@ export class Broker {
       return;
     }
     stamp(event, topic, { source: this.source, traceId });
-    const item = { stream: this.key(topic), payload: encodeEvent(event) };
+    let payload: string;
+    try {
+      payload = encodeEvent(event);
+    } catch {
+      checkData(topic, event); // throws the clear error
+      throw new TypeError(`publish('${topic}'): the event cannot be written as JSON`);
+    }
+    const item = { stream: this.key(topic), payload };
     // Behind a non-empty buffer: queued, so events leave in the order they were published.
     if (this.buffer.length > 0) {
       this.enqueue(item);

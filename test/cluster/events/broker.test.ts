@@ -204,6 +204,7 @@ t.test('retry settings that cannot work are refused', async (t) => {
   t.throws(() => new Broker({ streams: undefined, retry: { maxAttempts: 0 } }), /maxAttempts/);
   t.throws(() => new Broker({ streams: undefined, visibilityMs: 0 }), /visibility/);
   t.throws(() => new Broker({ streams: undefined }).publish('a b', new Event({ data: 1 })), { code: 'INVALID_TOPIC', status: 400 });
+  t.throws(() => new Broker({ streams: new MemoryStreams(), log: quiet }).publish('t', new Event({ data: { n: 1n } })), /publish\('t'\): the event's data cannot be written as JSON/);
 });
 
 t.test('pull after the streams restarted empty: the group is made again, from the start of the new stream', async (t) => {
