@@ -6,6 +6,10 @@
  *   git worktree add /tmp/base <commit> && ln -s "$PWD/node_modules" /tmp/base/node_modules
  *   npm run bench:ab -- /tmp/base .     (--rounds N, --seconds S, --only echo_public,write_auth)
  *
+ * A tree may carry settings of its own, `tree::NAME=value,NAME=value` (the
+ * same tree twice: a setting's cost), e.g. metrics off against on:
+ *   npm run bench:ab -- . .::SVC_METRICS_ENABLED=true
+ *
  * Every server runs the benchmark app on one worker thread pinned to core 0;
  * wrk runs on core 1; only one server is loaded at a time. Scenarios: the public
  * echo walker, a public read, an authenticated read, an authenticated write.
@@ -31,7 +35,20 @@ const ROUNDS = flag('--rounds', 7);
 const SECONDS = flag('--seconds', 4);
 /** `--only a,b`: just these scenarios. */
 const only = args.includes('--only') ? new Set(String(args[args.indexOf('--only') + 1]).split(',')) : undefined;
-const trees = args.filter((a, i) => !a.startsWith('--') && !args[i - 1]?.startsWith('--')).map((t) => resolve(t));
+/** A tree to serve, with its own environment (`tree::A=1,B=2`) and the name it is reported under. */
+interface Variant {
+  tree: string;
+  env: Record<string, string>;
+  label: string;
+}
+const trees: Variant[] = args
+  .filter((a, i) => !a.startsWith('--') && !args[i - 1]?.startsWith('--'))
+  .map((arg) => {
+    const [path, settings = ''] = arg.split('::') as [string, string?];
+    const env = Object.fromEntries(settings.split(',').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+    const tree = resolve(path);
+    return { tree, env, label: settings ? `${basename(tree)}+${settings}` : basename(tree) };
+  });
 if (trees.length < 2) {
   console.error('usage: bench/ab-http.ts <tree-before> <tree-after> [more trees] [--rounds 7] [--seconds 4] [--only echo_public,read_public,read_auth,write_auth]');
   process.exit(2);
@@ -43,13 +60,14 @@ const copies: string[] = [];
 
 interface Server {
   tree: string;
+  label: string;
   url: string;
   p: Proc;
   pubId: string;
   authId: string;
 }
 
-async function start(tree: string, token: string): Promise<Server> {
+async function start({ tree, env, label }: Variant, token: string): Promise<Server> {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-ab-'));
   copies.push(dataDir);
   // Each tree makes its users with its own code (the users table may differ between versions).
@@ -61,11 +79,11 @@ async function start(tree: string, token: string): Promise<Server> {
   copies.push(app);
   const port = await freePort();
   const [cmd, a] = pinned(0, process.execPath, [join(tree, 'bin/svc.mjs'), 'start', app, '--workers', '1', '--port', String(port), '--host', '127.0.0.1']);
-  const p = await serve(cmd, a, /Server ready/, { SVC_TRANSPORT: 'uws', SVC_ACCESS_LOG: 'false', JWT_SECRET: SECRET, SVC_DATA_DIR: dataDir });
+  const p = await serve(cmd, a, /Server ready/, { SVC_TRANSPORT: 'uws', SVC_ACCESS_LOG: 'false', JWT_SECRET: SECRET, SVC_DATA_DIR: dataDir, ...env });
   const url = `http://127.0.0.1:${port}`;
   const seed = async (headers: Record<string, string>) =>
     ((await (await fetch(`${url}/walker/Seed`, { method: 'POST', headers })).json()) as { data: { reports: { id: string }[] } }).data.reports[0]?.id as string;
-  return { tree, url, p, pubId: await seed({}), authId: await seed({ authorization: `Bearer ${token}` }) };
+  return { tree, label, url, p, pubId: await seed({}), authId: await seed({ authorization: `Bearer ${token}` }) };
 }
 
 /** CPU time (user + system, every thread) a process has used so far, in microseconds (Linux /proc). */
@@ -136,7 +154,7 @@ async function main(): Promise<void> {
         errors: samples.flat().reduce((n, x) => n + x.errors, 0),
         ...Object.fromEntries(
           servers.map((s, i) => [
-            basename(s.tree),
+            s.label,
             {
               rps_median: Math.round(median(of(i, 'rps'))),
               rps_vs_first: round(pairedRatio(of(i, 'rps'), of(0, 'rps')), 3),
@@ -150,9 +168,9 @@ async function main(): Promise<void> {
         ),
       };
       const row = results[sc.name] as Record<string, { rps_median: number; rps_vs_first: number; cpu_us_per_req: number; cpu_vs_first: number }>;
-      process.stderr.write(`bench: ${sc.name} ${servers.map((s) => { const x = row[basename(s.tree)]; return `${basename(s.tree)} ${x?.rps_median} req/s (${x?.rps_vs_first}) ${x?.cpu_us_per_req} µs CPU/req (${x?.cpu_vs_first})`; }).join(' | ')}\n`);
+      process.stderr.write(`bench: ${sc.name} ${servers.map((s) => { const x = row[s.label]; return `${s.label} ${x?.rps_median} req/s (${x?.rps_vs_first}) ${x?.cpu_us_per_req} µs CPU/req (${x?.cpu_vs_first})`; }).join(' | ')}\n`);
     }
-    const trees_ = servers.map((s) => ({ tree: basename(s.tree), commit: spawnSync('git', ['-C', s.tree, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim() }));
+    const trees_ = servers.map((s) => ({ tree: s.label, commit: spawnSync('git', ['-C', s.tree, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim() }));
     const file = save('ab-http', { bench: 'ab-http', at: new Date().toISOString(), setup: { rounds: ROUNDS, seconds: SECONDS, connections: 64, workers: 1, pinned: hasTaskset ? 'servers core 0, wrk core 1' : 'not pinned' }, trees: trees_, machine: machine(), results });
     for (const [name, row] of Object.entries(results)) {
       console.log(`\n${name}`);

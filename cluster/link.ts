@@ -153,6 +153,7 @@ class Peer {
     readonly id: string,
     public address: string,
     private readonly options: ProcessLinksOptions,
+    private readonly counters: LinkCounters,
   ) {
     this.dial();
   }
@@ -207,6 +208,7 @@ class Peer {
       this.socket = undefined;
       this.ready = false;
       if (!this.wanted) return;
+      this.counters.reconnects++;
       this.timer = setTimeout(() => this.dial(), this.backoffMs);
       this.backoffMs = Math.min(this.backoffMs * 2, 1000);
     });
@@ -263,7 +265,17 @@ class Peer {
  * links.connect('p2', '127.0.0.1:41234');
  * links.send('p1/w1', 'p2/w2', bytes);
  */
+/** What the links did, for metrics. */
+export interface LinkCounters {
+  /** Outbound links dialled again after they closed. */
+  reconnects: number;
+  /** Batches sent to other processes, and received from them. */
+  sent: number;
+  received: number;
+}
+
 export class ProcessLinks {
+  readonly counters: LinkCounters = { reconnects: 0, sent: 0, received: 0 };
   private readonly peers = new Map<string, Peer>();
   private readonly inbound = new Set<Socket>();
   private closed = false;
@@ -336,6 +348,7 @@ export class ProcessLinks {
       // The sender's nodes are its own: a peer cannot speak for another process.
       if (!from.startsWith(`${peer}/`)) throw new Error('a peer spoke for another process');
       // A copy that owns its memory: it is handed on to a worker thread.
+      this.counters.received++;
       o.onBytes(from, to, new Uint8Array(body.subarray(4 + fromLength + toLength)));
     });
     socket.on('data', (chunk: Buffer) => {
@@ -359,7 +372,7 @@ export class ProcessLinks {
     const peer = this.peers.get(id);
     if (peer && peer.address === address) return;
     peer?.close();
-    this.peers.set(id, new Peer(id, address, this.options));
+    this.peers.set(id, new Peer(id, address, this.options, this.counters));
   }
 
   /** The process `id` left the cluster: drop its link and what was queued for it. */
@@ -385,6 +398,7 @@ export class ProcessLinks {
     f.copy(head, 2);
     head.writeUInt16BE(t.length, 2 + f.length);
     t.copy(head, 4 + f.length);
+    this.counters.sent++;
     return peer.send(Buffer.concat([head, bytes]));
   }
 

@@ -95,6 +95,8 @@ function isWildcard(host: string): boolean {
  */
 export class ClusterMember {
   readonly state = new MemberState();
+  /** For metrics: lease renewals Redis took, and those it did not (unreachable, or the lease was lost); times this member rejoined. */
+  readonly counters = { lease_renewals: 0, lease_failures: 0 };
   private membership: Membership | undefined;
   private pool: MemberPool | undefined;
   private view: MemberView[] = [];
@@ -230,6 +232,7 @@ export class ClusterMember {
       record: this.record(),
       onChange: (members) => this.onChange(members),
       onLost: () => void this.lost(),
+      onRenewal: (ok) => void (ok ? this.counters.lease_renewals++ : this.counters.lease_failures++),
       onRedis: (up, error) => {
         this.state.redisDown = !up;
         if (up) this.options.log('info', 'Redis is reachable again');

@@ -91,6 +91,8 @@ export interface MembershipOptions {
   onLost?(): void;
   /** Redis reachability changed (not called at join: `join()` resolving means reachable). */
   onRedis?(up: boolean, error?: Error): void;
+  /** After each lease renewal: whether Redis renewed it (false: unreachable, or the key was lost). For metrics. */
+  onRenewal?(ok: boolean): void;
 }
 
 // KEYS: member key, members set. ARGV: id, value, leaseMs, channel, notice.
@@ -408,14 +410,17 @@ export class Membership {
     } catch (e) {
       const error = asError(e);
       if (epoch === this.epoch) this.reachable(false, error);
+      this.call(() => this.options.onRenewal?.(false));
       return { status: 'unreachable', error };
     }
     if (epoch !== this.epoch || !this.holding) return { status: 'stale' };
     this.reachable(true);
     if (reply !== 1) {
+      this.call(() => this.options.onRenewal?.(false));
       this.lose();
       return { status: 'lost' };
     }
+    this.call(() => this.options.onRenewal?.(true));
     // Two writes may answer out of order: the lease runs from the latest sent.
     if (sent > this.lastHeartbeat) {
       this.lastHeartbeat = sent;

@@ -122,6 +122,18 @@ export const SCHEMA = {
     /** Not empty: the dead letters would go back to the topic they failed on. */
     dead_letter_suffix: { kind: 'string', default: '.dlq', nonEmpty: true, env: ['SVC_EVENTS_DEAD_LETTER_SUFFIX'] },
   },
+  'scale.metrics': {
+    /** Off: nothing is measured on the hot path, and the scrape endpoint is not served. */
+    enabled: { kind: 'bool', default: false, env: ['SVC_METRICS_ENABLED'] },
+    /** The scrape path (Prometheus text; admin token). */
+    endpoint: { kind: 'string', default: '/metrics', env: ['SVC_METRICS_ENDPOINT'] },
+    /** The prefix of every metric name. */
+    namespace: { kind: 'string', default: 'svc', env: ['SVC_METRICS_NAMESPACE'] },
+    /** Also `{namespace}_walker_duration_seconds` per walker and function run. */
+    walker_metrics: { kind: 'bool', default: false, env: ['SVC_METRICS_WALKER_METRICS'] },
+    /** Upper bounds of the duration histograms, in seconds. */
+    histogram_buckets: { kind: 'numbers', default: [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0], env: ['SVC_METRICS_HISTOGRAM_BUCKETS'] },
+  },
   'scale.emailer': {
     provider: { kind: 'string', default: '', env: ['EMAILER_PROVIDER'] },
     from_address: { kind: 'string', default: '', env: ['EMAILER_FROM_ADDRESS'] },
@@ -277,5 +289,22 @@ export function loadConfig(options: {
   if (jwt.exp_delta_days > jwt.max_token_days) {
     throw new ConfigError(`[scale.jwt] exp_delta_days (${jwt.exp_delta_days}) is longer than max_token_days (${jwt.max_token_days}): tokens would be refused`);
   }
+  checkMetrics(values['scale.metrics'] as SvcConfig['scale.metrics']);
   return { config: values as unknown as SvcConfig, warnings, files };
+}
+
+/** Paths the runtime serves itself: the metrics endpoint may not take one. */
+const RESERVED_PATHS = /^\/(user|admin|walker|function|webhook|ws|sso|api-key|graph|traverse|docs|redoc|openapi\.json|health|healthz|ready)(\/|$)/;
+
+function checkMetrics(m: SvcConfig['scale.metrics']): void {
+  if (!/^\/[A-Za-z0-9._~\/-]*$/.test(m.endpoint) || m.endpoint.includes('//') || m.endpoint === '/' || RESERVED_PATHS.test(m.endpoint)) {
+    throw new ConfigError(`[scale.metrics] endpoint must be a path of its own such as /metrics (letters, digits, . _ ~ - /), got ${JSON.stringify(m.endpoint)}`);
+  }
+  if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(m.namespace)) {
+    throw new ConfigError(`[scale.metrics] namespace must be a metric name prefix (letters, digits, _; not starting with a digit), got ${JSON.stringify(m.namespace)}`);
+  }
+  const b = m.histogram_buckets;
+  if (b.length === 0 || b.some((v, i) => v <= 0 || (i > 0 && v <= (b[i - 1] as number)))) {
+    throw new ConfigError(`[scale.metrics] histogram_buckets must be increasing numbers of seconds > 0, got ${JSON.stringify(b)}`);
+  }
 }

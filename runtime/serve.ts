@@ -56,6 +56,7 @@ import {
   StaticFiles,
   toHttpError,
   failureStack,
+  type ResponseInfo,
 } from '../transports/http/index.ts';
 import { attachNode, attachUws, WsHub, type WsRoute, wsRoutes } from '../transports/ws/index.ts';
 import type { RelayTransport } from '../transports/worker/index.ts';
@@ -79,6 +80,7 @@ import { bindEvents, type Consumers, EVENT_OUTBOX_KIND, handling, type HandlerCo
 import type { SvcConfig } from './config.ts';
 import { collectGarbage } from './gc.ts';
 import { composeRuntime, type Runtime, type RuntimeModule } from './runtime.ts';
+import { adminMetrics, type MetricJson, renderMetrics, ThreadMetrics } from './metrics/index.ts';
 
 /** What the main thread hands each worker thread of `svc start`. */
 export interface ServeBoot {
@@ -114,6 +116,8 @@ export interface ServeBoot {
   schemaReady?: boolean;
   /** Events on memory streams: served by the main thread to every worker (else this thread keeps its own). */
   memoryEventsOnMain?: boolean;
+  /** The main thread answers for its own metrics (password hashing, cluster membership and links, the process): scrapes ask it. */
+  mainMetrics?: boolean;
 }
 
 /** What a worker thread of a cluster member is told of its cluster. */
@@ -221,6 +225,7 @@ export function serveModules(options: ServeOptions): RuntimeModule[] {
   return [
     logModule(thread, options.logDestination),
     busModule(system),
+    metricsModule(system, boot, thread),
     eventsModule(system, boot, subscriptions, thread),
     storeModule(boot, writerOn(STORE_WRITER_ACTOR) as ActorRef<WriterMsg, unknown> | undefined),
     graphModule(system, boot, registry, fingerprint, options.relay, member),
@@ -570,6 +575,7 @@ function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, ro
         },
         ...(boot.cluster ? [clusterRoute(system, bus, boot.cluster)] : []),
         eventsRoute(system, bus, rt.need<Broker>('broker'), rt.need('subscriptions')),
+        ...metricsRoutes(boot, rt.find<Scrape>('scrape')),
       ];
       const publicDir = join(boot.projectRoot, 'public');
       front = rt.provide(
@@ -589,6 +595,7 @@ function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, ro
           dev: boot.dev,
           accessLog: config['scale.server'].access_log ? (entry) => log.info(entry, 'request') : undefined,
           suppressHealthLogs: config['scale.server'].suppress_health_check_logs,
+          ...metricsHooks(rt.find<ThreadMetrics>('metrics'), config['scale.metrics'].endpoint),
           projectRoot: resolve(boot.projectRoot),
           onError: (error, requestId, route, traceId) => {
             // An unreachable database answers every request 503 while it lasts: a warning without the stack, not an error each.
@@ -603,6 +610,111 @@ function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, ro
     // Readiness turns false first: load balancers stop sending while the rest drains.
     drain: () => front?.startDraining(),
   };
+}
+
+/** The front's share of the metrics: each answer recorded by route template; the metrics endpoints (scrape and admin) left out of their own figures. */
+function metricsHooks(metrics: ThreadMetrics | undefined, endpoint: string): { onResponse?: (info: ResponseInfo) => void; untrackedPaths?: ReadonlySet<string> } {
+  if (!metrics) return {};
+  const http = metrics.http;
+  return { onResponse: (info) => http.record(info.method, info.route, info.status, info.durationMs / 1000), untrackedPaths: new Set([endpoint, '/admin/metrics']) };
+}
+
+/** What every thread of this process measured (the main thread's too), as prom-client metric JSON. */
+type Scrape = () => Promise<MetricJson[][]>;
+
+const METRICS_TOPIC = 'runtime.metrics';
+/** The main thread's metrics actor (start.ts serves it when `mainMetrics`). */
+export const MAIN_METRICS_ACTOR = 'metrics';
+
+/**
+ * Metrics of this thread ({@link ThreadMetrics}: the front's answers, runs,
+ * the runtime's observers), and the scrape: every worker thread of this
+ * process, and its main thread, asked at once. Off (the default): nothing is
+ * recorded and no observer is subscribed.
+ */
+function metricsModule(system: ActorSystem, boot: ServeBoot, thread: string): RuntimeModule {
+  const settings = boot.config['scale.metrics'];
+  let metrics: ThreadMetrics | undefined;
+  return {
+    name: 'metrics',
+    start(rt) {
+      if (!settings.enabled) return;
+      const first = boot.listeners[0] ?? thread;
+      metrics = rt.provide(
+        'metrics',
+        new ThreadMetrics(
+          { namespace: settings.namespace, buckets: settings.histogram_buckets, walkerMetrics: settings.walker_metrics },
+          {
+            thread,
+            inFlight: () => rt.find<Front>('front')?.inFlight,
+            actors: () => system.actorCount,
+            partitions: () => system.activationCount('partition'),
+            websockets: () => {
+              const hub = rt.find<WsHub>('hub');
+              return hub && { connections: hub.conns.size, broadcasts: hub.broadcasts };
+            },
+            broker: () => rt.find<Broker>('broker'),
+            // The streams' lag is the same whichever thread asks: one thread reports it.
+            ...(thread === first
+              ? {
+                  lag: async () => {
+                    const broker = rt.find<Broker>('broker');
+                    if (!broker || broker.kind === 'disabled') return [];
+                    return (await broker.topics()).flatMap((t) => t.groups.map((g) => ({ topic: t.topic, group: g.name, lag: g.lag, pending: g.pending })));
+                  },
+                }
+              : {}),
+          },
+        ),
+      );
+      const own = processOf(system.nodeId);
+      // This process's threads only: in a cluster each member is scraped on its own.
+      const bus = new ActorBroadcast(system, { name: 'metrics-bus', accepts: (node) => isWorkerNode(node) && processOf(node) === own });
+      const local = metrics;
+      bus.subscribe(METRICS_TOPIC, () => local.snapshot());
+      rt.provide<Scrape>('scrape', async () => {
+        const main = boot.mainMetrics
+          ? (system.refFromAddress({ node: MAIN_THREAD, path: `/user/${MAIN_METRICS_ACTOR}` }).ask({ t: 'snapshot' }, 5000) as Promise<MetricJson[]>).catch(() => undefined)
+          : undefined;
+        const threads = await bus.gather<MetricJson[]>(METRICS_TOPIC, {}, 5000);
+        const mainSnapshot = await main;
+        return mainSnapshot ? [...threads, mainSnapshot] : threads;
+      });
+    },
+    close: () => metrics?.close(),
+  };
+}
+
+/** `GET <endpoint>` (Prometheus text, admin token, 403 otherwise) when metrics are on, and `GET /admin/metrics` always. */
+function metricsRoutes(boot: ServeBoot, scrape: Scrape | undefined): BuiltinRoute[] {
+  const settings = boot.config['scale.metrics'];
+  const admin: BuiltinRoute = {
+    method: 'GET',
+    path: '/admin/metrics',
+    auth: 'admin',
+    doc: { summary: 'Metrics as JSON: data.metrics (name, type, help, values [{labels, value}]) and data.summary (total_requests, avg_latency_ms, error_rate_percent, active_requests); data.enabled false when [scale.metrics] is off' },
+    handler: async () => {
+      if (!scrape) {
+        return { data: { enabled: false, metrics: [], summary: { total_requests: 0, avg_latency_ms: 0, error_rate_percent: 0, server_error_rate_percent: 0, active_requests: 0 } } };
+      }
+      return { data: { enabled: true, ...(await adminMetrics(await scrape(), settings.namespace)) } };
+    },
+  };
+  if (!scrape) return [admin];
+  return [
+    admin,
+    {
+      method: 'GET',
+      path: settings.endpoint,
+      auth: 'admin',
+      authFailure: 'forbidden',
+      doc: { summary: 'Prometheus metrics of this process (every thread), for a scraper; needs an admin bearer token (403 otherwise)', produces: 'text/plain', tag: 'metrics' },
+      handler: async () => {
+        const { text, contentType } = await renderMetrics(await scrape());
+        return { raw: { status: 200, headers: { 'content-type': contentType, 'cache-control': 'no-store' }, body: text } };
+      },
+    },
+  ];
 }
 
 /** Warnings of an unreachable database: one line a second at most, with how many requests it refused meanwhile. */

@@ -4,7 +4,8 @@
  * thread can spawn a walker for any root; the request travels to the
  * partition that owns the root.
  */
-import { type ActivationLease, type ActorSystem, type Placement, type VirtualRef, workerPlacement } from '../../kernel/index.ts';
+import { type ActivationLease, type ActorSystem, type Placement, processOf, type VirtualRef, workerPlacement } from '../../kernel/index.ts';
+import { channel } from 'node:diagnostics_channel';
 import { type Caller, graphError, isAnchorId, newId, type OutboxConsumer, type Registry, Root, type WalkerLoggerFactory } from '../walker/index.ts';
 import { decode } from './codec.ts';
 import { storeError } from './errors.ts';
@@ -77,6 +78,8 @@ export interface SpawnOptions {
   timeoutMs?: number;
   /** The request's trace id, carried into the run: `this.traceId`, `ctx.traceId`, log lines, outbox entries. */
   traceId?: string;
+  /** The HTTP request's id: the run's log lines carry it (`req_id`). */
+  requestId?: string;
 }
 
 /**
@@ -215,7 +218,25 @@ export class Graph {
     const msg: PartitionMsg = { t: 'spawn', walker, fields, caller: options.caller };
     if (options.at !== undefined) msg.at = options.at;
     if (options.traceId !== undefined) msg.traceId = options.traceId;
-    return this.partition(options.caller.rootId).ask(msg, options.timeoutMs ?? this.timeoutMs) as Promise<RunReply>;
+    if (options.requestId !== undefined) msg.requestId = options.requestId;
+    return this.askRun(options.caller.rootId, msg, options.timeoutMs ?? this.timeoutMs);
+  }
+
+  /** A run's ask; one sent to another thread or cluster member is told on {@link FORWARD_CHANNEL} with its latency, while someone listens. */
+  private askRun(rootId: string, msg: PartitionMsg, timeoutMs: number): Promise<RunReply> {
+    const ask = this.partition(rootId).ask(msg, timeoutMs) as Promise<RunReply>;
+    if (!forwards.hasSubscribers) return ask;
+    const self = this.system.nodeId;
+    const owner = this.system.ownerOf(this.kind, rootId);
+    if (owner === self) return ask;
+    const target = processOf(owner) === processOf(self) ? 'thread' : 'member';
+    const started = performance.now();
+    const tell = (ok: boolean) => forwards.publish({ target, ok, durationMs: performance.now() - started } satisfies ForwardEvent);
+    ask.then(
+      () => tell(true),
+      () => tell(false),
+    );
+    return ask;
   }
 
   /** Call a function for `caller`; resolves to its return value. */
@@ -230,9 +251,23 @@ export class Graph {
     if (nestedDeeperThan(args, MAX_DEPTH)) return Promise.reject(graphError('SVC_ERR_INVALID_FIELDS', `arguments are nested more than ${MAX_DEPTH} levels deep`));
     const msg: PartitionMsg = { t: 'call', fn, args, caller: options.caller };
     if (options.traceId !== undefined) msg.traceId = options.traceId;
-    return this.partition(options.caller.rootId).ask(msg, options.timeoutMs ?? this.timeoutMs) as Promise<RunReply>;
+    if (options.requestId !== undefined) msg.requestId = options.requestId;
+    return this.askRun(options.caller.rootId, msg, options.timeoutMs ?? this.timeoutMs);
   }
 }
+
+/** A run asked of a partition on another thread of this process, or on another cluster member: how it went. */
+export interface ForwardEvent {
+  target: 'thread' | 'member';
+  /** Answered (false: failed or timed out). */
+  ok: boolean;
+  /** From the ask to its answer. */
+  durationMs: number;
+}
+
+/** The diagnostics channel of forwarded runs (metrics subscribe). */
+export const FORWARD_CHANNEL = 'svc:graph:forward';
+const forwards = channel(FORWARD_CHANNEL);
 
 /** How deep request values may nest: deeper ones could not even be sent to another thread (the encoder recurses). */
 const MAX_DEPTH = 64;

@@ -2,10 +2,10 @@
  * Graph state: partition actors (one per root), the anchor store interface
  * and its backends, the codec between anchors and stored documents.
  */
-export { Graph } from './graph.ts';
-export type { GraphOptions, SpawnOptions } from './graph.ts';
-export { Partition, reportJson } from './partition.ts';
-export type { PartitionMsg, WalkerResult, FunctionResult, RunReply, PartitionContext } from './partition.ts';
+export { Graph, FORWARD_CHANNEL } from './graph.ts';
+export type { GraphOptions, SpawnOptions, ForwardEvent } from './graph.ts';
+export { Partition, reportJson, RUN_CHANNEL } from './partition.ts';
+export type { RunEvent, PartitionMsg, WalkerResult, FunctionResult, RunReply, PartitionContext } from './partition.ts';
 export type { AnchorStore, StoredDoc, CommitBatch, Fence, QuarantineEntry, BodyForm, StoreStats } from './store.ts';
 export { CommitChain } from './store.ts';
 export { STORE_ERRORS, storeError } from './errors.ts';

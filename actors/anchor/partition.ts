@@ -26,7 +26,8 @@
  * memory is stale: the activation stops, and the next message starts a fresh
  * one that claims again and reloads.
  */
-import { type ActorContext, type ActorLogic, type ActorRef, hasCode, type Rejection, rejectWith, replyLater, SvcError } from '../../kernel/index.ts';
+import { type ActorContext, type ActorLogic, type ActorRef, hasCode, Later, Rejection, rejectWith, replyLater, SvcError } from '../../kernel/index.ts';
+import { channel } from 'node:diagnostics_channel';
 import {
   Anchor,
   type Caller,
@@ -48,8 +49,8 @@ import { storeError } from './errors.ts';
 import { type AnchorStore, type CommitBatch, CommitChain, type Fence, type StoredDoc } from './store.ts';
 
 export type PartitionMsg =
-  | { t: 'spawn'; walker: string; fields: unknown; at?: string; caller: Caller; traceId?: string }
-  | { t: 'call'; fn: string; args: unknown; caller: Caller; traceId?: string }
+  | { t: 'spawn'; walker: string; fields: unknown; at?: string; caller: Caller; traceId?: string; requestId?: string }
+  | { t: 'call'; fn: string; args: unknown; caller: Caller; traceId?: string; requestId?: string }
   /** Another root's run changed these anchors of this root (now durable): refresh them. */
   | { t: 'invalidate'; ids: string[]; edgeNodes: string[] }
   /** Make sure the partition (and its root) exists: a user's graph is created at registration. */
@@ -111,6 +112,20 @@ export function reportJson(value: unknown): string {
 }
 
 /** The codes app errors may carry on the wire (docs/errors.md, *Errors of your app*). */
+/** How one walker or function run went, on the {@link RUN_CHANNEL} diagnostics channel (published only while subscribed). */
+export interface RunEvent {
+  kind: 'walker' | 'function';
+  name: string;
+  /** Committed and answered (false: the run failed, or its batch was refused). */
+  ok: boolean;
+  /** From the partition taking the run up to its answer (the commit included). */
+  durationMs: number;
+}
+
+/** The diagnostics channel of walker and function runs (metrics subscribe). */
+export const RUN_CHANNEL = 'svc:walker:run';
+const runs = channel(RUN_CHANNEL);
+
 const APP_CODE = /^[A-Z][A-Z0-9_]{1,63}$/;
 
 function appStatus(status: unknown): status is number {
@@ -252,15 +267,33 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
       case 'invalidate':
         return this.invalidate(msg.ids, msg.edgeNodes);
       default:
-        return this.run(msg);
+        return runs.hasSubscribers ? this.timedRun(msg) : this.run(msg);
     }
+  }
+
+  /** A run, told on the `svc:walker:run` channel once its caller has the answer (committed, or failed). */
+  private async timedRun(msg: Extract<PartitionMsg, { t: 'spawn' } | { t: 'call' }>): Promise<unknown> {
+    const started = performance.now();
+    const tell = (ok: boolean) =>
+      runs.publish({ kind: msg.t === 'spawn' ? 'walker' : 'function', name: msg.t === 'spawn' ? msg.walker : msg.fn, ok, durationMs: performance.now() - started } satisfies RunEvent);
+    let out: unknown;
+    try {
+      out = await this.run(msg);
+    } catch (error) {
+      tell(false);
+      throw error;
+    }
+    if (out instanceof Rejection) tell(false);
+    else if (out instanceof Later) out.promise.then(() => tell(true), () => tell(false));
+    else tell(true);
+    return out;
   }
 
   private async run(msg: Extract<PartitionMsg, { t: 'spawn' } | { t: 'call' }>): Promise<unknown> {
     if (msg.caller.rootId !== this.rootId) {
       return rejectWith(graphError('SVC_ERR_ACCESS_DENIED', 'a run reached the partition of another root'));
     }
-    const run = new WalkerRun(this, msg.caller, msg.traceId);
+    const run = new WalkerRun(this, msg.caller, msg.traceId, msg.requestId);
     this.currentRun = run;
     let value: RunReply;
     let changes: RunChanges;

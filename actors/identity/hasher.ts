@@ -117,6 +117,11 @@ export class ThreadHasher implements Hasher {
     return this.broken;
   }
 
+  /** Jobs waiting for a hashing thread. */
+  get queued(): number {
+    return this.pool.queueSize;
+  }
+
   /** Threads in the pool. */
   get size(): number {
     return this.pool.threads.length;

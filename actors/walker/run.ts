@@ -83,6 +83,8 @@ export class WalkerRun extends GraphOps implements LogSource, OutboxRun {
     readonly caller: Caller,
     /** The trace id of the request, carried into walkers (`this.traceId`), logs and outbox entries. */
     readonly traceId?: string,
+    /** The request id of the HTTP request that started the run (its log lines carry it as `req_id`). */
+    readonly requestId?: string,
   ) {
     super(host, caller.rootId);
   }
@@ -104,6 +106,7 @@ export class WalkerRun extends GraphOps implements LogSource, OutboxRun {
     const factory = this.host.logger;
     if (factory === undefined) return silentLogger;
     const bindings: Record<string, unknown> = { [key]: name };
+    if (this.requestId !== undefined) bindings.req_id = this.requestId;
     if (this.traceId !== undefined) bindings.trace_id = this.traceId;
     bindings.root = this.host.rootId;
     return factory(bindings);

@@ -11,7 +11,7 @@ import { basename, dirname, join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WorkerPool, forgetBuilds, compileWorker } from '../../transports/worker/index.ts';
 import { ClientAddresses, loadUws, openFileLimit, TrustedProxyError } from '../../transports/http/index.ts';
-import { ConfigError, dataPaths, loadConfig } from '../../runtime/index.ts';
+import { ConfigError, dataPaths, loadConfig, MainMetrics, MAIN_METRICS_ACTOR, serveMainMetrics } from '../../runtime/index.ts';
 import { freePort } from '../ports.ts';
 import { EntryError, resolveEntry } from '../entry.ts';
 import { jwtSecret, SecretError } from '../secrets.ts';
@@ -265,6 +265,13 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   // Events on memory streams (no url, no kv_url): this thread keeps them for every worker, across --dev reloads.
   const events = config['scale.events'];
   const memoryEvents = events.enabled && !events.url && !kvUrl ? new MemoryStreams() : undefined;
+  // Metrics of this thread (the process, password hashing, the cluster member), asked by the workers at each scrape.
+  const mainMetrics = config['scale.metrics'].enabled
+    ? new MainMetrics(config['scale.metrics'].namespace, {
+        hasher,
+        ...(member ? { member: () => member && { members: member.members().length, counters: member.counters, links: member.links.counters } } : {}),
+      })
+    : undefined;
   const bootData = boot({
     jwtSecret: secret.secret,
     port: chosen,
@@ -273,6 +280,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     activationLeases: true,
     schemaReady: shared,
     memoryEventsOnMain: memoryEvents !== undefined,
+    mainMetrics: mainMetrics !== undefined,
     ...(cluster ? { cluster } : {}),
   });
 
@@ -288,6 +296,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
       ...(member ? { remote: [], onRelay: (from: string, to: string, bytes: Uint8Array) => member?.send(from, to, bytes) } : {}),
       onSystem: (system) => {
         hasher.serve(system);
+        if (mainMetrics) serveMainMetrics(system, mainMetrics, MAIN_METRICS_ACTOR);
         if (memoryEvents) serveMemoryStreams(system, memoryEvents);
         // In a cluster a root's partition is live on one thread of one member: the process's leases are taken from Redis.
         serveActivationLeases(system, member ? { backing: member.backing, onError: (error, id) => process.stderr.write(`svc: the cluster lease of ${id} could not be taken: ${(error as Error).message}\n`) } : {});

@@ -82,6 +82,8 @@ export interface FrontOptions {
   onError: (error: unknown, requestId: string, route: string, traceId?: string) => void;
   /** Who the client is behind trusted proxies (default: the peer). */
   clientAddresses?: ClientAddresses;
+  /** Paths left out of {@link Front.inFlight}, `onResponse` and the diagnostics channel (the metrics endpoints: a scrape is not in its own figures). */
+  untrackedPaths?: ReadonlySet<string>;
   /** Fields the client sent that the endpoint does not declare: refused (the default) or warned about (`[scale.server] strict_fields`). */
   unknownFields?: UnknownFields;
 }
@@ -118,6 +120,8 @@ export class Front {
   private readonly builtinRouter: Router<{ method: string; template: string; pathParams: string[]; segments: (string | null)[]; route: BuiltinRoute }>;
   /** Paths whose handlers read the client address (servers fill it for these only). */
   readonly addressPaths: Set<string>;
+  /** Requests handed to {@link handle} and not answered yet (the untracked path left out). */
+  inFlight = 0;
 
   constructor(private readonly o: FrontOptions) {
     this.router = new Router(o.routes);
@@ -168,6 +172,8 @@ export class Front {
   async handle(req: HttpRequest): Promise<HttpResponse> {
     const timed = this.o.accessLog !== undefined || this.o.onResponse !== undefined || responses.hasSubscribers;
     const started = timed ? performance.now() : 0;
+    const tracked = this.o.untrackedPaths === undefined || !this.o.untrackedPaths.has(req.path);
+    if (tracked) this.inFlight++;
     const rid = newRequestId(req.headers['x-request-id']);
     const traceId = traceIdOf(req.headers['x-trace-id']);
     let route = UNMATCHED_ROUTE;
@@ -193,16 +199,17 @@ export class Front {
     if (req.headers.origin !== undefined) Object.assign(res.headers, CORS);
     res.headers['x-request-id'] = rid;
     res.headers['x-trace-id'] = traceId;
-    if (timed) this.tell(req, res.status, route, rid, traceId, performance.now() - started);
+    if (tracked) this.inFlight--;
+    if (timed) this.tell(req, res.status, route, rid, traceId, performance.now() - started, tracked);
     return res;
   }
 
   /** The access log, `onResponse` and the diagnostics channel: what was answered, how fast. */
-  private tell(req: HttpRequest, status: number, route: string, requestId: string, traceId: string, durationMs: number): void {
+  private tell(req: HttpRequest, status: number, route: string, requestId: string, traceId: string, durationMs: number, tracked: boolean): void {
     if (this.o.accessLog && !(this.o.suppressHealthLogs && QUIET_PATHS.has(req.path))) {
       this.o.accessLog({ req_id: requestId, trace_id: traceId, method: req.method, path: req.path, route, status, ms: Math.round(durationMs * 100) / 100 });
     }
-    if (this.o.onResponse === undefined && !responses.hasSubscribers) return;
+    if (!tracked || (this.o.onResponse === undefined && !responses.hasSubscribers)) return;
     const info: ResponseInfo = { method: req.method, route, status, durationMs, traceId, requestId };
     try {
       this.o.onResponse?.(info);
@@ -269,7 +276,7 @@ export class Front {
     const { fields, at, unknown } = collectFields(route, req, params);
     fillRequestFields(route.schema.properties as Record<string, TSchema>, fields, req);
     if (unknown.length > 0) this.unknownFields.check(route.name, route.schema, fields, unknown);
-    const options = { caller, timeoutMs: this.o.requestTimeoutMs, traceId, ...(at === undefined ? {} : { at }) };
+    const options = { caller, timeoutMs: this.o.requestTimeoutMs, traceId, requestId: rid, ...(at === undefined ? {} : { at }) };
     if (route.kind === 'walker') {
       const { json } = await this.o.graph.spawnJson(route.name, fields, options);
       return { status: 200, headers: { 'content-type': JSON_TYPE }, body: successJson(`{"result":null,"reports":${json}}`, rid) };
@@ -287,12 +294,22 @@ export class Front {
     let claims: Claims | undefined;
     let token = '';
     if (route.auth !== 'none') {
+      const forbidden = route.authFailure === 'forbidden';
       const given = bearer(req.headers.authorization);
-      if (given === undefined) throw httpError('UNAUTHORIZED', `${req.method} ${route.path} needs a bearer token`);
+      if (given === undefined) {
+        if (forbidden) throw httpError('FORBIDDEN', `${req.method} ${route.path} needs an admin token`);
+        throw httpError('UNAUTHORIZED', `${req.method} ${route.path} needs a bearer token`);
+      }
       token = given;
       const wait = this.o.auth.prepare(token);
       if (wait) await wait;
-      const who = this.verify(token);
+      let who: Authenticated;
+      try {
+        who = this.verify(token);
+      } catch (error) {
+        if (forbidden && error instanceof HttpError && error.status === 401) throw httpError('FORBIDDEN', `${req.method} ${route.path} needs an admin token (${error.body.message})`);
+        throw error;
+      }
       claims = who.claims;
       if (who.mustChangePassword && !route.duringPasswordChange) throw passwordChangeRequired();
       if (route.auth === 'admin' && claims.role !== 'admin') throw httpError('FORBIDDEN', 'admins only');

@@ -124,14 +124,18 @@ function builtinOperation(route: BuiltinRoute): Json {
   const op: Json = {
     operationId: `${route.method.toLowerCase()}${route.path.replace(/[^A-Za-z0-9]+/g, '_')}`,
     summary: doc.summary,
-    tags: [route.path.startsWith('/admin') ? 'admin' : 'users'],
+    tags: [doc.tag ?? (route.path.startsWith('/admin') ? 'admin' : 'users')],
     parameters: [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } })),
     responses: {
       [status]: doc.produces
         ? { description: 'success', content: { [doc.produces]: { schema: { type: 'string' } } } }
         : { description: 'success', content: { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } } },
       ...(doc.body ? { '400': errorResponse('VALIDATION_ERROR or INVALID_JSON') } : {}),
-      ...(route.auth === 'none' ? {} : { '401': errorResponse('UNAUTHORIZED'), '403': errorResponse('FORBIDDEN or PASSWORD_CHANGE_REQUIRED') }),
+      ...(route.auth === 'none'
+        ? {}
+        : route.authFailure === 'forbidden'
+          ? { '403': errorResponse('FORBIDDEN (no token, a bad or expired one, or not an admin) or PASSWORD_CHANGE_REQUIRED') }
+          : { '401': errorResponse('UNAUTHORIZED'), '403': errorResponse('FORBIDDEN or PASSWORD_CHANGE_REQUIRED') }),
       '429': errorResponse('TOO_MANY_REQUESTS (where rate-limited)', 'too many attempts; wait and retry'),
     },
   };

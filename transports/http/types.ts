@@ -30,12 +30,14 @@ export interface BuiltinRoute {
   path: string;
   /** `token`: a valid bearer token; `admin`: one with the admin role. */
   auth: 'none' | 'token' | 'admin';
+  /** `forbidden`: a missing, malformed, expired or revoked token answers 403 FORBIDDEN as a non-admin one does, not 401 (the metrics endpoint, as scrapers expect). */
+  authFailure?: 'forbidden';
   /** Served even when the token says the password must be changed first. */
   duringPasswordChange?: boolean;
   /** The handler reads the client address (login rate limits). */
   needsAddress?: boolean;
   /** For /openapi.json: what it does, its JSON body's schema, its success status (200) and content type (JSON). */
-  doc?: { summary: string; body?: Record<string, unknown>; status?: number; produces?: string };
+  doc?: { summary: string; body?: Record<string, unknown>; status?: number; produces?: string; tag?: string };
   handler(ctx: BuiltinContext): Promise<BuiltinResult> | BuiltinResult;
 }
 

@@ -158,6 +158,8 @@ export class WsHub {
   private draining = false;
   /** Session actors not yet stopped (a connection's actor outlives it until its mailbox is done). */
   sessionActors = 0;
+  /** Broadcast replies sent from this thread (a frame of a broadcast walker, or `broadcast()`), for metrics. */
+  broadcasts = 0;
   private sweeper: NodeJS.Timeout | undefined;
   /** Publishes to every subscriber of a topic on this thread (set by the socket layer). */
   private publishLocal: ((topic: string, text: string) => void) | undefined;
@@ -415,6 +417,7 @@ export class WsHub {
     if (!route || !route.broadcast) throw new TypeError(`broadcast('${walker}'): not a WebSocket walker with broadcast: true`);
     const data = `{"result":null,"reports":${await this.o.run(walker, fields, caller)}}`;
     const text = `{"ok":true,"data":${data}}`;
+    this.broadcasts++;
     this.publishLocal?.(route.topic, text);
     this.o.bus?.publish(WS_RELAY_TOPIC, { topic: route.topic, text } satisfies Relay);
     return data;
@@ -423,6 +426,7 @@ export class WsHub {
   /** A broadcast reply: every other subscriber here, and every subscriber on the other threads. */
   private publish(conn: Conn, text: string): void {
     const topic = conn.route.topic;
+    this.broadcasts++;
     // The sender's own socket publishes to the others here; once it is gone, the thread's publisher reaches them all.
     if (!conn.closed) conn.socket.publishFromHere(topic, text);
     else this.publishLocal?.(topic, text);
