@@ -1,6 +1,6 @@
 /**
  * What one thread of `svc start` serves, as runtime modules in their start
- * order: log, bus, events, store, graph, users, identity, hooks, consumers,
+ * order: log, bus, metrics, events, store, graph, users, identity, hooks, consumers,
  * fields, http, websocket, server, control. Each module provides services the later ones need; none
  * knows the whole. {@link createRuntime} picks them from the configuration
  * (the store and the users repository by `docdb_uri`, the server by
@@ -48,6 +48,7 @@ import {
   Front,
   type HttpServer,
   identityRoutes,
+  graphRoutes,
   listenNode,
   listenUws,
   loadUws,
@@ -576,6 +577,7 @@ function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, ro
         ...(boot.cluster ? [clusterRoute(system, bus, boot.cluster)] : []),
         eventsRoute(system, bus, rt.need<Broker>('broker'), rt.need('subscriptions')),
         ...metricsRoutes(boot, rt.find<Scrape>('scrape')),
+        ...graphRoutes({ graph: rt.need<Graph>('graph'), auth, timeoutMs: askTimeoutMs(boot) }),
       ];
       const publicDir = join(boot.projectRoot, 'public');
       front = rt.provide(

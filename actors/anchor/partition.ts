@@ -111,7 +111,6 @@ export function reportJson(value: unknown): string {
   return json ?? 'null';
 }
 
-/** The codes app errors may carry on the wire (docs/errors.md, *Errors of your app*). */
 /** How one walker or function run went, on the {@link RUN_CHANNEL} diagnostics channel (published only while subscribed). */
 export interface RunEvent {
   kind: 'walker' | 'function';
@@ -126,6 +125,7 @@ export interface RunEvent {
 export const RUN_CHANNEL = 'svc:walker:run';
 const runs = channel(RUN_CHANNEL);
 
+/** The codes app errors may carry on the wire (docs/errors.md, *Errors of your app*). */
 const APP_CODE = /^[A-Z][A-Z0-9_]{1,63}$/;
 
 function appStatus(status: unknown): status is number {

@@ -17,6 +17,8 @@ export { entry, exit, abilitiesOf } from './abilities.ts';
 export { fn, restspec, isFunctionDef, HTTPMethod, APIProtocol } from './fn.ts';
 export type { FunctionDef, FnContext, Caller, RestSpec, Access as EndpointAccess } from './fn.ts';
 export { Registry, typeName } from './registry.ts';
+export { TRAVERSE_WALKER, TRAVERSE_MAX_NODES, TraverseWalker } from './traverse.ts';
+export type { Traversal, TraversedNode, TraversedEdge } from './traverse.ts';
 export { HookDispatcher, HookRefusal, fillRequestFields } from './hooks.ts';
 export type { HookRequest, HookSpawn } from './hooks.ts';
 export { WalkerRun } from './run.ts';

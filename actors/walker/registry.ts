@@ -7,6 +7,7 @@ import { Edge, fieldInitializers, GenericEdge, knownClasses, Node, prepare, Root
 import { graphError } from './errors.ts';
 import { isFunctionDef, type FunctionDef } from './fn.ts';
 import { isWalkerClass, walkerInfo, type WalkerClass } from './walker.ts';
+import { TRAVERSE_WALKER, TraverseWalker } from './traverse.ts';
 
 /** The type part of a qualified name: `app.Todo` → `Todo`. */
 export function typeName(qualified: string): string {
@@ -82,8 +83,9 @@ export class Registry {
     return this.archetypes.get(cls.name) === cls;
   }
 
+  /** An exported walker by name, or the runtime's own ({@link TRAVERSE_WALKER}: never an export, never a route). */
   walker(name: string): WalkerClass | undefined {
-    return this.walkers.get(name);
+    return this.walkers.get(name) ?? (name === TRAVERSE_WALKER ? (TraverseWalker as unknown as WalkerClass) : undefined);
   }
 
   fn(name: string): FunctionDef | undefined {
@@ -98,6 +100,6 @@ export class Registry {
   /** The exported name of a walker class. */
   nameOf(cls: WalkerClass): string | undefined {
     for (const [name, c] of this.walkers) if (c === cls) return name;
-    return undefined;
+    return (cls as unknown) === TraverseWalker ? TRAVERSE_WALKER : undefined;
   }
 }

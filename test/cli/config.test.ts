@@ -90,3 +90,28 @@ t.test('[scale.events] and [scale.events.retry]: the seed’s defaults, the file
   writeFileSync(join(empty, 'svc.toml'), '[scale.events.retry]\ndead_letter_suffix = ""\n');
   t.throws(() => loadConfig({ dir: empty }), /dead_letter_suffix must not be empty/);
 });
+
+t.test('[scale.metrics]: the seed’s defaults, the file, the environment; a bad endpoint, namespace or bucket list is an error', async (t) => {
+  const defaults = loadConfig({ dir: mkdtempSync(join(tmpdir(), 'svc-config-')) }).config;
+  t.same(defaults['scale.metrics'], {
+    enabled: false,
+    endpoint: '/metrics',
+    namespace: 'svc',
+    walker_metrics: false,
+    histogram_buckets: [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0],
+  });
+  const dir = t.testdir({ 'svc.toml': '[scale.metrics]\nenabled = true\nendpoint = "/ops/metrics"\nnamespace = "shop"\nwalker_metrics = true\nhistogram_buckets = [0.1, 1]\n' });
+  const { config, warnings } = loadConfig({ dir });
+  t.same(warnings, []);
+  t.same(config['scale.metrics'], { enabled: true, endpoint: '/ops/metrics', namespace: 'shop', walker_metrics: true, histogram_buckets: [0.1, 1] });
+  const env = loadConfig({ dir, env: { SVC_METRICS_ENABLED: 'false', SVC_METRICS_ENDPOINT: '/m', SVC_METRICS_NAMESPACE: 'x_y', SVC_METRICS_WALKER_METRICS: '0', SVC_METRICS_HISTOGRAM_BUCKETS: '0.5,2' } }).config;
+  t.same(env['scale.metrics'], { enabled: false, endpoint: '/m', namespace: 'x_y', walker_metrics: false, histogram_buckets: [0.5, 2] });
+  for (const endpoint of ['metrics', '/', '/admin/metrics', '/walker/Metrics', '/a b', '/x//y', '/user', '/graph']) {
+    t.throws(() => loadConfig({ dir, env: { SVC_METRICS_ENDPOINT: endpoint } }), /\[scale\.metrics\] endpoint must be a path of its own/, `endpoint ${endpoint}`);
+  }
+  for (const namespace of ['1svc', 'svc-app', 'svc app']) t.throws(() => loadConfig({ dir, env: { SVC_METRICS_NAMESPACE: namespace } }), /namespace must be a metric name prefix/, namespace);
+  for (const buckets of ['1,0.5', '0,1', '1,1']) t.throws(() => loadConfig({ dir, env: { SVC_METRICS_HISTOGRAM_BUCKETS: buckets } }), /histogram_buckets must be increasing/, buckets);
+  const empty = mkdtempSync(join(tmpdir(), 'svc-config-'));
+  writeFileSync(join(empty, 'svc.toml'), '[scale.metrics]\nhistogram_buckets = []\n');
+  t.throws(() => loadConfig({ dir: empty }), /histogram_buckets must be increasing/);
+});

@@ -243,7 +243,7 @@ export class Front {
       const params = decodeParams(builtin.params);
       if (params) {
         setRoute(builtin.route.template);
-        return this.runBuiltin(builtin.route.route, params, req, rid);
+        return this.runBuiltin(builtin.route.route, params, req, rid, traceId);
       }
     }
     const match = this.router.match(method, req.path);
@@ -290,7 +290,7 @@ export class Front {
     return { status: 200, headers: { 'content-type': JSON_TYPE }, body: successJson(`{"result":${json},"reports":[]}`, rid) };
   }
 
-  private async runBuiltin(route: BuiltinRoute, params: Record<string, string>, req: HttpRequest, rid: string): Promise<HttpResponse> {
+  private async runBuiltin(route: BuiltinRoute, params: Record<string, string>, req: HttpRequest, rid: string, traceId: string): Promise<HttpResponse> {
     let claims: Claims | undefined;
     let token = '';
     if (route.auth !== 'none') {
@@ -322,8 +322,10 @@ export class Front {
       body: () => (parsed ??= req.body.length ? jsonBody(req.body) : {}),
       claims: (claims ?? { user_id: '' }) as BuiltinContextClaims,
       token,
+      traceId,
     });
     if ('raw' in result) return result.raw;
+    if ('json' in result) return { status: 200, headers: { 'content-type': JSON_TYPE }, body: successJson(result.json, rid) };
     const status = result.status ?? 200;
     return { status, headers: { 'content-type': JSON_TYPE }, body: success(result.data, rid, { extra: { http_status: status } }) };
   }

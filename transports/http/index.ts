@@ -11,6 +11,8 @@ export { readPartsAhead } from './multipart.ts';
 export { buildRoutes, Router } from './router.ts';
 export type { EndpointRoute } from './router.ts';
 export { identityRoutes } from './identity-routes.ts';
+export { graphRoutes } from './graph-routes.ts';
+export type { GraphRoutesOptions } from './graph-routes.ts';
 export { appFrames, failureStack, HTTP_ERRORS, httpError, HttpError, toHttpError } from './errors.ts';
 export type { ErrorBody, HttpErrorCode } from './errors.ts';
 export { openApiDocument } from './openapi.ts';

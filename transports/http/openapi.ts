@@ -125,12 +125,22 @@ function builtinOperation(route: BuiltinRoute): Json {
     operationId: `${route.method.toLowerCase()}${route.path.replace(/[^A-Za-z0-9]+/g, '_')}`,
     summary: doc.summary,
     tags: [doc.tag ?? (route.path.startsWith('/admin') ? 'admin' : 'users')],
-    parameters: [...route.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } })),
+    parameters: [
+      ...[...route.path.matchAll(/\{(\w+)\}/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } })),
+      ...(doc.query ?? []).map((q) => ({ name: q.name, in: 'query', required: false, schema: q.schema, ...(q.description ? { description: q.description } : {}) })),
+    ],
     responses: {
       [status]: doc.produces
         ? { description: 'success', content: { [doc.produces]: { schema: { type: 'string' } } } }
-        : { description: 'success', content: { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } } },
-      ...(doc.body ? { '400': errorResponse('VALIDATION_ERROR or INVALID_JSON') } : {}),
+        : {
+            description: 'success',
+            content: {
+              'application/json': {
+                schema: doc.data ? { allOf: [{ $ref: '#/components/schemas/Envelope' }, { type: 'object', properties: { data: doc.data } }] } : { $ref: '#/components/schemas/Envelope' },
+              },
+            },
+          },
+      ...(doc.body || doc.query ? { '400': errorResponse('VALIDATION_ERROR or INVALID_JSON') } : {}),
       ...(route.auth === 'none'
         ? {}
         : route.authFailure === 'forbidden'

@@ -37,7 +37,17 @@ export interface BuiltinRoute {
   /** The handler reads the client address (login rate limits). */
   needsAddress?: boolean;
   /** For /openapi.json: what it does, its JSON body's schema, its success status (200) and content type (JSON). */
-  doc?: { summary: string; body?: Record<string, unknown>; status?: number; produces?: string; tag?: string };
+  doc?: {
+    summary: string;
+    body?: Record<string, unknown>;
+    status?: number;
+    produces?: string;
+    tag?: string;
+    /** The schema of the envelope's `data` on success. */
+    data?: Record<string, unknown>;
+    /** Query parameters. */
+    query?: { name: string; schema: Record<string, unknown>; description?: string }[];
+  };
   handler(ctx: BuiltinContext): Promise<BuiltinResult> | BuiltinResult;
 }
 
@@ -50,7 +60,9 @@ export interface BuiltinContext {
   claims: Record<string, unknown> & { user_id: string };
   /** The bearer token as sent (routes with auth). */
   token: string;
+  /** The request's trace id. */
+  traceId: string;
 }
 
-/** `data` goes in the envelope (with `status`, 200 by default); `raw` is sent as it is. */
-export type BuiltinResult = { status?: number; data: unknown } | { raw: HttpResponse };
+/** `data` goes in the envelope (with `status`, 200 by default); `json`: the data as JSON text already; `raw` is sent as it is. */
+export type BuiltinResult = { status?: number; data: unknown } | { json: string } | { raw: HttpResponse };

@@ -58,7 +58,7 @@ function route(method: string, path: string): BuiltinRoute {
 
 /** Call a route's handler as the front would, with `body` as the parsed JSON body. */
 async function call(r: BuiltinRoute, body: unknown, userId = 'nobody'): Promise<unknown> {
-  const ctx = { req: { method: r.method, path: r.path, query: '', headers: {}, body: Buffer.alloc(0), remoteAddress: '203.0.113.9' }, params: { username: 'schema_admin' }, body: () => body as Record<string, unknown>, claims: { user_id: userId }, token: '' } satisfies BuiltinContext;
+  const ctx = { req: { method: r.method, path: r.path, query: '', headers: {}, body: Buffer.alloc(0), remoteAddress: '203.0.113.9' }, params: { username: 'schema_admin' }, body: () => body as Record<string, unknown>, claims: { user_id: userId }, token: '', traceId: 't' } satisfies BuiltinContext;
   return r.handler(ctx);
 }
 
