@@ -31,11 +31,14 @@ for (const option of startCommand.options) if (option.negated) delete option.con
 cli
   .command('token [user_id] [entry]', 'Print a JWT for a user, signed with the server secret (for trying private endpoints)')
   .option('--username <name>', 'The user with this username or email (refused when nobody has it), instead of a user id')
+  .option('--create', 'Make a service account with this user id when nobody has it (refused otherwise)')
   .option('--role <role>', 'Role of a new service account (default user)')
   .option('--days <n>', 'Lifetime in days (default [scale.jwt] exp_delta_days)')
   .option('--profile <name>', 'Configuration profile')
-  .example('svc token ci-bot app.ts          # the user with id ci-bot; a new service account when nobody has it')
-  .example('curl -H "Authorization: Bearer $(npx svc token --username alice examples/todo/app.ts)" …')
+  .example('svc token 7c1e…e2 app.ts        # the user with this id (refused when nobody has it)')
+  .example('svc token --username alice app.ts # the user with this username or email')
+  .example('svc token ci-bot --create app.ts  # a service account ci-bot, made when nobody has that id')
+  .example('curl -H "Authorization: Bearer $(npx svc token --username alice app.ts)" …')
   .action(async (userId: string | undefined, entry: string | undefined, options: Record<string, unknown>) => {
     const { token } = await import('./commands/token.ts');
     await token(userId, entry, options);

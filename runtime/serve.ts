@@ -317,8 +317,10 @@ type Log = pino.Logger;
 function logFailure(log: Log, error: unknown, projectRoot: string, where: Record<string, unknown>, message: string): void {
   const { code } = (typeof error === 'object' && error !== null ? error : {}) as { code?: unknown };
   const stack = failureStack(error, resolve(projectRoot));
+  // The type the app's code threw (`TypeError`…), not the runtime's wrapper: the first line of the app's stack names it.
+  const thrown = /^([A-Za-z_$][\w$]*)(?::|$)/.exec(String((error as { appStack?: unknown }).appStack ?? ''))?.[1];
   // No prototype: pino's error serializer then takes the type from `name` (it would say "Object").
-  const err = Object.assign(Object.create(null) as object, { name: error instanceof Error ? error.name : typeof error, message: error instanceof Error ? error.message : String(error), stack });
+  const err = Object.assign(Object.create(null) as object, { name: thrown ?? (error instanceof Error ? error.name : typeof error), message: error instanceof Error ? error.message : String(error), stack });
   log.error({ ...where, code, err }, message);
 }
 
@@ -599,10 +601,10 @@ function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, ro
           suppressHealthLogs: config['scale.server'].suppress_health_check_logs,
           ...metricsHooks(rt.find<ThreadMetrics>('metrics'), config['scale.metrics'].endpoint),
           projectRoot: resolve(boot.projectRoot),
-          onError: (error, requestId, route, traceId) => {
+          onError: (error, requestId, route, traceId, endpoint) => {
             // An unreachable database answers every request 503 while it lasts: a warning without the stack, not an error each.
             if ((error as { code?: unknown }).code === 'SVC_ERR_STORE_UNAVAILABLE') storeWarnings.note(log, requestId);
-            else logFailure(log, error, boot.projectRoot, { req_id: requestId, trace_id: traceId, route }, 'request failed');
+            else logFailure(log, error, boot.projectRoot, { req_id: requestId, trace_id: traceId, route, ...(endpoint ? { [endpoint.kind]: endpoint.name } : {}) }, 'request failed');
           },
           clientAddresses: new ClientAddresses(config['scale.server'].trusted_proxies, config['scale.server'].trusted_proxy_header as ForwardingHeader),
           readiness: () => member?.readiness() ?? storeReadiness(rt.need<AnchorStore>('store'), rt.need<UsersRepository>('users')),

@@ -4,11 +4,11 @@
  * scripts, service-to-service calls and trying private endpoints with curl.
  *
  * `user_id` is a user's id (a registered user's username or email is found
- * too); when nobody has it, a service account with that id is created in the
- * users store (the server refuses tokens of users that do not exist).
- * `--username <name>` names a user by username or email only, and an unknown
- * one is refused — as is an unknown email given as `user_id`: a token for a
- * new, empty account is never what was meant by a person's name.
+ * too); an id nobody has is refused, unless `--create` asks for a service
+ * account with that id (made in the users store: the server refuses tokens of
+ * users that do not exist). `--username <name>` names a user by username or
+ * email only. A name never makes an account, even with `--create`: a token
+ * for a new, empty account is never what was meant by a person's name.
  */
 import { existsSync } from 'node:fs';
 import { dirname, relative } from 'node:path';
@@ -22,6 +22,8 @@ class TokenError extends Error {}
 
 export interface TokenFlags {
   username?: string;
+  /** Make a service account for an id nobody has. */
+  create?: boolean;
   role?: string;
   days?: number | string;
   profile?: string;
@@ -55,20 +57,26 @@ export async function token(userIdArg: string | undefined, entryArg: string | un
     const where = paths.backend !== 'sqlite' ? redactUri(paths.docdbUri) : near && !near.startsWith('..') ? near : paths.usersPath;
     // A name (or an email) only ever finds a user; only an id makes a new account.
     const name = username ?? (userId?.includes('@') ? userId : undefined);
+    const create = flags.create === true && name === undefined;
     const unknown = (): TokenError =>
-      new TokenError(
-        `no user has the ${username !== undefined ? 'username or email' : 'email'} ${name} in ${where}: register them first (POST /user/register), ` +
-          'or run svc token with the server\'s data folder (SVC_DATA_DIR, [scale.database])',
-      );
-    // No users store yet: nobody has that name (and opening it would create it).
-    if (name !== undefined && paths.backend === 'sqlite' && !existsSync(paths.usersPath)) throw unknown();
+      name !== undefined
+        ? new TokenError(
+            `no user has the ${username !== undefined ? 'username or email' : 'email'} ${name} in ${where}: register them first (POST /user/register), ` +
+              "or run svc token with the server's data folder (SVC_DATA_DIR, [scale.database])",
+          )
+        : new TokenError(
+            `no user has the id, username or email ${userId} in ${where}: give a registered user's id or --username <name>, ` +
+              "run svc token with the server's data folder (SVC_DATA_DIR, [scale.database]), or add --create to make a service account with that id",
+          );
+    // No users store yet: nobody has that id or name (and opening it would create it).
+    if (!create && paths.backend === 'sqlite' && !existsSync(paths.usersPath)) throw unknown();
     const users = await openUsersRepository(paths.docdbUri, { path: paths.usersPath, baseDir: projectRoot });
     let claims: { user_id: string; role: string; sv: number; pwd_change?: boolean };
     let secret: string;
     try {
       const asked = (username ?? userId) as string;
       let user: UserRecord | undefined = username !== undefined ? await users.byIdentity(normalize(username)) : ((await users.byId(asked)) ?? (await users.byIdentity(normalize(asked))));
-      if (!user && name !== undefined) throw unknown();
+      if (!user && !create) throw unknown();
       // The secret before any account is made: in production without one, nothing is created.
       secret = jwtSecret({ configured: config['scale.jwt'].secret, production, projectRoot }).secret;
       if (!user) {

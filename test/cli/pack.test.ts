@@ -151,7 +151,7 @@ t.test('svc init, npm pack, npm install <tarball>, npx svc start app.ts: a proje
   t.equal(packed.code, 0, packed.stderr);
   const [info] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
   const files = info!.files.map((f) => f.path);
-  for (const needed of ['package.json', 'README.md', 'index.ts', 'bin/svc.mjs', 'cli/index.ts', 'cli/commands/init.ts', 'transports/worker/compile.ts', 'transports/http/portal/index.html', 'actors/identity/hash-thread.mjs']) {
+  for (const needed of ['package.json', 'README.md', 'index.ts', 'bin/svc.mjs', 'cli/index.ts', 'cli/commands/init.ts', 'transports/worker/compile.ts', 'transports/http/portal/index.html', 'transports/http/graph/graph.js', 'actors/identity/hash-thread.mjs']) {
     t.ok(files.includes(needed), `the package has ${needed}`);
   }
   t.same(files.filter((f) => /^(test|bench|node_modules|\.scratch|\.ci|\.tap)\/|(^|\/)\.svc\//.test(f)), [], 'no tests, benchmarks or data');
@@ -169,7 +169,30 @@ t.test('svc init, npm pack, npm install <tarball>, npx svc start app.ts: a proje
   mkdirSync(join(project, 'node_modules/better-sqlite3/build/Release'), { recursive: true });
   cpSync(join(REPO, addon), join(project, addon));
 
-  // The scaffold type-checks (its tsconfig, its devDependencies' types, svc's sources from node_modules).
+  // A walker of the user's own, in a module of its own that app.ts re-exports.
+  writeFileSync(
+    join(project, 'greet.ts'),
+    `import { entry, Node, Root, T, Walker } from 'svc';
+
+export class Greeting extends Node {
+  static has = T.Object({ who: T.String() });
+  declare who: string;
+}
+
+export class Greet extends Walker {
+  static access = 'pub' as const;
+  static has = T.Object({ who: T.String({ minLength: 1 }) });
+  declare who: string;
+  @entry(Root) async greet(here: Root) {
+    const greeting = await here.connect(new Greeting({ who: this.who }));
+    this.report(\`hello, \${greeting.who}\`);
+  }
+}
+`,
+  );
+  writeFileSync(join(project, 'app.ts'), `${readFileSync(join(project, 'app.ts'), 'utf8')}\nexport * from './greet.ts';\n`);
+
+  // The scaffold and the user's walker type-check (its tsconfig, its devDependencies' types, svc's sources from node_modules).
   const typecheck = await run('npm', ['run', 'typecheck'], project);
   t.equal(typecheck.code, 0, `${typecheck.stdout}${typecheck.stderr}`);
 
@@ -187,7 +210,12 @@ t.test('svc init, npm pack, npm install <tarball>, npx svc start app.ts: a proje
   t.match(added.body, { ok: true, data: { reports: [{ type: 'Note', context: { text: 'from a tarball' } }] } });
   const listed = await walker(server.url, 'ListNotes');
   t.match(listed.body, { ok: true, data: { reports: [{ type: 'Note', context: { text: 'from a tarball' } }] } });
+  const greeted = await walker(server.url, 'Greet', { who: 'world' });
+  t.equal(greeted.status, 200, JSON.stringify(greeted.body));
+  t.same(greeted.body.data.reports, ['hello, world'], 'the user\'s own walker, over HTTP');
+  t.equal((await walker(server.url, 'Greet', { who: '' })).status, 400, 'with its own validation');
   t.equal((await fetch(`${server.url}/docs`)).status, 200, 'the docs\' assets are found in node_modules');
+  t.equal((await fetch(`${server.url}/graph`)).status, 200, 'so are the graph visualizer\'s');
   t.equal((await fetch(`${server.url}/admin`)).status, 200, 'so are the admin portal\'s files');
   t.ok(workerBundles(project).length > 0, 'the worker bundle is under the project\'s node_modules/.cache');
 

@@ -106,7 +106,7 @@ t.test('in development without a secret, one is generated once and kept under .s
   const second = await startServer({ entry: '', noEntry: true, cwd: dir, env: { JWT_SECRET: '' } });
   t.teardown(() => second.stop());
   t.match(second.output(), /development secret from .*\.svc\/jwt_secret/);
-  const printed = await svc(['token', 'carol', 'main.ts', '--role', 'admin'], { cwd: dir, env: { JWT_SECRET: '', SVC_DATA_DIR: second.dataDir } });
+  const printed = await svc(['token', 'carol', 'main.ts', '--create', '--role', 'admin'], { cwd: dir, env: { JWT_SECRET: '', SVC_DATA_DIR: second.dataDir } });
   t.equal(printed.code, 0, printed.stderr);
   const token = printed.stdout.trim();
   t.match(token, /^[\w-]+\.[\w-]+\.[\w-]+$/);

@@ -68,16 +68,26 @@ t.test('a username or an email nobody has is refused with exit 1, and nothing is
   t.match(both.stderr, /^svc: give a user id or --username, not both/);
 });
 
-t.test('an id nobody has is a new service account, as documented', async (t) => {
+t.test('an id nobody has is refused (nothing written); --create makes it a service account, as documented', async (t) => {
   const dir = t.testdir({ 'main.ts': APP });
-  const r = await svc(['token', 'ci-bot'], dir);
+  const refused = await svc(['token', 'ci-bot'], dir);
+  t.equal(refused.code, 1);
+  t.match(refused.stderr, /^svc: no user has the id, username or email ci-bot in \.svc\/data\/users\.db: .*add --create to make a service account/);
+  t.equal(refused.stdout, '', 'no token');
+  t.same(readdirSync(dir), ['main.ts'], 'nothing written: no secret, no users store');
+  const nameCreate = await svc(['token', '--username', 'alice', '--create'], dir);
+  t.equal(nameCreate.code, 1, 'a name never makes an account, even with --create');
+  const r = await svc(['token', 'ci-bot', '--create'], dir);
   t.equal(r.code, 0, r.stderr);
   t.match(r.stderr, /^svc: created the service account ci-bot \(role user\) in \.svc\/data\/users\.db; it has no password and cannot log in/);
   t.match(claims(r.stdout), { user_id: 'ci-bot', role: 'user' });
   t.ok(existsSync(join(dir, '.svc', 'jwt_secret')), 'the development secret the server will use');
   const again = await svc(['token', 'ci-bot'], dir);
-  t.equal(again.code, 0);
+  t.equal(again.code, 0, 'once made, no --create needed');
   t.equal(again.stderr, '', 'the second time it exists');
+  const other = await svc(['token', 'ci-bot-2'], dir);
+  t.equal(other.code, 1, 'with a users store too: an unknown id is refused');
+  t.match(other.stderr, /no user has the id, username or email ci-bot-2/);
 });
 
 t.test('register alice, then svc token --username alice (her email, or the name as the argument) is her token', async (t) => {

@@ -78,8 +78,8 @@ export interface FrontOptions {
   /** Told of every answered request (route template, status, duration, trace id), independent of the access log. */
   onResponse?: (info: ResponseInfo) => void;
   suppressHealthLogs: boolean;
-  /** Reports every 5xx that is not a deliberate answer (the app's failures among them), with the route that failed. */
-  onError: (error: unknown, requestId: string, route: string, traceId?: string) => void;
+  /** Reports every 5xx that is not a deliberate answer (the app's failures among them), with the route that failed and, for the app's endpoints, the walker or function. */
+  onError: (error: unknown, requestId: string, route: string, traceId?: string, endpoint?: { kind: 'walker' | 'function'; name: string }) => void;
   /** Who the client is behind trusted proxies (default: the peer). */
   clientAddresses?: ClientAddresses;
   /** Paths left out of {@link Front.inFlight}, `onResponse` and the diagnostics channel (the metrics endpoints: a scrape is not in its own figures). */
@@ -177,12 +177,16 @@ export class Front {
     const rid = newRequestId(req.headers['x-request-id']);
     const traceId = traceIdOf(req.headers['x-trace-id']);
     let route = UNMATCHED_ROUTE;
+    let endpoint: EndpointRoute | undefined;
     let res: HttpResponse;
     try {
-      res = await this.dispatch(req, rid, traceId, (r) => (route = r));
+      res = await this.dispatch(req, rid, traceId, (r, e) => {
+        route = r;
+        endpoint = e;
+      });
     } catch (error) {
       const e = toHttpError(error, this.o.dev, this.o.projectRoot);
-      if (e.status >= 500 && !(error instanceof HttpError)) this.o.onError(error, rid, route, traceId);
+      if (e.status >= 500 && !(error instanceof HttpError)) this.o.onError(error, rid, route, traceId, endpoint && { kind: endpoint.kind, name: endpoint.name });
       // The users' and admin routes repeat their status in the envelope, errors too (`meta.extra.http_status`).
       const extra = req.path.startsWith('/user/') || req.path.startsWith('/admin/') ? { extra: { http_status: e.status } } : undefined;
       res = { status: e.status, headers: { 'content-type': JSON_TYPE }, body: failure(e.body, rid, extra) };
@@ -219,7 +223,7 @@ export class Front {
     if (responses.hasSubscribers) responses.publish(info);
   }
 
-  private async dispatch(req: HttpRequest, rid: string, traceId: string, setRoute: (r: string) => void): Promise<HttpResponse> {
+  private async dispatch(req: HttpRequest, rid: string, traceId: string, setRoute: (r: string, endpoint?: EndpointRoute) => void): Promise<HttpResponse> {
     if (req.method === 'OPTIONS') {
       setRoute('preflight');
       return preflight(req);
@@ -268,7 +272,7 @@ export class Front {
       throw httpError('NOT_FOUND', `no route ${req.method} ${req.path}`);
     }
     const { route, params } = match;
-    setRoute(route.template);
+    setRoute(route.template, route);
     if (this.o.auth.learnsUsers) await this.prepareToken(req);
     // Hooks run first, whatever the endpoint's access: on the caller's graph when the token is good, else the guest's.
     if (this.hooks.active) await this.runHooks(req, traceId);

@@ -112,7 +112,7 @@ function svcToken(args: string[]): Promise<{ code: number | null; stdout: string
 }
 
 t.test('svc token: a service account an admin can manage; the role is the account’s; admin tokens live one session', async (t) => {
-  const made = await svcToken(['robot-1', entry]);
+  const made = await svcToken(['robot-1', entry, '--create']);
   t.equal(made.code, 0, made.stderr);
   t.match(made.stderr, /created the service account robot-1/);
   t.equal((await post(`${server.url}/walker/ListTodos`, {}, bearer(made.stdout.trim()))).status, 200, 'its token works');
@@ -129,7 +129,7 @@ t.test('svc token: a service account an admin can manage; the role is the accoun
   const disabled = await fetch(`${server.url}/admin/users/robot-1`, { method: 'PUT', headers: { 'content-type': 'application/json', ...bearer(adminToken) }, body: JSON.stringify({ status: 'disabled' }) });
   t.equal(disabled.status, 200, 'an admin finds a service account by its id and disables it');
   t.equal((await post(`${server.url}/walker/ListTodos`, {}, bearer(made.stdout.trim()))).status, 401, 'its token stops working');
-  const longAdmin = await svcToken(['robot-admin', entry, '--role', 'admin', '--days', '30']);
+  const longAdmin = await svcToken(['robot-admin', entry, '--create', '--role', 'admin', '--days', '30']);
   t.equal(longAdmin.code, 1);
   t.match(longAdmin.stderr, /an admin token lives at most \[scale.admin\] session_expiry_hours \(24 h\)/);
   const sign = (exp: string) =>

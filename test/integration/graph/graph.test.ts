@@ -24,6 +24,9 @@ interface Traversal {
   frontier: string[];
 }
 
+// Real servers (three here) on a busy two-core machine take a while to start.
+t.setTimeout(300_000);
+
 let server: Server;
 let alice: string;
 let bob: string;

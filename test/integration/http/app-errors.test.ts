@@ -46,7 +46,8 @@ t.test('every 500 is logged with its message, the route and the app’s source-m
   t.match(res.json().error, { code: 'EXECUTION_ERROR', message: 'the helper failed' });
   t.notMatch(res.body, /at .*\.ts:\d+/, 'no stack in the answer');
   const line = JSON.parse(await app.waitFor(/the helper failed/));
-  t.match(line, { level: 50, msg: 'request failed', route: /Crash/, trace_id: /^[0-9a-f]{32}$/, code: 'SVC_ERR_WALKER_FAILED', err: { type: 'Error', message: 'the helper failed' } });
+  t.match(line, { level: 50, msg: 'request failed', route: /Crash/, walker: 'Crash', trace_id: /^[0-9a-f]{32}$/, code: 'SVC_ERR_WALKER_FAILED', err: { message: 'the helper failed' } });
+  t.equal(line.err.type, 'Error', 'the type the app threw, not the runtime’s wrapper');
   t.match(line.err.stack, new RegExp(`helper\\.ts:${lineOf('helper.ts', 'throw new Error')}:\\d+`), 'the throwing line of the app’s module, in TypeScript lines');
   t.match(line.err.stack, new RegExp(`app\\.ts:${lineOf('app.ts', "explode('the helper failed')")}:\\d+`), 'and the walker’s line that called it');
   t.notMatch(line.err.stack, /actors[\\/]anchor|kernel[\\/]/, 'not the runtime’s frames');
@@ -54,6 +55,11 @@ t.test('every 500 is logged with its message, the route and the app’s source-m
   t.equal(fnRes.status, 500);
   const fnLine = JSON.parse(await app.waitFor(/the function failed/));
   t.match(fnLine.route, /crashFn/);
+  t.equal(fnLine.function, 'crashFn', 'the function named');
+  const oops = await app.inject({ method: 'POST', url: '/walker/Oops', body: {} });
+  t.equal(oops.status, 500);
+  const oopsLine = JSON.parse(await app.waitFor(/"walker":"Oops"/));
+  t.equal(oopsLine.err.type, 'TypeError', 'a TypeError is logged as one');
   t.match(fnLine.err.stack, new RegExp(`app\\.ts:${lineOf('app.ts', "explode('the function failed')")}:\\d+`));
 });
 

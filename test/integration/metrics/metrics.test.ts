@@ -1,4 +1,5 @@
 // Prometheus metrics and GET /admin/metrics against a real `svc start` with two worker threads.
+import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { post, startServer, tokenFor, transport, type Server } from '../../helpers/server.ts';
 
@@ -24,6 +25,9 @@ function parse(text: string): Sample[] {
   }
   return out;
 }
+
+// Real servers (three here) on a busy two-core machine take a while to start.
+t.setTimeout(300_000);
 
 let server: Server;
 let admin: string;
@@ -152,6 +156,22 @@ t.test('the runtime own metrics are there', async (t) => {
   const samples = parse(text);
   t.ok(total(samples, 'svc_actors') > 0, 'actors counted');
   t.same(new Set(samples.filter((s) => s.name === 'svc_thread_heap_used_bytes').map((s) => s.labels.thread)), new Set(['w1', 'w2']), 'both worker threads answered');
+});
+
+t.test('the Grafana dashboard in examples/ asks only for metrics that exist', async (t) => {
+  const dashboard = JSON.parse(readFileSync(new URL('../../../examples/grafana/svc-dashboard.json', import.meta.url), 'utf8')) as { panels: { targets: { expr: string }[] }[] };
+  const exprs = dashboard.panels.flatMap((p) => p.targets.map((x) => x.expr));
+  t.ok(exprs.length > 15, 'panels with queries');
+  const text = (await scrape()).text;
+  const types = new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]));
+  // A cluster member's own metrics: not served by this single process; their names are checked against the source.
+  const mainSource = readFileSync(new URL('../../../runtime/metrics/main-metrics.ts', import.meta.url), 'utf8');
+  const named = new Set(exprs.flatMap((e) => [...e.matchAll(/\b((?:svc|process|nodejs)_[a-z0-9_]+)\{/g)].map((m) => (m[1] as string).replace(/_(bucket|sum|count)$/, ''))));
+  t.ok(named.size > 15, `${named.size} metrics used`);
+  for (const name of named) {
+    if (name.startsWith('svc_cluster_')) t.ok(mainSource.includes(`\${ns}${name.slice(3)}`), `${name}: a cluster member's metric`);
+    else t.ok(types.has(name), `${name} is served`);
+  }
 });
 
 t.test('GET /admin/metrics: metrics and summary (admin only)', async (t) => {
