@@ -20,7 +20,8 @@ const startCommand = cli
   .option('-a, --api_port <port>', 'Port for the API (overrides --port when set)')
   .option('-m, --main', 'Treat the entry as the main module (always true; accepted for compatibility)')
   .option('--workers <n>', 'Worker threads, default 0: one per core (each serves the port on uWebSockets.js; on node:http only the first)')
-  .example('svc start examples/todo/app.ts --port 8000')
+  .example('svc start app.ts --port 8000')
+  .example('svc start --dev                 # main.ts (or app.ts) of this folder, reloaded on changes')
   .action(async (entry: string | undefined, options: Record<string, unknown>) => {
     const { start } = await import('./commands/start.ts');
     await start(entry, options);
