@@ -134,6 +134,12 @@ export const SCHEMA = {
     /** Upper bounds of the duration histograms, in seconds. */
     histogram_buckets: { kind: 'numbers', default: [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0], env: ['SVC_METRICS_HISTOGRAM_BUCKETS'] },
   },
+  'scale.graph': {
+    /** Serve `/graph`, `/graph/data` and `/traverse`. */
+    enabled: { kind: 'bool', default: true, env: ['SVC_GRAPH_ENABLED'] },
+    /** `/graph/data` without a token answers the public (guest) graph; false: a token is needed. */
+    public: { kind: 'bool', default: true, env: ['SVC_GRAPH_PUBLIC'] },
+  },
   'scale.emailer': {
     provider: { kind: 'string', default: '', env: ['EMAILER_PROVIDER'] },
     from_address: { kind: 'string', default: '', env: ['EMAILER_FROM_ADDRESS'] },
@@ -203,8 +209,11 @@ function fromEnv(spec: KeySpec, raw: string, name: string): unknown {
       throw new ConfigError(`environment ${name} must be true or false, got ${JSON.stringify(raw)}`);
     case 'list':
       return raw.split(',').map((v) => v.trim()).filter((v) => v !== '');
-    case 'numbers':
-      return typed(spec, raw.split(',').map((v) => v.trim()).filter((v) => v !== '').map(Number), `environment ${name}`);
+    case 'numbers': {
+      const parts = raw.split(',').map((v) => v.trim()).filter((v) => v !== '');
+      if (parts.some((v) => !Number.isFinite(Number(v)))) throw new ConfigError(`environment ${name} must be a comma-separated list of numbers, got ${JSON.stringify(raw)}`);
+      return typed(spec, parts.map(Number), `environment ${name}`);
+    }
     default:
       return typed(spec, raw, `environment ${name}`);
   }
@@ -297,14 +306,15 @@ export function loadConfig(options: {
 const RESERVED_PATHS = /^\/(user|admin|walker|function|webhook|ws|sso|api-key|graph|traverse|docs|redoc|openapi\.json|health|healthz|ready)(\/|$)/;
 
 function checkMetrics(m: SvcConfig['scale.metrics']): void {
-  if (!/^\/[A-Za-z0-9._~\/-]*$/.test(m.endpoint) || m.endpoint.includes('//') || m.endpoint === '/' || RESERVED_PATHS.test(m.endpoint)) {
+  const segments = m.endpoint.split('/').slice(1);
+  if (!/^\/[A-Za-z0-9._~\/-]*$/.test(m.endpoint) || segments.some((x) => x === '' || x === '.' || x === '..') || RESERVED_PATHS.test(m.endpoint)) {
     throw new ConfigError(`[scale.metrics] endpoint must be a path of its own such as /metrics (letters, digits, . _ ~ - /), got ${JSON.stringify(m.endpoint)}`);
   }
   if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(m.namespace)) {
     throw new ConfigError(`[scale.metrics] namespace must be a metric name prefix (letters, digits, _; not starting with a digit), got ${JSON.stringify(m.namespace)}`);
   }
   const b = m.histogram_buckets;
-  if (b.length === 0 || b.some((v, i) => v <= 0 || (i > 0 && v <= (b[i - 1] as number)))) {
-    throw new ConfigError(`[scale.metrics] histogram_buckets must be increasing numbers of seconds > 0, got ${JSON.stringify(b)}`);
+  if (b.length === 0 || b.length > 100 || b.some((v, i) => v <= 0 || (i > 0 && v <= (b[i - 1] as number)))) {
+    throw new ConfigError(`[scale.metrics] histogram_buckets must be 1 to 100 increasing numbers of seconds > 0, got ${JSON.stringify(b)}`);
   }
 }

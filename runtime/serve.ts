@@ -54,6 +54,7 @@ import {
   loadUws,
   newTraceId,
   openApiDocument,
+  Router,
   StaticFiles,
   toHttpError,
   failureStack,
@@ -81,7 +82,8 @@ import { bindEvents, type Consumers, EVENT_OUTBOX_KIND, handling, type HandlerCo
 import type { SvcConfig } from './config.ts';
 import { collectGarbage } from './gc.ts';
 import { composeRuntime, type Runtime, type RuntimeModule } from './runtime.ts';
-import { adminMetrics, type MetricJson, renderMetrics, ThreadMetrics } from './metrics/index.ts';
+import { adminMetrics, type MetricJson, renderMetrics, THREAD_METRICS_ACTOR, ThreadMetrics, type ThreadSnapshot } from './metrics/index.ts';
+import { randomUUID } from 'node:crypto';
 
 /** What the main thread hands each worker thread of `svc start`. */
 export interface ServeBoot {
@@ -579,8 +581,9 @@ function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, ro
         ...(boot.cluster ? [clusterRoute(system, bus, boot.cluster)] : []),
         eventsRoute(system, bus, rt.need<Broker>('broker'), rt.need('subscriptions')),
         ...metricsRoutes(boot, rt.find<Scrape>('scrape')),
-        ...graphRoutes({ graph: rt.need<Graph>('graph'), auth, timeoutMs: askTimeoutMs(boot) }),
+        ...(config['scale.graph'].enabled ? graphRoutes({ graph: rt.need<Graph>('graph'), auth, timeoutMs: askTimeoutMs(boot), publicGraph: config['scale.graph'].public }) : []),
       ];
+      refuseShadowedRoutes(routes, builtinRoutes, new Set([config['scale.metrics'].endpoint, '/graph', '/graph/data', '/traverse']));
       const publicDir = join(boot.projectRoot, 'public');
       front = rt.provide(
         'front',
@@ -614,6 +617,29 @@ function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, ro
     // Readiness turns false first: load balancers stop sending while the rest drains.
     drain: () => front?.startDraining(),
   };
+}
+
+/**
+ * The runtime's newer routes (the metrics endpoint, the graph's) answer
+ * before the app's: one the app also serves would be taken from it without a
+ * word, so the start is refused instead.
+ */
+function refuseShadowedRoutes(routes: EndpointRoute[], builtins: BuiltinRoute[], paths: ReadonlySet<string>): void {
+  const router = new Router(routes);
+  for (const b of builtins) {
+    if (!paths.has(b.path)) continue;
+    for (const method of ['GET', 'POST', 'PUT', 'PATCH', 'DELETE']) {
+      const hit = router.match(method, b.path);
+      if (hit && 'route' in hit) {
+        throw new Error(
+          `${method} ${b.path} is a route of the app (${hit.route.kind} ${hit.route.name}) and of svc (${b.doc?.summary?.split(' (')[0] ?? b.path}): ` +
+            (b.path === '/graph' || b.path === '/graph/data' || b.path === '/traverse'
+              ? 'give the app\'s another path, or turn the graph routes off ([scale.graph] enabled = false, SVC_GRAPH_ENABLED=false)'
+              : 'give the app\'s another path, or move the metrics endpoint ([scale.metrics] endpoint, SVC_METRICS_ENDPOINT)'),
+        );
+      }
+    }
+  }
 }
 
 /** The front's share of the metrics: each answer recorded by route template; the metrics endpoints (scrape and admin) left out of their own figures. */
@@ -671,19 +697,21 @@ function metricsModule(system: ActorSystem, boot: ServeBoot, thread: string): Ru
           },
         ),
       );
-      const own = processOf(system.nodeId);
-      // This process's threads only: in a cluster each member is scraped on its own.
-      const bus = new ActorBroadcast(system, { name: 'metrics-bus', accepts: (node) => isWorkerNode(node) && processOf(node) === own });
       const local = metrics;
-      bus.subscribe(METRICS_TOPIC, () => local.snapshot());
-      rt.provide<Scrape>('scrape', async () => {
-        const main = boot.mainMetrics
-          ? (system.refFromAddress({ node: MAIN_THREAD, path: `/user/${MAIN_METRICS_ACTOR}` }).ask({ t: 'snapshot' }, 5000) as Promise<MetricJson[]>).catch(() => undefined)
-          : undefined;
-        const threads = await bus.gather<MetricJson[]>(METRICS_TOPIC, {}, 5000);
-        const mainSnapshot = await main;
-        return mainSnapshot ? [...threads, mainSnapshot] : threads;
-      });
+      // Which start of this thread measured: the main thread keeps a replaced thread's counts in the totals.
+      const incarnation = randomUUID();
+      system.spawn(fromReceive(async () => ({ incarnation, metrics: await local.snapshot() }) satisfies ThreadSnapshot), THREAD_METRICS_ACTOR);
+      if (boot.mainMetrics) {
+        // `svc start`: the main thread asks every worker thread (and keeps the last answers).
+        const main = system.refFromAddress({ node: MAIN_THREAD, path: `/user/${MAIN_METRICS_ACTOR}` });
+        rt.provide<Scrape>('scrape', async () => (await main.ask({ t: 'scrape' }, 10_000)) as MetricJson[][]);
+      } else {
+        // In process (svc/testing): the threads of this actor system, asked at once.
+        const own = processOf(system.nodeId);
+        const bus = new ActorBroadcast(system, { name: 'metrics-bus', accepts: (node) => isWorkerNode(node) && processOf(node) === own });
+        bus.subscribe(METRICS_TOPIC, () => local.snapshot());
+        rt.provide<Scrape>('scrape', () => bus.gather<MetricJson[]>(METRICS_TOPIC, {}, 5000));
+      }
     },
     close: () => metrics?.close(),
   };

@@ -8,5 +8,5 @@ export { HttpRecorder, RunRecorder, Histogram } from './recorder.ts';
 export type { MetricJson, MetricSample } from './recorder.ts';
 export { renderMetrics, adminMetrics, merge } from './render.ts';
 export type { AdminMetric, MetricsSummary } from './render.ts';
-export { MainMetrics, serveMainMetrics } from './main-metrics.ts';
-export type { MainSources } from './main-metrics.ts';
+export { MainMetrics, serveMainMetrics, THREAD_METRICS_ACTOR } from './main-metrics.ts';
+export type { MainSources, ThreadSnapshot } from './main-metrics.ts';

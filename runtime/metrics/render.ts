@@ -13,7 +13,7 @@ export interface AdminMetric {
   type: string;
   help: string;
   /** Each sample: its labels and value; `sample` names histogram series (`…_bucket`, `…_sum`, `…_count`). */
-  values: { labels: Record<string, string | number>; value: number; sample?: string }[];
+  values: { labels: Record<string, string>; value: number; sample?: string }[];
 }
 
 /** The figures an admin reads first. */
@@ -48,7 +48,11 @@ export async function adminMetrics(snapshots: MetricJson[][], namespace: string)
     name: m.name,
     type: String(m.type),
     help: m.help,
-    values: m.values.map((v) => (v.metricName === undefined ? { labels: { ...v.labels }, value: v.value } : { labels: { ...v.labels }, value: v.value, sample: v.metricName })),
+    values: m.values.map((v) => {
+      // Label values are text, as in the exposition (`le` too: `"0.005"`, `"+Inf"`).
+      const labels = Object.fromEntries(Object.entries(v.labels).map(([k, x]) => [k, String(x)]));
+      return v.metricName === undefined ? { labels, value: v.value } : { labels, value: v.value, sample: v.metricName };
+    }),
   }));
   const byName = new Map(metrics.map((m) => [m.name, m]));
   let total = 0;

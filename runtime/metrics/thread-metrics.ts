@@ -8,6 +8,7 @@
  * threads' ({@link renderMetrics}).
  */
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram as PromHistogram, Registry } from 'prom-client';
 import { KERNEL_CHANNELS, type ActivationEvent, type MailboxFullEvent, type ReceiveEvent, type RestartEvent } from '../../kernel/index.ts';
 import { FORWARD_CHANNEL, type ForwardEvent, RUN_CHANNEL, type RunEvent, STORE_COMMIT_CHANNEL, type StoreCommitEvent } from '../../actors/anchor/index.ts';
@@ -86,6 +87,26 @@ export class ThreadMetrics {
       registers: reg,
       collect() {
         this.set({ thread: sources.thread }, process.memoryUsage().heapUsed);
+      },
+    });
+
+    // This thread's event loop: a walker that blocks it shows here (prom-client's nodejs_* figures are the main thread's).
+    const delay = monitorEventLoopDelay({ resolution: 20 });
+    delay.enable();
+    this.offs.push(() => delay.disable());
+    new Gauge({
+      name: `${ns}_thread_event_loop_delay_seconds`,
+      help: 'Event-loop delay of each thread since the previous scrape (p50, p99, max)',
+      labelNames: ['thread', 'stat'],
+      registers: reg,
+      collect() {
+        const thread = sources.thread;
+        if (delay.count > 0) {
+          this.set({ thread, stat: 'p50' }, delay.percentile(50) / 1e9);
+          this.set({ thread, stat: 'p99' }, delay.percentile(99) / 1e9);
+          this.set({ thread, stat: 'max' }, delay.max / 1e9);
+        }
+        delay.reset();
       },
     });
 

@@ -78,7 +78,7 @@ t.test('[scale.events] and [scale.events.retry]: the seed’s defaults, the file
   const env = loadConfig({ dir, env: { SVC_EVENTS_RETRY_BACKOFF_SECONDS: '1, 3,9', SVC_EVENTS_URL: 'redis://127.0.0.1:6379', SVC_EVENTS_MAX_LEN: '500' } }).config;
   t.same(env['scale.events.retry'].backoff_seconds, [1, 3, 9]);
   t.match(env['scale.events'], { url: 'redis://127.0.0.1:6379', max_len: 500 });
-  t.throws(() => loadConfig({ dir, env: { SVC_EVENTS_RETRY_BACKOFF_SECONDS: '1,x' } }), /SVC_EVENTS_RETRY_BACKOFF_SECONDS must be a list of numbers/);
+  t.throws(() => loadConfig({ dir, env: { SVC_EVENTS_RETRY_BACKOFF_SECONDS: '1,x' } }), /SVC_EVENTS_RETRY_BACKOFF_SECONDS must be a comma-separated list of numbers, got "1,x"/);
   const bad = mkdtempSync(join(tmpdir(), 'svc-config-'));
   writeFileSync(join(bad, 'svc.toml'), '[scale.events.retry]\nbackoff_seconds = ["1"]\n');
   t.throws(() => loadConfig({ dir: bad }), /backoff_seconds must be a list of numbers/);
@@ -106,12 +106,14 @@ t.test('[scale.metrics]: the seed’s defaults, the file, the environment; a bad
   t.same(config['scale.metrics'], { enabled: true, endpoint: '/ops/metrics', namespace: 'shop', walker_metrics: true, histogram_buckets: [0.1, 1] });
   const env = loadConfig({ dir, env: { SVC_METRICS_ENABLED: 'false', SVC_METRICS_ENDPOINT: '/m', SVC_METRICS_NAMESPACE: 'x_y', SVC_METRICS_WALKER_METRICS: '0', SVC_METRICS_HISTOGRAM_BUCKETS: '0.5,2' } }).config;
   t.same(env['scale.metrics'], { enabled: false, endpoint: '/m', namespace: 'x_y', walker_metrics: false, histogram_buckets: [0.5, 2] });
-  for (const endpoint of ['metrics', '/', '/admin/metrics', '/walker/Metrics', '/a b', '/x//y', '/user', '/graph']) {
+  for (const endpoint of ['metrics', '/', '/admin/metrics', '/walker/Metrics', '/a b', '/x//y', '/user', '/graph', '/..', '/./metrics', '/metrics/', '/a/../b']) {
     t.throws(() => loadConfig({ dir, env: { SVC_METRICS_ENDPOINT: endpoint } }), /\[scale\.metrics\] endpoint must be a path of its own/, `endpoint ${endpoint}`);
   }
   for (const namespace of ['1svc', 'svc-app', 'svc app']) t.throws(() => loadConfig({ dir, env: { SVC_METRICS_NAMESPACE: namespace } }), /namespace must be a metric name prefix/, namespace);
-  for (const buckets of ['1,0.5', '0,1', '1,1']) t.throws(() => loadConfig({ dir, env: { SVC_METRICS_HISTOGRAM_BUCKETS: buckets } }), /histogram_buckets must be increasing/, buckets);
+  t.throws(() => loadConfig({ dir, env: { SVC_METRICS_HISTOGRAM_BUCKETS: 'abc' } }), /SVC_METRICS_HISTOGRAM_BUCKETS must be a comma-separated list of numbers, got "abc"/);
+  t.throws(() => loadConfig({ dir, env: { SVC_METRICS_HISTOGRAM_BUCKETS: Array.from({ length: 101 }, (_, i) => i + 1).join(',') } }), /1 to 100 increasing/);
+  for (const buckets of ['1,0.5', '0,1', '1,1']) t.throws(() => loadConfig({ dir, env: { SVC_METRICS_HISTOGRAM_BUCKETS: buckets } }), /histogram_buckets must be 1 to 100 increasing/, buckets);
   const empty = mkdtempSync(join(tmpdir(), 'svc-config-'));
   writeFileSync(join(empty, 'svc.toml'), '[scale.metrics]\nhistogram_buckets = []\n');
-  t.throws(() => loadConfig({ dir: empty }), /histogram_buckets must be increasing/);
+  t.throws(() => loadConfig({ dir: empty }), /histogram_buckets must be 1 to 100 increasing/);
 });

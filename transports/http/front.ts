@@ -318,6 +318,7 @@ export class Front {
       if (who.mustChangePassword && !route.duringPasswordChange) throw passwordChangeRequired();
       if (route.auth === 'admin' && claims.role !== 'admin') throw httpError('FORBIDDEN', 'admins only');
     }
+    if (route.hooks && this.hooks.active) await this.runHooks(req, traceId);
     if (route.needsAddress && this.o.clientAddresses) req.remoteAddress = this.o.clientAddresses.of(req.remoteAddress, req.headers);
     let parsed: Record<string, unknown> | undefined;
     const result = await route.handler({

@@ -47,11 +47,16 @@ const TRAVERSE_BODY = {
 const FIELDS = new Set(Object.keys(TRAVERSE_BODY.properties));
 
 /** Where a traversal starts: `root` (or nothing) is the caller's root. */
-function startAt(source: unknown): string | undefined {
+function startAt(source: unknown, route: string): string | undefined {
   if (source === undefined || source === 'root') return undefined;
-  if (typeof source !== 'string') throw httpError('VALIDATION_ERROR', 'traverse: "source" must be "root" or a node id', { field: 'source' });
+  if (typeof source !== 'string' || source === '') throw invalid(route, 'source', 'must be "root" or a node id');
   if (!/^[0-9a-f]{32}$/.test(source)) throw httpError('NOT_FOUND', `no node ${JSON.stringify(source.slice(0, 64))} readable by this caller`);
   return source;
+}
+
+/** A 400 in the shape of the walkers' field errors: `details` lists `{field, message}`. */
+function invalid(route: string, field: string, message: string): HttpError {
+  return httpError('VALIDATION_ERROR', `${route}: field "${field}" ${message}`, [{ field, message }]);
 }
 
 /** Query values of `GET /graph/data` as traversal fields: integers and booleans as such, lists comma-separated. */
@@ -59,12 +64,15 @@ function fromQuery(query: string): Record<string, unknown> {
   const params = new URLSearchParams(query);
   const out: Record<string, unknown> = {};
   for (const [key, value] of params) {
-    if (!FIELDS.has(key)) throw httpError('VALIDATION_ERROR', `graph data: unknown query parameter "${key}"`, { field: key });
+    // `_=<time>`: a cache-buster, as the app's GET endpoints allow.
+    if (key === '_') continue;
+    if (!FIELDS.has(key)) throw httpError('VALIDATION_ERROR', `graph data: unknown query parameter "${key}"`, [{ field: key, message: 'is not a parameter of /graph/data' }]);
+    if (key in out) throw invalid('graph data', key, 'is given more than once');
     if (key === 'depth' || key === 'limit') {
-      if (!/^\d{1,6}$/.test(value)) throw httpError('VALIDATION_ERROR', `graph data: "${key}" must be a whole number`, { field: key });
+      if (!/^-?\d{1,9}$/.test(value)) throw invalid('graph data', key, 'must be a whole number');
       out[key] = Number(value);
     } else if (key === 'detailed') {
-      if (value !== 'true' && value !== 'false') throw httpError('VALIDATION_ERROR', 'graph data: "detailed" must be true or false', { field: key });
+      if (value !== 'true' && value !== 'false') throw invalid('graph data', key, 'must be true or false');
       out[key] = value === 'true';
     } else if (key === 'node_types' || key === 'edge_types') {
       out[key] = value.split(',').filter((v) => v !== '');
@@ -77,20 +85,28 @@ export interface GraphRoutesOptions {
   graph: Graph;
   auth: Authenticator;
   timeoutMs: number;
+  /** `/graph/data` without a token answers the public (guest) graph (default); false: a token is needed. */
+  publicGraph?: boolean;
 }
 
-export function graphRoutes({ graph, auth, timeoutMs }: GraphRoutesOptions): BuiltinRoute[] {
-  const run = async (caller: Caller, given: Record<string, unknown>, traceId: string): Promise<{ json: string }> => {
+export function graphRoutes({ graph, auth, timeoutMs, publicGraph = true }: GraphRoutesOptions): BuiltinRoute[] {
+  const run = async (route: string, caller: Caller, given: Record<string, unknown>, traceId: string): Promise<{ json: string }> => {
     const unknown = Object.keys(given).filter((k) => !FIELDS.has(k));
-    if (unknown.length > 0) throw httpError('VALIDATION_ERROR', `traverse: unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `"${k}"`).join(', ')}`, { fields: unknown });
+    if (unknown.length > 0) {
+      throw httpError(
+        'VALIDATION_ERROR',
+        `${route}: unknown field${unknown.length > 1 ? 's' : ''} ${unknown.map((k) => `"${k}"`).join(', ')}`,
+        unknown.map((field) => ({ field, message: 'is not a field of this route' })),
+      );
+    }
     const { source, ...fields } = given;
-    const at = startAt(source);
+    const at = startAt(source, route);
     let json: string;
     try {
       ({ json } = await graph.spawnJson(TRAVERSE_WALKER, fields, { caller, timeoutMs, traceId, ...(at === undefined ? {} : { at }) }));
     } catch (error) {
       // Field errors name the walker: here it is the route.
-      if (error instanceof Error && error.message.startsWith(`${TRAVERSE_WALKER}:`)) error.message = `traverse${error.message.slice(TRAVERSE_WALKER.length)}`;
+      if (error instanceof Error && error.message.startsWith(`${TRAVERSE_WALKER}:`)) error.message = `${route}${error.message.slice(TRAVERSE_WALKER.length)}`;
       throw error;
     }
     // The walker's one report, as it is: `[{…}]` → `{…}`.
@@ -98,7 +114,10 @@ export function graphRoutes({ graph, auth, timeoutMs }: GraphRoutesOptions): Bui
   };
   /** The caller of a request with an optional token: a bad token is refused, none is the guest. */
   const optionalCaller = async (header: string | undefined): Promise<Caller> => {
-    if (!header) return { rootId: Root.SHARED_ID };
+    if (!header) {
+      if (publicGraph) return { rootId: Root.SHARED_ID };
+      throw httpError('UNAUTHORIZED', 'GET /graph/data needs a bearer token here ([scale.graph] public = false)');
+    }
     const token = bearer(header);
     if (token === undefined) throw httpError('UNAUTHORIZED', 'the Authorization header must be "Bearer <token>"');
     const wait = auth.prepare(token);
@@ -117,17 +136,24 @@ export function graphRoutes({ graph, auth, timeoutMs }: GraphRoutesOptions): Bui
       method: 'POST',
       path: '/traverse',
       auth: 'token',
-      doc: { summary: 'Walk the caller’s graph from a node along outgoing edges, as the caller’s walkers see it', body: TRAVERSE_BODY, data: TRAVERSAL, tag: 'graph' },
-      handler: async ({ body, req, traceId }) => run(await optionalCaller(req.headers.authorization), body(), traceId),
+      hooks: true,
+      doc: { summary: 'Walk the caller’s graph from a node along outgoing edges, as the caller’s walkers see it (404 NOT_FOUND: a source the caller may not read)', body: TRAVERSE_BODY, data: TRAVERSAL, tag: 'graph', errors: { '404': 'NOT_FOUND (a source the caller may not read, whether it exists or not)' } },
+      handler: async ({ body, req, traceId }) => {
+        const given = body();
+        if (typeof given !== 'object' || given === null || Array.isArray(given)) throw httpError('VALIDATION_ERROR', 'traverse: the body must be a JSON object');
+        return run('traverse', await optionalCaller(req.headers.authorization), given, traceId);
+      },
     },
     {
       method: 'GET',
       path: '/graph/data',
       auth: 'none',
+      hooks: true,
       doc: {
         summary: 'The graph as nodes and edges: the caller’s with a token, the public (guest) graph without; bounded by depth and limit',
         data: TRAVERSAL,
         tag: 'graph',
+        errors: { '401': 'UNAUTHORIZED (a bad or expired token; or none where [scale.graph] public is false)', '404': 'NOT_FOUND (a source the caller may not read)' },
         query: [
           { name: 'source', schema: { type: 'string', default: 'root' }, description: '`root` or a node id' },
           { name: 'depth', schema: { type: 'integer', minimum: 0, maximum: 100, default: 3 } },
@@ -137,7 +163,7 @@ export function graphRoutes({ graph, auth, timeoutMs }: GraphRoutesOptions): Bui
           { name: 'edge_types', schema: { type: 'string' }, description: 'comma-separated edge types (all when absent)' },
         ],
       },
-      handler: async ({ req, traceId }) => run(await optionalCaller(req.headers.authorization), { depth: 3, detailed: true, ...fromQuery(req.query) }, traceId),
+      handler: async ({ req, traceId }) => run('graph data', await optionalCaller(req.headers.authorization), { depth: 3, detailed: true, ...fromQuery(req.query) }, traceId),
     },
     {
       method: 'GET',

@@ -147,6 +147,7 @@ function builtinOperation(route: BuiltinRoute): Json {
           ? { '403': errorResponse('FORBIDDEN (no token, a bad or expired one, or not an admin) or PASSWORD_CHANGE_REQUIRED') }
           : { '401': errorResponse('UNAUTHORIZED'), '403': errorResponse('FORBIDDEN or PASSWORD_CHANGE_REQUIRED') }),
       '429': errorResponse('TOO_MANY_REQUESTS (where rate-limited)', 'too many attempts; wait and retry'),
+      ...Object.fromEntries(Object.entries(doc.errors ?? {}).map(([status, what]) => [status, errorResponse(what)])),
     },
   };
   if (route.auth !== 'none') op.security = [{ bearerAuth: [] }];

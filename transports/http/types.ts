@@ -32,6 +32,8 @@ export interface BuiltinRoute {
   auth: 'none' | 'token' | 'admin';
   /** `forbidden`: a missing, malformed, expired or revoked token answers 403 FORBIDDEN as a non-admin one does, not 401 (the metrics endpoint, as scrapers expect). */
   authFailure?: 'forbidden';
+  /** The app's hook walkers (`_Name`) run first, as before the app's own routes (routes that run walkers on the caller's graph). */
+  hooks?: boolean;
   /** Served even when the token says the password must be changed first. */
   duringPasswordChange?: boolean;
   /** The handler reads the client address (login rate limits). */
@@ -47,6 +49,8 @@ export interface BuiltinRoute {
     data?: Record<string, unknown>;
     /** Query parameters. */
     query?: { name: string; schema: Record<string, unknown>; description?: string }[];
+    /** Other error answers, by status: what they mean. */
+    errors?: Record<string, string>;
   };
   handler(ctx: BuiltinContext): Promise<BuiltinResult> | BuiltinResult;
 }

@@ -1,7 +1,7 @@
 // Prometheus metrics and GET /admin/metrics against a real `svc start` with two worker threads.
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { post, startServer, tokenFor, transport, type Server } from '../../helpers/server.ts';
+import { post, runSvc, startServer, tokenFor, transport, type Server } from '../../helpers/server.ts';
 
 const entry = new URL('../../fixtures/metrics-app.ts', import.meta.url).pathname;
 const SEED_BUCKETS = ['0.005', '0.01', '0.025', '0.05', '0.075', '0.1', '0.25', '0.5', '0.75', '1', '2.5', '5', '10', '+Inf'];
@@ -213,6 +213,27 @@ t.test('trace id end to end: header in, walker log line, response header', async
   t.equal(line.walker, 'Chatty');
 });
 
+t.test('the totals never go back: a thread that is busy, or dies and is replaced, keeps its counts in them', async (t) => {
+  const requests = async () => total(parse((await scrape()).text), 'svc_http_requests_total');
+  await Promise.all(Array.from({ length: 40 }, () => post(`${server.url}/walker/Echo`, {})));
+  const before = await requests();
+  // A walker holds its thread for 3 s (longer than a scrape waits for a thread): that thread's last answer counts.
+  const blocked = post(`${server.url}/walker/Block`, { ms: 3000 });
+  const during = await requests();
+  t.ok(during >= before, `while a thread is busy: ${during} ≥ ${before}`);
+  t.equal((await blocked).status, 200);
+  const after = await requests();
+  t.ok(after >= during, `after: ${after} ≥ ${during}`);
+  // The thread that hosts the guest graph ends; a new one takes its name.
+  await post(`${server.url}/walker/Crash`, {}).catch(() => undefined);
+  const exited = await server.waitFor(/worker (w\d) exited with code 9; starting a new one/);
+  await server.waitFor(new RegExp(`worker ${/worker (w\d)/.exec(exited)?.[1]} is serving again`));
+  const replaced = await requests();
+  t.ok(replaced >= after, `after the thread was replaced: ${replaced} ≥ ${after}`);
+  await post(`${server.url}/walker/Echo`, {});
+  t.ok((await requests()) > replaced, 'and counting goes on');
+});
+
 t.test('metrics off (the default): no endpoint, nothing measured; admin metrics says so', async (t) => {
   const off = await startServer({ entry, workers: 1 });
   t.teardown(() => off.stop());
@@ -247,4 +268,31 @@ t.test('endpoint, namespace and buckets from the configuration', async (t) => {
   const spec = (await (await fetch(`${custom.url}/openapi.json`)).json()) as { paths: Record<string, { get?: unknown }> };
   t.ok(spec.paths['/internal/prom']?.get, 'the endpoint is in /openapi.json');
   t.ok(spec.paths['/admin/metrics']?.get, '/admin/metrics is in /openapi.json');
+});
+
+t.test('an app route on the metrics endpoint or a graph path is refused at start, not taken over', async (t) => {
+  const dir = t.testdir({
+    'main.ts': `import { entry, HTTPMethod, restspec, Root, Walker } from 'svc';
+export class MyMetrics extends Walker {
+  static access = 'pub' as const;
+  static spec = restspec({ method: HTTPMethod.GET, path: '/metrics' });
+  @entry(Root) go() { this.report('mine'); }
+}
+`,
+  });
+  const on = await runSvc(['start', '--port', '0', '--host', '127.0.0.1', '--workers', '1'], { cwd: dir, env: { SVC_METRICS_ENABLED: 'true' }, clean: true });
+  t.equal(on.code, 1, 'svc start fails');
+  t.match(on.stderr + on.stdout, /GET \/metrics is a route of the app \(walker MyMetrics\).*move the metrics endpoint/s);
+  const graph = t.testdir({
+    'main.ts': `import { entry, HTTPMethod, restspec, Root, Walker } from 'svc';
+export class Graph extends Walker {
+  static access = 'pub' as const;
+  static spec = restspec({ method: HTTPMethod.GET, path: '/graph' });
+  @entry(Root) go() { this.report('mine'); }
+}
+`,
+  });
+  const refused = await runSvc(['start', '--port', '0', '--host', '127.0.0.1', '--workers', '1'], { cwd: graph, clean: true });
+  t.equal(refused.code, 1);
+  t.match(refused.stderr + refused.stdout, /GET \/graph is a route of the app \(walker Graph\).*SVC_GRAPH_ENABLED=false/s);
 });

@@ -127,12 +127,14 @@
     setStatus('Loading…');
     try {
       let data;
+      let notice = '';
       try {
         data = await request(dataUrl());
       } catch (error) {
-        // A token the server no longer takes: the public graph instead.
-        if (token() === null && /sign in again/.test(error.message)) data = await request(dataUrl());
-        else throw error;
+        // A token the server no longer takes: the public graph instead, and say so.
+        if (token() !== null || !/sign in again/.test(error.message)) throw error;
+        notice = error.message;
+        data = await request(dataUrl());
       }
       state.nodes.clear();
       state.edges.clear();
@@ -142,7 +144,7 @@
       merge(data);
       fit();
       showDetails(null);
-      afterLoad(data);
+      afterLoad(data, undefined, notice);
     } catch (error) {
       setStatus(error.message, true);
     } finally {
@@ -173,11 +175,12 @@
     }
   }
 
-  function afterLoad(data, added) {
+  function afterLoad(data, added, notice) {
     const n = state.nodes.size;
     const e = state.edges.size;
     const more = state.frontier.size;
-    setStatus(`${n} node${n === 1 ? '' : 's'}, ${e} edge${e === 1 ? '' : 's'}${added !== undefined ? ` (${added} new)` : ''}${data && data.truncated ? ' — cut at the limit' : ''}${more ? ` — ${more} not expanded` : ''}`);
+    const summary = `${n} node${n === 1 ? '' : 's'}, ${e} edge${e === 1 ? '' : 's'}${added !== undefined ? ` (${added} new)` : ''}${data && data.truncated ? ' — cut at the limit' : ''}${more ? ` — ${more} not expanded` : ''}`;
+    setStatus(notice ? `${notice}. ${summary}` : summary, Boolean(notice));
     $('more').hidden = more === 0;
     legend();
     search();
