@@ -681,7 +681,7 @@ function metricsModule(system: ActorSystem, boot: ServeBoot, thread: string): Ru
             partitions: () => system.activationCount('partition'),
             websockets: () => {
               const hub = rt.find<WsHub>('hub');
-              return hub && { connections: hub.conns.size, broadcasts: hub.broadcasts };
+              return hub && { connections: hub.conns.size, broadcasts: hub.broadcasts, sessions: hub.sessionActors };
             },
             broker: () => rt.find<Broker>('broker'),
             // The streams' lag is the same whichever thread asks: one thread reports it.

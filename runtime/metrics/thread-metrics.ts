@@ -29,7 +29,7 @@ export interface ThreadSources {
   inFlight?: () => number | undefined;
   actors?: () => number;
   partitions?: () => number;
-  websockets?: () => { connections: number; broadcasts: number } | undefined;
+  websockets?: () => { connections: number; broadcasts: number; sessions: number } | undefined;
   broker?: () => { kind: string; counters: object } | undefined;
   /** Event-stream lag by topic and group (asked of one thread only: the figures are the cluster's). */
   lag?: () => Promise<{ topic: string; group: string; lag: number | null; pending: number }[]>;
@@ -66,10 +66,16 @@ export class ThreadMetrics {
     });
     new Gauge({
       name: `${ns}_actors`,
-      help: 'Live actors (guardians, partitions, WebSocket sessions, consumers, ...)',
+      help: 'Live actors by kind: partition (one per active graph), session (one per WebSocket connection), other (guardians, consumers, writers, ...)',
+      labelNames: ['kind'],
       registers: reg,
       collect() {
-        this.set(sources.actors?.() ?? 0);
+        const all = sources.actors?.() ?? 0;
+        const partitions = sources.partitions?.() ?? 0;
+        const sessions = sources.websockets?.()?.sessions ?? 0;
+        this.set({ kind: 'partition' }, partitions);
+        this.set({ kind: 'session' }, sessions);
+        this.set({ kind: 'other' }, Math.max(0, all - partitions - sessions));
       },
     });
     new Gauge({
