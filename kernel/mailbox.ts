@@ -33,6 +33,8 @@ export class Mailbox {
   private head = 0;
   private count = 0;
   private mask = INITIAL - 1;
+  /** The most messages this mailbox has held at once (for metrics: one comparison per push). */
+  highWater = 0;
   /** The message evicted by the last `DroppedOldest` push. */
   droppedMsg: unknown = undefined;
   droppedReply: Reply | undefined = undefined;
@@ -66,6 +68,7 @@ export class Mailbox {
     this.msgs[at] = msg;
     this.replies[at] = reply;
     this.count++;
+    if (this.count > this.highWater) this.highWater = this.count;
     return result;
   }
 

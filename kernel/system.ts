@@ -10,7 +10,7 @@ import { type Clock, realClock } from './clock.ts';
 import { DeadLetters } from './dead-letters.ts';
 import { kernelError } from './errors.ts';
 import type { Props } from './logic.ts';
-import { type KernelObserver, Observers } from './observer.ts';
+import { type ActorLabel, type KernelObserver, Observers } from './observer.ts';
 import { Deadlines, PendingAsk } from './pending-ask.ts';
 import { ActorRefBase, type ActorRef, type RefAddress, type RefHost, RemoteRef, VirtualRef } from './refs.ts';
 import { RemoteBridge } from './remote.ts';
@@ -147,6 +147,19 @@ export class ActorSystem implements RefHost {
   stop(ref: ActorRef, deadlineMs = this.stopTimeoutMs): Promise<void> {
     if (!(ref instanceof LocalRef)) return Promise.reject(new TypeError(`${ref.path} is not a local actor`));
     return ref.cell.stopGracefully(deadlineMs);
+  }
+
+  /**
+   * The most messages each live actor's mailbox has held at once, by label
+   * (the highest of the actors sharing one: every partition is `$partition`).
+   */
+  mailboxHighWater(): Map<ActorLabel, number> {
+    const out = new Map<ActorLabel, number>();
+    for (const cell of this.registry.values()) {
+      const hw = cell.mailbox.highWater;
+      if (hw > (out.get(cell.label) ?? 0)) out.set(cell.label, hw);
+    }
+    return out;
   }
 
   /** Number of live actors in this thread (guardians included). */

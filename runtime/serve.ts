@@ -678,6 +678,7 @@ function metricsModule(system: ActorSystem, boot: ServeBoot, thread: string): Ru
             thread,
             inFlight: () => rt.find<Front>('front')?.inFlight,
             actors: () => system.actorCount,
+            mailboxes: () => system.mailboxHighWater(),
             partitions: () => system.activationCount('partition'),
             websockets: () => {
               const hub = rt.find<WsHub>('hub');

@@ -225,7 +225,8 @@ export class Graph {
   /** A run's ask; one sent to another thread or cluster member is told on {@link FORWARD_CHANNEL} with its latency, while someone listens. */
   private askRun(rootId: string, msg: PartitionMsg, timeoutMs: number): Promise<RunReply> {
     const ask = this.partition(rootId).ask(msg, timeoutMs) as Promise<RunReply>;
-    if (!forwards.hasSubscribers) return ask;
+    // Served here (the common case): no placement hashing on the hot path.
+    if (!forwards.hasSubscribers || this.system.activation(this.kind, rootId) !== undefined) return ask;
     const self = this.system.nodeId;
     const owner = this.system.ownerOf(this.kind, rootId);
     if (owner === self) return ask;

@@ -10,7 +10,7 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram as PromHistogram, Registry } from 'prom-client';
-import { KERNEL_CHANNELS, type ActivationEvent, type MailboxFullEvent, type ReceiveEvent, type RestartEvent } from '../../kernel/index.ts';
+import { KERNEL_CHANNELS, type ActivationEvent, type MailboxFullEvent, type RestartEvent } from '../../kernel/index.ts';
 import { FORWARD_CHANNEL, type ForwardEvent, RUN_CHANNEL, type RunEvent, STORE_COMMIT_CHANNEL, type StoreCommitEvent } from '../../actors/anchor/index.ts';
 import { Histogram, HttpRecorder, type MetricJson, RunRecorder } from './recorder.ts';
 
@@ -28,6 +28,8 @@ export interface ThreadSources {
   /** Requests in hand on this thread's front. */
   inFlight?: () => number | undefined;
   actors?: () => number;
+  /** Each live actor's mailbox high-water mark, by label (the kernel's). */
+  mailboxes?: () => Map<string, number>;
   partitions?: () => number;
   websockets?: () => { connections: number; broadcasts: number; sessions: number } | undefined;
   broker?: () => { kind: string; counters: object } | undefined;
@@ -124,19 +126,17 @@ export class ThreadMetrics {
     this.on(KERNEL_CHANNELS.restart, (e) => restarts.inc({ actor: (e as RestartEvent).label, decision: (e as RestartEvent).decision }));
     const full = new Counter({ name: `${ns}_mailbox_rejections_total`, help: 'Messages shed by a full mailbox, by actor', labelNames: ['actor'], registers: reg });
     this.on(KERNEL_CHANNELS.mailboxFull, (e) => full.inc({ actor: (e as MailboxFullEvent).label }));
-    // Mailbox depth: the most messages seen waiting behind one being handled, by actor (since the thread started).
+    // Mailbox depth: the kernel keeps each mailbox's high-water mark (one comparison per message); read when scraped,
+    // kept here past the actor's end.
     const depths = new Map<string, number>();
-    this.on(KERNEL_CHANNELS.receive, (e) => {
-      const { label, depth } = e as ReceiveEvent;
-      if (depth > (depths.get(label) ?? -1)) depths.set(label, depth);
-    });
     const hwm = new Gauge({
       name: `${ns}_mailbox_depth_high_water`,
-      help: 'Most messages seen waiting in one mailbox, by actor (high-water mark since start; the highest of the threads)',
+      help: 'Most messages one mailbox has held at once, by actor (high-water mark since start; the highest of the threads)',
       labelNames: ['actor'],
       registers: reg,
       aggregator: 'max',
       collect: () => {
+        for (const [actor, depth] of sources.mailboxes?.() ?? []) if (depth > (depths.get(actor) ?? 0)) depths.set(actor, depth);
         for (const [actor, depth] of depths) hwm.set({ actor }, depth);
       },
     });
