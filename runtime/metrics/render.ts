@@ -48,7 +48,8 @@ export async function adminMetrics(snapshots: MetricJson[][], namespace: string)
     name: m.name,
     type: String(m.type),
     help: m.help,
-    values: m.values.map((v) => {
+    // JSON has no NaN or Infinity (prom-client's event-loop mean is NaN before its first sample): such samples are left out.
+    values: m.values.filter((v) => Number.isFinite(v.value)).map((v) => {
       // Label values are text, as in the exposition (`le` too: `"0.005"`, `"+Inf"`).
       const labels = Object.fromEntries(Object.entries(v.labels).map(([k, x]) => [k, String(x)]));
       return v.metricName === undefined ? { labels, value: v.value } : { labels, value: v.value, sample: v.metricName };

@@ -55,3 +55,19 @@ t.test('threads merge: counters and histograms add up, the summary reads them', 
   const { summary } = await adminMetrics(snapshots, 'svc');
   t.same(summary, { total_requests: 4, avg_latency_ms: 43.75, error_rate_percent: 50, server_error_rate_percent: 25, active_requests: 3 });
 });
+
+t.test('/admin/metrics leaves out samples JSON cannot hold (NaN, Infinity)', async (t) => {
+  const snapshot = [
+    { name: 'x_mean', help: 'h', type: 'gauge', aggregator: 'first', values: [{ labels: {}, value: Number.NaN }] },
+    { name: 'x_ok', help: 'h', type: 'gauge', aggregator: 'first', values: [{ labels: { a: 1 }, value: 2 }] },
+  ];
+  const { metrics } = await adminMetrics([snapshot], 'svc');
+  t.same(
+    metrics.map((m) => [m.name, m.values]),
+    [
+      ['x_mean', []],
+      ['x_ok', [{ labels: { a: '1' }, value: 2 }]],
+    ],
+  );
+  t.doesNotThrow(() => JSON.parse(JSON.stringify(metrics)));
+});
