@@ -5,6 +5,22 @@
  * import { Node, Walker, Root, entry, fn, T } from 'svc';
  */
 import Type from 'typebox';
+import { setDataFallback } from './actors/data/index.ts';
+import type { StorageConfig as DataStorageConfig } from './cluster/index.ts';
+import { dataPaths, loadConfig } from './runtime/index.ts';
+
+// Outside `svc start` (a script, a test), `store()` and `kvstore()` read the current folder's svc.toml and the environment.
+setDataFallback(() => {
+  const projectRoot = process.cwd();
+  const { config } = loadConfig({ dir: projectRoot, env: process.env });
+  return {
+    projectRoot,
+    dataDir: dataPaths(projectRoot, config).dataDir,
+    storage: config.storage as DataStorageConfig,
+    docdbUri: config['scale.database'].docdb_uri,
+    kvUrl: config['scale.database'].kv_url,
+  };
+});
 
 export {
   Node,
@@ -34,11 +50,42 @@ export type { Subscription, SubscribeOptions, EventHandler, HandlerContext, Spaw
 export { Event } from './cluster/index.ts';
 export type { EventInit, Broker, RetrySettings } from './cluster/index.ts';
 export { registerEmailer, openUsersRepository, registerUsersRepository } from './actors/identity/index.ts';
+export { store, StorageFactory, kvstore, DocDbStore, KvStore, mutex, debounce } from './actors/data/index.ts';
+export type { DbType, KvstoreOptions, Lock, MutexOptions, RetryOptions } from './actors/data/index.ts';
+export type { Storage, StorageConfig, StorageType, FileMetadata, UploadedFile, UploadSource, Document, Filter, FindOptions, Update } from './cluster/index.ts';
+
 export type { Emailer, EmailerConfig } from './actors/identity/index.ts';
 
-/** A multipart file field (`UploadFile`): `{ filename, mimetype, size, data }` once uploaded. */
+/** An uploaded file held in memory (within `max_body_bytes`). */
+export interface UploadInMemory {
+  filename: string;
+  mimetype: string;
+  size: number;
+  data: Uint8Array;
+}
+
+/** An uploaded file of a `T.Upload({ maxBytes })` field: in memory (`data`), or, past `max_body_bytes`, on disk (`path`, removed once the request is answered). */
+export interface UploadStreamed {
+  filename: string;
+  mimetype: string;
+  size: number;
+  data?: Uint8Array;
+  path?: string;
+}
+
+/**
+ * A multipart file field (`UploadFile`). `maxBytes`: this field's own limit;
+ * above `max_body_bytes` its files stream to disk as they arrive (hand the
+ * value to `store().upload` as it is). Over the limit: 413.
+ */
+function Upload(options?: Record<string, unknown> & { maxBytes?: undefined }): ReturnType<typeof Type.Unsafe<UploadInMemory>>;
+function Upload(options: Record<string, unknown> & { maxBytes: number }): ReturnType<typeof Type.Unsafe<UploadStreamed>>;
 function Upload(options: Record<string, unknown> = {}) {
-  return Type.Unsafe<{ filename: string; mimetype: string; size: number; data: Uint8Array }>({
+  const maxBytes = options.maxBytes;
+  if (maxBytes !== undefined && (typeof maxBytes !== 'number' || !Number.isSafeInteger(maxBytes) || maxBytes < 1)) {
+    throw new TypeError(`T.Upload({ maxBytes }): a whole number of bytes ≥ 1, got ${JSON.stringify(maxBytes)}`);
+  }
+  return Type.Unsafe<UploadStreamed>({
     ...options,
     type: 'object',
     'x-svc-upload': true,

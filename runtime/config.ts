@@ -20,6 +20,21 @@ interface KeySpec {
   nonEmpty?: boolean;
 }
 
+/** `store()`'s keys (seed 000 §4.7), in `[storage]` and `[scale.storage]` alike. */
+const STORAGE_KEYS = {
+  type: { kind: 'enum', default: 'local', env: ['SVC_STORAGE_TYPE'], values: ['local', 'object'] },
+  base_path: { kind: 'string', default: './storage', env: ['SVC_STORAGE_PATH'], nonEmpty: true },
+  create_dirs: { kind: 'bool', default: true, env: ['SVC_STORAGE_CREATE_DIRS'] },
+  bucket: { kind: 'string', default: '', env: ['SVC_STORAGE_OBJ_BUCKET'] },
+  region: { kind: 'string', default: 'us-east-1', env: ['SVC_STORAGE_OBJ_REGION'], nonEmpty: true },
+  prefix: { kind: 'string', default: '', env: ['SVC_STORAGE_OBJ_PREFIX'] },
+  endpoint_url: { kind: 'string', default: '', env: ['SVC_STORAGE_OBJ_ENDPOINT_URL'] },
+  public_read: { kind: 'bool', default: false, env: ['SVC_STORAGE_OBJ_PUBLIC_READ'] },
+  /** Beyond the seed: credentials of the object store (empty: the AWS SDK's own chain — AWS_ACCESS_KEY_ID, profiles, roles). */
+  access_key_id: { kind: 'string', default: '', env: ['SVC_STORAGE_OBJ_ACCESS_KEY_ID'] },
+  secret_access_key: { kind: 'string', default: '', env: ['SVC_STORAGE_OBJ_SECRET_ACCESS_KEY'] },
+} as const satisfies Record<string, KeySpec>;
+
 /** Every key svc reads, by section. */
 export const SCHEMA = {
   'scale.server': {
@@ -140,6 +155,9 @@ export const SCHEMA = {
     /** `/graph/data` without a token answers the public (guest) graph; false: a token is needed. */
     public: { kind: 'bool', default: true, env: ['SVC_GRAPH_PUBLIC'] },
   },
+  /** `store()`: the seed's `storage` section (every key; `[scale.storage]` may hold the same keys and wins over it). */
+  storage: STORAGE_KEYS,
+  'scale.storage': STORAGE_KEYS,
   'scale.emailer': {
     provider: { kind: 'string', default: '', env: ['EMAILER_PROVIDER'] },
     from_address: { kind: 'string', default: '', env: ['EMAILER_FROM_ADDRESS'] },
@@ -299,6 +317,11 @@ export function loadConfig(options: {
     throw new ConfigError(`[scale.jwt] exp_delta_days (${jwt.exp_delta_days}) is longer than max_token_days (${jwt.max_token_days}): tokens would be refused`);
   }
   checkMetrics(values['scale.metrics'] as SvcConfig['scale.metrics']);
+  // `[scale.storage]` (set in a file, or the environment) wins over `[storage]`; both read the same afterwards.
+  const storage = values.storage as Record<string, unknown>;
+  const scaled = values['scale.storage'] as Record<string, unknown>;
+  for (const [key, spec] of Object.entries(STORAGE_KEYS)) if (scaled[key] !== spec.default) storage[key] = scaled[key];
+  values['scale.storage'] = { ...storage };
   return { config: values as unknown as SvcConfig, warnings, files };
 }
 

@@ -78,6 +78,7 @@ import {
   RedisStreams,
   type StreamBackend,
 } from '../cluster/index.ts';
+import { bindData, closeData, type DataBinding } from '../actors/data/index.ts';
 import { bindEvents, type Consumers, EVENT_OUTBOX_KIND, handling, type HandlerContext, type OutboxEvent, startConsumers, type Subscription, subscriptionsOf } from '../actors/consumer/index.ts';
 import type { SvcConfig } from './config.ts';
 import { collectGarbage } from './gc.ts';
@@ -231,6 +232,7 @@ export function serveModules(options: ServeOptions): RuntimeModule[] {
     metricsModule(system, boot, thread),
     eventsModule(system, boot, subscriptions, thread),
     storeModule(boot, writerOn(STORE_WRITER_ACTOR) as ActorRef<WriterMsg, unknown> | undefined),
+    dataModule(boot, registry),
     graphModule(system, boot, registry, fingerprint, options.relay, member),
     ...(boot.cluster ? [invalidationModule(system, boot.cluster)] : []),
     usersModule(boot, writerOn(USERS_WRITER_ACTOR) as ActorRef<UsersWriterMsg, unknown> | undefined),
@@ -371,6 +373,29 @@ function storeModule(boot: ServeBoot, processWriter: ActorRef<WriterMsg, unknown
       );
     },
     close: () => store?.close(),
+  };
+}
+
+/** `store()` and `kvstore()` of app code on this thread: their settings and the graph `findNodes` reads; their connections closed at the end. */
+function dataModule(boot: ServeBoot, registry: Registry): RuntimeModule {
+  let unbind: (() => void) | undefined;
+  return {
+    name: 'data',
+    start(rt) {
+      const db = boot.config['scale.database'];
+      unbind = bindData({
+        projectRoot: resolve(boot.projectRoot),
+        dataDir: boot.storePath ? dirname(boot.storePath) : join(resolve(boot.projectRoot), '.svc', 'data'),
+        storage: boot.config.storage as DataBinding['storage'],
+        docdbUri: db.docdb_uri,
+        kvUrl: db.kv_url,
+        graph: { store: rt.need<AnchorStore>('store'), registry },
+      });
+    },
+    async close() {
+      unbind?.();
+      await closeData();
+    },
   };
 }
 

@@ -43,6 +43,8 @@ import {
   viewOf,
   WalkerRun,
   type WalkerLoggerFactory,
+  runTrackingWanted,
+  untrackedRun,
 } from '../walker/index.ts';
 import { decode, encode } from './codec.ts';
 import { storeError } from './errors.ts';
@@ -299,9 +301,19 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     let changes: RunChanges;
     let batch: { upserts: StoredDoc[]; deletes: { id: string; version: number }[] };
     try {
-      // Runs are tracked (for `afterCommit`) only where an outbox takes what they hold: tracking costs every promise.
-      const work = this.context.outbox === undefined ? start(run, msg) : run.enter(() => start(run, msg));
-      const outcome = await this.withDeadline(work);
+      // Runs are tracked (for `afterCommit`, `findNodes`) only where an outbox takes what they hold or app code asked: tracking costs every promise.
+      run.holdsOutbox = this.context.outbox !== undefined;
+      const tracked = run.holdsOutbox || runTrackingWanted();
+      let outcome: unknown;
+      if (tracked) outcome = await this.withDeadline(run.enter(() => start(run, msg)));
+      else {
+        untrackedRun(1);
+        try {
+          outcome = await this.withDeadline(start(run, msg));
+        } finally {
+          untrackedRun(-1);
+        }
+      }
       value = { json: reportJson(outcome) };
       changes = run.changes();
       batch = {

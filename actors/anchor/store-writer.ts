@@ -136,6 +136,12 @@ export class ForwardingStore implements AnchorStore {
     return this.reader.edges(nodeId);
   }
 
+  /** Reads all documents in pages, from the local connection (when it can). */
+  get scan(): AnchorStore['scan'] {
+    const reader = this.reader;
+    return reader.scan === undefined ? undefined : (after, limit) => (reader.scan as NonNullable<AnchorStore['scan']>)(after, limit);
+  }
+
   commit(batch: CommitBatch): Promise<void> {
     if (this.closed) return Promise.reject(storeError('SVC_ERR_STORE', 'the store is closed'));
     const chain = batch.chain;

@@ -22,7 +22,7 @@ export type { Traversal, TraversedNode, TraversedEdge } from './traverse.ts';
 export { HookDispatcher, HookRefusal, fillRequestFields } from './hooks.ts';
 export type { HookRequest, HookSpawn } from './hooks.ts';
 export { WalkerRun } from './run.ts';
-export { afterCommit, inWalkerRun } from './outbox.ts';
+export { afterCommit, inWalkerRun, wantRunTracking, runTrackingWanted, untrackedRun, callingRun } from './outbox.ts';
 export type { OutboxEntry, OutboxConsumer } from './outbox.ts';
 export { silentLogger } from './log.ts';
 export type { WalkerLogger, WalkerLoggerFactory, LogMethod } from './log.ts';

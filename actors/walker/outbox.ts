@@ -9,8 +9,9 @@
  * The run is found through an `AsyncLocalStorage`, entered once per run. On
  * Node 20 an enabled `AsyncLocalStorage` costs every promise of the process
  * (a promise hook), so runs enter it only on graphs that have an outbox
- * consumer: elsewhere there is nothing to release, and `afterCommit` answers
- * `false` as outside a run.
+ * consumer, or once app code asked for it ({@link wantRunTracking}: a
+ * `kvstore` handle, whose `findNodes` must know the run it is called from).
+ * Elsewhere `afterCommit` answers `false` as outside a run.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 
@@ -42,9 +43,40 @@ export interface OutboxRun {
   addOutbox(kind: string, data: unknown): boolean;
   /** Whether the run is still under way. */
   readonly isOpen: boolean;
+  /** Whether its graph has an outbox consumer (entries would be released). */
+  readonly holdsOutbox: boolean;
 }
 
 const runs = new AsyncLocalStorage<OutboxRun>();
+
+let trackingWanted = false;
+let untracked = 0;
+
+/** From now on every run of this thread is tracked, outbox or not (idempotent). */
+export function wantRunTracking(): void {
+  trackingWanted = true;
+}
+
+/** Whether runs are to be tracked even without an outbox consumer. */
+export function runTrackingWanted(): boolean {
+  return trackingWanted;
+}
+
+/** Count an untracked run under way (the partition, around each untracked run): `-1` when it ends. */
+export function untrackedRun(delta: 1 | -1): void {
+  untracked += delta;
+}
+
+/**
+ * The run whose code is calling: `{ run }` inside a tracked run (open or
+ * ended), `{ run: undefined }` when surely outside any run, and `undefined`
+ * when that cannot be told (untracked runs are under way in this thread).
+ */
+export function callingRun(): { run: OutboxRun | undefined } | undefined {
+  const run = runs.getStore();
+  if (run !== undefined) return { run };
+  return untracked === 0 ? { run: undefined } : undefined;
+}
 
 /** Run `work` as the code of `run`: what it calls, and what that awaits, finds the run. Entered once per run. */
 export function trackRun<T>(run: OutboxRun, work: () => T): T {
@@ -83,5 +115,5 @@ export function afterCommit(entry: { kind: string; data: unknown }): boolean {
  */
 export function inWalkerRun(): boolean {
   const run = runs.getStore();
-  return run !== undefined && run.isOpen;
+  return run !== undefined && run.isOpen && run.holdsOutbox;
 }

@@ -113,10 +113,25 @@ export class WalkerRun extends GraphOps implements LogSource, OutboxRun {
   }
 
   /** Hold a side effect until the run's changes are durable (stamped with its trace id and root). */
+  /** Whether the graph releases outbox entries (set by the partition); without it {@link addOutbox} takes nothing. */
+  holdsOutbox = false;
+
   addOutbox(kind: string, data: unknown): boolean {
-    if (this.closed) return false;
+    if (this.closed || !this.holdsOutbox) return false;
     this.tx.addOutbox({ kind, data, traceId: this.traceId, rootId: this.host.rootId });
     return true;
+  }
+
+  /**
+   * The nodes among `ids` this run's caller may read — as a walker's reads
+   * are checked — as this run's own views (its changes to them commit with
+   * it). Missing, deleted and unreadable ids are left out; order kept.
+   */
+  async readableNodes(ids: readonly string[]): Promise<Node[]> {
+    this.open();
+    const out: Node[] = [];
+    for (const a of await this.anchors(ids)) if (a !== undefined && a.kind === 'node' && this.readable(a)) out.push(viewOf<Node>(a));
+    return out;
   }
 
   private rootView(): Root {

@@ -117,3 +117,29 @@ t.test('[scale.metrics]: the seed’s defaults, the file, the environment; a bad
   writeFileSync(join(empty, 'svc.toml'), '[scale.metrics]\nhistogram_buckets = []\n');
   t.throws(() => loadConfig({ dir: empty }), /histogram_buckets must be 1 to 100 increasing/);
 });
+
+t.test('storage: [storage] < [scale.storage] < SVC_STORAGE_* (the seed\'s keys and defaults)', async (t) => {
+  const none = loadConfig({ dir: t.testdir({}) }).config;
+  t.same(none.storage, {
+    type: 'local', base_path: './storage', create_dirs: true, bucket: '', region: 'us-east-1', prefix: '',
+    endpoint_url: '', public_read: false, access_key_id: '', secret_access_key: '',
+  });
+  const dir = t.testdir({
+    'svc.toml': '[storage]\nbase_path = "files"\nbucket = "from-storage"\nregion = "eu-west-1"\n[scale.storage]\ntype = "object"\nbucket = "from-scale"\n',
+  });
+  const file = loadConfig({ dir }).config;
+  t.equal(file.storage.base_path, 'files', '[storage] alone');
+  t.equal(file.storage.type, 'object', '[scale.storage] alone');
+  t.equal(file.storage.bucket, 'from-scale', '[scale.storage] over [storage]');
+  t.equal(file.storage.region, 'eu-west-1');
+  t.same(file['scale.storage'], file.storage, 'both sections read the same');
+  const env = loadConfig({ dir, env: { SVC_STORAGE_OBJ_BUCKET: 'from-env', SVC_STORAGE_PATH: 'elsewhere', SVC_STORAGE_CREATE_DIRS: 'false', SVC_STORAGE_OBJ_PUBLIC_READ: 'true' } }).config;
+  t.equal(env.storage.bucket, 'from-env', 'the environment over both files');
+  t.equal(env.storage.base_path, 'elsewhere');
+  t.equal(env.storage.create_dirs, false);
+  t.equal(env.storage.public_read, true);
+  t.throws(() => loadConfig({ dir, env: { SVC_STORAGE_TYPE: 'cloud' } }), { message: /SVC_STORAGE_TYPE must be one of local, object/ });
+  const bad = mkdtempSync(join(tmpdir(), 'svc-config-'));
+  writeFileSync(join(bad, 'svc.toml'), '[storage]\ntype = "s3"\n');
+  t.throws(() => loadConfig({ dir: bad }), { message: /\[storage\] type must be one of local, object/ }, 'type is local or object');
+});

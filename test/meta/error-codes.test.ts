@@ -6,7 +6,7 @@ import { STORE_ERRORS } from 'svc/actors/anchor';
 import { HTTP_ERRORS } from 'svc/transports/http';
 import { IDENTITY_ERRORS } from 'svc/actors/identity';
 import { RUNTIME_ERRORS } from '../../runtime/index.ts';
-import { CLUSTER_ERRORS } from '../../cluster/index.ts';
+import { CLUSTER_ERRORS, KVSTORE_ERRORS, STORAGE_ERRORS } from '../../cluster/index.ts';
 
 const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
 
@@ -19,7 +19,7 @@ function documented(): Map<string, number> {
 
 t.test('every kernel error code is documented with its status', async (t) => {
   const rows = documented();
-  for (const [code, { status }] of Object.entries({ ...KERNEL_ERRORS, ...GRAPH_ERRORS, ...STORE_ERRORS, ...HTTP_ERRORS, ...IDENTITY_ERRORS, ...RUNTIME_ERRORS, ...CLUSTER_ERRORS })) {
+  for (const [code, { status }] of Object.entries({ ...KERNEL_ERRORS, ...GRAPH_ERRORS, ...STORE_ERRORS, ...HTTP_ERRORS, ...IDENTITY_ERRORS, ...RUNTIME_ERRORS, ...CLUSTER_ERRORS, ...STORAGE_ERRORS, ...KVSTORE_ERRORS })) {
     t.equal(rows.get(code), status, `${code} documented as ${status}`);
   }
 });
@@ -28,6 +28,15 @@ t.test('wire codes are upper snake case and never collide with SVC_ERR_ codes', 
   for (const code of Object.keys({ ...HTTP_ERRORS, ...IDENTITY_ERRORS })) {
     t.match(code, /^[A-Z][A-Z_]+$/);
     t.notMatch(code, /^SVC_ERR_/);
+  }
+});
+
+t.test('app data codes are wire codes; one shared with the front keeps its status', async (t) => {
+  for (const [code, { status }] of Object.entries({ ...STORAGE_ERRORS, ...KVSTORE_ERRORS })) {
+    t.match(code, /^[A-Z][A-Z_]+$/);
+    t.notMatch(code, /^SVC_ERR_/);
+    t.notOk(code in IDENTITY_ERRORS, `${code} is not an identity code`);
+    if (code in HTTP_ERRORS) t.equal(HTTP_ERRORS[code as keyof typeof HTTP_ERRORS].status, status, `${code}: the same status as on the wire`);
   }
 });
 

@@ -13,6 +13,8 @@ import { failure, newRequestId, success, successJson } from './envelope.ts';
 import { httpError, HttpError, toHttpError, unauthorizedAsHttp } from './errors.ts';
 import { collectFields, jsonBody } from './params.ts';
 import { type EndpointRoute, parseTemplate, Router } from './router.ts';
+import { boundaryOf } from './multipart.ts';
+import type { UploadPlan } from './upload-stream.ts';
 import type { StaticFiles } from './static.ts';
 import type { ClientAddresses } from './client-address.ts';
 import type { BuiltinRoute, HttpRequest, HttpResponse } from './types.ts';
@@ -169,6 +171,44 @@ export class Front {
   }
 
   /** Answer one request. Never rejects. */
+  /** Streamed upload fields of each route: field → maxBytes, for those above the body limit it was computed for. */
+  private readonly streamed = new WeakMap<EndpointRoute, { limit: number; files: Map<string, number> }>();
+
+  /**
+   * Whether a request's body is to be streamed (upload-stream.ts) rather than
+   * held: a multipart body for a route with `T.Upload({ maxBytes })` fields
+   * above `maxBodyBytes`, from a caller the route takes (an unauthenticated
+   * one gets the buffered path and its 401 or 413). Reads only the method,
+   * path and headers.
+   */
+  uploadPlan(method: string, path: string, headers: Record<string, string>, maxBodyBytes: number): UploadPlan | undefined {
+    const boundary = boundaryOf(headers['content-type'] ?? '');
+    if (boundary === undefined || method === 'GET' || method === 'HEAD') return undefined;
+    if (this.builtinRouter.match(method, path)) return undefined;
+    const match = this.router.match(method, path);
+    if (!match || 'allowed' in match || match.route.fileFields.length === 0) return undefined;
+    const route = match.route;
+    let streamed = this.streamed.get(route);
+    if (streamed === undefined || streamed.limit !== maxBodyBytes) {
+      const files = new Map<string, number>();
+      const props = route.schema.properties as Record<string, { maxBytes?: unknown }>;
+      for (const name of route.fileFields) {
+        const max = props[name]?.maxBytes;
+        if (typeof max === 'number' && max > maxBodyBytes) files.set(name, max);
+      }
+      this.streamed.set(route, (streamed = { limit: maxBodyBytes, files }));
+    }
+    if (streamed.files.size === 0) return undefined;
+    try {
+      this.authenticate({ method, path, query: '', headers, body: Buffer.alloc(0), remoteAddress: '' }, route);
+    } catch {
+      return undefined;
+    }
+    let limit = maxBodyBytes;
+    for (const max of streamed.files.values()) limit += max;
+    return { boundary, files: streamed.files, otherBytes: maxBodyBytes, limit };
+  }
+
   async handle(req: HttpRequest): Promise<HttpResponse> {
     const timed = this.o.accessLog !== undefined || this.o.onResponse !== undefined || responses.hasSubscribers;
     const started = timed ? performance.now() : 0;

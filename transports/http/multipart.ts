@@ -30,7 +30,11 @@ export interface Part {
   name: string;
   filename: string | undefined;
   contentType: string | undefined;
+  /** Empty for a file streamed to disk (`path`). */
   data: Buffer;
+  /** A streamed file (upload-stream.ts): where it is, and its size. */
+  path?: string;
+  size?: number;
 }
 
 /** What a transport attaches to a request whose parts it has read (or will read) itself. */

@@ -14,9 +14,10 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { failure, newRequestId } from './envelope.ts';
-import { HTTP_ERRORS, type HttpErrorCode } from './errors.ts';
+import { HTTP_ERRORS, type HttpError, type HttpErrorCode } from './errors.ts';
 import type { Front } from './front.ts';
 import { type MultipartSource, readPartsAhead } from './multipart.ts';
+import { type UploadPlan, UploadReceiver } from './upload-stream.ts';
 import { DRAIN_BYTES, DRAIN_MS, type HttpServer, InFlight, type ListenOptions } from './server.ts';
 import type { HttpRequest } from './types.ts';
 
@@ -81,6 +82,74 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
     res.end(body);
   };
 
+  /** The front's answer, written (the request and its body are complete). */
+  const respond = (res: ServerResponse, request: HttpRequest & MultipartSource, finish: () => void, beforeWrite?: () => void): void => {
+    void front
+      .handle(request)
+      .then((out) => {
+        beforeWrite?.();
+        if (res.destroyed) return;
+        out.headers['content-length'] ??= String(typeof out.body === 'string' ? Buffer.byteLength(out.body) : out.body.length);
+        if (out.close) res.shouldKeepAlive = false;
+        res.writeHead(out.status, out.headers);
+        res.end(out.body);
+      })
+      .catch((error: unknown) => {
+        options.onError?.(error);
+        res.destroy();
+      })
+      .finally(finish);
+  };
+
+  /** A body streamed through an {@link UploadReceiver} (large uploads), with the socket's own backpressure. */
+  const streamUpload = (req: IncomingMessage, res: ServerResponse, plan: UploadPlan, declared: number, request: HttpRequest & MultipartSource, finish: () => void): void => {
+    if (declared > plan.limit) {
+      sendError(res, 'PAYLOAD_TOO_LARGE', `the body is larger than ${plan.limit} bytes`);
+      res.once('finish', () => req.destroy());
+      return;
+    }
+    const receiver = new UploadReceiver(plan);
+    // The files live until the answer is out (or the client left).
+    res.once('close', () => {
+      receiver.abort();
+      receiver.cleanupNow();
+    });
+    const refused = (error: unknown): void => {
+      clearTimeout(deadline);
+      const e = error as HttpError;
+      sendError(res, (e.body?.code ?? 'BAD_REQUEST') as HttpErrorCode, e.message);
+      res.once('finish', () => req.destroy());
+    };
+    // An upload may take long: it must not stall (no byte for body_timeout_ms), however long it lasts.
+    const stalled = (): void => {
+      receiver.abort();
+      sendError(res, 'REQUEST_TIMEOUT', `the upload stalled: nothing arrived for ${bodyTimeoutMs} ms`);
+      res.once('finish', () => req.destroy());
+    };
+    const deadline = setTimeout(stalled, bodyTimeoutMs);
+    req.on('data', (chunk: Buffer) => {
+      if (receiver.failed) return;
+      deadline.refresh();
+      if (!receiver.write(chunk)) {
+        req.pause();
+        void receiver.whenDrained().then(() => req.resume());
+      }
+      if (receiver.failed) void receiver.done.catch(refused);
+    });
+    req.on('error', () => clearTimeout(deadline));
+    req.on('close', () => clearTimeout(deadline));
+    req.on('end', () => {
+      clearTimeout(deadline);
+      if (receiver.failed) return;
+      receiver.end();
+      receiver.done.then((parts) => {
+        request.parts = () => parts;
+        // A streamed upload's files go before the answer: the client that has it finds them gone.
+        respond(res, request, finish, () => receiver.cleanupNow());
+      }, refused);
+    });
+  };
+
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     // Counted from arrival (a body may still be on its way), until answered or closed. A response
     // queued behind a pipelined one gets no 'close' when the connection drops: its request does.
@@ -115,6 +184,11 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
     // Node has parsed them already, names lower-cased; only set-cookie can be an array, and requests do not send it.
     const headers = req.headers as Record<string, string>;
     const declared = Number(headers['content-length'] ?? 0);
+    const plan = front.uploadPlan(method, where.path, headers, options.maxBodyBytes);
+    if (plan) {
+      streamUpload(req, res, plan, declared, { method, path: where.path, query: where.query, headers, body: Buffer.alloc(0), remoteAddress: req.socket.remoteAddress ?? '' }, finish);
+      return;
+    }
     let rejected = false;
     let dropped = 0;
     let answer413: (() => void) | undefined;
@@ -196,19 +270,8 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
       };
       // Multipart bodies are read by busboy first (the front reads parts synchronously).
       const reading = readPartsAhead(request);
-      void (reading ? reading.then(() => front.handle(request)) : front.handle(request))
-        .then((out) => {
-          if (res.destroyed) return;
-          out.headers['content-length'] ??= String(typeof out.body === 'string' ? Buffer.byteLength(out.body) : out.body.length);
-          if (out.close) res.shouldKeepAlive = false;
-          res.writeHead(out.status, out.headers);
-          res.end(out.body);
-        })
-        .catch((error: unknown) => {
-          options.onError?.(error);
-          res.destroy();
-        })
-        .finally(finish);
+      if (reading) void reading.then(() => respond(res, request, finish));
+      else respond(res, request, finish);
     });
   });
   // Malformed requests get an envelope and a closed connection instead of Node's bare 400.

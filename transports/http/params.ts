@@ -115,12 +115,14 @@ export function collectFields(route: EndpointRoute, req: HttpRequest & Multipart
         continue;
       }
       if (route.fileFields.includes(part.name)) {
-        fields[part.name] = {
-          filename: part.filename ?? '',
-          mimetype: part.contentType ?? 'application/octet-stream',
-          size: part.data.length,
-          data: new Uint8Array(part.data),
-        };
+        const maxBytes = (props[part.name] as { maxBytes?: unknown }).maxBytes;
+        const size = part.path === undefined ? part.data.length : (part.size ?? 0);
+        if (typeof maxBytes === 'number' && size > maxBytes) {
+          throw httpError('PAYLOAD_TOO_LARGE', `the file ${part.name} is larger than its limit of ${maxBytes} bytes`, { field: part.name, max_bytes: maxBytes });
+        }
+        const file = { filename: part.filename ?? '', mimetype: part.contentType ?? 'application/octet-stream', size };
+        // A file streamed to disk is handed over by its path (removed once the request is answered).
+        fields[part.name] = part.path === undefined ? { ...file, data: new Uint8Array(part.data) } : { ...file, path: part.path };
       } else {
         fields[part.name] = convertString(props[part.name], part.data.toString('utf8'));
       }

@@ -24,9 +24,10 @@ import { isMainThread } from 'node:worker_threads';
 import { STATUS_CODES } from 'node:http';
 import { AcceptGuard } from './accept-guard.ts';
 import { failure, newRequestId } from './envelope.ts';
-import { HTTP_ERRORS, type HttpErrorCode } from './errors.ts';
+import { HTTP_ERRORS, type HttpError, type HttpErrorCode } from './errors.ts';
 import type { Front } from './front.ts';
 import { type MultipartSource, nativeParser, readPartsAhead } from './multipart.ts';
+import { type UploadPlan, UploadReceiver } from './upload-stream.ts';
 import type { HttpRequest, HttpResponse } from './types.ts';
 import { DRAIN_BYTES, DRAIN_MS, type HttpServer, InFlight, type ListenOptions } from './server.ts';
 
@@ -63,6 +64,8 @@ const FORWARDED = ['x-forwarded-for', 'forwarded'];
 interface State {
   aborted: boolean;
   finished: boolean;
+  /** Run once the request is over (answered or aborted): a streamed upload's files are removed. */
+  cleanup?: () => void;
 }
 
 /** A request whose body is still arriving, and when it must be in. */
@@ -121,6 +124,11 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
 
   const write = (res: UwsResponse, state: State, out: HttpResponse, head: boolean): void => {
     if (state.aborted) return;
+    if (state.cleanup) {
+      // A streamed upload's files go before the answer: the client that has it finds them gone.
+      state.cleanup();
+      state.cleanup = undefined;
+    }
     res.cork(() => {
       res.writeStatus(statusLine(out.status));
       for (const name in out.headers) {
@@ -196,6 +204,70 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     }
   };
 
+  /** A body streamed through an {@link UploadReceiver} (large uploads): paused while its files catch up. */
+  const streamUpload = (res: UwsResponse, state: State, request: HttpRequest & MultipartSource, plan: UploadPlan, declared: string | undefined, finish: () => void, run: () => void): void => {
+    if (declared !== undefined && Number(declared) > plan.limit) {
+      refuse(res, state, 'PAYLOAD_TOO_LARGE', `the body is larger than ${plan.limit} bytes`);
+      finish();
+      return;
+    }
+    const receiver = new UploadReceiver(plan);
+    // The files live until the answer is out (or the client left).
+    state.cleanup = () => {
+      receiver.abort();
+      receiver.cleanupNow();
+    };
+    const watch: Slow = {
+      res,
+      state,
+      due: Date.now() + bodyTimeoutMs,
+      done: () => {
+        receiver.abort();
+        finish();
+      },
+    };
+    watchBody(watch);
+    const refused = (error: unknown): void => {
+      slow.delete(watch);
+      const e = error as HttpError;
+      refuse(res, state, (e.body?.code ?? 'BAD_REQUEST') as HttpErrorCode, e.message);
+      finish();
+    };
+    let paused = false;
+    res.onData((chunk, isLast) => {
+      if (state.aborted) {
+        receiver.abort();
+        return;
+      }
+      // An upload may take long: it must not stall (no byte for body_timeout_ms), however long it lasts.
+      watch.due = Date.now() + bodyTimeoutMs;
+      // The chunk's memory is reused after this callback: the receiver keeps a copy.
+      if (!receiver.write(Buffer.from(chunk.slice(0))) && !paused && !isLast) {
+        paused = true;
+        res.pause();
+        void receiver.whenDrained().then(() => {
+          paused = false;
+          if (!state.aborted) res.resume();
+        });
+      }
+      if (receiver.failed) {
+        void receiver.done.catch(refused);
+        return;
+      }
+      if (isLast) {
+        slow.delete(watch);
+        receiver.end();
+        receiver.done.then(
+          (parts) => {
+            request.parts = () => parts;
+            run();
+          },
+          refused,
+        );
+      }
+    });
+  };
+
   options.onUwsApp?.(app);
   app.any('/*', (res, req) => {
     // Counted from arrival (a body may still be on its way), until answered or aborted.
@@ -204,6 +276,7 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     const finish = (): void => {
       if (state.finished) return;
       state.finished = true;
+      state.cleanup?.();
       inFlight.done();
     };
     res.onAborted(() => {
@@ -273,6 +346,11 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
         .finally(finish);
     };
     const declared = headers['content-length'];
+    const plan = front.uploadPlan(method, url, headers, options.maxBodyBytes);
+    if (plan) {
+      streamUpload(res, state, request, plan, declared, finish, run);
+      return;
+    }
     const tooLarge = `the body is larger than ${options.maxBodyBytes} bytes`;
     // A body over the limit is read and dropped before the 413 goes out (up to DRAIN_BYTES more):
     // closing on a client still sending resets the connection, and the client sees no answer.

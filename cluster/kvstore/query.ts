@@ -1,0 +1,510 @@
+/**
+ * The shared half of the document stores (`kvstore(dbName, 'docdb')`): what a
+ * filter, an update, a document and find options may hold, checked once here
+ * so that only the operators below ever reach SQLite, PostgreSQL or MongoDB;
+ * the reference matcher (`matches`, `compileFilter`) and updater
+ * (`applyUpdate`) the SQL backends' translations are tested against, and that
+ * code filtering plain objects in memory (`findNodes`) can use; and `_id`s.
+ *
+ * Why one checker: the three backends must answer alike, and the cheapest way
+ * to keep a translation honest is to give it a small, closed language. A
+ * filter is parsed into a {@link Clause} tree (field conditions under
+ * `and` / `or`); the SQL backends translate that tree, the MongoDB backend
+ * sends the (checked) filter as given.
+ *
+ * The language (Mongo's meaning for each):
+ * - `{ 'a.b': value }` / `$eq` — a dotted path walks nested objects (a path
+ *   through an array finds nothing: `a.0`, `items.sku` are not part of the
+ *   contract — MongoDB and PostgreSQL would index into the array, SQLite does
+ *   not, so do not rely on either). A field holding an array matches when the
+ *   array equals the value or one of its elements does (one level, like
+ *   Mongo). `null` also matches a missing field. Object equality compares
+ *   keys in order (PostgreSQL's JSONB alone ignores key order: do not rely on it).
+ * - `$ne`, `$nin`: the negations, so a missing field matches (`$ne: null` is
+ *   "present and not null").
+ * - `$gt $gte $lt $lte`: numbers with numbers, strings with strings (by code
+ *   point, which is UTF-8 byte order: SQLite's BINARY, PostgreSQL's "C",
+ *   MongoDB's simple collation); any other operand is refused. An array field
+ *   matches when one element does.
+ * - `$in`, `$nin`: an array of values; `$exists`: a boolean.
+ * - `$and`, `$or`: non-empty arrays of filters, at the top or nested.
+ * Anything else — `$regex`, `$where`, `$not`, `$elemMatch`, … — is
+ * `INVALID_QUERY` naming the operator. So is a filter value that is
+ * `undefined` (`{ email: input.email }` with no email must not match everything).
+ *
+ * Values: JSON only — string, finite number, boolean, null, array, plain
+ * object, at most 100 levels deep (MongoDB's own limit). An `undefined` object
+ * field is dropped (as `JSON.stringify` does); anything else (`undefined` in
+ * an array, `NaN`, `Infinity`, a `Date`, a `Map`, a class instance, a bigint)
+ * is `INVALID_QUERY` naming the field's path. So are keys that are empty,
+ * start with `$` or hold a `.` (paths could not reach them), and strings or
+ * keys holding NUL or a lone surrogate (PostgreSQL cannot store them).
+ *
+ * Updates: `$set` (creating objects along a dotted path; a path through a
+ * non-object — a number, null, an array — is `INVALID_QUERY`) and `$unset`
+ * (a missing path is no change); `_id` cannot be set or unset; two paths of
+ * one update may not overlap (`a` and `a.b`).
+ */
+import { randomBytes } from 'node:crypto';
+import { kvstoreError } from './errors.ts';
+import type { Document, Filter, FindOptions, Update } from './types.ts';
+
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+
+export type CompareOp = '$gt' | '$gte' | '$lt' | '$lte';
+
+/** A checked filter: field conditions under `and` / `or`. `path` is the dotted field split at its dots. */
+export type Clause =
+  | { kind: 'and'; clauses: Clause[] }
+  | { kind: 'or'; clauses: Clause[] }
+  | { kind: 'field'; path: string[]; op: '$eq' | '$ne'; value: JsonValue }
+  | { kind: 'field'; path: string[]; op: CompareOp; value: number | string }
+  | { kind: 'field'; path: string[]; op: '$in' | '$nin'; value: JsonValue[] }
+  | { kind: 'field'; path: string[]; op: '$exists'; value: boolean };
+
+export type FieldClause = Extract<Clause, { kind: 'field' }>;
+
+/** A checked update: paths already split. */
+export interface CheckedUpdate {
+  set: [path: string[], value: JsonValue][];
+  unset: string[][];
+}
+
+/** Checked find options: `limit` 0 means no limit; `sort` in key order, `_id` last as the tie-break unless named. */
+export interface CheckedFind {
+  limit: number;
+  skip: number;
+  sort: [path: string[], direction: 1 | -1][];
+}
+
+/** MongoDB's nesting limit, kept on every backend. */
+const MAX_DEPTH = 100;
+const FIELD_OPS = new Set(['$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$exists']);
+/** NUL, or a lone surrogate. */
+const UNSTORABLE = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function invalid(message: string): never {
+  throw kvstoreError('INVALID_QUERY', message);
+}
+
+export function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const proto = Object.getPrototypeOf(value);
+  return proto === Object.prototype || proto === null;
+}
+
+function describe(value: unknown): string {
+  if (value === undefined || value === null || typeof value === 'boolean' || typeof value === 'number') return String(value);
+  if (typeof value === 'string') return 'a string';
+  if (Array.isArray(value)) return 'an array';
+  if (isPlainObject(value)) return 'an object';
+  if (typeof value === 'bigint') return 'a bigint';
+  if (typeof value === 'function') return 'a function';
+  if (typeof value === 'symbol') return 'a symbol';
+  const name = (value as object)?.constructor?.name;
+  return name ? `a ${name}` : 'a non-plain object';
+}
+
+function checkKey(key: string, where: string): void {
+  if (key === '' || key.startsWith('$') || key.includes('.') || UNSTORABLE.test(key)) {
+    invalid(`${where}: the key ${JSON.stringify(key)} is not allowed (keys are non-empty, do not start with $, hold no "." and no NUL or lone surrogate)`);
+  }
+}
+
+/**
+ * A JSON copy of `value` (object fields that are `undefined` dropped), or
+ * `INVALID_QUERY` naming the first path that is not JSON.
+ *
+ * @example
+ * checkValue({ at: new Date() }, 'doc') // throws INVALID_QUERY: "doc.at holds a Date …"
+ */
+export function checkValue(value: unknown, path: string, depth = 0): JsonValue {
+  if (value === null || typeof value === 'boolean') return value;
+  if (typeof value === 'string') {
+    if (UNSTORABLE.test(value)) invalid(`${path} holds a NUL character or a lone surrogate, which cannot be stored`);
+    return value;
+  }
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) invalid(`${path} holds ${value}: only finite numbers are JSON`);
+    // -0 is 0 in JSON.
+    return value === 0 ? 0 : value;
+  }
+  if (depth >= MAX_DEPTH) invalid(`${path} is nested deeper than ${MAX_DEPTH} levels`);
+  if (Array.isArray(value)) {
+    const out: JsonValue[] = new Array(value.length);
+    for (let i = 0; i < value.length; i++) {
+      if (value[i] === undefined) invalid(`${path}.${i} is undefined: an array element must be a JSON value`);
+      out[i] = checkValue(value[i], `${path}.${i}`, depth + 1);
+    }
+    return out;
+  }
+  if (isPlainObject(value)) {
+    const out: { [key: string]: JsonValue } = {};
+    for (const key of Object.keys(value)) {
+      const v = value[key];
+      if (v === undefined) continue;
+      checkKey(key, path);
+      out[key] = checkValue(v, `${path}.${key}`, depth + 1);
+    }
+    return out;
+  }
+  return invalid(`${path} holds ${describe(value)}: only JSON values (string, finite number, boolean, null, array, plain object) can be stored`);
+}
+
+/**
+ * A document ready to store: a JSON copy, its `_id` a string (given, else
+ * {@link newId}). A non-string `_id` is `INVALID_QUERY`.
+ *
+ * @example
+ * const { id, doc } = checkDocument({ name: 'Ada' }); // doc = { _id: id, name: 'Ada' }
+ */
+export function checkDocument(input: Document, givenId?: string): { id: string; doc: Record<string, JsonValue> } {
+  if (!isPlainObject(input)) invalid('a document is a plain object');
+  const id = input._id === undefined ? (givenId ?? newId()) : input._id;
+  if (typeof id !== 'string') invalid(`_id must be a string, not ${describe(id)}`);
+  if (givenId !== undefined && id !== givenId) invalid(`the document's _id (${JSON.stringify(id)}) is not its key (${JSON.stringify(givenId)})`);
+  checkValue(id, '_id');
+  const { _id: _, ...rest } = input;
+  return { id, doc: { _id: id, ...(checkValue(rest, 'doc') as Record<string, JsonValue>) } };
+}
+
+/** A dotted field path, split and checked (non-empty segments, no leading `$`, no NUL or lone surrogate). */
+export function parsePath(field: string, where = 'the filter'): string[] {
+  if (typeof field !== 'string' || field === '') invalid(`${where}: a field path is a non-empty string`);
+  const path = field.split('.');
+  for (const segment of path) {
+    if (segment === '' || segment.startsWith('$') || UNSTORABLE.test(segment)) {
+      invalid(`${where}: the field path ${JSON.stringify(field)} is not allowed (an empty segment, a segment starting with $, or NUL)`);
+    }
+  }
+  return path;
+}
+
+/**
+ * The filter as a {@link Clause} tree, or `INVALID_QUERY` naming what is wrong.
+ *
+ * @example
+ * validateFilter({ age: { $gte: 18 }, $or: [{ role: 'admin' }, { 'org.owner': true }] });
+ */
+export function validateFilter(filter: Filter): Clause {
+  return parseFilter(filter, 0);
+}
+
+function parseFilter(filter: unknown, depth: number): Clause {
+  if (!isPlainObject(filter)) invalid('a filter is a plain object');
+  if (depth > MAX_DEPTH) invalid(`the filter is nested deeper than ${MAX_DEPTH} levels`);
+  const clauses: Clause[] = [];
+  for (const key of Object.keys(filter)) {
+    const value = filter[key];
+    if (key.startsWith('$')) {
+      if (key !== '$and' && key !== '$or') invalid(`unknown operator ${key} in the filter (allowed at the top: $and, $or)`);
+      if (!Array.isArray(value) || value.length === 0) invalid(`${key} takes a non-empty array of filters`);
+      clauses.push({ kind: key === '$and' ? 'and' : 'or', clauses: value.map((f) => parseFilter(f, depth + 1)) });
+      continue;
+    }
+    const path = parsePath(key);
+    if (value === undefined) invalid(`the filter's value for ${key} is undefined`);
+    if (isPlainObject(value) && Object.keys(value).some((k) => k.startsWith('$'))) {
+      for (const op of Object.keys(value)) clauses.push(fieldClause(path, key, op, value[op]));
+    } else {
+      clauses.push({ kind: 'field', path, op: '$eq', value: checkValue(value, key) });
+    }
+  }
+  return clauses.length === 1 ? (clauses[0] as Clause) : { kind: 'and', clauses };
+}
+
+function fieldClause(path: string[], key: string, op: string, operand: unknown): Clause {
+  if (!op.startsWith('$')) invalid(`${key}: an object mixing operators and fields (${op}); compare with a plain object instead`);
+  if (!FIELD_OPS.has(op)) invalid(`unknown operator ${op} on ${key} (allowed: ${[...FIELD_OPS].join(' ')})`);
+  if (operand === undefined) invalid(`${op} on ${key} is undefined`);
+  switch (op) {
+    case '$eq':
+    case '$ne':
+      return { kind: 'field', path, op, value: checkValue(operand, `${key}.${op}`) };
+    case '$gt':
+    case '$gte':
+    case '$lt':
+    case '$lte':
+      if (typeof operand === 'number' && Number.isFinite(operand)) return { kind: 'field', path, op, value: operand === 0 ? 0 : operand };
+      if (typeof operand === 'string') return { kind: 'field', path, op, value: checkValue(operand, `${key}.${op}`) as string };
+      return invalid(`${op} on ${key} compares with a number or a string, not ${describe(operand)}`);
+    case '$in':
+    case '$nin':
+      if (!Array.isArray(operand)) invalid(`${op} on ${key} takes an array`);
+      return { kind: 'field', path, op, value: operand.map((v, i) => checkValue(v, `${key}.${op}.${i}`)) };
+    default:
+      if (typeof operand !== 'boolean') invalid(`$exists on ${key} takes true or false`);
+      return { kind: 'field', path, op: '$exists', value: operand };
+  }
+}
+
+/**
+ * The update checked: only `$set` and `$unset`, at least one of them, no `_id`,
+ * no overlapping paths; `$set` values JSON.
+ *
+ * @example
+ * validateUpdate({ $set: { 'profile.name': 'Ada' }, $unset: { draft: '' } });
+ */
+export function validateUpdate(update: Update): CheckedUpdate {
+  if (!isPlainObject(update)) invalid('an update is a plain object of $set / $unset');
+  const keys = Object.keys(update);
+  if (keys.length === 0) invalid('an empty update: give $set or $unset (a replacement document is not an update; use set())');
+  const out: CheckedUpdate = { set: [], unset: [] };
+  const seen: string[][] = [];
+  for (const key of keys) {
+    if (key !== '$set' && key !== '$unset') {
+      invalid(key.startsWith('$') ? `unknown update operator ${key} (allowed: $set, $unset)` : `a replacement document is not an update (field ${key}): use $set, or set()`);
+    }
+    const fields = (update as Record<string, unknown>)[key];
+    if (!isPlainObject(fields)) invalid(`${key} takes an object of field paths`);
+    for (const field of Object.keys(fields)) {
+      const path = parsePath(field, key);
+      if (path[0] === '_id') invalid(`${key} cannot change _id`);
+      for (const other of seen) {
+        const n = Math.min(other.length, path.length);
+        if (other.slice(0, n).every((s, i) => s === path[i])) invalid(`${key}: ${field} overlaps ${other.join('.')} in the same update`);
+      }
+      seen.push(path);
+      if (key === '$set') {
+        if (fields[field] === undefined) invalid(`$set.${field} is undefined (use $unset to remove a field)`);
+        out.set.push([path, checkValue(fields[field], field)]);
+      } else {
+        out.unset.push(path);
+      }
+    }
+  }
+  return out;
+}
+
+/**
+ * The document after the update (a new object; `doc` is not changed). A
+ * `$set` through a non-object is `INVALID_QUERY`.
+ *
+ * @example
+ * applyUpdate({ _id: 'a', n: 1 }, { $set: { 'x.y': 2 } }) // { _id: 'a', n: 1, x: { y: 2 } }
+ */
+export function applyUpdate<D extends Document>(doc: D, update: Update | CheckedUpdate): D {
+  const checked = 'set' in update && Array.isArray(update.set) ? (update as CheckedUpdate) : validateUpdate(update as Update);
+  const root: Record<string, unknown> = { ...doc };
+  for (const [path, value] of checked.set) {
+    let node = root;
+    for (let i = 0; i < path.length - 1; i++) {
+      const seg = path[i] as string;
+      const next = node[seg];
+      if (next === undefined) node[seg] = {};
+      else if (isPlainObject(next)) node[seg] = { ...next };
+      else invalid(`cannot set ${path.join('.')}: ${path.slice(0, i + 1).join('.')} holds ${Array.isArray(next) ? 'an array' : next === null ? 'null' : `a ${typeof next}`}, not an object`);
+      node = node[seg] as Record<string, unknown>;
+    }
+    node[path[path.length - 1] as string] = value;
+  }
+  for (const path of checked.unset) {
+    let node = root;
+    const chain: Record<string, unknown>[] = [root];
+    let reachable = true;
+    for (let i = 0; i < path.length - 1 && reachable; i++) {
+      const next = node[path[i] as string];
+      if (!isPlainObject(next)) reachable = false;
+      else node = next;
+      chain.push(node);
+    }
+    if (!reachable || !(path[path.length - 1] as string in node)) continue;
+    // Copy the objects along the path (they may be shared with `doc`), then delete.
+    let parent = root;
+    for (let i = 0; i < path.length - 1; i++) {
+      const copy = { ...(chain[i + 1] as Record<string, unknown>) };
+      parent[path[i] as string] = copy;
+      parent = copy;
+    }
+    delete parent[path[path.length - 1] as string];
+  }
+  return root as D;
+}
+
+/**
+ * Find options checked: non-negative integer `limit` (0: none) and `skip`;
+ * `sort` of dotted paths to 1 or -1.
+ *
+ * @example
+ * validateFind({ sort: { 'profile.age': -1 }, limit: 10 });
+ */
+export function validateFind(options: FindOptions = {}): CheckedFind {
+  if (!isPlainObject(options)) invalid('find options are a plain object');
+  const count = (name: 'limit' | 'skip'): number => {
+    const v = options[name];
+    if (v === undefined) return 0;
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) invalid(`${name} is a non-negative integer`);
+    return v;
+  };
+  const sort: CheckedFind['sort'] = [];
+  if (options.sort !== undefined) {
+    if (!isPlainObject(options.sort)) invalid('sort is an object of field paths to 1 or -1');
+    for (const field of Object.keys(options.sort)) {
+      const dir = options.sort[field];
+      if (dir !== 1 && dir !== -1) invalid(`sort on ${field} is 1 or -1`);
+      sort.push([parsePath(field, 'sort'), dir]);
+    }
+  }
+  return { limit: count('limit'), skip: count('skip'), sort };
+}
+
+// ---- ids --------------------------------------------------------------------------------
+
+const PROCESS_RANDOM = randomBytes(5).toString('hex');
+let counter = randomBytes(3).readUIntBE(0, 3);
+
+/**
+ * A new `_id`: 24 hex digits shaped like MongoDB's ObjectId (4 bytes of
+ * seconds, 5 random bytes per process, a 3-byte counter), so ids sort by
+ * creation time and the default `_id` order is roughly insertion order.
+ *
+ * @example
+ * newId() // '6745c1e2a1b2c3d4e5000001'
+ */
+export function newId(): string {
+  counter = (counter + 1) % 0x1000000;
+  const seconds = Math.floor(Date.now() / 1000) >>> 0;
+  return seconds.toString(16).padStart(8, '0') + PROCESS_RANDOM + counter.toString(16).padStart(6, '0');
+}
+
+// ---- the reference matcher -----------------------------------------------------------------
+
+const MISSING: unique symbol = Symbol('missing');
+type Resolved = unknown | typeof MISSING;
+
+/** The value at `path`, walking plain objects only. */
+export function resolvePath(doc: unknown, path: readonly string[]): Resolved {
+  let node: unknown = doc;
+  for (const seg of path) {
+    if (!isPlainObject(node) || !Object.prototype.hasOwnProperty.call(node, seg)) return MISSING;
+    node = node[seg];
+    if (node === undefined) return MISSING;
+  }
+  return node;
+}
+
+/** Deep equality of JSON values: types strict, arrays in order, object keys in order. */
+export function sameJson(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((v, i) => sameJson(v, b[i]));
+  if (isPlainObject(a) && isPlainObject(b)) {
+    const ka = Object.keys(a).filter((k) => a[k] !== undefined);
+    const kb = Object.keys(b).filter((k) => b[k] !== undefined);
+    return ka.length === kb.length && ka.every((k, i) => k === kb[i] && sameJson(a[k], b[k]));
+  }
+  return false;
+}
+
+/** Strings by code point (UTF-8 byte order), not by UTF-16 unit as `<` does. */
+export function compareStrings(a: string, b: string): number {
+  const n = Math.min(a.length, b.length);
+  for (let i = 0; i < n; i++) {
+    let x = a.charCodeAt(i);
+    let y = b.charCodeAt(i);
+    if (x === y) continue;
+    // Surrogates (code points above U+FFFF) sort after U+E000–U+FFFF.
+    if (x >= 0xd800) x = x >= 0xe000 ? x - 0x800 : x + 0x2000;
+    if (y >= 0xd800) y = y >= 0xe000 ? y - 0x800 : y + 0x2000;
+    return x - y;
+  }
+  return a.length - b.length;
+}
+
+function equalsAt(v: Resolved, x: JsonValue): boolean {
+  if (x === null) return v === MISSING || v === null || (Array.isArray(v) && v.includes(null));
+  if (v === MISSING) return false;
+  return sameJson(v, x) || (Array.isArray(v) && v.some((e) => sameJson(e, x)));
+}
+
+function compares(v: Resolved, op: CompareOp, x: number | string): boolean {
+  const test = (e: unknown): boolean => {
+    if (typeof e !== typeof x) return false;
+    const c = typeof x === 'string' ? compareStrings(e as string, x) : (e as number) - x;
+    return op === '$gt' ? c > 0 : op === '$gte' ? c >= 0 : op === '$lt' ? c < 0 : c <= 0;
+  };
+  if (v === MISSING) return false;
+  return test(v) || (Array.isArray(v) && v.some(test));
+}
+
+/** Whether `doc` (with its `_id`) satisfies a checked clause. */
+export function matchClause(doc: Document, clause: Clause): boolean {
+  switch (clause.kind) {
+    case 'and':
+      return clause.clauses.every((c) => matchClause(doc, c));
+    case 'or':
+      return clause.clauses.some((c) => matchClause(doc, c));
+    default: {
+      const v = resolvePath(doc, clause.path);
+      switch (clause.op) {
+        case '$eq':
+          return equalsAt(v, clause.value);
+        case '$ne':
+          return !equalsAt(v, clause.value);
+        case '$in':
+          return clause.value.some((x) => equalsAt(v, x));
+        case '$nin':
+          return !clause.value.some((x) => equalsAt(v, x));
+        case '$exists':
+          return (v !== MISSING) === clause.value;
+        default:
+          return compares(v, clause.op, clause.value);
+      }
+    }
+  }
+}
+
+/**
+ * A predicate for many documents: the filter checked once.
+ *
+ * @example
+ * const adults = compileFilter({ age: { $gte: 18 } });
+ * people.filter(adults);
+ */
+export function compileFilter(filter: Filter): (doc: Document) => boolean {
+  const clause = validateFilter(filter);
+  return (doc) => matchClause(doc, clause);
+}
+
+/**
+ * Whether `doc` matches `filter`, as every docdb backend decides it.
+ *
+ * @example
+ * matches({ _id: 'a', tags: ['x', 'y'] }, { tags: 'x' }) // true
+ */
+export function matches(doc: Document, filter: Filter): boolean {
+  return matchClause(doc, validateFilter(filter));
+}
+
+/** The sort bracket of a value (Mongo's order): missing and null, numbers, strings, objects, arrays, booleans. */
+export function sortBracket(v: Resolved): number {
+  if (v === MISSING || v === null) return 0;
+  if (typeof v === 'number') return 1;
+  if (typeof v === 'string') return 2;
+  if (Array.isArray(v)) return 4;
+  if (typeof v === 'boolean') return 5;
+  return 3;
+}
+
+/**
+ * A comparator for documents in `find`'s order: the sort keys by bracket,
+ * then numbers numerically, strings by code point, false before true; then
+ * `_id` ascending. Objects and arrays are ordered by bracket only (the
+ * backends differ within it: do not sort on them).
+ *
+ * @example
+ * docs.sort(compareDocuments(validateFind({ sort: { age: -1 } }).sort));
+ */
+export function compareDocuments(sort: CheckedFind['sort']): (a: Document, b: Document) => number {
+  return (a, b) => {
+    for (const [path, dir] of sort) {
+      const x = resolvePath(a, path);
+      const y = resolvePath(b, path);
+      let c = sortBracket(x) - sortBracket(y);
+      if (c === 0 && typeof x === 'number') c = x - (y as number);
+      else if (c === 0 && typeof x === 'string') c = compareStrings(x, y as string);
+      else if (c === 0 && typeof x === 'boolean') c = Number(x) - Number(y);
+      if (c !== 0) return c * dir;
+    }
+    return compareStrings(String(a._id), String(b._id));
+  };
+}

@@ -1,0 +1,29 @@
+/**
+ * Where an object store's keys live: `<prefix>/<base_path>/<path>`, the
+ * default `base_path` (`./storage`, a local folder's name) left out.
+ */
+import { storageError } from './errors.ts';
+import { safePrefix } from './paths.ts';
+import type { StorageConfig } from './types.ts';
+
+/**
+ * The key prefix of a configuration (empty, or ending in `/`).
+ *
+ * @example
+ * keyPrefixOf({ ...STORAGE_DEFAULTS, prefix: 'app1' }) // 'app1/'
+ */
+export function keyPrefixOf(config: StorageConfig): string {
+  const parts: string[] = [];
+  for (const [name, value] of [['prefix', config.prefix ?? ''], ['base_path', config.base_path ?? '']] as const) {
+    let p: string;
+    try {
+      p = safePrefix(value).replace(/\/$/, '');
+    } catch (err) {
+      throw storageError('STORAGE_CONFIG', `storage ${name} ${JSON.stringify(value)} is not a relative key prefix`, { cause: err });
+    }
+    if (name === 'base_path' && p === 'storage') continue;
+    if (p !== '') parts.push(p);
+  }
+  return parts.length === 0 ? '' : `${parts.join('/')}/`;
+}
+
