@@ -14,7 +14,10 @@ type Json = Record<string, unknown>;
 /** A TypeBox schema as plain JSON Schema (no symbols, upload markers turned into binary strings). */
 function plain(schema: TSchema): Json {
   return JSON.parse(JSON.stringify(schema), (_k, v: unknown) => {
-    if (v && typeof v === 'object' && (v as Json)['x-svc-upload']) return { type: 'string', format: 'binary' };
+    if (v && typeof v === 'object' && (v as Json)['x-svc-upload']) {
+      const max = (v as Json).maxBytes;
+      return typeof max === 'number' ? { type: 'string', format: 'binary', maxLength: max, description: `a file of at most ${max} bytes` } : { type: 'string', format: 'binary' };
+    }
     return v;
   }) as Json;
 }

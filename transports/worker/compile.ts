@@ -142,6 +142,9 @@ async function bundle(path: string, app: string | undefined): Promise<string> {
     mainFields: ['main'],
     plugins: [selfPackage(), ownFiles()],
     sourcemap: 'inline',
+    // A class's name is its stored type (arch_type) and its endpoint: the bundle must not rename an app's `Counter`
+    // to `Counter3` because something else bundled (prom-client's Counter import) has the same name.
+    keepNames: true,
     outdir,
     write: false,
     logLevel: 'silent',
