@@ -322,6 +322,12 @@ export function loadConfig(options: {
   const scaled = values['scale.storage'] as Record<string, unknown>;
   for (const [key, spec] of Object.entries(STORAGE_KEYS)) if (scaled[key] !== spec.default) storage[key] = scaled[key];
   values['scale.storage'] = { ...storage };
+  if (storage.type === 'object' && storage.bucket === '') {
+    throw new ConfigError('[storage] type = "object" needs a bucket: [storage] bucket, or SVC_STORAGE_OBJ_BUCKET');
+  }
+  if (storage.endpoint_url !== '' && !/^https?:\/\/[^\s/]+/i.test(storage.endpoint_url as string)) {
+    throw new ConfigError(`[storage] endpoint_url must be an http(s) URL, got ${JSON.stringify(storage.endpoint_url)}`);
+  }
   return { config: values as unknown as SvcConfig, warnings, files };
 }
 

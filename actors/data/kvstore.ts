@@ -40,7 +40,6 @@ import {
   redactUrl,
   SqliteDocBackend,
   validateFilter,
-  whenReady,
 } from '../../cluster/index.ts';
 import { parseStoreUri } from '../anchor/index.ts';
 import { type ArchetypeClass, Node, prepare, wantRunTracking } from '../walker/index.ts';
@@ -316,7 +315,7 @@ export class KvStore extends KvstoreBase {
 // ---- connections, one per location and thread ----
 
 const docBackends = new Map<string, DocBackend>();
-const redisClients = new Map<string, { redis: ReturnType<typeof openRedis>; ready: Promise<void> | undefined }>();
+const redisClients = new Map<string, { redis: ReturnType<typeof openRedis>; ready: Promise<void> | undefined; failed: boolean }>();
 
 function docBackend(uri: string | undefined, dbName: string): DocBackend {
   const bound = dataBinding();
@@ -362,6 +361,22 @@ function checkDocdbUri(uri: string): void {
   if (!DOCDB_SCHEMES.has(scheme)) throw kvstoreError('NOT_IMPLEMENTED', `docdb has no backend for ${redactUrl(uri)} (sqlite, postgres://, mongodb://)`);
 }
 
+/** The first connection of a client: ready, or its first error (not a wait through every retry), or 5 s. */
+function firstConnection(redis: ReturnType<typeof openRedis>, url: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const done = (error?: unknown): void => {
+      clearTimeout(timer);
+      redis.off('ready', onReady).off('error', onError);
+      if (error === undefined) resolve();
+      else reject(kvstoreError('KV_UNAVAILABLE', `Redis at ${redactUrl(url)} cannot be reached${error instanceof Error ? `: ${error.message}` : ''}`, { cause: error }));
+    };
+    const onReady = (): void => done();
+    const onError = (error: unknown): void => done(error ?? new Error('connection failed'));
+    const timer = setTimeout(() => done(new Error('no answer within 5 s')), 5_000);
+    redis.on('ready', onReady).on('error', onError);
+  });
+}
+
 const kvs = new Map<string, RedisKv>();
 
 function redisKv(uri: string | undefined, dbName: string): RedisKv {
@@ -373,14 +388,23 @@ function redisKv(uri: string | undefined, dbName: string): RedisKv {
   let entry = redisClients.get(url);
   if (entry === undefined) {
     const redis = openRedis(url, { name: 'kvstore', onError: () => {} });
-    entry = { redis, ready: undefined };
+    const made = { redis, ready: undefined, failed: false };
+    // Once a connection attempt has failed, calls fail at once until it is back (ready).
+    redis.on('error', () => (made.failed = true));
+    redis.on('ready', () => (made.failed = false));
+    entry = made;
     redisClients.set(url, entry);
   }
   const held = entry;
   const ready = (): Promise<void> => {
-    if (held.redis.status === 'ready') return Promise.resolve();
-    // One wait for every caller of an outage; a failed wait is forgotten so the next call tries again.
-    held.ready ??= whenReady(held.redis, 5_000, `Redis at ${redactUrl(url)}`).finally(() => (held.ready = undefined));
+    const status = held.redis.status;
+    if (status === 'ready') return Promise.resolve();
+    // Down (it was up, or its first attempt failed): fail at once while the client reconnects in the background.
+    if (status === 'reconnecting' || status === 'close' || status === 'end' || held.failed) {
+      return Promise.reject(kvstoreError('KV_UNAVAILABLE', `Redis at ${redactUrl(url)} cannot be reached right now`));
+    }
+    // The first connection: one wait for every caller, up to the connect timeout.
+    held.ready ??= firstConnection(held.redis, url).finally(() => (held.ready = undefined));
     return held.ready;
   };
   const kv = new RedisKv(held.redis, dbName, ready);

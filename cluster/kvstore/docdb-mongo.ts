@@ -15,7 +15,8 @@
  * looking first (any `_id` already taken refuses the batch before a write)
  * and, should a concurrent insert take an `_id` between the look and the
  * write, by deleting the documents this batch inserted — which readers may
- * glimpse in between.
+ * glimpse in between (and a connection lost in the middle of a batch leaves
+ * the part the server took).
  *
  * Errors: unreachable, timed out, not primary → `KV_UNAVAILABLE` (the URI's
  * credentials never in a message); a taken `_id` → `DUPLICATE_KEY`; an update
@@ -25,7 +26,7 @@ import { type Collection, type Db, type Filter as MongoFilter, MongoBulkWriteErr
 import { mongoFailure } from '../../actors/anchor/index.ts';
 import { SvcError } from '../../kernel/index.ts';
 import { kvstoreError } from './errors.ts';
-import { checkDocument, parsePath, validateFilter, validateFind, validateUpdate, type CheckedUpdate } from './query.ts';
+import { checkBatch, checkDocument, parsePath, validateFilter, validateFind, validateUpdate, type CheckedUpdate } from './query.ts';
 import type { DocBackend, Document, Filter, FindOptions, Update } from './types.ts';
 
 export interface MongoDocOptions {
@@ -118,11 +119,8 @@ export class MongoDocBackend implements DocBackend {
   }
 
   async insertMany(collection: string, docs: Document[]): Promise<string[]> {
-    if (!Array.isArray(docs)) throw kvstoreError('INVALID_QUERY', 'insertMany takes an array of documents');
-    const checked = docs.map((d) => checkDocument(d));
+    const checked = checkBatch(docs);
     const ids = checked.map((c) => c.id);
-    const twice = ids.find((id, i) => ids.indexOf(id) !== i);
-    if (twice !== undefined) throw kvstoreError('DUPLICATE_KEY', `_id ${JSON.stringify(twice)} appears twice in the batch; nothing was inserted`);
     if (checked.length === 0) return [];
     const col = this.col(collection);
     const taken = await this.guard('insertMany', () => col.findOne({ _id: { $in: ids } }, { projection: { _id: 1 } }));

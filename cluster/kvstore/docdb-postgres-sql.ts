@@ -25,7 +25,7 @@ import type { CheckedFind, Clause, CompareOp, FieldClause, JsonValue } from './q
 import { matchClause } from './query.ts';
 
 /** Positional parameters of one statement. */
-export class PgParams {
+class PgParams {
   readonly values: unknown[] = [];
   add(value: unknown, cast = ''): string {
     this.values.push(value);
@@ -38,11 +38,16 @@ function sqlString(text: string): string {
 }
 
 /** `ARRAY['a','b']`: the text[] literal of a path. */
-export function pgPath(path: readonly string[]): string {
+function pgPath(path: readonly string[]): string {
   return `ARRAY[${path.map(sqlString).join(',')}]`;
 }
 
-/** The JSONB at a path (NULL when missing). */
+/**
+ * The JSONB at a path (NULL when missing), as an index on it is written.
+ *
+ * @example
+ * jsonAt(['profile', 'city']) // "(doc #> ARRAY['profile','city'])"
+ */
 export function jsonAt(path: readonly string[]): string {
   return `(doc #> ${pgPath(path)})`;
 }
@@ -120,14 +125,8 @@ function idClause(c: FieldClause, p: PgParams): string {
   }
 }
 
-/**
- * The WHERE condition of a clause.
- *
- * @example
- * const p = new PgParams();
- * pgWhere(validateFilter({ age: { $gte: 18 } }), p) // "((jsonb_typeof((doc #> ARRAY['age'])) = 'number' AND …"
- */
-export function pgWhere(c: Clause, p: PgParams): string {
+/** The WHERE condition of a clause. */
+function pgWhere(c: Clause, p: PgParams): string {
   if (c.kind === 'and') return c.clauses.length ? `(${c.clauses.map((x) => pgWhere(x, p)).join(' AND ')})` : 'TRUE';
   if (c.kind === 'or') return `(${c.clauses.map((x) => pgWhere(x, p)).join(' OR ')})`;
   if (c.path[0] === '_id') return c.path.length === 1 ? idClause(c, p) : matchClause({}, c) ? 'TRUE' : 'FALSE';
@@ -149,7 +148,7 @@ export function pgWhere(c: Clause, p: PgParams): string {
 }
 
 /** ORDER BY terms: per key its bracket (Mongo's order of types), numbers and booleans as JSONB, strings in "C" order; `id` last. */
-export function pgOrderBy(sort: CheckedFind['sort']): string {
+function pgOrderBy(sort: CheckedFind['sort']): string {
   const terms: string[] = [];
   for (const [path, dir] of sort) {
     const d = dir === 1 ? 'ASC' : 'DESC';

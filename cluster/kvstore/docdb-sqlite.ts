@@ -36,7 +36,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { SvcError } from '../../kernel/index.ts';
 import { kvstoreError } from './errors.ts';
-import { applyUpdate, checkDocument, parsePath, validateFilter, validateFind, validateUpdate, type JsonValue } from './query.ts';
+import { applyUpdate, checkBatch, checkDocument, parsePath, validateFilter, validateFind, validateUpdate, type JsonValue } from './query.ts';
 import { selectSql, typeExpr, valueExpr, type IndexLookup } from './docdb-sqlite-sql.ts';
 import type { DocBackend, Document, Filter, FindOptions, Update } from './types.ts';
 
@@ -53,7 +53,12 @@ const STATEMENTS = 256;
 const CATALOG_EVERY_MS = 1_000;
 const UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|CANTOPEN|IOERR|FULL|READONLY|PROTOCOL)/;
 
-/** The index names of a field path: `docdb_<16 hex of sha256(path)>` (value) and `…_a` (arrays). */
+/**
+ * The index names of a field path: `docdb_<16 hex of sha256(path)>` (value) and `…_a` (arrays).
+ *
+ * @example
+ * indexNames(['email']) // { value: 'docdb_82244417f956ac7c', arrays: 'docdb_82244417f956ac7c_a' }
+ */
 export function indexNames(path: readonly string[]): { value: string; arrays: string } {
   const hash = createHash('sha256').update(path.join('.')).digest('hex').slice(0, 16);
   return { value: `docdb_${hash}`, arrays: `docdb_${hash}_a` };
@@ -94,6 +99,8 @@ export class SqliteDocBackend implements DocBackend {
   private readonly statements = new Map<string, Database.Statement>();
   private readonly tx: Database.Transaction<(work: () => unknown) => unknown>;
   private indexes = new Set<string>();
+  /** Index names by path (a sha256 each time costs more than the rest of the query building). */
+  private readonly names = new Map<string, { value: string; arrays: string }>();
   private schemaVersion = -1;
   private catalogAt = 0;
 
@@ -161,11 +168,8 @@ export class SqliteDocBackend implements DocBackend {
   }
 
   async insertMany(collection: string, docs: Document[]): Promise<string[]> {
-    if (!Array.isArray(docs)) throw kvstoreError('INVALID_QUERY', 'insertMany takes an array of documents');
-    const checked = docs.map((d) => checkDocument(d));
+    const checked = checkBatch(docs);
     const ids = checked.map((c) => c.id);
-    const twice = ids.find((id, i) => ids.indexOf(id) !== i);
-    if (twice !== undefined) throw kvstoreError('DUPLICATE_KEY', `_id ${JSON.stringify(twice)} appears twice in the batch; nothing was inserted`);
     if (checked.length === 0) return [];
     return this.run(() => {
       this.tx.immediate(() => {
@@ -287,7 +291,13 @@ export class SqliteDocBackend implements DocBackend {
         this.indexes = new Set(rows.map((r) => r.name));
       }
     }
-    const names = indexNames(path);
+    const key = path.join('.');
+    let names = this.names.get(key);
+    if (names === undefined) {
+      names = indexNames(path);
+      if (this.names.size >= 1024) this.names.clear();
+      this.names.set(key, names);
+    }
     return this.indexes.has(names.value) && this.indexes.has(names.arrays) ? names : undefined;
   }
 

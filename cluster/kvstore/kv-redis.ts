@@ -40,6 +40,8 @@ function ttlMs(seconds: unknown, what: string): number {
 function unavailable(error: unknown): never {
   if ((error as { code?: unknown })?.code === 'INVALID_QUERY') throw error;
   const message = error instanceof Error ? error.message : String(error);
+  // Redis answered, and refused the command for the data it holds (INCR of a non-number, a key of another type).
+  if ((error as { name?: unknown })?.name === 'ReplyError') throw kvstoreError('INVALID_QUERY', `Redis refused it: ${message}`, { cause: error });
   throw kvstoreError('KV_UNAVAILABLE', `Redis: ${message}`, { cause: error });
 }
 
@@ -155,7 +157,12 @@ export class RedisKv {
   /** Beyond the seed: the value at `key` parsed as JSON (`null` when absent). */
   async getJson<T = unknown>(key: string): Promise<T | null> {
     const raw = await this.get(key);
-    return raw === null ? null : (JSON.parse(raw) as T);
+    if (raw === null) return null;
+    try {
+      return JSON.parse(raw) as T;
+    } catch {
+      throw kvstoreError('INVALID_QUERY', `getJson(${JSON.stringify(key)}): the value is not JSON`);
+    }
   }
 
   /** Beyond the seed: `value` stored as JSON text, with an optional TTL in seconds. */

@@ -32,24 +32,19 @@
  * `INVALID_QUERY` naming the operator. So is a filter value that is
  * `undefined` (`{ email: input.email }` with no email must not match everything).
  *
- * Values: JSON only — string, finite number, boolean, null, array, plain
- * object, at most 100 levels deep (MongoDB's own limit). An `undefined` object
- * field is dropped (as `JSON.stringify` does); anything else (`undefined` in
- * an array, `NaN`, `Infinity`, a `Date`, a `Map`, a class instance, a bigint)
- * is `INVALID_QUERY` naming the field's path. So are keys that are empty,
- * start with `$` or hold a `.` (paths could not reach them), and strings or
- * keys holding NUL or a lone surrogate (PostgreSQL cannot store them).
+ * Values (docdb-values.ts): JSON only, refused otherwise with `INVALID_QUERY`
+ * naming the path; `_id`s are strings, made ObjectId-shaped when not given.
  *
  * Updates: `$set` (creating objects along a dotted path; a path through a
  * non-object — a number, null, an array — is `INVALID_QUERY`) and `$unset`
  * (a missing path is no change); `_id` cannot be set or unset; two paths of
  * one update may not overlap (`a` and `a.b`).
  */
-import { randomBytes } from 'node:crypto';
-import { kvstoreError } from './errors.ts';
+import { checkValue, describe, invalid, isPlainObject, MAX_DEPTH, parsePath, type JsonValue } from './docdb-values.ts';
 import type { Document, Filter, FindOptions, Update } from './types.ts';
 
-export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+export { checkBatch, checkDocument, checkValue, isPlainObject, newId, parsePath } from './docdb-values.ts';
+export type { JsonValue } from './docdb-values.ts';
 
 export type CompareOp = '$gt' | '$gte' | '$lt' | '$lte';
 
@@ -77,108 +72,9 @@ export interface CheckedFind {
   sort: [path: string[], direction: 1 | -1][];
 }
 
-/** MongoDB's nesting limit, kept on every backend. */
-const MAX_DEPTH = 100;
+/** Operators a field condition may use. */
 const FIELD_OPS = new Set(['$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$nin', '$exists']);
-/** NUL, or a lone surrogate. */
-const UNSTORABLE = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-function invalid(message: string): never {
-  throw kvstoreError('INVALID_QUERY', message);
-}
-
-export function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null) return false;
-  const proto = Object.getPrototypeOf(value);
-  return proto === Object.prototype || proto === null;
-}
-
-function describe(value: unknown): string {
-  if (value === undefined || value === null || typeof value === 'boolean' || typeof value === 'number') return String(value);
-  if (typeof value === 'string') return 'a string';
-  if (Array.isArray(value)) return 'an array';
-  if (isPlainObject(value)) return 'an object';
-  if (typeof value === 'bigint') return 'a bigint';
-  if (typeof value === 'function') return 'a function';
-  if (typeof value === 'symbol') return 'a symbol';
-  const name = (value as object)?.constructor?.name;
-  return name ? `a ${name}` : 'a non-plain object';
-}
-
-function checkKey(key: string, where: string): void {
-  if (key === '' || key.startsWith('$') || key.includes('.') || UNSTORABLE.test(key)) {
-    invalid(`${where}: the key ${JSON.stringify(key)} is not allowed (keys are non-empty, do not start with $, hold no "." and no NUL or lone surrogate)`);
-  }
-}
-
-/**
- * A JSON copy of `value` (object fields that are `undefined` dropped), or
- * `INVALID_QUERY` naming the first path that is not JSON.
- *
- * @example
- * checkValue({ at: new Date() }, 'doc') // throws INVALID_QUERY: "doc.at holds a Date …"
- */
-export function checkValue(value: unknown, path: string, depth = 0): JsonValue {
-  if (value === null || typeof value === 'boolean') return value;
-  if (typeof value === 'string') {
-    if (UNSTORABLE.test(value)) invalid(`${path} holds a NUL character or a lone surrogate, which cannot be stored`);
-    return value;
-  }
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) invalid(`${path} holds ${value}: only finite numbers are JSON`);
-    // -0 is 0 in JSON.
-    return value === 0 ? 0 : value;
-  }
-  if (depth >= MAX_DEPTH) invalid(`${path} is nested deeper than ${MAX_DEPTH} levels`);
-  if (Array.isArray(value)) {
-    const out: JsonValue[] = new Array(value.length);
-    for (let i = 0; i < value.length; i++) {
-      if (value[i] === undefined) invalid(`${path}.${i} is undefined: an array element must be a JSON value`);
-      out[i] = checkValue(value[i], `${path}.${i}`, depth + 1);
-    }
-    return out;
-  }
-  if (isPlainObject(value)) {
-    const out: { [key: string]: JsonValue } = {};
-    for (const key of Object.keys(value)) {
-      const v = value[key];
-      if (v === undefined) continue;
-      checkKey(key, path);
-      out[key] = checkValue(v, `${path}.${key}`, depth + 1);
-    }
-    return out;
-  }
-  return invalid(`${path} holds ${describe(value)}: only JSON values (string, finite number, boolean, null, array, plain object) can be stored`);
-}
-
-/**
- * A document ready to store: a JSON copy, its `_id` a string (given, else
- * {@link newId}). A non-string `_id` is `INVALID_QUERY`.
- *
- * @example
- * const { id, doc } = checkDocument({ name: 'Ada' }); // doc = { _id: id, name: 'Ada' }
- */
-export function checkDocument(input: Document, givenId?: string): { id: string; doc: Record<string, JsonValue> } {
-  if (!isPlainObject(input)) invalid('a document is a plain object');
-  const id = input._id === undefined ? (givenId ?? newId()) : input._id;
-  if (typeof id !== 'string') invalid(`_id must be a string, not ${describe(id)}`);
-  if (givenId !== undefined && id !== givenId) invalid(`the document's _id (${JSON.stringify(id)}) is not its key (${JSON.stringify(givenId)})`);
-  checkValue(id, '_id');
-  const { _id: _, ...rest } = input;
-  return { id, doc: { _id: id, ...(checkValue(rest, 'doc') as Record<string, JsonValue>) } };
-}
-
-/** A dotted field path, split and checked (non-empty segments, no leading `$`, no NUL or lone surrogate). */
-export function parsePath(field: string, where = 'the filter'): string[] {
-  if (typeof field !== 'string' || field === '') invalid(`${where}: a field path is a non-empty string`);
-  const path = field.split('.');
-  for (const segment of path) {
-    if (segment === '' || segment.startsWith('$') || UNSTORABLE.test(segment)) {
-      invalid(`${where}: the field path ${JSON.stringify(field)} is not allowed (an empty segment, a segment starting with $, or NUL)`);
-    }
-  }
-  return path;
-}
 
 /**
  * The filter as a {@link Clause} tree, or `INVALID_QUERY` naming what is wrong.
@@ -348,24 +244,6 @@ export function validateFind(options: FindOptions = {}): CheckedFind {
   return { limit: count('limit'), skip: count('skip'), sort };
 }
 
-// ---- ids --------------------------------------------------------------------------------
-
-const PROCESS_RANDOM = randomBytes(5).toString('hex');
-let counter = randomBytes(3).readUIntBE(0, 3);
-
-/**
- * A new `_id`: 24 hex digits shaped like MongoDB's ObjectId (4 bytes of
- * seconds, 5 random bytes per process, a 3-byte counter), so ids sort by
- * creation time and the default `_id` order is roughly insertion order.
- *
- * @example
- * newId() // '6745c1e2a1b2c3d4e5000001'
- */
-export function newId(): string {
-  counter = (counter + 1) % 0x1000000;
-  const seconds = Math.floor(Date.now() / 1000) >>> 0;
-  return seconds.toString(16).padStart(8, '0') + PROCESS_RANDOM + counter.toString(16).padStart(6, '0');
-}
 
 // ---- the reference matcher -----------------------------------------------------------------
 
@@ -373,7 +251,7 @@ const MISSING: unique symbol = Symbol('missing');
 type Resolved = unknown | typeof MISSING;
 
 /** The value at `path`, walking plain objects only. */
-export function resolvePath(doc: unknown, path: readonly string[]): Resolved {
+function resolvePath(doc: unknown, path: readonly string[]): Resolved {
   let node: unknown = doc;
   for (const seg of path) {
     if (!isPlainObject(node) || !Object.prototype.hasOwnProperty.call(node, seg)) return MISSING;
@@ -384,7 +262,7 @@ export function resolvePath(doc: unknown, path: readonly string[]): Resolved {
 }
 
 /** Deep equality of JSON values: types strict, arrays in order, object keys in order. */
-export function sameJson(a: unknown, b: unknown): boolean {
+function sameJson(a: unknown, b: unknown): boolean {
   if (a === b) return true;
   if (Array.isArray(a)) return Array.isArray(b) && a.length === b.length && a.every((v, i) => sameJson(v, b[i]));
   if (isPlainObject(a) && isPlainObject(b)) {
@@ -395,7 +273,12 @@ export function sameJson(a: unknown, b: unknown): boolean {
   return false;
 }
 
-/** Strings by code point (UTF-8 byte order), not by UTF-16 unit as `<` does. */
+/**
+ * Strings by code point (UTF-8 byte order), not by UTF-16 unit as `<` does.
+ *
+ * @example
+ * compareStrings('\uffff', '𝄞') < 0 // true, though '\uffff' > '𝄞'
+ */
 export function compareStrings(a: string, b: string): number {
   const n = Math.min(a.length, b.length);
   for (let i = 0; i < n; i++) {
@@ -426,7 +309,12 @@ function compares(v: Resolved, op: CompareOp, x: number | string): boolean {
   return test(v) || (Array.isArray(v) && v.some(test));
 }
 
-/** Whether `doc` (with its `_id`) satisfies a checked clause. */
+/**
+ * Whether `doc` (with its `_id`) satisfies a checked clause.
+ *
+ * @example
+ * matchClause({ _id: 'a', n: 2 }, validateFilter({ n: { $gt: 1 } })) // true
+ */
 export function matchClause(doc: Document, clause: Clause): boolean {
   switch (clause.kind) {
     case 'and':
@@ -476,7 +364,7 @@ export function matches(doc: Document, filter: Filter): boolean {
 }
 
 /** The sort bracket of a value (Mongo's order): missing and null, numbers, strings, objects, arrays, booleans. */
-export function sortBracket(v: Resolved): number {
+function sortBracket(v: Resolved): number {
   if (v === MISSING || v === null) return 0;
   if (typeof v === 'number') return 1;
   if (typeof v === 'string') return 2;

@@ -21,7 +21,8 @@ export function keyPrefixOf(config: StorageConfig): string {
     } catch (err) {
       throw storageError('STORAGE_CONFIG', `storage ${name} ${JSON.stringify(value)} is not a relative key prefix`, { cause: err });
     }
-    if (name === 'base_path' && p === 'storage') continue;
+    // The default local folder (`./storage`, as written) adds no key prefix; any other base_path, `storage` included, does.
+    if (name === 'base_path' && value === './storage') continue;
     if (p !== '') parts.push(p);
   }
   return parts.length === 0 ? '' : `${parts.join('/')}/`;

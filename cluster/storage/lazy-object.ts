@@ -37,6 +37,9 @@ export class ObjectStorage implements Storage {
   }
 
   private load(): Promise<S3Storage> {
+    // The pinned SDK runs on Node 20; its warning that *later* releases will not is about versions svc does not load.
+    // Set AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED=false to see it anyway.
+    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
     return (this.real ??= import('./object.ts').then((m) => new m.S3Storage(this.config, this.options)));
   }
 

@@ -36,6 +36,7 @@ import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
 import { SvcError } from '../../kernel/index.ts';
 import { isTempFile, writeAtomic } from './atomic-file.ts';
+import { checkExpiry, checkMetadata } from './checks.ts';
 import { storageError } from './errors.ts';
 import { assertInside, safePrefix, safeRelative } from './paths.ts';
 import { guarded, isSourceFailure, openSource } from './source.ts';
@@ -139,7 +140,9 @@ export class LocalStorage implements Storage {
    * @example
    * await storage.upload('/tmp/report.pdf', 'reports/2026.pdf')   // 'reports/2026.pdf'
    */
-  async upload(source: UploadSource, destination: string, _metadata?: Record<string, string>): Promise<string> {
+  async upload(source: UploadSource, destination: string, metadata?: Record<string, string>): Promise<string> {
+    // Not kept here, but checked as object storage checks it: what works locally works on S3.
+    checkMetadata(metadata);
     const { rel, abs } = await this.locate(destination);
     const src = await openSource(source);
     try {
@@ -310,7 +313,8 @@ export class LocalStorage implements Storage {
    * @example
    * await storage.getUrl('a.txt')   // 'file:///srv/app/storage/a.txt'
    */
-  async getUrl(path: string, _expiresIn = 3600): Promise<string> {
+  async getUrl(path: string, expiresIn = 3600): Promise<string> {
+    checkExpiry(expiresIn); // not used by a file:// URL, but refused as object storage refuses it
     const { abs } = await this.locate(path);
     return pathToFileURL(abs).href;
   }

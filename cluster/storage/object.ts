@@ -55,6 +55,7 @@ import { SvcError } from '../../kernel/index.ts';
 import { writeAtomic } from './atomic-file.ts';
 import { storageError } from './errors.ts';
 import { bufferedParts, fileParts, MAX_SINGLE_PUT, MIB, MIN_PART, multipartUpload, partSizeFor, type Part } from './multipart.ts';
+import { checkExpiry, checkMetadata } from './checks.ts';
 import { keyPrefixOf } from './keys.ts';
 import { safePrefix, safeRelative } from './paths.ts';
 import { guarded, isSourceFailure, openSource } from './source.ts';
@@ -70,9 +71,6 @@ export interface ObjectStorageOptions {
 }
 
 /** The longest a pre-signed URL may live (SigV4: 7 days). */
-const MAX_EXPIRES = 7 * 24 * 3600;
-const METADATA_NAME = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
-const METADATA_VALUE = /^[\x20-\x7e]*$/;
 
 /** A key's segments URL-encoded, its slashes kept (a URL path, or an `x-amz-copy-source`). */
 function encodeKey(key: string): string {
@@ -80,18 +78,6 @@ function encodeKey(key: string): string {
 }
 
 /** `<prefix>/<base_path>/` as described in the header ('' when neither is set). */
-function checkExpiry(expiresIn: number): number {
-  if (!Number.isInteger(expiresIn) || expiresIn < 1 || expiresIn > MAX_EXPIRES) throw new RangeError(`expiresIn is whole seconds from 1 to ${MAX_EXPIRES} (got ${expiresIn})`);
-  return expiresIn;
-}
-
-function checkMetadata(metadata: Record<string, string> | undefined): void {
-  for (const [name, value] of Object.entries(metadata ?? {})) {
-    if (!METADATA_NAME.test(name) || typeof value !== 'string' || !METADATA_VALUE.test(value)) {
-      throw new TypeError(`metadata ${JSON.stringify(name)}: S3 user metadata names are header tokens and values printable ASCII`);
-    }
-  }
-}
 
 /**
  * @example

@@ -17,6 +17,10 @@ import { realpath } from 'node:fs/promises';
 import { dirname, sep } from 'node:path';
 import { storageError } from './errors.ts';
 
+/** The longest path (bytes, UTF-8) and the longest name of one segment: S3's key limit, and ext4's name limit. */
+export const MAX_PATH_BYTES = 1024;
+export const MAX_NAME_BYTES = 255;
+
 /** A path as it may be shown in an error message (quoted, control characters escaped, cut at 200 characters). */
 function shown(path: unknown): string {
   const text = JSON.stringify(String(path));
@@ -32,6 +36,9 @@ function segments(path: unknown): string[] {
   if (/^[A-Za-z]:/.test(path)) throw storageError('INVALID_PATH', `${shown(path)} starts with a Windows drive`);
   const parts = path.split('/').filter((s) => s !== '' && s !== '.');
   if (parts.includes('..')) throw storageError('INVALID_PATH', `${shown(path)} has a ".." segment (it would leave the storage)`);
+  // What no file system (a name: 255 bytes) or object store (a key: 1,024 bytes) takes is refused here, not as an outage.
+  if (Buffer.byteLength(path) > MAX_PATH_BYTES) throw storageError('INVALID_PATH', `${shown(path)} is longer than ${MAX_PATH_BYTES} bytes`);
+  for (const part of parts) if (Buffer.byteLength(part) > MAX_NAME_BYTES) throw storageError('INVALID_PATH', `${shown(path)} has a name longer than ${MAX_NAME_BYTES} bytes`);
   return parts;
 }
 

@@ -56,12 +56,12 @@ export async function openSource(source: UploadSource): Promise<OpenedSource> {
     const contentType = source.mimetype || undefined;
     if (typeof source.path === 'string' && source.path !== '') return sourceFile(source.path, contentType);
     if (source.data instanceof Uint8Array) return { kind: 'bytes', bytes: source.data, ...(contentType ? { contentType } : {}) };
-    throw new TypeError(`the uploaded file ${JSON.stringify(source.filename)} has neither data nor path`);
+    throw storageError('INVALID_ARGUMENT', `the uploaded file ${JSON.stringify(source.filename)} has neither data nor path`);
   }
   if (typeof source === 'object' && source !== null && Symbol.asyncIterator in source) {
     return { kind: 'stream', stream: source as AsyncIterable<Uint8Array> };
   }
-  throw new TypeError('upload takes a file path, bytes, a readable stream, an async iterable of bytes or an uploaded file');
+  throw storageError('INVALID_ARGUMENT', 'upload takes a file path, bytes, a readable stream, an async iterable of bytes or an uploaded file');
 }
 
 const sourceFailures = new WeakSet<object>();

@@ -143,3 +143,10 @@ t.test('storage: [storage] < [scale.storage] < SVC_STORAGE_* (the seed\'s keys a
   writeFileSync(join(bad, 'svc.toml'), '[storage]\ntype = "s3"\n');
   t.throws(() => loadConfig({ dir: bad }), { message: /\[storage\] type must be one of local, object/ }, 'type is local or object');
 });
+
+t.test('storage settings that cannot work stop the start', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-config-'));
+  t.throws(() => loadConfig({ dir, env: { SVC_STORAGE_TYPE: 'object' } }), { message: /needs a bucket/ });
+  t.equal(loadConfig({ dir, env: { SVC_STORAGE_TYPE: 'object', SVC_STORAGE_OBJ_BUCKET: 'media' } }).config.storage.bucket, 'media');
+  t.throws(() => loadConfig({ dir, env: { SVC_STORAGE_OBJ_ENDPOINT_URL: 'minio:9000' } }), { message: /endpoint_url must be an http\(s\) URL/ });
+});

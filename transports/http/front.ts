@@ -177,9 +177,9 @@ export class Front {
   /**
    * Whether a request's body is to be streamed (upload-stream.ts) rather than
    * held: a multipart body for a route with `T.Upload({ maxBytes })` fields
-   * above `maxBodyBytes`, from a caller the route takes (an unauthenticated
-   * one gets the buffered path and its 401 or 413). Reads only the method,
-   * path and headers.
+   * above `maxBodyBytes`. A caller the route does not take (no token, a bad
+   * one) gets a plan with its `refusal`, answered before any of the body is
+   * read. Reads only the method, path and headers.
    */
   uploadPlan(method: string, path: string, headers: Record<string, string>, maxBodyBytes: number): UploadPlan | undefined {
     const boundary = boundaryOf(headers['content-type'] ?? '');
@@ -199,14 +199,16 @@ export class Front {
       this.streamed.set(route, (streamed = { limit: maxBodyBytes, files }));
     }
     if (streamed.files.size === 0) return undefined;
-    try {
-      this.authenticate({ method, path, query: '', headers, body: Buffer.alloc(0), remoteAddress: '' }, route);
-    } catch {
-      return undefined;
-    }
     let limit = maxBodyBytes;
     for (const max of streamed.files.values()) limit += max;
-    return { boundary, files: streamed.files, otherBytes: maxBodyBytes, limit };
+    const plan: UploadPlan = { boundary, files: streamed.files, otherBytes: maxBodyBytes, limit };
+    try {
+      this.authenticate({ method, path, query: '', headers, body: Buffer.alloc(0), remoteAddress: '' }, route);
+    } catch (error) {
+      // A token whose user is not learnt yet (a shared users store) may still be good: the front decides once the body is in.
+      if (!this.o.auth.learnsUsers || !headers.authorization) plan.refusal = error instanceof HttpError ? error : toHttpError(error, false, '');
+    }
+    return plan;
   }
 
   async handle(req: HttpRequest): Promise<HttpResponse> {

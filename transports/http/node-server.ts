@@ -68,10 +68,10 @@ function target(url: string): { path: string; query: string } | undefined {
 export async function listenNode(front: Front, options: ListenOptions): Promise<HttpServer> {
   const bodyTimeoutMs = options.bodyTimeoutMs ?? 60_000;
   const inFlight = new InFlight();
-  const sendError = (res: ServerResponse, code: HttpErrorCode, message: string, headers: Record<string, string> = {}): void => {
+  const sendError = (res: ServerResponse, code: HttpErrorCode, message: string, headers: Record<string, string> = {}, details?: unknown): void => {
     if (res.headersSent || res.destroyed) return;
     res.shouldKeepAlive = false;
-    const body = failure({ code, message }, newRequestId());
+    const body = failure(details === undefined ? { code, message } : { code, message, details }, newRequestId());
     res.writeHead(HTTP_ERRORS[code].status, {
       'content-type': 'application/json; charset=utf-8',
       'content-length': String(Buffer.byteLength(body)),
@@ -103,8 +103,14 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
 
   /** A body streamed through an {@link UploadReceiver} (large uploads), with the socket's own backpressure. */
   const streamUpload = (req: IncomingMessage, res: ServerResponse, plan: UploadPlan, declared: number, request: HttpRequest & MultipartSource, finish: () => void): void => {
+    if (plan.refusal) {
+      // A caller the route does not take: told now, before any of the body is read.
+      sendError(res, plan.refusal.body.code as HttpErrorCode, plan.refusal.message, {}, plan.refusal.body.details);
+      res.once('finish', () => req.destroy());
+      return;
+    }
     if (declared > plan.limit) {
-      sendError(res, 'PAYLOAD_TOO_LARGE', `the body is larger than ${plan.limit} bytes`);
+      sendError(res, 'PAYLOAD_TOO_LARGE', `the body is larger than ${plan.limit} bytes (max_body_bytes and the upload fields' own limits)`, {}, { max_bytes: plan.limit });
       res.once('finish', () => req.destroy());
       return;
     }
@@ -117,7 +123,7 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
     const refused = (error: unknown): void => {
       clearTimeout(deadline);
       const e = error as HttpError;
-      sendError(res, (e.body?.code ?? 'BAD_REQUEST') as HttpErrorCode, e.message);
+      sendError(res, (e.body?.code ?? 'BAD_REQUEST') as HttpErrorCode, e.message, {}, e.body?.details);
       res.once('finish', () => req.destroy());
     };
     // An upload may take long: it must not stall (no byte for body_timeout_ms), however long it lasts.

@@ -4,7 +4,7 @@
  * body up to `max_body_bytes` plus those fields' limits, and the transport
  * hands the body to a {@link UploadReceiver} as it arrives instead of holding
  * it: busboy splits it, each file of such a field streams into a temporary
- * file (`<tmp>/svc-uploads-<pid>/`), everything else (other fields, smaller
+ * file (a private folder `<tmp>/svc-uploads-<pid>-XXXXXX/`, removed at exit), everything else (other fields, smaller
  * files) stays in memory within `max_body_bytes`. The walker gets the field as
  * `{ filename, mimetype, size, path }` — hand it to `store().upload` as it is —
  * and the file is removed once the request is answered.
@@ -16,7 +16,7 @@
  */
 import busboy from 'busboy';
 import { randomBytes } from 'node:crypto';
-import { createWriteStream, mkdirSync, rmSync, type WriteStream } from 'node:fs';
+import { chmodSync, createWriteStream, mkdtempSync, rmSync, type WriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { httpError, type HttpError } from './errors.ts';
@@ -31,17 +31,26 @@ export interface UploadPlan {
   otherBytes: number;
   /** The whole body at most. */
   limit: number;
+  /** The caller is not one the route takes (no token, a bad one): answer this at once, read nothing. */
+  refusal?: HttpError;
 }
 
 let folder: string | undefined;
 
-/** This process's folder of upload files (made on first use). */
+/** This thread's folder of upload files: made on first use (a fresh, private one), removed when the thread or process exits. */
 export function uploadFolder(): string {
   if (folder === undefined) {
-    folder = join(tmpdir(), `svc-uploads-${process.pid}`);
-    mkdirSync(folder, { recursive: true, mode: 0o700 });
+    const made = mkdtempSync(join(tmpdir(), `svc-uploads-${process.pid}-`));
+    chmodSync(made, 0o700);
+    folder = made;
+    process.once('exit', () => rmSync(made, { recursive: true, force: true }));
   }
   return folder;
+}
+
+/** A 413 with what the client needs to know (the limit, and the field when there is one). */
+function tooLarge(message: string, details: Record<string, unknown>): HttpError {
+  return httpError('PAYLOAD_TOO_LARGE', message, details);
 }
 
 /** The parts of a streamed body, as they arrive; `done` settles once all are in (and every file is on disk). */
@@ -71,10 +80,13 @@ export class UploadReceiver {
     this.bb.on('field', (name, value, info) => {
       if (!name) return this.fail(httpError('VALIDATION_ERROR', 'multipart part without a name'));
       const data = Buffer.from(value);
-      if (info.valueTruncated || !this.countOther(data.length)) return;
+      if (info.valueTruncated) return this.fail(tooLarge(`the field ${JSON.stringify(name)} is larger than ${plan.otherBytes} bytes`, { field: name, max_bytes: plan.otherBytes }));
+      if (!this.countOther(data.length)) return;
       this.parts.push({ name, filename: undefined, contentType: info.mimeType, data });
     });
     this.bb.on('file', (name, stream, info) => {
+      // A destroyed form destroys its file streams with an error: every one is listened to (or it would end the thread).
+      stream.on('error', () => {});
       if (!name) {
         stream.resume();
         return this.fail(httpError('VALIDATION_ERROR', 'multipart part without a name'));
@@ -85,7 +97,7 @@ export class UploadReceiver {
       if (max === undefined) {
         const chunks: Buffer[] = [];
         stream.on('data', (chunk: Buffer) => {
-          if (this.countOther(chunk.length)) chunks.push(chunk);
+          if (!this.failure && this.countOther(chunk.length)) chunks.push(chunk);
         });
         stream.on('end', () => (part.data = Buffer.concat(chunks)));
         return;
@@ -105,7 +117,7 @@ export class UploadReceiver {
       stream.on('data', (chunk: Buffer) => {
         part.size = (part.size ?? 0) + chunk.length;
         if (part.size > max) {
-          this.fail(httpError('PAYLOAD_TOO_LARGE', `the file ${name} is larger than its limit of ${max} bytes`, { field: name, max_bytes: max }));
+          this.fail(tooLarge(`the file of field ${JSON.stringify(name)} is larger than its limit of ${max} bytes`, { field: name, max_bytes: max }));
           return;
         }
         if (!this.failure) out.write(chunk);
@@ -124,7 +136,7 @@ export class UploadReceiver {
   private countOther(bytes: number): boolean {
     this.otherBytes += bytes;
     if (this.otherBytes <= this.plan.otherBytes) return true;
-    this.fail(httpError('PAYLOAD_TOO_LARGE', `the fields and files besides the streamed ones are larger than ${this.plan.otherBytes} bytes`));
+    this.fail(tooLarge(`the fields and files besides the streamed ones are larger than ${this.plan.otherBytes} bytes`, { max_bytes: this.plan.otherBytes }));
     return false;
   }
 
@@ -141,7 +153,7 @@ export class UploadReceiver {
     if (this.failure) return true;
     this.received += chunk.length;
     if (this.received > this.plan.limit) {
-      this.fail(httpError('PAYLOAD_TOO_LARGE', `the body is larger than ${this.plan.limit} bytes`));
+      this.fail(tooLarge(`the body is larger than ${this.plan.limit} bytes (max_body_bytes and the upload fields' own limits)`, { max_bytes: this.plan.limit }));
       return true;
     }
     this.bb.write(chunk);

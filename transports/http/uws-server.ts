@@ -141,10 +141,10 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
   };
 
   /** An error envelope, and the connection closed after it. */
-  const refuse = (res: UwsResponse, state: State, code: HttpErrorCode, message: string): void => {
+  const refuse = (res: UwsResponse, state: State, code: HttpErrorCode, message: string, details?: unknown): void => {
     if (state.aborted) return;
     state.aborted = true;
-    const body = failure({ code, message }, newRequestId());
+    const body = failure(details === undefined ? { code, message } : { code, message, details }, newRequestId());
     res.cork(() => {
       res.writeStatus(statusLine(HTTP_ERRORS[code].status));
       res.writeHeader('content-type', 'application/json; charset=utf-8');
@@ -206,8 +206,14 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
 
   /** A body streamed through an {@link UploadReceiver} (large uploads): paused while its files catch up. */
   const streamUpload = (res: UwsResponse, state: State, request: HttpRequest & MultipartSource, plan: UploadPlan, declared: string | undefined, finish: () => void, run: () => void): void => {
+    if (plan.refusal) {
+      // A caller the route does not take: told now, before any of the body is read.
+      refuse(res, state, plan.refusal.body.code as HttpErrorCode, plan.refusal.message, plan.refusal.body.details);
+      finish();
+      return;
+    }
     if (declared !== undefined && Number(declared) > plan.limit) {
-      refuse(res, state, 'PAYLOAD_TOO_LARGE', `the body is larger than ${plan.limit} bytes`);
+      refuse(res, state, 'PAYLOAD_TOO_LARGE', `the body is larger than ${plan.limit} bytes (max_body_bytes and the upload fields' own limits)`, { max_bytes: plan.limit });
       finish();
       return;
     }
@@ -230,7 +236,7 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     const refused = (error: unknown): void => {
       slow.delete(watch);
       const e = error as HttpError;
-      refuse(res, state, (e.body?.code ?? 'BAD_REQUEST') as HttpErrorCode, e.message);
+      refuse(res, state, (e.body?.code ?? 'BAD_REQUEST') as HttpErrorCode, e.message, e.body?.details);
       finish();
     };
     let paused = false;

@@ -149,3 +149,17 @@ t.test('kv on Redis', { skip: skipRedis }, async (t) => {
     await t.rejects(dead.get('x'), { code: 'KV_UNAVAILABLE' });
   });
 });
+
+t.test('kv errors: data refused is INVALID_QUERY, Redis gone fails at once', { skip: skipRedis }, async (t) => {
+  const redis = await startRedis(t);
+  t.teardown(() => closeKvstores());
+  const kv = kvstore('errs', 'kv', redis.url);
+  await kv.set('word', 'hello');
+  await t.rejects(kv.incr('word'), { code: 'INVALID_QUERY', message: /not an integer/ }, 'INCR of a word: the data, not an outage');
+  await t.rejects(kv.getJson('word'), { code: 'INVALID_QUERY', message: /not JSON/ });
+  await redis.stop();
+  await t.rejects(kv.get('word'), { code: 'KV_UNAVAILABLE' });
+  const started = Date.now();
+  for (let i = 0; i < 5; i++) await t.rejects(kv.get('word'), { code: 'KV_UNAVAILABLE' });
+  t.ok(Date.now() - started < 2_500, `five calls while it is down answered at once (${Date.now() - started} ms)`);
+});

@@ -136,3 +136,15 @@ t.test('upload from a relative file path and download to a relative path resolve
   await storage.download('r.txt', 'out.txt');
   t.equal(await readFile(join(work, 'out.txt'), 'utf8'), 'relative');
 });
+
+t.test('local storage checks arguments as object storage does, and refuses paths no file system takes', async (t) => {
+  const { LocalStorage } = await import('../../../cluster/storage/index.ts');
+  const base = t.testdir({});
+  const storage = new LocalStorage({ basePath: base, createDirs: true });
+  await t.rejects(storage.upload(Buffer.from('x'), 'm.txt', { name: 'résumé' }), { code: 'INVALID_ARGUMENT' }, 'metadata S3 could not keep');
+  await t.rejects(storage.getUrl('a.txt', 0), { code: 'INVALID_ARGUMENT' });
+  await t.rejects(storage.exists('a'.repeat(300)), { code: 'INVALID_PATH', message: /longer than 255 bytes/ });
+  await t.rejects(storage.upload(Buffer.from('x'), `${'d/'.repeat(600)}x`), { code: 'INVALID_PATH', message: /longer than 1024 bytes/ });
+  const long = await storage.exists('a'.repeat(60_000)).catch((e: Error) => e);
+  t.ok(long instanceof Error && long.message.length < 400, 'the message does not echo a huge path');
+});

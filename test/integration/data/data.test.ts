@@ -134,6 +134,25 @@ for (const transport of ['uws', 'node'] as const) {
     t.notOk(existsSync(join(storage, 'uploads', 'huge.bin')), 'nothing stored');
     // The connection may still be draining: the refused upload's file goes once the request is over.
     await server.app.waitFor?.(/./, 0);
+    // Parts besides the streamed ones stay within max_body_bytes: a big file in another field, a big text field.
+    const junk = await fetch(`${url}/walker/SaveFile`, { method: 'POST', body: form({ file: { name: 'a', data: randomBytes(500) }, name: 'a', junk: { name: 'j', data: randomBytes(2 * 1024 * 1024) } }) }).catch((e: Error) => e);
+    if (junk instanceof Error) t.pass(`refused while sending (${junk.message})`);
+    else t.equal(junk.status, 413, 'a big file in an undeclared field: 413, and the server lives on');
+    const text = await fetch(`${url}/walker/SaveFile`, { method: 'POST', body: form({ file: { name: 'a', data: randomBytes(500) }, name: 'x'.repeat(1024 * 1024 + 10) }) }).catch((e: Error) => e);
+    if (text instanceof Error) t.pass(`refused while sending (${text.message})`);
+    else {
+      t.equal(text.status, 413, 'a text field over max_body_bytes is a 413, not a missing field');
+      t.same(((await text.json()) as any).error.details, { field: 'name', max_bytes: 1024 * 1024 });
+    }
+    const anonymous = await fetch(`${url}/walker/PrivateSave`, { method: 'POST', body: form({ file: { name: 'p', data: randomBytes(4 * 1024 * 1024) } }) }).catch((e: Error) => e);
+    if (anonymous instanceof Error) t.pass(`refused while sending (${anonymous.message})`);
+    else {
+      t.equal(anonymous.status, 401, 'a private streamed route without a token: 401 at once, not 413');
+      t.equal(((await anonymous.json()) as any).error.code, 'UNAUTHORIZED');
+    }
+    const forged = await fetch(`${url}/walker/PrivateSave`, { method: 'POST', headers: { authorization: 'Bearer not.a.token' }, body: form({ file: { name: 'p', data: randomBytes(1000) } }) });
+    t.equal(forged.status, 401, 'a forged token: 401');
+    t.equal((await fetch(`${url}/health`)).status, 200, 'still serving');
     const small = await fetch(`${url}/walker/SmallFile`, { method: 'POST', body: form({ file: { name: 'b', data: randomBytes(2000) } }) });
     t.equal(small.status, 413, 'a field without a large limit stays within its own (buffered path)');
     const json = await fetch(`${url}/function/readFile`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ path: 'x'.repeat(2 * 1024 * 1024) }) });

@@ -128,6 +128,7 @@ t.test('a uWebSockets.js build without getParts reads parts with busboy', { skip
   const front = {
     headerNames: 'all',
     addressPaths: new Set<string>(),
+    uploadPlan: () => undefined,
     async handle(req: HttpRequest & MultipartSource) {
       const names = (req.parts?.() ?? []).map((p) => `${p.name}=${p.data.toString()}`); // read ahead, not by getParts here
       return { status: 200, headers: { 'content-type': 'text/plain' }, body: names.join('&') };
