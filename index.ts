@@ -51,7 +51,7 @@ export { Event } from './cluster/index.ts';
 export type { EventInit, Broker, RetrySettings } from './cluster/index.ts';
 export { registerEmailer, openUsersRepository, registerUsersRepository } from './actors/identity/index.ts';
 export { store, StorageFactory, kvstore, DocDbStore, KvStore, mutex, debounce } from './actors/data/index.ts';
-export type { DbType, KvstoreOptions, Lock, MutexOptions, RetryOptions } from './actors/data/index.ts';
+export type { DbType, KvstoreOptions, FindNodesOptions, Lock, MutexOptions, RetryOptions } from './actors/data/index.ts';
 export type { Storage, StorageConfig, StorageType, FileMetadata, UploadedFile, UploadSource, Document, Filter, FindOptions, Update } from './cluster/index.ts';
 
 export type { Emailer, EmailerConfig } from './actors/identity/index.ts';

@@ -7,7 +7,8 @@
  * then loaded through the run — the caller's access checked, the current
  * (maybe changed in this run) values matched again — so the nodes returned
  * are the run's own. Outside any run they are read-only copies of every
- * match (server code is trusted: there is no caller to check against). When
+ * match, and only when the caller says so (`allRoots`): a call that lost its
+ * run (a timer, a queue) must not fall back to every user's nodes. When
  * the calling run cannot be told apart (runs of this thread started before
  * the first `kvstore` handle, hence untracked, are still going), it refuses
  * rather than guess: `SVC_ERR_NOT_IN_RUN`.
@@ -22,7 +23,7 @@ import { dataBinding } from './binding.ts';
 
 const PAGE = 1000;
 
-export async function findNodes(cls: ArchetypeClass, filter: Filter, matches: (doc: Record<string, unknown>, filter: Filter) => boolean): Promise<Node[]> {
+export async function findNodes(cls: ArchetypeClass, filter: Filter, matches: (doc: Record<string, unknown>, filter: Filter) => boolean, allRoots: boolean): Promise<Node[]> {
   const graph = dataBinding().graph;
   if (graph === undefined) throw kvstoreError('NOT_IMPLEMENTED', "findNodes reads the graph of a running app (svc start, or testApp): there is none in this thread");
   const scan = graph.store.scan?.bind(graph.store);
@@ -32,6 +33,9 @@ export async function findNodes(cls: ArchetypeClass, filter: Filter, matches: (d
     throw graphError('SVC_ERR_NOT_IN_RUN', 'findNodes cannot tell which walker run called it (runs that started before the first kvstore handle are still going); create kvstore handles at module load, or retry');
   }
   const run = calling.run;
+  if (run === undefined && !allRoots) {
+    throw graphError('SVC_ERR_NOT_IN_RUN', "findNodes outside a walker run would read every user's nodes: pass { allRoots: true } to mean it (from a walker, await it inside the ability)");
+  }
   if (run !== undefined && (!(run instanceof WalkerRun) || !run.isOpen)) {
     throw graphError('SVC_ERR_NOT_IN_RUN', 'findNodes was called after its walker run ended; await it inside the ability');
   }

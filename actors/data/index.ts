@@ -11,7 +11,7 @@ export { bindData, dataBinding, setDataFallback } from './binding.ts';
 export type { DataBinding } from './binding.ts';
 export { store, StorageFactory, closeStorages } from './store.ts';
 export { kvstore, DocDbStore, KvStore, closeKvstores } from './kvstore.ts';
-export type { DbType, KvstoreOptions } from './kvstore.ts';
+export type { DbType, KvstoreOptions, FindNodesOptions } from './kvstore.ts';
 export { mutex, debounce } from '../../cluster/index.ts';
 export type { Lock, MutexOptions, RetryOptions } from '../../cluster/index.ts';
 

@@ -48,6 +48,11 @@ import { findNodes } from './find-nodes.ts';
 
 export type DbType = 'docdb' | 'kv' | 'cloudstore';
 
+export interface FindNodesOptions {
+  /** Outside a walker run: read every user's nodes (read-only). Without it, a call outside a run is refused. */
+  allRoots?: boolean;
+}
+
 export interface KvstoreOptions {
   /** Reach the runtime's own collections (users, tokens, anchors) — on purpose. */
   runtimeCollections?: boolean;
@@ -111,7 +116,7 @@ abstract class KvstoreBase {
   async createIndex(_collection: string, _field: string): Promise<void> {
     return this.notHere('createIndex', 'docdb');
   }
-  async findNodes<N extends Node>(_nodeClass: abstract new (...args: never[]) => N, _filter?: Filter, _colName?: string): Promise<N[]> {
+  async findNodes<N extends Node>(_nodeClass: abstract new (...args: never[]) => N, _filter?: Filter, _colName?: string, _options?: FindNodesOptions): Promise<N[]> {
     return this.notHere('findNodes', 'docdb');
   }
 
@@ -240,17 +245,19 @@ export class DocDbStore extends KvstoreBase {
    * `find_nodes`: the graph's nodes of `nodeClass` (and its subclasses)
    * whose fields match `filter`. Inside a walker or function run: those the
    * run's caller may read, as the run's own views (changes commit with the
-   * run). Outside a run (startup code, event handlers, scripts): every
-   * matching node, read-only. Nodes created by the calling run are not found
-   * until it commits.
+   * run). Outside a run (startup code, event handlers): every matching node,
+   * read-only — only when asked with `{ allRoots: true }` (a call that lost
+   * its run, from a timer or a queue, is refused rather than shown every
+   * user's nodes). Nodes created by the calling run are not found until it
+   * commits.
    */
-  override async findNodes<N extends Node>(nodeClass: abstract new (...args: never[]) => N, filter: Filter = {}, colName = '_anchors'): Promise<N[]> {
+  override async findNodes<N extends Node>(nodeClass: abstract new (...args: never[]) => N, filter: Filter = {}, colName = '_anchors', options: FindNodesOptions = {}): Promise<N[]> {
     if (colName !== '_anchors') throw kvstoreError('INVALID_NAME', `the graph's nodes are in '_anchors', not ${JSON.stringify(colName)}`);
     if (typeof nodeClass !== 'function' || !((nodeClass as unknown) === Node || nodeClass.prototype instanceof Node) || prepare(nodeClass as unknown as ArchetypeClass).kind !== 'node') {
       throw kvstoreError('INVALID_QUERY', 'findNodes(NodeClass, filter): the first argument is a Node class');
     }
     validateFilter(filter);
-    return findNodes(nodeClass as unknown as ArchetypeClass, filter, matches) as Promise<N[]>;
+    return findNodes(nodeClass as unknown as ArchetypeClass, filter, matches, options.allRoots === true) as Promise<N[]>;
   }
 }
 
@@ -340,8 +347,8 @@ function docBackend(uri: string | undefined, dbName: string): DocBackend {
       make = () => new SqliteDocBackend(':memory:', dbName);
       break;
     case 'sqlite': {
-      // The app's documents live in a file of their own beside the runtime's (never in its tables).
-      const path = join(bound.dataDir, 'docdb.db');
+      // A SQLite file named to kvstore() is used; else the app's documents live in a file of their own beside the runtime's.
+      const path = uri && parsed.path ? parsed.path : join(bound.dataDir, 'docdb.db');
       key = `sqlite ${path} ${dbName}`;
       make = () => new SqliteDocBackend(path, dbName);
       break;

@@ -45,7 +45,7 @@ export interface PgDocOptions {
 }
 
 /** Prepared statements named per backend (each pooled connection prepares those it runs). */
-const NAMED = 256;
+const NAMED = 64;
 
 const TABLE = `CREATE TABLE IF NOT EXISTS svc_docdb (
   db TEXT NOT NULL, col TEXT NOT NULL, id TEXT COLLATE "C" NOT NULL, doc JSONB NOT NULL,

@@ -48,7 +48,7 @@ export interface SqliteDocOptions {
 }
 
 /** Prepared statements kept per connection (filters of different shapes are different SQL). */
-const STATEMENTS = 256;
+const STATEMENTS = 64;
 /** How often another connection's new indexes are looked for (ms). */
 const CATALOG_EVERY_MS = 1_000;
 const UNAVAILABLE = /^SQLITE_(BUSY|LOCKED|CANTOPEN|IOERR|FULL|READONLY|PROTOCOL)/;

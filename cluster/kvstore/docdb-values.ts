@@ -24,6 +24,8 @@ export type JsonValue = null | boolean | number | string | JsonValue[] | { [key:
 
 /** MongoDB's nesting limit, kept on every backend. */
 export const MAX_DEPTH = 100;
+/** A dotted field path has at most this many segments (documents nest at most {@link MAX_DEPTH} levels). */
+export const MAX_PATH_SEGMENTS = 32;
 /** NUL, or a lone surrogate. */
 const UNSTORABLE = /\0|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -157,6 +159,8 @@ export function checkBatch(docs: Document[]): { id: string; doc: Record<string, 
 export function parsePath(field: string, where = 'the filter'): string[] {
   if (typeof field !== 'string' || field === '') invalid(`${where}: a field path is a non-empty string`);
   const path = field.split('.');
+  // As deep as a document may be: a longer $set path would write what no filter could read back.
+  if (path.length > MAX_PATH_SEGMENTS) invalid(`${where}: the field path ${JSON.stringify(field.slice(0, 80))}… has more than ${MAX_PATH_SEGMENTS} segments`);
   for (const segment of path) {
     if (segment === '' || segment.startsWith('$') || UNSTORABLE.test(segment)) {
       invalid(`${where}: the field path ${JSON.stringify(field)} is not allowed (an empty segment, a segment starting with $, or NUL)`);

@@ -33,7 +33,9 @@ function text(value: unknown, what: string): string {
 }
 
 function ttlMs(seconds: unknown, what: string): number {
-  if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds <= 0) throw kvstoreError('INVALID_QUERY', `${what}: the TTL is a number of seconds > 0, got ${JSON.stringify(seconds)}`);
+  if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds <= 0 || seconds > 10 * 365 * 24 * 3600) {
+    throw kvstoreError('INVALID_QUERY', `${what}: the TTL is a number of seconds > 0 (at most ten years), got ${JSON.stringify(seconds)}`);
+  }
   return Math.max(1, Math.ceil(seconds * 1000));
 }
 

@@ -49,14 +49,22 @@ export interface Lock {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-/** `key` for a lock: kept apart from the app's other keys. */
+/** `key` for a lock: `lock:<key>` in the handle's namespace (beside the app's own keys: do not name yours so). */
 function lockKey(key: string): string {
   if (typeof key !== 'string' || key === '') throw kvstoreError('INVALID_NAME', `a lock key is a non-empty string, got ${JSON.stringify(key)}`);
   return `lock:${key}`;
 }
 
+/** Ten years: a TTL or a window longer than this is a mistake (and past what Redis takes). */
+const MAX_MS = 10 * 365 * 24 * 3600 * 1000;
+
 function positive(value: number, what: string): number {
-  if (!Number.isFinite(value) || value <= 0) throw kvstoreError('INVALID_QUERY', `${what} must be a number > 0, got ${JSON.stringify(value)}`);
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0 || value > MAX_MS) throw kvstoreError('INVALID_QUERY', `${what} must be a number of milliseconds > 0 (at most ten years), got ${JSON.stringify(value)}`);
+  return value;
+}
+
+function waiting(value: number, what: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0 || value > MAX_MS) throw kvstoreError('INVALID_QUERY', `retry.${what} must be a number of milliseconds ≥ 0, got ${JSON.stringify(value)}`);
   return value;
 }
 
@@ -74,9 +82,9 @@ export async function mutex(kv: LockKv, key: string, options: MutexOptions = {})
   const k = lockKey(key);
   const ttl = positive(options.ttlMs ?? 10_000, 'ttlMs');
   const retry = options.retry === false ? { timeoutMs: 0 } : (options.retry ?? {});
-  const timeoutMs = retry.timeoutMs ?? 10_000;
-  const minDelay = retry.minDelayMs ?? 5;
-  const maxDelay = Math.max(minDelay, retry.maxDelayMs ?? 50);
+  const timeoutMs = waiting(retry.timeoutMs ?? 10_000, 'timeoutMs');
+  const minDelay = waiting(retry.minDelayMs ?? 5, 'minDelayMs');
+  const maxDelay = Math.max(minDelay, waiting(retry.maxDelayMs ?? 50, 'maxDelayMs'));
   const fence = randomBytes(16).toString('hex');
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -40,7 +40,7 @@
  * (a missing path is no change); `_id` cannot be set or unset; two paths of
  * one update may not overlap (`a` and `a.b`).
  */
-import { checkValue, describe, invalid, isPlainObject, MAX_DEPTH, parsePath, type JsonValue } from './docdb-values.ts';
+import { checkValue, describe, invalid, isPlainObject, parsePath, type JsonValue } from './docdb-values.ts';
 import type { Document, Filter, FindOptions, Update } from './types.ts';
 
 export { checkBatch, checkDocument, checkValue, isPlainObject, newId, parsePath } from './docdb-values.ts';
@@ -83,26 +83,47 @@ const FIELD_OPS = new Set(['$eq', '$ne', '$gt', '$gte', '$lt', '$lte', '$in', '$
  * validateFilter({ age: { $gte: 18 }, $or: [{ role: 'admin' }, { 'org.owner': true }] });
  */
 export function validateFilter(filter: Filter): Clause {
-  return parseFilter(filter, 0);
+  const budget = { left: MAX_FILTER_TERMS };
+  return parseFilter(filter, 0, budget);
 }
 
-function parseFilter(filter: unknown, depth: number): Clause {
+/**
+ * A filter holds at most this many terms (conditions, and values of `$in` /
+ * `$nin`): past it, `INVALID_QUERY`. A filter is often built from a request;
+ * without a cap one request could hold a SQLite thread (or a PostgreSQL
+ * backend) for seconds, and its statement could cost megabytes in the cache.
+ */
+export const MAX_FILTER_TERMS = 256;
+/** Filters nest at most this deep (`$and` / `$or` inside each other). */
+const MAX_FILTER_DEPTH = 16;
+
+function spend(budget: { left: number }, n: number): void {
+  budget.left -= n;
+  if (budget.left < 0) invalid(`the filter has more than ${MAX_FILTER_TERMS} terms (conditions and $in / $nin values): split the query`);
+}
+
+function parseFilter(filter: unknown, depth: number, budget: { left: number }): Clause {
   if (!isPlainObject(filter)) invalid('a filter is a plain object');
-  if (depth > MAX_DEPTH) invalid(`the filter is nested deeper than ${MAX_DEPTH} levels`);
+  if (depth > MAX_FILTER_DEPTH) invalid(`the filter is nested deeper than ${MAX_FILTER_DEPTH} levels`);
   const clauses: Clause[] = [];
   for (const key of Object.keys(filter)) {
     const value = filter[key];
     if (key.startsWith('$')) {
       if (key !== '$and' && key !== '$or') invalid(`unknown operator ${key} in the filter (allowed at the top: $and, $or)`);
       if (!Array.isArray(value) || value.length === 0) invalid(`${key} takes a non-empty array of filters`);
-      clauses.push({ kind: key === '$and' ? 'and' : 'or', clauses: value.map((f) => parseFilter(f, depth + 1)) });
+      clauses.push({ kind: key === '$and' ? 'and' : 'or', clauses: value.map((f) => parseFilter(f, depth + 1, budget)) });
       continue;
     }
     const path = parsePath(key);
     if (value === undefined) invalid(`the filter's value for ${key} is undefined`);
     if (isPlainObject(value) && Object.keys(value).some((k) => k.startsWith('$'))) {
-      for (const op of Object.keys(value)) clauses.push(fieldClause(path, key, op, value[op]));
+      for (const op of Object.keys(value)) {
+        const operand = value[op];
+        spend(budget, Array.isArray(operand) ? Math.max(1, operand.length) : 1);
+        clauses.push(fieldClause(path, key, op, operand));
+      }
     } else {
+      spend(budget, 1);
       clauses.push({ kind: 'field', path, op: '$eq', value: checkValue(value, key) });
     }
   }

@@ -6,8 +6,9 @@
  * raised: the backends rethrow those as they are (the caller's failure, not
  * the storage's) and wrap everything else in a storage error.
  */
-import { stat } from 'node:fs/promises';
-import { resolve } from 'node:path';
+import { realpath, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join, resolve, sep } from 'node:path';
 import { storageError } from './errors.ts';
 import type { UploadedFile, UploadSource } from './types.ts';
 
@@ -42,6 +43,34 @@ async function sourceFile(path: string, contentType?: string): Promise<OpenedSou
 }
 
 /**
+ * The real path of an uploaded file's `path`, when it is one the HTTP front
+ * streamed (transports/http/upload-stream.ts: `<tmp>/svc-uploads-<pid>-XXXXXX/<32 hex>`,
+ * this process's) — never any other file: an upload-shaped object can come
+ * from a request's JSON (`{ filename, path: '/etc/passwd' }`), and reading
+ * a path from it would hand a client the server's files. Anything else is
+ * `INVALID_ARGUMENT` (a file of the server's own is uploaded by its path, as a string).
+ */
+async function streamedUpload(path: string): Promise<string> {
+  let real: string;
+  try {
+    real = await realpath(path);
+  } catch {
+    throw storageError('INVALID_ARGUMENT', 'the uploaded file is not one this server received');
+  }
+  const folder = dirname(real);
+  const prefix = join(await realTmp(), `svc-uploads-${process.pid}-`);
+  if (!folder.startsWith(prefix) || folder.slice(prefix.length).includes(sep) || !/^[0-9a-f]{32}$/.test(basename(real))) {
+    throw storageError('INVALID_ARGUMENT', 'the uploaded file is not one this server received');
+  }
+  return real;
+}
+
+let tmp: Promise<string> | undefined;
+function realTmp(): Promise<string> {
+  return (tmp ??= realpath(tmpdir()));
+}
+
+/**
  * The shape of an upload source: a string is a local file path (relative to
  * the working folder), an uploaded file its `path` when it has one, else its
  * `data`.
@@ -54,7 +83,7 @@ export async function openSource(source: UploadSource): Promise<OpenedSource> {
   if (source instanceof Uint8Array) return { kind: 'bytes', bytes: source };
   if (isUploadedFile(source)) {
     const contentType = source.mimetype || undefined;
-    if (typeof source.path === 'string' && source.path !== '') return sourceFile(source.path, contentType);
+    if (typeof source.path === 'string' && source.path !== '') return sourceFile(await streamedUpload(source.path), contentType);
     if (source.data instanceof Uint8Array) return { kind: 'bytes', bytes: source.data, ...(contentType ? { contentType } : {}) };
     throw storageError('INVALID_ARGUMENT', `the uploaded file ${JSON.stringify(source.filename)} has neither data nor path`);
   }

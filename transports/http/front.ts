@@ -183,7 +183,8 @@ export class Front {
    */
   uploadPlan(method: string, path: string, headers: Record<string, string>, maxBodyBytes: number): UploadPlan | undefined {
     const boundary = boundaryOf(headers['content-type'] ?? '');
-    if (boundary === undefined || method === 'GET' || method === 'HEAD') return undefined;
+    // RFC 2046's boundary characters only (a quote or backslash in it would break the streaming parser): the rest take the buffered path.
+    if (boundary === undefined || !/^[0-9A-Za-z'()+_,./:=? -]{1,70}$/.test(boundary) || method === 'GET' || method === 'HEAD') return undefined;
     if (this.builtinRouter.match(method, path)) return undefined;
     const match = this.router.match(method, path);
     if (!match || 'allowed' in match || match.route.fileFields.length === 0) return undefined;
@@ -205,8 +206,11 @@ export class Front {
     try {
       this.authenticate({ method, path, query: '', headers, body: Buffer.alloc(0), remoteAddress: '' }, route);
     } catch (error) {
-      // A token whose user is not learnt yet (a shared users store) may still be good: the front decides once the body is in.
-      if (!this.o.auth.learnsUsers || !headers.authorization) plan.refusal = error instanceof HttpError ? error : toHttpError(error, false, '');
+      // A good token whose user is not learnt yet (a shared users store: `prepare` has to wait) is decided once the body is in.
+      const token = bearer(headers.authorization);
+      const pending = token !== undefined && this.o.auth.learnsUsers ? this.o.auth.prepare(token) : undefined;
+      if (pending) pending.catch(() => {});
+      else plan.refusal = error instanceof HttpError ? error : toHttpError(error, false, '');
     }
     return plan;
   }

@@ -143,7 +143,19 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
       if (receiver.failed) void receiver.done.catch(refused);
     });
     req.on('error', () => clearTimeout(deadline));
-    req.on('close', () => clearTimeout(deadline));
+    req.on('close', () => {
+      clearTimeout(deadline);
+      // The client left mid-body: its files go now.
+      if (!req.complete) receiver.abort();
+    });
+    // The client ended its side before the body did (node:http then waits for our answer): its files go now.
+    const socket = req.socket;
+    const cutShort = (): void => {
+      if (!req.complete) receiver.abort();
+    };
+    socket.once('end', cutShort);
+    req.once('end', () => socket.off('end', cutShort));
+    req.once('close', () => socket.off('end', cutShort));
     req.on('end', () => {
       clearTimeout(deadline);
       if (receiver.failed) return;

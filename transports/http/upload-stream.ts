@@ -111,6 +111,8 @@ export class UploadReceiver {
       out.on('error', () => this.fail(httpError('INTERNAL_ERROR', 'the upload could not be written to its temporary file')));
       out.on('close', () => {
         this.writers.delete(out);
+        // Failed before the file was even opened: the open made it again after the cleanup.
+        if (this.failure) rmSync(path, { force: true });
         this.maybeDone();
       });
       out.on('drain', () => this.drained());

@@ -163,3 +163,17 @@ t.test('kv errors: data refused is INVALID_QUERY, Redis gone fails at once', { s
   for (let i = 0; i < 5; i++) await t.rejects(kv.get('word'), { code: 'KV_UNAVAILABLE' });
   t.ok(Date.now() - started < 2_500, `five calls while it is down answered at once (${Date.now() - started} ms)`);
 });
+
+t.test('lock and TTL arguments out of range are INVALID_QUERY, never a hang or an outage', { skip: skipRedis }, async (t) => {
+  const redis = await startRedis(t);
+  t.teardown(() => closeKvstores());
+  const kv = kvstore('args', 'kv', redis.url);
+  await t.rejects(mutex(kv, 'k', { ttlMs: 1e300 }), { code: 'INVALID_QUERY' });
+  await t.rejects(mutex(kv, 'k', { retry: { timeoutMs: Number.NaN } }), { code: 'INVALID_QUERY' });
+  await t.rejects(debounce(kv, 'k', Number.POSITIVE_INFINITY), { code: 'INVALID_QUERY' });
+  await t.rejects(kv.setWithTtl('k', 'v', 1e300), { code: 'INVALID_QUERY' });
+  await t.rejects(kv.expire('k', Number.NaN), { code: 'INVALID_QUERY' });
+  const lock = await mutex(kv, 'k');
+  await t.rejects(lock.extend(1e300), { code: 'INVALID_QUERY' });
+  t.equal(await lock.release(), true);
+});

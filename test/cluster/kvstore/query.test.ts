@@ -83,3 +83,15 @@ t.test('checkDocument and validateFind', async (t) => {
   t.same(validateFind({ sort: { 'a.b': -1, c: 1 }, limit: 5 }), { limit: 5, skip: 0, sort: [[['a', 'b'], -1], [['c'], 1]] });
   t.throws(() => validateFind({ limit: Infinity }), { code: 'INVALID_QUERY' });
 });
+
+t.test('filters and paths are bounded: a request cannot make one query cost seconds', async (t) => {
+  const { validateFilter, validateUpdate } = await import('../../../cluster/kvstore/query.ts');
+  t.doesNotThrow(() => validateFilter({ a: { $in: Array.from({ length: 200 }, (_, i) => i) } }));
+  t.throws(() => validateFilter({ a: { $in: Array.from({ length: 1000 }, (_, i) => i) } }), { code: 'INVALID_QUERY', message: /more than 256 terms/ });
+  const wide = { $or: Array.from({ length: 300 }, (_, i) => ({ a: i })) };
+  t.throws(() => validateFilter(wide), { code: 'INVALID_QUERY', message: /terms/ });
+  let deep: Record<string, unknown> = { a: 1 };
+  for (let i = 0; i < 20; i++) deep = { $and: [deep] };
+  t.throws(() => validateFilter(deep), { code: 'INVALID_QUERY', message: /nested deeper/ });
+  t.throws(() => validateUpdate({ $set: { [Array.from({ length: 1200 }, () => 'a').join('.')]: 1 } }), { code: 'INVALID_QUERY', message: /segments/ });
+});

@@ -1,6 +1,7 @@
 // The conformance suite every storage backend passes (a local folder, an S3 bucket): same calls, same answers.
 import type { Test } from 'tap';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import { uploadFolder } from '../../../transports/http/upload-stream.ts';
 import { mkdtemp, readFile, rm, writeFile, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -72,8 +73,10 @@ export function storageSuite(t: Test, make: () => Promise<Backend>): void {
     const dir = await scratch(t);
     const file = join(dir, 'source.bin');
     await writeFile(file, 'from a file');
-    const bigFile = join(dir, 'upload-tmp');
+    // Where the HTTP front streams an upload (only such a file is read from an uploaded file's path).
+    const bigFile = join(uploadFolder(), randomBytes(16).toString('hex'));
     await writeFile(bigFile, 'from an uploaded temp file');
+    t.teardown(() => rm(bigFile, { force: true }));
     async function* generator(): AsyncGenerator<Uint8Array> {
       yield Buffer.from('from ');
       yield new TextEncoder().encode('a generator');
@@ -89,6 +92,10 @@ export function storageSuite(t: Test, make: () => Promise<Backend>): void {
       ['UploadedFile path', { filename: 'p.txt', mimetype: 'text/plain', size: 26, path: bigFile } satisfies UploadedFile, 'from an uploaded temp file'],
       ['empty bytes', new Uint8Array(0), ''],
     ];
+    const forged: UploadedFile = { filename: 'x', mimetype: 'text/plain', size: 1, path: file };
+    await t.rejects(storage.upload(forged, 'forged.txt'), { code: 'INVALID_ARGUMENT' }, "an upload-shaped object naming one of the server's files is refused (it can come from a request's JSON)");
+    await t.rejects(storage.upload({ ...forged, path: '/etc/passwd' }, 'forged.txt'), { code: 'INVALID_ARGUMENT' });
+    t.equal(await storage.exists('forged.txt'), false);
     for (const [i, [kind, source, content]] of sources.entries()) {
       const stored = await storage.upload(source, `./in//${i}.txt`);
       t.equal(stored, `in/${i}.txt`, `${kind}: answers the normalised path`);

@@ -1,7 +1,7 @@
 // ObjectStorage on a real S3-API server (s3rver): the shared suite, then what only a bucket has (keys under a prefix, pre-signed URLs, multipart, metadata).
 import t from 'tap';
 import { HeadObjectCommand, ListObjectsV2Command, S3Client } from '@aws-sdk/client-s3';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream, createWriteStream } from 'node:fs';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -10,6 +10,7 @@ import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ObjectStorage, STORAGE_DEFAULTS, type StorageConfig } from '../../../cluster/storage/index.ts';
 import { collect, sha256, storageSuite } from './conformance.ts';
+import { uploadFolder } from '../../../transports/http/upload-stream.ts';
 import { startS3 } from './s3rver.ts';
 
 const MIB = 2 ** 20;
@@ -184,7 +185,9 @@ t.test('a file above the multipart threshold goes up as ranged parts of itself',
   const storage = fresh(t, {}, { multipartAbove: 10 * MIB });
   const dir = await mkdtemp(join(tmpdir(), 'svc-object-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
-  const file = join(dir, 'big.bin');
+  // Where the HTTP front streams an upload: only such a file is read from an uploaded file's path.
+  const file = join(uploadFolder(), randomBytes(16).toString('hex'));
+  t.teardown(() => rm(file, { force: true }));
   const size = 17 * MIB + 3;
   const { stream, digest } = generated(size);
   await pipeline(stream, createWriteStream(file));

@@ -56,14 +56,15 @@ t.test('a served app using store() and kvstore()', async (t) => {
     t.same((await post(`${url}/walker/FindNotes`, { tag: 'x' }, bob)).body.data.reports[0], [{ title: 'b1', n: 7 }], "bob's untouched");
   });
 
-  t.test('outside a run findNodes reads every node, read-only', async (t) => {
+  t.test('outside a run findNodes reads every node, read-only, when asked to', async (t) => {
     const { Note } = (await import(ENTRY)) as typeof import('../../fixtures/data-app.ts');
-    const all = await kvstore('app', 'docdb').findNodes(Note, { tag: 'x' });
+    await t.rejects(kvstore('app', 'docdb').findNodes(Note, { tag: 'x' }), { code: 'SVC_ERR_NOT_IN_RUN', message: /allRoots/ }, "every user's nodes only when asked");
+    const all = await kvstore('app', 'docdb').findNodes(Note, { tag: 'x' }, '_anchors', { allRoots: true });
     t.same(all.map((n) => n.title).sort(), ['a1', 'a2', 'b1']);
     t.throws(() => {
       (all[0] as { n: number }).n = 99;
     }, { code: 'SVC_ERR_NOT_IN_RUN' });
-    await t.rejects(kvstore('app', 'docdb').findNodes(Note, { tag: { $regex: 'x' } }), { code: 'INVALID_QUERY' });
+    await t.rejects(kvstore('app', 'docdb').findNodes(Note, { tag: { $regex: 'x' } }, '_anchors', { allRoots: true }), { code: 'INVALID_QUERY' });
     await t.rejects(kvstore('app', 'docdb').findNodes(Note, {}, 'other'), { code: 'INVALID_NAME' });
   });
 
@@ -152,6 +153,10 @@ for (const transport of ['uws', 'node'] as const) {
     }
     const forged = await fetch(`${url}/walker/PrivateSave`, { method: 'POST', headers: { authorization: 'Bearer not.a.token' }, body: form({ file: { name: 'p', data: randomBytes(1000) } }) });
     t.equal(forged.status, 401, 'a forged token: 401');
+    for (const contentType of ['multipart/form-data; boundary="q\\"x"', 'multipart/form-data; boundary=', 'multipart/form-data']) {
+      const odd = await fetch(`${url}/walker/SaveFile`, { method: 'POST', headers: { 'content-type': contentType }, body: '0123456789' });
+      t.ok(odd.status >= 400 && odd.status < 500, `${contentType}: ${odd.status}, never a crash`);
+    }
     t.equal((await fetch(`${url}/health`)).status, 200, 'still serving');
     const small = await fetch(`${url}/walker/SmallFile`, { method: 'POST', body: form({ file: { name: 'b', data: randomBytes(2000) } }) });
     t.equal(small.status, 413, 'a field without a large limit stays within its own (buffered path)');
