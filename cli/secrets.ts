@@ -1,8 +1,11 @@
 /**
- * The JWT secret: from configuration (`JWT_SECRET` or `[scale.jwt] secret`);
- * in development without one, a random secret generated once and kept in
- * `.svc/jwt_secret`; in production (`--profile prod` or
- * `NODE_ENV=production`), no secret means no start.
+ * The server's secrets: the JWT secret (`JWT_SECRET` or `[scale.jwt] secret`)
+ * and the webhook signature secret (`WEBHOOK_SECRET` or `[scale.webhook]
+ * secret`). Each is taken from configuration; in development without one, a
+ * random secret is generated once and kept in `.svc/<name>` (mode 0600: its
+ * path is logged, never its value); in production (`--profile prod` or
+ * `NODE_ENV=production`), no secret — or one shorter than 32 characters —
+ * means no start. The Python original booted production on a default secret.
  */
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -10,24 +13,72 @@ import { join } from 'node:path';
 
 export class SecretError extends Error {}
 
-export function jwtSecret(options: { configured: string; production: boolean; projectRoot: string }): { secret: string; source: string } {
+/** A secret and where it came from (for the start line: a path, never the value). */
+export interface ResolvedSecret {
+  secret: string;
+  source: string;
+  /** Set when the configured secret is short (development only: production refuses it). */
+  warning?: string;
+  /** Made just now (its file is new). */
+  generated?: boolean;
+}
+
+interface SecretSpec {
+  /** `JWT_SECRET`: how the user sets it. */
+  envName: string;
+  /** `[scale.jwt] secret`. */
+  configName: string;
+  /** The file under `.svc/`. */
+  file: string;
+  /** Why production needs it (appended to the refusal). */
+  why: string;
+}
+
+function resolveSecret(spec: SecretSpec, options: { configured: string; production: boolean; projectRoot: string }): ResolvedSecret {
   if (options.configured) {
     if (options.configured.length < 32) {
-      const message = 'JWT_SECRET is shorter than 32 characters';
+      const message = `${spec.envName} is shorter than 32 characters`;
       if (options.production) throw new SecretError(`${message}: use a long random value in production`);
-      return { secret: options.configured, source: `configured (${message}: fine for development only)` };
+      return { secret: options.configured, source: `configured (${message}: fine for development only)`, warning: `${message}: fine for development only` };
     }
     return { secret: options.configured, source: 'configured' };
   }
   if (options.production) {
-    throw new SecretError('JWT_SECRET (or [scale.jwt] secret) is required in production: the server refuses to start with a generated or default secret');
+    throw new SecretError(`${spec.envName} (or ${spec.configName}) is required in production${spec.why}: the server refuses to start with a generated or default secret`);
   }
   const dir = join(options.projectRoot, '.svc');
-  const file = join(dir, 'jwt_secret');
+  const file = join(dir, spec.file);
   if (existsSync(file)) return { secret: readFileSync(file, 'utf8').trim(), source: `development secret from ${file}` };
   mkdirSync(dir, { recursive: true });
   const secret = randomBytes(32).toString('base64url');
   writeFileSync(file, `${secret}\n`, { mode: 0o600 });
   chmodSync(file, 0o600);
-  return { secret, source: `development secret generated in ${file}` };
+  return { secret, source: `development secret generated in ${file}`, generated: true };
+}
+
+/**
+ * @example
+ * const { secret, source } = jwtSecret({ configured: config['scale.jwt'].secret, production, projectRoot });
+ * say(`jwt: ${source}`); // "development secret generated in /app/.svc/jwt_secret"
+ */
+export function jwtSecret(options: { configured: string; production: boolean; projectRoot: string }): ResolvedSecret {
+  return resolveSecret({ envName: 'JWT_SECRET', configName: '[scale.jwt] secret', file: 'jwt_secret', why: '' }, options);
+}
+
+/**
+ * The HMAC key of webhook signatures. Needed only when the app has webhook
+ * walkers and `[scale.webhook] verify_signature` is on (`needed`); otherwise
+ * the configured value, possibly empty, is passed on as it is and nothing is
+ * generated or refused.
+ *
+ * @example
+ * const hooks = webhookSecret({ configured: config['scale.webhook'].secret, production, projectRoot, needed: true });
+ * // production without WEBHOOK_SECRET: throws SecretError; development: .svc/webhook_secret
+ */
+export function webhookSecret(options: { configured: string; production: boolean; projectRoot: string; needed: boolean }): ResolvedSecret {
+  if (!options.needed) return { secret: options.configured, source: options.configured ? 'configured' : 'none' };
+  return resolveSecret(
+    { envName: 'WEBHOOK_SECRET', configName: '[scale.webhook] secret', file: 'webhook_secret', why: ' for the app\'s webhook walkers (signatures are verified: [scale.webhook] verify_signature)' },
+    options,
+  );
 }

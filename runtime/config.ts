@@ -35,6 +35,19 @@ const STORAGE_KEYS = {
   secret_access_key: { kind: 'string', default: '', env: ['SVC_STORAGE_OBJ_SECRET_ACCESS_KEY'] },
 } as const satisfies Record<string, KeySpec>;
 
+/** `[scale.sso.<platform>]`: the keys every provider has (env names `SVC_SSO_<PLATFORM>_…`). */
+function ssoKeys(platform: string): { client_id: StringKey; client_secret: StringKey } {
+  const env = `SVC_SSO_${platform.toUpperCase()}_`;
+  return {
+    client_id: { kind: 'string', default: '', env: [`${env}CLIENT_ID`] },
+    client_secret: { kind: 'string', default: '', env: [`${env}CLIENT_SECRET`] },
+  };
+}
+type StringKey = { kind: 'string'; default: string; env: string[] };
+
+/** The seed's provider sections, aliases of ours: `idp_a` = google, `idp_b` = github, `idp_c` = microsoft. */
+export const SSO_ALIASES = { idp_a: 'google', idp_b: 'github', idp_c: 'microsoft' } as const;
+
 /** Every key svc reads, by section. */
 export const SCHEMA = {
   'scale.server': {
@@ -154,6 +167,67 @@ export const SCHEMA = {
     enabled: { kind: 'bool', default: true, env: ['SVC_GRAPH_ENABLED'] },
     /** `/graph/data` without a token answers the public (guest) graph; false: a token is needed. */
     public: { kind: 'bool', default: true, env: ['SVC_GRAPH_PUBLIC'] },
+  },
+  /** Single sign-on (seed 000 §5.6): where the server is, where the browser goes back to with the token. */
+  'scale.sso': {
+    /** The server's public URL (`https://api.example.com`): the providers' redirect URI is `{host}/sso/{platform}/callback`. Empty: from the request's Host header (development). */
+    host: { kind: 'string', default: '', env: ['SVC_SSO_HOST'] },
+    /** The app's page the browser is sent back to, with the token (or `error` and `message`); empty: the callback answers JSON. */
+    client_auth_callback_url: { kind: 'string', default: '', env: ['SVC_SSO_CLIENT_AUTH_CALLBACK_URL'] },
+    /** How the token travels to that page: `query` (`?token=`, as the seed says) or `fragment` (`#token=`: kept out of server logs and Referer headers; recommended). */
+    callback_style: { kind: 'enum', default: 'query', env: ['SVC_SSO_CALLBACK_STYLE'], values: ['query', 'fragment'] },
+    /** How long a sign-in started at `/sso/{platform}/login` may take to come back (its state, nonce and PKCE verifier are kept that long). */
+    state_ttl_seconds: { kind: 'int', default: 600, min: 10, env: ['SVC_SSO_STATE_TTL_SECONDS'] },
+  },
+  'scale.sso.google': {
+    ...ssoKeys('google'),
+    /** OpenID discovery document (a test or a proxy may point elsewhere). */
+    discovery_url: { kind: 'string', default: 'https://accounts.google.com/.well-known/openid-configuration', env: ['SVC_SSO_GOOGLE_DISCOVERY_URL'] },
+    scopes: { kind: 'list', default: ['openid', 'email', 'profile'], env: ['SVC_SSO_GOOGLE_SCOPES'] },
+  },
+  'scale.sso.github': {
+    ...ssoKeys('github'),
+    /** Where users sign in (GitHub Enterprise: its own host). */
+    base_url: { kind: 'string', default: 'https://github.com', env: ['SVC_SSO_GITHUB_BASE_URL'] },
+    /** The REST API (GitHub Enterprise: `https://HOST/api/v3`). */
+    api_url: { kind: 'string', default: 'https://api.github.com', env: ['SVC_SSO_GITHUB_API_URL'] },
+    scopes: { kind: 'list', default: ['read:user', 'user:email'], env: ['SVC_SSO_GITHUB_SCOPES'] },
+  },
+  'scale.sso.microsoft': {
+    ...ssoKeys('microsoft'),
+    /** `common`, `organizations`, `consumers` or a tenant id. */
+    tenant: { kind: 'string', default: 'common', env: ['SVC_SSO_MICROSOFT_TENANT'], nonEmpty: true },
+    /** Empty: `https://login.microsoftonline.com/{tenant}/v2.0/.well-known/openid-configuration`. */
+    discovery_url: { kind: 'string', default: '', env: ['SVC_SSO_MICROSOFT_DISCOVERY_URL'] },
+    scopes: { kind: 'list', default: ['openid', 'email', 'profile'], env: ['SVC_SSO_MICROSOFT_SCOPES'] },
+  },
+  /** Any OpenID Connect issuer, by its discovery document. */
+  'scale.sso.oidc': {
+    ...ssoKeys('oidc'),
+    discovery_url: { kind: 'string', default: '', env: ['SVC_SSO_OIDC_DISCOVERY_URL'] },
+    scopes: { kind: 'list', default: ['openid', 'email', 'profile'], env: ['SVC_SSO_OIDC_SCOPES'] },
+    /** The provider's name as shown (`/admin/sso/providers`). */
+    display_name: { kind: 'string', default: 'OpenID Connect', env: ['SVC_SSO_OIDC_DISPLAY_NAME'] },
+  },
+  /** The seed's names of the first three (read into google, github, microsoft). */
+  'scale.sso.idp_a': { client_id: { kind: 'string', default: '' }, client_secret: { kind: 'string', default: '' } },
+  'scale.sso.idp_b': { client_id: { kind: 'string', default: '' }, client_secret: { kind: 'string', default: '' } },
+  'scale.sso.idp_c': { client_id: { kind: 'string', default: '' }, client_secret: { kind: 'string', default: '' } },
+  /** API keys and signed webhooks (seed 000 §4.5, §5.7). */
+  'scale.webhook': {
+    /** The HMAC-SHA256 key of webhook signatures. Required outside development when an app has webhook walkers and verify_signature is on; in development one is generated in `.svc/webhook_secret`. */
+    secret: { kind: 'string', default: '', env: ['WEBHOOK_SECRET'] },
+    signature_header: { kind: 'string', default: 'X-Webhook-Signature', env: ['SVC_WEBHOOK_SIGNATURE_HEADER'], nonEmpty: true },
+    verify_signature: { kind: 'bool', default: true, env: ['SVC_WEBHOOK_VERIFY_SIGNATURE'] },
+    /** Lifetime of a new API key unless its request says; 0: permanent. */
+    api_key_expiry_days: { kind: 'int', default: 365, min: 0, env: ['SVC_API_KEY_EXPIRY_DAYS'] },
+    /** A user holds at most this many keys. */
+    max_api_keys_per_user: { kind: 'int', default: 100, min: 1, env: ['SVC_MAX_API_KEYS_PER_USER'] },
+    /** Beyond the seed: a sender may add this header (Unix seconds); the signature then covers `<timestamp>.<body>` and an old or future timestamp is refused. */
+    timestamp_header: { kind: 'string', default: 'X-Webhook-Timestamp', env: ['SVC_WEBHOOK_TIMESTAMP_HEADER'], nonEmpty: true },
+    timestamp_tolerance_seconds: { kind: 'int', default: 300, min: 1, env: ['SVC_WEBHOOK_TIMESTAMP_TOLERANCE_SECONDS'] },
+    /** Refuse webhook requests without the timestamp header (replay protection for every request). */
+    require_timestamp: { kind: 'bool', default: false, env: ['SVC_WEBHOOK_REQUIRE_TIMESTAMP'] },
   },
   /** `store()`: the seed's `storage` section (every key; `[scale.storage]` may hold the same keys and wins over it). */
   storage: STORAGE_KEYS,
@@ -317,6 +391,13 @@ export function loadConfig(options: {
     throw new ConfigError(`[scale.jwt] exp_delta_days (${jwt.exp_delta_days}) is longer than max_token_days (${jwt.max_token_days}): tokens would be refused`);
   }
   checkMetrics(values['scale.metrics'] as SvcConfig['scale.metrics']);
+  // The seed's idp_a/b/c sections fill google/github/microsoft where those are not set themselves.
+  for (const [alias, platform] of Object.entries(SSO_ALIASES)) {
+    const from = values[`scale.sso.${alias}`] as Record<string, string>;
+    const to = values[`scale.sso.${platform}`] as Record<string, string>;
+    for (const key of ['client_id', 'client_secret']) if (from[key] && !to[key]) to[key] = from[key] as string;
+  }
+  checkSso(values);
   // `[scale.storage]` (set in a file, or the environment) wins over `[storage]`; both read the same afterwards.
   const storage = values.storage as Record<string, unknown>;
   const scaled = values['scale.storage'] as Record<string, unknown>;
@@ -329,6 +410,23 @@ export function loadConfig(options: {
     throw new ConfigError(`[storage] endpoint_url must be an http(s) URL, got ${JSON.stringify(storage.endpoint_url)}`);
   }
   return { config: values as unknown as SvcConfig, warnings, files };
+}
+
+function checkSso(values: Record<string, Record<string, unknown>>): void {
+  const sso = values['scale.sso'] as { host: string; client_auth_callback_url: string };
+  for (const key of ['host', 'client_auth_callback_url'] as const) {
+    const v = sso[key];
+    if (v !== '' && !/^https?:\/\/[^\s/?#]+(\/[^\s?#]*)?$/i.test(v)) throw new ConfigError(`[scale.sso] ${key} must be an http(s) URL without query or fragment, got ${JSON.stringify(v)}`);
+  }
+  for (const section of ['scale.sso.google', 'scale.sso.microsoft', 'scale.sso.oidc', 'scale.sso.github']) {
+    const s = values[section] as Record<string, unknown>;
+    for (const key of ['discovery_url', 'base_url', 'api_url']) {
+      const v = s[key];
+      if (typeof v === 'string' && v !== '' && !/^https?:\/\/[^\s/]+/i.test(v)) throw new ConfigError(`[${section}] ${key} must be an http(s) URL, got ${JSON.stringify(v)}`);
+    }
+  }
+  const oidc = values['scale.sso.oidc'] as { client_id: string; client_secret: string; discovery_url: string };
+  if (oidc.client_id && oidc.client_secret && !oidc.discovery_url) throw new ConfigError('[scale.sso.oidc] needs discovery_url (the issuer\'s /.well-known/openid-configuration) besides client_id and client_secret');
 }
 
 /** Paths the runtime serves itself: the metrics endpoint may not take one. */

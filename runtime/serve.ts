@@ -21,6 +21,7 @@ import { type AnchorStore, Graph, InstrumentedStore, openAnchorStore, STORE_WRIT
 import { HookDispatcher, Registry, Root, UnknownFields } from '../actors/walker/index.ts';
 import {
   ActorRateLimiter,
+  ApiKeys,
   Authenticator,
   createEmailer,
   IdentityService,
@@ -37,6 +38,12 @@ import {
   type UsersRepository,
   type UsersWriterMsg,
   type RateLimiter,
+  ActorSsoStates,
+  createSsoProvider,
+  RedisSsoStates,
+  SSO_PLATFORMS,
+  SsoService,
+  type SsoStateStore,
 } from '../actors/identity/index.ts';
 import {
   type BuiltinRoute,
@@ -48,6 +55,8 @@ import {
   Front,
   type HttpServer,
   identityRoutes,
+  apiKeyRoutes,
+  ssoRoutes,
   graphRoutes,
   listenNode,
   listenUws,
@@ -95,6 +104,12 @@ export interface ServeBoot {
   projectRoot: string;
   config: SvcConfig;
   jwtSecret: string;
+  /**
+   * The HMAC key of webhook signatures, resolved by the start (configured, or
+   * `.svc/webhook_secret` in development); absent: `[scale.webhook] secret` as
+   * configured. Webhook walkers with verify_signature on refuse to start without one.
+   */
+  webhookSecret?: string;
   dev: boolean;
   transport: 'uws' | 'node';
   port: number;
@@ -236,7 +251,7 @@ export function serveModules(options: ServeOptions): RuntimeModule[] {
     graphModule(system, boot, registry, fingerprint, options.relay, member),
     ...(boot.cluster ? [invalidationModule(system, boot.cluster)] : []),
     usersModule(boot, writerOn(USERS_WRITER_ACTOR) as ActorRef<UsersWriterMsg, unknown> | undefined),
-    identityModule(system, boot, thread),
+    identityModule(system, boot, thread, routes),
     hooksModule(boot, registry),
     // Before the front: at a drain, fetching stops first, while requests in hand are answered.
     consumersModule(system, boot, subscriptions, thread),
@@ -461,7 +476,7 @@ function usersModule(boot: ServeBoot, processWriter: ActorRef<UsersWriterMsg, un
 }
 
 /** Users, tokens (revoked on every thread at once), rate limits, mail; one authenticator for every transport. */
-function identityModule(system: ActorSystem, boot: ServeBoot, thread: string): RuntimeModule {
+function identityModule(system: ActorSystem, boot: ServeBoot, thread: string, routes: readonly EndpointRoute[]): RuntimeModule {
   const { config } = boot;
   const closers: (() => void)[] = [];
   return {
@@ -532,6 +547,25 @@ function identityModule(system: ActorSystem, boot: ServeBoot, thread: string): R
           log: (level, message, extra) => log[level](extra ?? {}, message),
         }),
       );
+      // API keys (webhooks): checked from memory, revoked on every thread and member before the answer.
+      const webhookWalkers = new Set(routes.filter((r) => r.webhook).map((r) => r.name));
+      rt.provide(
+        'apiKeys',
+        new ApiKeys({ users, revocations, bus: rt.need<Broadcast>('bus'), expiryDays: config['scale.webhook'].api_key_expiry_days, maxPerUser: config['scale.webhook'].max_api_keys_per_user, webhookWalkers }),
+      );
+      // Single sign-on: a sign-in started on one thread (or member) finishes on any other.
+      rt.provide(
+        'sso',
+        new SsoService({
+          users,
+          states: ssoStates(system, boot, closers),
+          providers: SSO_PLATFORMS.map((platform) => createSsoProvider(platform, config[`scale.sso.${platform}`])),
+          settings: config['scale.sso'],
+          token: (user) => identity.token(user),
+          createRoot: (rootId) => graph.ensureRoot(rootId),
+          log: (level, message, extra) => log[level](extra ?? {}, message),
+        }),
+      );
       // Graph deletions a previous run did not finish (one thread does them, in the background).
       if (thread === 'w1' || thread === 'local') identity.finishGraphDrops().catch((error: unknown) => log.error({ err: error }, 'reading the graphs of deleted users to delete failed; retried at the next start'));
     },
@@ -556,6 +590,15 @@ function rateLimiter(system: ActorSystem, boot: ServeBoot, closers: (() => void)
     salt: boot.jwtSecret,
     fallback: local,
   });
+}
+
+/** Pending SSO sign-ins: the cluster's in Redis (KV_URL), else the process's (virtual actors on the worker threads). */
+function ssoStates(system: ActorSystem, boot: ServeBoot, closers: (() => void)[]): SsoStateStore {
+  const kvUrl = boot.config['scale.database'].kv_url;
+  if (!kvUrl) return new ActorSsoStates(system, { placement: workerPlacement(), ttlMs: boot.config['scale.sso'].state_ttl_seconds * 1000 });
+  const redis = openRedis(kvUrl, { name: `svc-${system.nodeId}-sso`, onError: () => undefined });
+  closers.push(() => redis.disconnect());
+  return new RedisSsoStates(redis, { prefix: `svc:{${boot.cluster?.name ?? 'svc'}}:sso:` });
 }
 
 /** Hook walkers: before every generated route and every WebSocket upgrade, whatever the transport. */
@@ -591,6 +634,8 @@ function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, ro
       const auth = rt.need<Authenticator>('auth');
       const builtinRoutes: BuiltinRoute[] = [
         ...identityRoutes(rt.need<IdentityService>('identity'), auth),
+        ...apiKeyRoutes(rt.need<ApiKeys>('apiKeys')),
+        ...ssoRoutes(rt.need<SsoService>('sso')),
         {
           method: 'GET',
           path: '/admin/stats',
@@ -620,7 +665,7 @@ function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, ro
           hooks: rt.need<HookDispatcher>('hooks'),
           unknownFields: rt.need<UnknownFields>('unknownFields'),
           builtinRoutes,
-          openapi: openApiDocument(routes, { title: boot.title, version: boot.version }, builtinRoutes),
+          openapi: openApiDocument(routes, { title: boot.title, version: boot.version }, builtinRoutes, { webhook: openApiWebhook(config) }),
           docs: config['scale.server'].docs_enabled ? new Docs(boot.title) : undefined,
           statics: existsSync(publicDir) ? new StaticFiles(publicDir) : undefined,
           requestTimeoutMs: askTimeoutMs(boot),
@@ -636,12 +681,19 @@ function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, ro
           },
           clientAddresses: new ClientAddresses(config['scale.server'].trusted_proxies, config['scale.server'].trusted_proxy_header as ForwardingHeader),
           readiness: () => member?.readiness() ?? storeReadiness(rt.need<AnchorStore>('store'), rt.need<UsersRepository>('users')),
+          ...(routes.some((r) => r.webhook) ? { webhook: { ...openApiWebhook(config), apiKeys: rt.need<ApiKeys>('apiKeys'), secret: boot.webhookSecret ?? config['scale.webhook'].secret } } : {}),
         }),
       );
     },
     // Readiness turns false first: load balancers stop sending while the rest drains.
     drain: () => front?.startDraining(),
   };
+}
+
+/** `[scale.webhook]` as the front and the OpenAPI document read it (the secret apart). */
+function openApiWebhook(config: SvcConfig): { signatureHeader: string; timestampHeader: string; verifySignature: boolean; requireTimestamp: boolean; toleranceSeconds: number } {
+  const w = config['scale.webhook'];
+  return { signatureHeader: w.signature_header, timestampHeader: w.timestamp_header, verifySignature: w.verify_signature, requireTimestamp: w.require_timestamp, toleranceSeconds: w.timestamp_tolerance_seconds };
 }
 
 /**

@@ -87,6 +87,11 @@ export interface TestApp {
   config: SvcConfig;
   /** The JWT secret the app signs with (a random one unless `JWT_SECRET` was given). */
   jwtSecret: string;
+  /**
+   * The HMAC key of webhook signatures: `WEBHOOK_SECRET` (or `[scale.webhook]
+   * secret`) when given, else a random one for this app.
+   */
+  webhookSecret: string;
   /** Parts of the runtime, for white-box tests. */
   front: Front;
   graph: Graph;
@@ -120,6 +125,8 @@ export async function testApp(options: TestAppOptions): Promise<TestApp> {
   const { config } = loadConfig({ dir, env, flags });
   const app = options.app ?? ((await import(pathToFileURL(entry as string).href)) as Record<string, unknown>);
   const { dataDir, storePath, usersPath, docdbUri } = dataPaths(dir, config, env);
+  // As the JWT secret: the configured one, else one of this app's own (nothing written under the project's .svc/).
+  const webhookSecret = config['scale.webhook'].secret || randomBytes(32).toString('hex');
 
   const lines: string[] = [];
   const waiters: { re: RegExp; left: number; resolve: (line: string) => void }[] = [];
@@ -158,6 +165,7 @@ export async function testApp(options: TestAppOptions): Promise<TestApp> {
       projectRoot: dir,
       config,
       jwtSecret: env.JWT_SECRET,
+      webhookSecret,
       dev: options.dev === true,
       transport: options.transport ?? 'uws',
       port: 0,
@@ -184,6 +192,7 @@ export async function testApp(options: TestAppOptions): Promise<TestApp> {
       dataDir,
       config,
       jwtSecret: env.JWT_SECRET,
+      webhookSecret,
       front,
       graph: rt.need<Graph>('graph'),
       store: rt.need<AnchorStore>('store'),

@@ -61,7 +61,7 @@ export interface KvstoreOptions {
 const NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
 const COLLECTION = /^[A-Za-z0-9_][A-Za-z0-9_.-]{0,119}$/;
 /** The runtime's collections (MongoDB names; on SQL backends they are tables no document reaches). */
-const RUNTIME_COLLECTIONS = new Set(['users', 'identities', 'deleted_users', 'pending_graph_drops', 'one_time_tokens', 'revocations', 'api_keys', 'sso_accounts']);
+const RUNTIME_COLLECTIONS = new Set(['users', 'identities', 'deleted_users', 'pending_graph_drops', 'one_time_tokens', 'revocations', 'api_keys', 'sso_accounts', 'webhook_api_keys']);
 
 function checkName(value: unknown, what: string): string {
   if (typeof value !== 'string' || !NAME.test(value)) {

@@ -12,6 +12,19 @@ export const IDENTITY_ERRORS = {
   TOO_MANY_REQUESTS: { status: 429, message: 'too many attempts; wait and retry' },
   PASSWORD_CHANGE_REQUIRED: { status: 403, message: 'change the password first (PUT /user/password)' },
   PROTECTED_ACCOUNT: { status: 403, message: 'this account cannot be deleted or demoted' },
+  // Single sign-on (seed 000 §4.4 rules 6–9)
+  SSO_NOT_CONFIGURED: { status: 501, message: 'this sign-in provider is not configured on this server (client_id and client_secret)' },
+  SSO_INVALID_STATE: { status: 400, message: 'the sign-in is unknown, expired, already finished or was started for another provider: start again' },
+  SSO_MISSING_CODE: { status: 400, message: 'the provider sent no authorization code' },
+  SSO_PROVIDER_ERROR: { status: 400, message: 'the provider refused the sign-in' },
+  SSO_EXCHANGE_FAILED: { status: 400, message: 'the provider did not accept the authorization code, or its answer could not be verified' },
+  SSO_PROVIDER_UNAVAILABLE: { status: 502, message: 'the sign-in provider cannot be reached right now' },
+  SSO_EMAIL_UNVERIFIED: { status: 403, message: 'the provider gives no verified email for this account: no account is created or linked' },
+  SSO_LAST_SIGN_IN: { status: 409, message: 'this is the only way left to sign in to the account: set a password or link another provider first' },
+  // API keys and webhooks (seed 000 §2.5, §4.5)
+  TOO_MANY_API_KEYS: { status: 409, message: 'this user holds as many API keys as allowed: revoke one first' },
+  INVALID_SIGNATURE: { status: 401, message: 'the webhook signature is missing or does not match the body' },
+  INVALID_TIMESTAMP: { status: 401, message: 'the webhook timestamp is missing, malformed, or outside the allowed window' },
 } as const;
 
 export type IdentityErrorCode = keyof typeof IDENTITY_ERRORS;

@@ -35,3 +35,12 @@ export type { RateLimiter, RateVerdict, ActorRateLimiterOptions } from './rate-l
 export { RevocationTable, REVOCATIONS_TOPIC } from './revocations.ts';
 export { IDENTITY_ERRORS, identityError, invalid } from './errors.ts';
 export type { IdentityErrorCode } from './errors.ts';
+export { ApiKeys, API_KEY_BODY, API_KEYS_TOPIC, hashKey } from './api-keys.ts';
+export type { ApiKeyHolder, ApiKeysOptions, CreatedApiKey, ListedApiKey } from './api-keys.ts';
+export type { ApiKeyRecord, SsoUnlink } from './users-repository.ts';
+export { SsoService, createSsoProvider } from './sso.ts';
+export type { SsoServiceOptions, SsoSettings, SsoResult, SsoProviderInfo } from './sso.ts';
+export { isLoopbackHttp, SSO_PLATFORMS, SSO_PLATFORM_ALIASES, MICROSOFT_CONSUMER_TENANT } from './sso-providers.ts';
+export type { SsoPlatform, SsoProvider, SsoProviderSettings, SsoProviderOptions, SsoProfile, ProviderAccount, AuthorizationRequest } from './sso-providers.ts';
+export { ActorSsoStates, RedisSsoStates, PendingTable, stateKey, MAX_PENDING_SIGN_INS } from './sso-states.ts';
+export type { SsoStateStore, PendingSignIn, SsoRedis, ActorSsoStatesOptions } from './sso-states.ts';

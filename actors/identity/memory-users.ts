@@ -5,8 +5,9 @@
  * atomic; what goes in and comes out is copied.
  */
 import { storeError } from '../anchor/index.ts';
-import { identityError } from './errors.ts';
+import { identityError, notFound } from './errors.ts';
 import {
+  type ApiKeyRecord,
   type DeletedUser,
   type GraphDrop,
   type Identity,
@@ -15,6 +16,7 @@ import {
   type OneTimeToken,
   PATCHABLE,
   pageBounds,
+  type SsoUnlink,
   type UserPatch,
   type UserRecord,
   type UsersPage,
@@ -24,7 +26,15 @@ import {
 
 /** The key an identity holds alone: a username or email by value (across both), SSO by provider and external id. */
 function identityKey(id: Identity): string {
-  return id.type === 'sso' ? `sso\u0000${id.provider ?? ''}\u0000${id.external_id ?? ''}` : `value\u0000${id.value_normalized}`;
+  return id.type === 'sso' ? ssoKey(id.provider ?? '', id.external_id ?? '') : `value\u0000${id.value_normalized}`;
+}
+
+function ssoKey(provider: string, externalId: string): string {
+  return `sso\u0000${provider}\u0000${externalId}`;
+}
+
+function compare(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
 }
 
 /** An identity as stored: optional fields only when set (as SQLite gives them back). */
@@ -34,6 +44,18 @@ function stored(id: Identity): Identity {
   if (id.external_id) out.external_id = id.external_id;
   if (id.linked_at) out.linked_at = id.linked_at;
   return out;
+}
+
+function keyCopy(key: ApiKeyRecord): ApiKeyRecord {
+  return {
+    api_key_id: key.api_key_id,
+    user_id: key.user_id,
+    name: key.name,
+    key_hash: key.key_hash,
+    walkers: key.walkers === null ? null : [...key.walkers],
+    created_at: key.created_at,
+    expires_at: key.expires_at,
+  };
 }
 
 /**
@@ -52,6 +74,9 @@ export class MemoryUsersRepository implements UsersRepository, ImmediateUserLook
   /** Root id → when its user was deleted. */
   private readonly drops = new Map<string, number>();
   private readonly tokens = new Map<string, OneTimeToken>();
+  /** API keys by id, and key hash → id. */
+  private readonly keys = new Map<string, ApiKeyRecord>();
+  private readonly keyByHash = new Map<string, string>();
   private closed = false;
 
   private check(): void {
@@ -66,6 +91,7 @@ export class MemoryUsersRepository implements UsersRepository, ImmediateUserLook
   private free(have: readonly Identity[], ids: readonly Identity[]): boolean {
     const keys = new Set<string>();
     const types = new Set(have.filter((i) => i.type !== 'sso').map((i) => i.type));
+    const providers = new Set(have.filter((i) => i.type === 'sso').map((i) => i.provider ?? ''));
     for (const id of ids) {
       const key = identityKey(id);
       if (this.taken.has(key) || keys.has(key)) return false;
@@ -73,6 +99,10 @@ export class MemoryUsersRepository implements UsersRepository, ImmediateUserLook
       if (id.type !== 'sso') {
         if (types.has(id.type)) return false;
         types.add(id.type);
+      } else {
+        // One SSO identity per provider and user.
+        if (providers.has(id.provider ?? '')) return false;
+        providers.add(id.provider ?? '');
       }
     }
     return true;
@@ -170,6 +200,7 @@ export class MemoryUsersRepository implements UsersRepository, ImmediateUserLook
       this.users.delete(userId);
       for (const id of user.identities) this.taken.delete(identityKey(id));
       for (const [hash, token] of this.tokens) if (token.user_id === userId) this.tokens.delete(hash);
+      for (const [id, key] of this.keys) if (key.user_id === userId) this.dropKey(id, key);
       // Re-inserted: a root deleted again is as recent as its latest deletion.
       this.drops.delete(user.root_id);
       this.drops.set(user.root_id, at);
@@ -243,6 +274,59 @@ export class MemoryUsersRepository implements UsersRepository, ImmediateUserLook
     return { ...token };
   }
 
+  async bySso(provider: string, externalId: string): Promise<UserRecord | undefined> {
+    this.check();
+    const userId = this.taken.get(ssoKey(provider, externalId));
+    return userId === undefined ? undefined : this.copy(this.users.get(userId));
+  }
+
+  async removeSsoIdentity(userId: string, provider: string): Promise<SsoUnlink> {
+    this.check();
+    const user = this.users.get(userId);
+    const at = user?.identities.findIndex((i) => i.type === 'sso' && i.provider === provider) ?? -1;
+    if (!user || at < 0) return 'absent';
+    if (user.password_hash === null && !user.identities.some((i) => i.type === 'sso' && i.provider !== provider)) return 'last';
+    const [removed] = user.identities.splice(at, 1);
+    this.taken.delete(identityKey(removed as Identity));
+    return 'removed';
+  }
+
+  async putApiKey(key: ApiKeyRecord): Promise<void> {
+    this.check();
+    // As SQLite's foreign key and unique columns.
+    if (!this.users.has(key.user_id)) throw notFound('no such user');
+    if (this.keys.has(key.api_key_id) || this.keyByHash.has(key.key_hash)) throw storeError('SVC_ERR_STORE', 'that API key cannot be kept (its hash or id is used)');
+    this.keys.set(key.api_key_id, keyCopy(key));
+    this.keyByHash.set(key.key_hash, key.api_key_id);
+  }
+
+  async apiKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
+    this.check();
+    const id = this.keyByHash.get(keyHash);
+    const key = id === undefined ? undefined : this.keys.get(id);
+    return key && keyCopy(key);
+  }
+
+  async apiKeysOf(userId: string): Promise<ApiKeyRecord[]> {
+    this.check();
+    const mine = [...this.keys.values()].filter((k) => k.user_id === userId);
+    mine.sort((a, b) => (a.created_at === b.created_at ? compare(a.api_key_id, b.api_key_id) : compare(a.created_at, b.created_at)));
+    return mine.map(keyCopy);
+  }
+
+  async deleteApiKey(userId: string, apiKeyId: string): Promise<boolean> {
+    this.check();
+    const key = this.keys.get(apiKeyId);
+    if (!key || key.user_id !== userId) return false;
+    this.dropKey(apiKeyId, key);
+    return true;
+  }
+
+  private dropKey(id: string, key: ApiKeyRecord): void {
+    this.keys.delete(id);
+    if (this.keyByHash.get(key.key_hash) === id) this.keyByHash.delete(key.key_hash);
+  }
+
   // What `svc db copy` needs besides.
 
   async scanUsers(after: string, limit: number): Promise<UserRecord[]> {
@@ -310,6 +394,36 @@ export class MemoryUsersRepository implements UsersRepository, ImmediateUserLook
     for (const r of rows) {
       this.drops.delete(r.root_id);
       this.drops.set(r.root_id, r.since);
+    }
+  }
+
+  async apiKeys(): Promise<ApiKeyRecord[]> {
+    this.check();
+    return [...this.keys.values()].sort((a, b) => compare(a.api_key_id, b.api_key_id)).map(keyCopy);
+  }
+
+  async putApiKeys(keys: readonly ApiKeyRecord[]): Promise<void> {
+    this.check();
+    // Checked whole first (all or none, as SQLite's transaction): users there, a hash held by one key.
+    if (keys.some((k) => !this.users.has(k.user_id))) throw storeError('SVC_ERR_STORE', 'an API key of a user that is not there cannot be kept');
+    const used = () => storeError('SVC_ERR_STORE', 'that API key cannot be kept (its hash is used)');
+    const incoming = new Map<string, string>();
+    for (const k of keys) {
+      const holder = incoming.get(k.key_hash);
+      if (holder !== undefined && holder !== k.api_key_id) throw used();
+      incoming.set(k.key_hash, k.api_key_id);
+    }
+    // A hash may move between keys of this batch, never away from a key outside it.
+    const replaced = new Set(keys.map((k) => k.api_key_id));
+    for (const [hash, id] of incoming) {
+      const have = this.keyByHash.get(hash);
+      if (have !== undefined && have !== id && !replaced.has(have)) throw used();
+    }
+    for (const k of keys) {
+      const old = this.keys.get(k.api_key_id);
+      if (old) this.dropKey(k.api_key_id, old);
+      this.keys.set(k.api_key_id, keyCopy(k));
+      this.keyByHash.set(k.key_hash, k.api_key_id);
     }
   }
 

@@ -5,13 +5,14 @@
  *
  * - `users`: one document per user, `_id` the user id, identities embedded.
  * - `identities`: one document per key a user holds alone — `v:<value>` for
- *   a username or email (one namespace for both), `sso:[provider, id]`, and
- *   `t:<user>:<type>` (one of a type per user) — written in the same
+ *   a username or email (one namespace for both), `sso:[provider, id]`,
+ *   `t:<user>:<type>` (one of a type per user) and `p:[user, provider]` (one
+ *   SSO identity per provider per user) — written in the same
  *   transaction as the user. Unique `_id`s are how uniqueness holds when two
  *   pods register one name at once: one transaction wins, the other gets a
  *   duplicate key (`IDENTITY_TAKEN`).
  * - `deleted_users`, `pending_graph_drops`, `one_time_tokens` (`_id` the
- *   token's hash).
+ *   token's hash), `webhook_api_keys` (`_id` the key id; its hash unique).
  *
  * Writes over several documents are transactions, so the server must be a
  * replica set (one member will do) or a sharded cluster, as for the anchor
@@ -34,9 +35,10 @@ import {
 } from 'mongodb';
 import { SvcError } from '../../kernel/index.ts';
 import { connectMongo, ensureCollections, mongoFailure, storeError } from '../anchor/index.ts';
-import { identityError } from './errors.ts';
+import { identityError, notFound } from './errors.ts';
 import { type LegacyUser, legacyUserId, legacyUserRecords } from './legacy-users.ts';
 import {
+  type ApiKeyRecord,
   type DeletedUser,
   type GraphDrop,
   type Identity,
@@ -44,6 +46,7 @@ import {
   type OneTimeToken,
   PATCHABLE,
   pageBounds,
+  type SsoUnlink,
   type UserPatch,
   type UserRecord,
   type UsersPage,
@@ -63,6 +66,12 @@ interface UserDoc extends Omit<UserRecord, 'user_id'> {
   user_id: string;
   /** One-time tokens issued: written by each, so that a deletion at the same time conflicts instead of leaving a token of no user. */
   one_time_tokens?: number;
+  /** API keys issued: written by each, for the same reason. */
+  api_keys?: number;
+}
+
+interface ApiKeyDoc extends Omit<ApiKeyRecord, 'api_key_id'> {
+  _id: string;
 }
 
 interface KeyDoc {
@@ -81,8 +90,28 @@ function isDuplicate(error: unknown): boolean {
 /** The keys an identity holds alone (see the file's comment). */
 function keysOf(userId: string, identities: readonly Identity[]): KeyDoc[] {
   return identities.flatMap((id) =>
-    id.type === 'sso' ? [`sso:${JSON.stringify([id.provider ?? '', id.external_id ?? ''])}`] : [`v:${id.value_normalized}`, `t:${userId}:${id.type}`],
+    id.type === 'sso' ? [ssoKey(id.provider ?? '', id.external_id ?? ''), `p:${JSON.stringify([userId, id.provider ?? ''])}`] : [`v:${id.value_normalized}`, `t:${userId}:${id.type}`],
   ).map((_id) => ({ _id, user_id: userId }));
+}
+
+function ssoKey(provider: string, externalId: string): string {
+  return `sso:${JSON.stringify([provider, externalId])}`;
+}
+
+function toKey(doc: ApiKeyDoc): ApiKeyRecord {
+  return {
+    api_key_id: doc._id,
+    user_id: doc.user_id,
+    name: doc.name,
+    key_hash: doc.key_hash,
+    walkers: doc.walkers ?? null,
+    created_at: doc.created_at,
+    expires_at: doc.expires_at ?? null,
+  };
+}
+
+function keyDoc(key: ApiKeyRecord): ApiKeyDoc {
+  return { _id: key.api_key_id, user_id: key.user_id, name: key.name, key_hash: key.key_hash, walkers: key.walkers === null ? null : [...key.walkers], created_at: key.created_at, expires_at: key.expires_at };
 }
 
 /** An identity as stored: optional fields only when set (as SQLite gives them back). */
@@ -159,6 +188,7 @@ export class MongoUsersRepository implements UsersRepository {
   private readonly deleted: Collection<{ _id: string; deleted_at: number }>;
   private readonly drops: Collection<{ _id: string; since: number }>;
   private readonly tokens: Collection<TokenDoc>;
+  private readonly apiKeyDocs: Collection<ApiKeyDoc>;
   private closed = false;
 
   private constructor(
@@ -170,6 +200,7 @@ export class MongoUsersRepository implements UsersRepository {
     this.deleted = db.collection('deleted_users');
     this.drops = db.collection('pending_graph_drops');
     this.tokens = db.collection('one_time_tokens');
+    this.apiKeyDocs = db.collection('webhook_api_keys');
   }
 
   /**
@@ -192,16 +223,21 @@ export class MongoUsersRepository implements UsersRepository {
   }
 
   private async prepare(): Promise<void> {
-    await ensureCollections(this.db, ['users', 'identities', 'deleted_users', 'pending_graph_drops', 'one_time_tokens']);
+    await ensureCollections(this.db, ['users', 'identities', 'deleted_users', 'pending_graph_drops', 'one_time_tokens', 'webhook_api_keys']);
     await this.users.createIndexes([
       { key: { 'identities.value_normalized': 1 }, name: 'identity_value' },
       { key: { created_at: -1, _id: 1 }, name: 'newest' },
       { key: { tokens_valid_after: 1 }, name: 'stamp' },
+      { key: { 'identities.provider': 1, 'identities.external_id': 1 }, name: 'identity_sso' },
     ]);
     await this.keys.createIndex({ user_id: 1 }, { name: 'user' });
     await this.deleted.createIndex({ deleted_at: 1 }, { name: 'deleted_at' });
     await this.drops.createIndex({ since: 1 }, { name: 'since' });
     await this.tokens.createIndex({ user_id: 1, kind: 1 }, { name: 'user_kind' });
+    await this.apiKeyDocs.createIndexes([
+      { key: { key_hash: 1 }, name: 'key_hash', unique: true },
+      { key: { user_id: 1, created_at: 1, _id: 1 }, name: 'user_created' },
+    ]);
   }
 
   /** Legacy users, oldest first, each moved in a transaction of its own (see the file's comment). */
@@ -352,6 +388,7 @@ export class MongoUsersRepository implements UsersRepository {
         const mark = Math.max(at, (user?.tokens_valid_after ?? 0) + 1);
         await this.keys.deleteMany({ user_id: userId }, { session });
         await this.tokens.deleteMany({ user_id: userId }, { session });
+        await this.apiKeyDocs.deleteMany({ user_id: userId }, { session });
         await this.deleted.replaceOne({ _id: userId }, { deleted_at: mark }, { upsert: true, session });
         if (user) await this.drops.replaceOne({ _id: user.root_id }, { since: at }, { upsert: true, session });
         return mark;
@@ -431,6 +468,64 @@ export class MongoUsersRepository implements UsersRepository {
     });
   }
 
+  async bySso(provider: string, externalId: string): Promise<UserRecord | undefined> {
+    return this.run('bySso', async () => {
+      const doc = await this.users.findOne({ identities: { $elemMatch: { type: 'sso', provider, external_id: externalId } } });
+      return doc ? toRecord(doc) : undefined;
+    });
+  }
+
+  async removeSsoIdentity(userId: string, provider: string): Promise<SsoUnlink> {
+    return this.run('removeSsoIdentity', () =>
+      this.transaction(async (session): Promise<SsoUnlink> => {
+        const doc = await this.users.findOne({ _id: userId }, { session });
+        const ssos = (doc?.identities ?? []).filter((i) => i.type === 'sso');
+        const gone = ssos.filter((i) => i.provider === provider);
+        if (!doc || gone.length === 0) return 'absent';
+        if ((doc.password_hash ?? null) === null && ssos.every((i) => i.provider === provider)) return 'last';
+        // A write to the user's document: two removals (or a password removal) at once conflict, and the
+        // one run again reads what the other left. The filter holds what was read, in any case.
+        const pulled = await this.users.updateOne(
+          { _id: userId, password_hash: doc.password_hash ?? null, identities: { $elemMatch: { type: 'sso', provider } } },
+          { $pull: { identities: { type: 'sso', provider } } },
+          { session },
+        );
+        if (pulled.modifiedCount !== 1) throw storeError('SVC_ERR_STORE_UNAVAILABLE', 'the user changed while a sign-in was being removed; retry');
+        await this.keys.deleteMany({ _id: { $in: keysOf(userId, gone).map((k) => k._id) } }, { session });
+        return 'removed';
+      }),
+    );
+  }
+
+  async putApiKey(key: ApiKeyRecord): Promise<void> {
+    await this.run(
+      'putApiKey',
+      () =>
+        this.transaction(async (session) => {
+          // A write to the user, not a read: a deletion at the same time conflicts with this transaction.
+          const owner = await this.users.updateOne({ _id: key.user_id }, { $inc: { api_keys: 1 } }, { session });
+          if (owner.matchedCount === 0) throw notFound('no such user');
+          await this.apiKeyDocs.insertOne(keyDoc(key), { session });
+        }),
+      () => storeError('SVC_ERR_STORE', 'that API key cannot be kept (its hash or id is used)'),
+    );
+  }
+
+  async apiKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
+    return this.run('apiKeyByHash', async () => {
+      const doc = await this.apiKeyDocs.findOne({ key_hash: keyHash });
+      return doc ? toKey(doc) : undefined;
+    });
+  }
+
+  async apiKeysOf(userId: string): Promise<ApiKeyRecord[]> {
+    return this.run('apiKeysOf', async () => (await this.apiKeyDocs.find({ user_id: userId }).sort({ created_at: 1, _id: 1 }).toArray()).map(toKey));
+  }
+
+  async deleteApiKey(userId: string, apiKeyId: string): Promise<boolean> {
+    return this.run('deleteApiKey', async () => (await this.apiKeyDocs.deleteOne({ _id: apiKeyId, user_id: userId })).deletedCount === 1);
+  }
+
   async scanUsers(after: string, limit: number): Promise<UserRecord[]> {
     return this.run('scanUsers', async () => (await this.users.find({ _id: { $gt: after } }).sort({ _id: 1 }).limit(limit).toArray()).map(toRecord));
   }
@@ -488,6 +583,17 @@ export class MongoUsersRepository implements UsersRepository {
     if (rows.length === 0) return this.check();
     await this.run('putGraphDrops', () =>
       this.drops.bulkWrite(rows.map((r) => ({ replaceOne: { filter: { _id: r.root_id }, replacement: { since: r.since }, upsert: true } }))),
+    );
+  }
+
+  async apiKeys(): Promise<ApiKeyRecord[]> {
+    return this.run('apiKeys', async () => (await this.apiKeyDocs.find().sort({ _id: 1 }).toArray()).map(toKey));
+  }
+
+  async putApiKeys(keys: readonly ApiKeyRecord[]): Promise<void> {
+    if (keys.length === 0) return this.check();
+    await this.run('putApiKeys', () =>
+      this.apiKeyDocs.bulkWrite(keys.map((k) => ({ replaceOne: { filter: { _id: k.api_key_id }, replacement: keyDoc(k), upsert: true } }))),
     );
   }
 

@@ -3,7 +3,7 @@
  * follow the graph into the shared database, so a user registered through
  * one pod logs in through another. The tables mirror the SQLite ones
  * (`users`, `identities`, `deleted_users`, `pending_graph_drops`,
- * `one_time_tokens`); uniqueness is the database's (unique indexes), each
+ * `one_time_tokens`, `webhook_api_keys`); uniqueness is the database's (unique indexes), each
  * operation is one statement or one transaction.
  *
  * Users of the Python original (a table `users` of flat rows `{username,
@@ -14,11 +14,12 @@
  * login).
  */
 import type pg from 'pg';
-import { PgPool, withSchemaLock } from '../anchor/index.ts';
-import { identityError } from './errors.ts';
+import { PgPool, storeError, withSchemaLock } from '../anchor/index.ts';
+import { identityError, notFound } from './errors.ts';
 import { type LegacyUser, legacyUserRecords } from './legacy-users.ts';
 import {
   identityFromRow,
+  type ApiKeyRecord,
   type DeletedUser,
   type GraphDrop,
   type Identity,
@@ -26,6 +27,7 @@ import {
   type OneTimeToken,
   PATCHABLE,
   pageBounds,
+  type SsoUnlink,
   type UserPatch,
   type UserRecord,
   type UsersPage,
@@ -49,6 +51,7 @@ CREATE TABLE IF NOT EXISTS identities (
 CREATE UNIQUE INDEX IF NOT EXISTS identities_value ON identities (value_normalized) WHERE type <> 'sso';
 CREATE UNIQUE INDEX IF NOT EXISTS identities_sso ON identities (provider, external_id) WHERE type = 'sso';
 CREATE UNIQUE INDEX IF NOT EXISTS identities_one_per_type ON identities (user_id, type) WHERE type <> 'sso';
+CREATE UNIQUE INDEX IF NOT EXISTS identities_sso_one_per_provider ON identities (user_id, provider) WHERE type = 'sso';
 CREATE INDEX IF NOT EXISTS identities_user ON identities (user_id);
 CREATE TABLE IF NOT EXISTS deleted_users (user_id text PRIMARY KEY, deleted_at bigint NOT NULL);
 CREATE INDEX IF NOT EXISTS deleted_users_at ON deleted_users (deleted_at);
@@ -57,6 +60,10 @@ CREATE TABLE IF NOT EXISTS one_time_tokens (
   token_hash text PRIMARY KEY, user_id text NOT NULL REFERENCES users (user_id) ON DELETE CASCADE,
   kind text NOT NULL, identity text NOT NULL, expires_at bigint NOT NULL, used_at bigint);
 CREATE INDEX IF NOT EXISTS one_time_tokens_user ON one_time_tokens (user_id, kind);
+CREATE TABLE IF NOT EXISTS webhook_api_keys (
+  api_key_id text PRIMARY KEY, user_id text NOT NULL REFERENCES users (user_id) ON DELETE CASCADE,
+  name text NOT NULL, key_hash text NOT NULL UNIQUE, walkers jsonb, created_at text NOT NULL, expires_at text);
+CREATE INDEX IF NOT EXISTS webhook_api_keys_user ON webhook_api_keys (user_id);
 `;
 
 interface UserRow {
@@ -112,6 +119,26 @@ function record(row: UserRow | undefined): UserRecord | undefined {
 function isUnique(error: unknown): boolean {
   const e = error as { code?: unknown; cause?: { code?: unknown } };
   return e?.code === '23505' || e?.cause?.code === '23505';
+}
+
+/** The columns of an API key, in order, as `webhook_api_keys` takes them. */
+const KEY_COLUMNS = 'api_key_id, user_id, name, key_hash, walkers, created_at, expires_at';
+
+/** `walkers` as JSON text (a JS array would be sent as a PostgreSQL array, not jsonb). */
+function keyValues(k: ApiKeyRecord): unknown[] {
+  return [k.api_key_id, k.user_id, k.name, k.key_hash, k.walkers === null ? null : JSON.stringify(k.walkers), k.created_at, k.expires_at];
+}
+
+function keyRecord(row: ApiKeyRecord): ApiKeyRecord {
+  return {
+    api_key_id: row.api_key_id,
+    user_id: row.user_id,
+    name: row.name,
+    key_hash: row.key_hash,
+    walkers: row.walkers ?? null,
+    created_at: row.created_at,
+    expires_at: row.expires_at ?? null,
+  };
 }
 
 const INSERT_USER = `INSERT INTO users (user_id, status, role, root_id, profile, created_at, updated_at, must_change_password, tokens_valid_after, protected, password_hash)
@@ -342,6 +369,75 @@ export class PgUsersRepository implements UsersRepository {
     return rows[0];
   }
 
+  // ---- single sign-on ---------------------------------------------------------
+
+  async bySso(provider: string, externalId: string): Promise<UserRecord | undefined> {
+    const { rows } = await this.db.run(
+      (c) =>
+        c.query<UserRow>({
+          name: 'svc_user_by_sso',
+          text: `${USER} WHERE u.user_id = (SELECT user_id FROM identities WHERE type = 'sso' AND provider = $1 AND external_id = $2)`,
+          values: [provider, externalId],
+        }),
+      'reading a user',
+    );
+    return record(rows[0]);
+  }
+
+  async removeSsoIdentity(userId: string, provider: string): Promise<SsoUnlink> {
+    return this.db.transaction(async (c) => {
+      // The user's row locked: two removals at once, a password removal or a deletion wait for
+      // this one (an identity added meanwhile waits too: its foreign key check takes a share lock).
+      const { rows: users } = await c.query<{ has_password: boolean }>('SELECT password_hash IS NOT NULL AS has_password FROM users WHERE user_id = $1 FOR UPDATE', [userId]);
+      const user = users[0];
+      if (!user) return 'absent';
+      const { rows } = await c.query<{ provider: string }>("SELECT provider FROM identities WHERE user_id = $1 AND type = 'sso'", [userId]);
+      const providers = rows.map((r) => r.provider);
+      if (!providers.includes(provider)) return 'absent';
+      if (!user.has_password && providers.every((p) => p === provider)) return 'last';
+      await c.query("DELETE FROM identities WHERE user_id = $1 AND type = 'sso' AND provider = $2", [userId, provider]);
+      return 'removed';
+    }, 'removing a sign-in');
+  }
+
+  // ---- API keys ----------------------------------------------------------------
+
+  async putApiKey(key: ApiKeyRecord): Promise<void> {
+    await this.db.run(async (c) => {
+      try {
+        // The foreign key check waits for a deletion of the user under way, then fails: no key outlives its user.
+        await c.query({ name: 'svc_put_api_key', text: `INSERT INTO webhook_api_keys (${KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)`, values: keyValues(key) });
+      } catch (error) {
+        const code = (error as { code?: unknown }).code;
+        if (code === '23503') throw notFound('no such user');
+        if (code === '23505') throw storeError('SVC_ERR_STORE', 'that API key cannot be kept (its hash or id is used)', { cause: error });
+        throw error;
+      }
+    }, 'keeping an API key');
+  }
+
+  async apiKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
+    const { rows } = await this.db.run(
+      (c) => c.query<ApiKeyRecord>({ name: 'svc_api_key_by_hash', text: 'SELECT * FROM webhook_api_keys WHERE key_hash = $1', values: [keyHash] }),
+      'reading an API key',
+    );
+    return rows[0] && keyRecord(rows[0]);
+  }
+
+  async apiKeysOf(userId: string): Promise<ApiKeyRecord[]> {
+    // Byte order (COLLATE "C"), as the other backends compare strings.
+    const { rows } = await this.db.run(
+      (c) => c.query<ApiKeyRecord>('SELECT * FROM webhook_api_keys WHERE user_id = $1 ORDER BY created_at COLLATE "C", api_key_id COLLATE "C"', [userId]),
+      'reading API keys',
+    );
+    return rows.map(keyRecord);
+  }
+
+  async deleteApiKey(userId: string, apiKeyId: string): Promise<boolean> {
+    const { rowCount } = await this.db.run((c) => c.query('DELETE FROM webhook_api_keys WHERE api_key_id = $1 AND user_id = $2', [apiKeyId, userId]), 'deleting an API key');
+    return rowCount === 1;
+  }
+
   // ---- transfer (svc db copy) ------------------------------------------------
 
   async scanUsers(after: string, limit: number): Promise<UserRecord[]> {
@@ -417,6 +513,25 @@ export class PgUsersRepository implements UsersRepository {
         ),
       'writing graph drops',
     );
+  }
+
+  async apiKeys(): Promise<ApiKeyRecord[]> {
+    const { rows } = await this.db.run((c) => c.query<ApiKeyRecord>('SELECT * FROM webhook_api_keys ORDER BY api_key_id COLLATE "C"'), 'reading API keys');
+    return rows.map(keyRecord);
+  }
+
+  async putApiKeys(keys: readonly ApiKeyRecord[]): Promise<void> {
+    if (keys.length === 0) return;
+    await this.db.transaction(async (c) => {
+      for (const k of keys) {
+        await c.query(
+          `INSERT INTO webhook_api_keys (${KEY_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7)
+           ON CONFLICT (api_key_id) DO UPDATE SET user_id = excluded.user_id, name = excluded.name, key_hash = excluded.key_hash,
+             walkers = excluded.walkers, created_at = excluded.created_at, expires_at = excluded.expires_at`,
+          keyValues(k),
+        );
+      }
+    }, 'writing API keys');
   }
 
   async close(): Promise<void> {

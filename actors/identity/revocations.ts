@@ -15,6 +15,7 @@ export const REVOCATIONS_TOPIC = 'identity.revocations';
 export class RevocationTable implements RevocationList {
   private readonly after = new Map<string, number>();
   private bus: Broadcast | undefined;
+  private readonly listeners: ((userId: string) => void)[] = [];
 
   validAfter(userId: string): number | undefined {
     return this.after.get(userId);
@@ -22,7 +23,15 @@ export class RevocationTable implements RevocationList {
 
   set(userId: string, ms: number): void {
     const current = this.after.get(userId);
-    if (current === undefined || ms > current) this.after.set(userId, ms);
+    if (current === undefined || ms > current) {
+      this.after.set(userId, ms);
+      for (const fn of this.listeners) fn(userId);
+    }
+  }
+
+  /** `fn` is told of every user whose tokens were revoked (moved forward), here or on another member. */
+  listen(fn: (userId: string) => void): void {
+    this.listeners.push(fn);
   }
 
   /** Take the changes other members publish (and publish this one's through `bus`). */

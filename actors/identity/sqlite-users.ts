@@ -11,8 +11,9 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { storeError } from '../anchor/index.ts';
-import { identityError } from './errors.ts';
+import { identityError, notFound } from './errors.ts';
 import {
+  type ApiKeyRecord,
   type DeletedUser,
   type GraphDrop,
   type Identity,
@@ -23,6 +24,7 @@ import {
   PATCHABLE,
   pageBounds,
   type Role,
+  type SsoUnlink,
   type Status,
   type UserPatch,
   type UserRecord,
@@ -57,6 +59,41 @@ interface IdentityRow {
   linked_at: string | null;
 }
 
+interface ApiKeyRow {
+  api_key_id: string;
+  user_id: string;
+  name: string;
+  key_hash: string;
+  /** JSON text of the walker names; null: any. */
+  walkers: string | null;
+  created_at: string;
+  expires_at: string | null;
+}
+
+function keyRow(key: ApiKeyRecord): ApiKeyRow {
+  return {
+    api_key_id: key.api_key_id,
+    user_id: key.user_id,
+    name: key.name,
+    key_hash: key.key_hash,
+    walkers: key.walkers === null ? null : JSON.stringify(key.walkers),
+    created_at: key.created_at,
+    expires_at: key.expires_at,
+  };
+}
+
+function keyRecord(row: ApiKeyRow): ApiKeyRecord {
+  return {
+    api_key_id: row.api_key_id,
+    user_id: row.user_id,
+    name: row.name,
+    key_hash: row.key_hash,
+    walkers: row.walkers === null ? null : (JSON.parse(row.walkers) as string[]),
+    created_at: row.created_at,
+    expires_at: row.expires_at,
+  };
+}
+
 /** A user's row as the statements take it (its identities go in their own table). */
 function userRow(user: UserRecord): UserRow {
   return {
@@ -76,6 +113,10 @@ function userRow(user: UserRecord): UserRow {
 
 function isUnique(error: unknown): boolean {
   return typeof (error as { code?: unknown }).code === 'string' && (error as { code: string }).code.startsWith('SQLITE_CONSTRAINT');
+}
+
+function isForeignKey(error: unknown): boolean {
+  return (error as { code?: unknown }).code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
 }
 
 /**
@@ -114,6 +155,8 @@ export class SqliteUsersRepository implements UsersRepository, ImmediateUserLook
       CREATE UNIQUE INDEX IF NOT EXISTS identities_value ON identities(value_normalized) WHERE type != 'sso';
       CREATE UNIQUE INDEX IF NOT EXISTS identities_sso ON identities(provider, external_id) WHERE type = 'sso';
       CREATE UNIQUE INDEX IF NOT EXISTS identities_one_per_type ON identities(user_id, type) WHERE type != 'sso';
+      -- One SSO identity per provider and user (added later: IF NOT EXISTS upgrades older files on open).
+      CREATE UNIQUE INDEX IF NOT EXISTS identities_sso_one_per_provider ON identities(user_id, provider) WHERE type = 'sso';
       CREATE INDEX IF NOT EXISTS identities_user ON identities(user_id);
       CREATE TABLE IF NOT EXISTS deleted_users (user_id TEXT PRIMARY KEY, deleted_at INTEGER NOT NULL);
       -- Graphs of deleted users not deleted yet (done after the user, retried at start until it succeeds).
@@ -121,6 +164,11 @@ export class SqliteUsersRepository implements UsersRepository, ImmediateUserLook
       CREATE TABLE IF NOT EXISTS one_time_tokens (
         token_hash TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(user_id) ON DELETE CASCADE,
         kind TEXT NOT NULL, identity TEXT NOT NULL, expires_at INTEGER NOT NULL, used_at INTEGER);
+      -- API keys (seed 000 §2.5, its collection name): only the key's SHA-256; gone with their user.
+      CREATE TABLE IF NOT EXISTS webhook_api_keys (
+        api_key_id TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(user_id) ON DELETE CASCADE,
+        name TEXT NOT NULL, key_hash TEXT NOT NULL UNIQUE, walkers TEXT, created_at TEXT NOT NULL, expires_at TEXT);
+      CREATE INDEX IF NOT EXISTS webhook_api_keys_user ON webhook_api_keys(user_id);
     `);
     this.q = {
       insertUser: this.db.prepare(
@@ -133,6 +181,7 @@ export class SqliteUsersRepository implements UsersRepository, ImmediateUserLook
       ),
       userById: this.db.prepare('SELECT * FROM users WHERE user_id = ?'),
       userByIdentity: this.db.prepare("SELECT u.* FROM users u JOIN identities i ON i.user_id = u.user_id WHERE i.value_normalized = ? AND i.type != 'sso'"),
+      userBySso: this.db.prepare("SELECT u.* FROM users u JOIN identities i ON i.user_id = u.user_id WHERE i.type = 'sso' AND i.provider = ? AND i.external_id = ?"),
       identitiesOf: this.db.prepare('SELECT * FROM identities WHERE user_id = ? ORDER BY rowid'),
       // Only over the hash it replaces: a change that landed meanwhile is not undone.
       setPassword: this.db.prepare('UPDATE users SET password_hash = @hash, updated_at = @updated_at WHERE user_id = @user_id AND password_hash = @was'),
@@ -357,6 +406,88 @@ export class SqliteUsersRepository implements UsersRepository, ImmediateUserLook
     return this.q.takeToken.get({ hash, kind, now: Date.now() }) as OneTimeToken | undefined;
   }
 
+  async bySso(provider: string, externalId: string): Promise<UserRecord | undefined> {
+    this.check();
+    return this.record(this.q.userBySso.get(provider, externalId) as UserRow | undefined);
+  }
+
+  async removeSsoIdentity(userId: string, provider: string): Promise<SsoUnlink> {
+    this.check();
+    const k = this.keys;
+    // IMMEDIATE: the write lock first, so the check and the removal see one state across connections.
+    return this.db
+      .transaction((): SsoUnlink => {
+        const user = this.q.userById.get(userId) as UserRow | undefined;
+        if (!user) return 'absent';
+        const providers = k.ssoProviders.all(userId) as string[];
+        if (!providers.includes(provider)) return 'absent';
+        if (user.password_hash === null && providers.every((p) => p === provider)) return 'last';
+        k.removeSso.run(userId, provider);
+        return 'removed';
+      })
+      .immediate();
+  }
+
+  async putApiKey(key: ApiKeyRecord): Promise<void> {
+    this.check();
+    try {
+      this.keys.put.run(keyRow(key));
+    } catch (error) {
+      // The foreign key: no key outlives (or precedes) its user.
+      if (isForeignKey(error)) throw notFound('no such user');
+      if (isUnique(error)) throw storeError('SVC_ERR_STORE', 'that API key cannot be kept (its hash or id is used)');
+      throw error;
+    }
+  }
+
+  async apiKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
+    this.check();
+    const row = this.keys.byHash.get(keyHash) as ApiKeyRow | undefined;
+    return row && keyRecord(row);
+  }
+
+  async apiKeysOf(userId: string): Promise<ApiKeyRecord[]> {
+    this.check();
+    return (this.keys.of.all(userId) as ApiKeyRow[]).map(keyRecord);
+  }
+
+  async deleteApiKey(userId: string, apiKeyId: string): Promise<boolean> {
+    this.check();
+    return this.keys.delete.run(apiKeyId, userId).changes === 1;
+  }
+
+  /**
+   * SSO and API-key statements, prepared on first use: a worker's read-only
+   * connection to a file no writer of this version upgraded yet still opens
+   * (only these calls would fail).
+   */
+  private keys_: ReturnType<SqliteUsersRepository['prepareKeys']> | undefined;
+
+  private get keys(): ReturnType<SqliteUsersRepository['prepareKeys']> {
+    return (this.keys_ ??= this.prepareKeys());
+  }
+
+  private prepareKeys() {
+    return {
+      ssoProviders: this.db.prepare("SELECT provider FROM identities WHERE user_id = ? AND type = 'sso'").pluck(),
+      removeSso: this.db.prepare("DELETE FROM identities WHERE user_id = ? AND type = 'sso' AND provider = ?"),
+      put: this.db.prepare(
+        `INSERT INTO webhook_api_keys (api_key_id, user_id, name, key_hash, walkers, created_at, expires_at)
+         VALUES (@api_key_id, @user_id, @name, @key_hash, @walkers, @created_at, @expires_at)`,
+      ),
+      byHash: this.db.prepare('SELECT * FROM webhook_api_keys WHERE key_hash = ?'),
+      of: this.db.prepare('SELECT * FROM webhook_api_keys WHERE user_id = ? ORDER BY created_at, api_key_id'),
+      delete: this.db.prepare('DELETE FROM webhook_api_keys WHERE api_key_id = ? AND user_id = ?'),
+      all: this.db.prepare('SELECT * FROM webhook_api_keys ORDER BY api_key_id'),
+      upsert: this.db.prepare(
+        `INSERT INTO webhook_api_keys (api_key_id, user_id, name, key_hash, walkers, created_at, expires_at)
+         VALUES (@api_key_id, @user_id, @name, @key_hash, @walkers, @created_at, @expires_at)
+         ON CONFLICT(api_key_id) DO UPDATE SET user_id = excluded.user_id, name = excluded.name, key_hash = excluded.key_hash,
+           walkers = excluded.walkers, created_at = excluded.created_at, expires_at = excluded.expires_at`,
+      ),
+    };
+  }
+
   // What `svc db copy` needs besides.
 
   /** Prepared on first use: the serving path never pays for them. */
@@ -445,6 +576,19 @@ export class SqliteUsersRepository implements UsersRepository, ImmediateUserLook
     this.check();
     this.db.transaction(() => {
       for (const r of rows) this.q.pendDrop.run(r.root_id, r.since);
+    })();
+  }
+
+  async apiKeys(): Promise<ApiKeyRecord[]> {
+    this.check();
+    return (this.keys.all.all() as ApiKeyRow[]).map(keyRecord);
+  }
+
+  async putApiKeys(keys: readonly ApiKeyRecord[]): Promise<void> {
+    this.check();
+    const upsert = this.keys.upsert;
+    this.db.transaction(() => {
+      for (const key of keys) upsert.run(keyRow(key));
     })();
   }
 

@@ -56,6 +56,29 @@ export interface OneTimeToken {
   used_at: number | null;
 }
 
+/**
+ * An API key as kept (seed 000 §2.5): never the key, only its SHA-256. Keys
+ * are 256 random bits, so a plain hash is enough to make a stolen table
+ * useless; lookups go by that hash.
+ */
+export interface ApiKeyRecord {
+  /** Random, not secret: how the owner names the key (list, revoke). 32 hex chars. */
+  api_key_id: string;
+  user_id: string;
+  name: string;
+  /** SHA-256 of the key, lower-case hex (64 chars); unique. */
+  key_hash: string;
+  /** The webhook walkers the key may run (names); null: any. */
+  walkers: string[] | null;
+  /** ISO 8601. */
+  created_at: string;
+  /** ISO 8601; null: never expires. */
+  expires_at: string | null;
+}
+
+/** What {@link UsersRepository.removeSsoIdentity} did. */
+export type SsoUnlink = 'removed' | 'absent' | 'last';
+
 /** Fields of a user that change after creation; absent (or undefined) ones are left as they are. */
 export type UserPatch = Partial<Pick<UserRecord, 'status' | 'role' | 'must_change_password' | 'tokens_valid_after' | 'profile' | 'password_hash'>>;
 
@@ -92,7 +115,8 @@ export interface UsersRepository {
    * Create a user with its identities, all or nothing. `IDENTITY_TAKEN` when
    * the user id exists, or an identity is used already: a username or email
    * (by its normalised value, across both types) by any user, an SSO identity
-   * (provider and external id) by any user, or a second one of a type by this user.
+   * (provider and external id) by any user, or a second one of a type by this user
+   * (for SSO: a second one of the same provider).
    */
   create(user: UserRecord): Promise<void>;
   /** The user with this id (a copy: changing it changes nothing stored). */
@@ -124,7 +148,7 @@ export interface UsersRepository {
    */
   updateAndRevoke(userId: string, patch?: UserPatch): Promise<number | undefined>;
   /**
-   * Delete a user, with its identities (free again) and one-time tokens,
+   * Delete a user, with its identities (free again; SSO links too), one-time tokens and API keys,
    * atomically. The deletion is remembered with a revocation mark —
    * `max(at, stamp + 1)`, returned — so every token of theirs stays void
    * and the id is never reused; the user's root is recorded in the pending
@@ -157,6 +181,29 @@ export interface UsersRepository {
   /** Use a one-time token: the token if it was unused and unexpired (now used), undefined otherwise. Once only, however many ask at once. */
   takeOneTimeToken(hash: string, kind: OneTimeToken['kind']): Promise<OneTimeToken | undefined>;
 
+  // ---- single sign-on identities (type 'sso': provider + external_id) ----
+
+  /** The user with this SSO identity (provider = platform id, `google`, …; external id = the provider's subject). */
+  bySso(provider: string, externalId: string): Promise<UserRecord | undefined>;
+  /**
+   * Remove the user's SSO identity of this provider, atomically with the
+   * check that it is not their last way to sign in: `last` (nothing removed)
+   * when they have no password and no other SSO identity; `absent` when they
+   * have none of this provider (or there is no such user).
+   */
+  removeSsoIdentity(userId: string, provider: string): Promise<SsoUnlink>;
+
+  // ---- API keys (a user's; deleted with the user) ----
+
+  /** Keep a new key. `NOT_FOUND` (404) when the user does not exist (or is being deleted): no key outlives its user. */
+  putApiKey(key: ApiKeyRecord): Promise<void>;
+  /** The key with this hash, expired or not (the caller checks `expires_at`). */
+  apiKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined>;
+  /** A user's keys, oldest first (`created_at`, then `api_key_id`). */
+  apiKeysOf(userId: string): Promise<ApiKeyRecord[]>;
+  /** Delete one of the user's keys; false when they have none with this id (another user's key is not theirs to delete). */
+  deleteApiKey(userId: string, apiKeyId: string): Promise<boolean>;
+
   close(): Promise<void>;
 
   // What `svc db copy` needs besides; every backend of its own implements them
@@ -176,6 +223,10 @@ export interface UsersRepository {
   /** Every pending graph drop. */
   graphDrops?(): Promise<GraphDrop[]>;
   putGraphDrops?(rows: readonly GraphDrop[]): Promise<void>;
+  /** Every API key. */
+  apiKeys?(): Promise<ApiKeyRecord[]>;
+  /** Insert or replace API keys exactly as given (their users must be there). */
+  putApiKeys?(keys: readonly ApiKeyRecord[]): Promise<void>;
 }
 
 /** A deleted user, remembered: its tokens from before `deleted_at` (the revocation mark, ms) are void and its id is never reused. */

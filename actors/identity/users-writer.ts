@@ -8,7 +8,18 @@
  */
 import { type ActorRef, type ActorSystem, fromReceive, replyLater } from '../../kernel/index.ts';
 import { storeError } from '../anchor/index.ts';
-import type { ImmediateUserLookup, Identity, OneTimeToken, UserPatch, UserRecord, UsersPage, UsersPageOptions, UsersRepository } from './users-repository.ts';
+import type {
+  ApiKeyRecord,
+  ImmediateUserLookup,
+  Identity,
+  OneTimeToken,
+  SsoUnlink,
+  UserPatch,
+  UserRecord,
+  UsersPage,
+  UsersPageOptions,
+  UsersRepository,
+} from './users-repository.ts';
 
 /** The writer's name under `/user` on the main thread. */
 export const USERS_WRITER_ACTOR = 'users-writer';
@@ -26,6 +37,9 @@ const WRITES = [
   'putOneTimeToken',
   'voidOneTimeTokens',
   'takeOneTimeToken',
+  'removeSsoIdentity',
+  'putApiKey',
+  'deleteApiKey',
 ] as const;
 type WriteMethod = (typeof WRITES)[number];
 const IS_WRITE = new Set<string>(WRITES);
@@ -132,6 +146,24 @@ export class ForwardingUsersRepository implements UsersRepository, ImmediateUser
   }
   takeOneTimeToken(hash: string, kind: OneTimeToken['kind']): Promise<OneTimeToken | undefined> {
     return this.write('takeOneTimeToken', hash, kind);
+  }
+  bySso(provider: string, externalId: string): Promise<UserRecord | undefined> {
+    return this.reader.bySso(provider, externalId);
+  }
+  removeSsoIdentity(userId: string, provider: string): Promise<SsoUnlink> {
+    return this.write('removeSsoIdentity', userId, provider);
+  }
+  putApiKey(key: ApiKeyRecord): Promise<void> {
+    return this.write('putApiKey', key);
+  }
+  apiKeyByHash(keyHash: string): Promise<ApiKeyRecord | undefined> {
+    return this.reader.apiKeyByHash(keyHash);
+  }
+  apiKeysOf(userId: string): Promise<ApiKeyRecord[]> {
+    return this.reader.apiKeysOf(userId);
+  }
+  deleteApiKey(userId: string, apiKeyId: string): Promise<boolean> {
+    return this.write('deleteApiKey', userId, apiKeyId);
   }
   /** Closes the reader; the writer belongs to the main thread. */
   close(): Promise<void> {

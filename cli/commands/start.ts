@@ -14,7 +14,7 @@ import { ClientAddresses, loadUws, openFileLimit, TrustedProxyError } from '../.
 import { ConfigError, dataPaths, loadConfig, MainMetrics, MAIN_METRICS_ACTOR, serveMainMetrics } from '../../runtime/index.ts';
 import { freePort } from '../ports.ts';
 import { EntryError, resolveEntry } from '../entry.ts';
-import { jwtSecret, SecretError } from '../secrets.ts';
+import { jwtSecret, SecretError, webhookSecret } from '../secrets.ts';
 import { DataLockError, lockDataFolder } from '../data-lock.ts';
 import { bootstrapAccounts, openUsersRepository, Passwords, serveUsersWriter, ThreadHasher } from '../../actors/identity/index.ts';
 import { openAnchorStore, redactUri, serveStoreWriter, takeServingLock } from '../../actors/anchor/index.ts';
@@ -177,6 +177,12 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   // the members of a cluster share theirs (SQLite in WAL mode across processes; the cluster keeps one owner per graph).
   for (const file of sqliteFiles) lockDataFolder(file, { shared: Boolean(kvUrl) });
   const secret = jwtSecret({ configured: config['scale.jwt'].secret, production, projectRoot });
+  // Webhook signatures need a secret only with webhook walkers (served at /webhook/<Name>) and verify_signature on.
+  // --dev resolves one anyway: a reload may add the first webhook walker, and workers cannot make one up then.
+  const webhookConfig = config['scale.webhook'];
+  const webhooks = endpoints.some((e) => e.path.startsWith('/webhook/'));
+  const hookSecret = webhookSecret({ configured: webhookConfig.secret, production, projectRoot, needed: webhookConfig.verify_signature && (webhooks || (flags.dev === true && !production)) });
+  if (hookSecret.warning) process.stderr.write(`svc: warning: ${hookSecret.warning}\n`);
   // Password hashing for the whole process: a few low-priority threads, served to the workers.
   const hasher = new ThreadHasher({ threads: config['scale.auth'].hash_concurrency, nice: config['scale.auth'].hash_nice });
   // SQLite with several worker threads: this thread holds the one writing connection of each file for the whole
@@ -274,6 +280,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     : undefined;
   const bootData = boot({
     jwtSecret: secret.secret,
+    webhookSecret: hookSecret.secret,
     port: chosen,
     listeners,
     processWriters: writers !== undefined,
@@ -338,6 +345,8 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   // In --dev the table is printed, and printed again whenever a reload changes it.
   if (flags.dev) printRoutes(routes);
   say(`svc: store ${backend === 'sqlite' ? `sqlite at ${relative(process.cwd(), storePath) || storePath}` : `${backend} at ${redactUri(docdbUri)}`}; jwt: ${secret.source}`);
+  // Also when --dev made a secret for webhooks still to come: a new file under .svc/ is always said.
+  if (webhooks || hookSecret.generated) say(`svc: webhooks: ${webhookConfig.verify_signature ? `signatures verified, secret ${hookSecret.source}` : 'signatures NOT verified ([scale.webhook] verify_signature = false): the API key alone admits'}`);
   say(`svc: ${threadsLine(workers, transport)}${production ? ', production' : ''}${flags.dev ? ', dev (reloading on change)' : ''}`);
   if (member) {
     const pool = current.pool;

@@ -1,7 +1,7 @@
 /**
  * `svc db copy`: everything one store holds into another — graph documents
- * (in insertion order), quarantine, aliases, users, one-time tokens, deleted
- * users, pending graph drops — through the store interfaces only, so any
+ * (in insertion order), quarantine, aliases, users, one-time tokens, API
+ * keys, deleted users, pending graph drops — through the store interfaces only, so any
  * backend to any backend. Every write is an idempotent upsert and a
  * checkpoint file records how far the two long scans (documents, users) got,
  * so an interrupted copy run again continues where it stopped. It ends by
@@ -15,7 +15,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { AnchorStore, StoredDoc } from '../../actors/anchor/index.ts';
-import type { UsersRepository } from '../../actors/identity/index.ts';
+import type { ApiKeyRecord, UsersRepository } from '../../actors/identity/index.ts';
 import type { Progress } from '../progress.ts';
 import {
   bodyValue,
@@ -57,7 +57,7 @@ export interface CopyOptions {
   stopAfter?: number;
 }
 
-export const KINDS = ['documents', 'quarantine', 'aliases', 'users', 'one_time_tokens', 'deleted_users', 'graph_drops'] as const;
+export const KINDS = ['documents', 'quarantine', 'aliases', 'users', 'one_time_tokens', 'api_keys', 'deleted_users', 'graph_drops'] as const;
 export type RecordKind = (typeof KINDS)[number];
 
 export interface SideSummary {
@@ -149,7 +149,20 @@ function need<S extends object, M extends keyof S>(location: StoreLocation, what
 }
 
 /** What a copy reads from a side (and, for the destination, verifies). */
-const READS = { anchors: ['scan'], users: ['scanUsers', 'oneTimeTokens', 'deletedUsers', 'graphDrops'] } as const;
+const READS = { anchors: ['scan'], users: ['scanUsers', 'oneTimeTokens', 'apiKeys', 'deletedUsers', 'graphDrops'] } as const;
+
+/** An API key in the form checksums compare (absent and null alike). */
+function canonicalApiKey(key: ApiKeyRecord): unknown {
+  return {
+    api_key_id: key.api_key_id,
+    user_id: key.user_id,
+    name: key.name,
+    key_hash: key.key_hash,
+    walkers: key.walkers ?? null,
+    created_at: key.created_at,
+    expires_at: key.expires_at ?? null,
+  };
+}
 
 function chunks<T>(items: readonly T[], size: number): T[][] {
   const out: T[][] = [];
@@ -171,7 +184,7 @@ export async function copyStores(options: CopyOptions): Promise<CopyReport> {
   const fromAnchors = need(from.location, 'graph store', from.anchors, READS.anchors);
   const fromUsers = need(from.location, 'users store', from.users, READS.users);
   const toAnchors = need(to.location, 'graph store', to.anchors, [...READS.anchors, 'putDocs', 'putQuarantine']);
-  const toUsers = need(to.location, 'users store', to.users, [...READS.users, 'putUsers', 'putOneTimeTokens', 'putDeletedUsers', 'putGraphDrops']);
+  const toUsers = need(to.location, 'users store', to.users, [...READS.users, 'putUsers', 'putOneTimeTokens', 'putApiKeys', 'putDeletedUsers', 'putGraphDrops']);
 
   if (options.restart) rmSync(options.checkpoint, { force: true });
   const earlier = readCheckpoint(options.checkpoint, key);
@@ -218,7 +231,7 @@ export async function copyStores(options: CopyOptions): Promise<CopyReport> {
     progress.done();
   }
 
-  // Users whole (identities with them), before the one-time tokens that belong to them.
+  // Users whole (identities with them), before the one-time tokens and API keys that belong to them.
   if (!checkpoint.users.done) {
     const total = await src('counting users')(() => from.users.count());
     const progress = options.progress('copy users', total);
@@ -250,6 +263,9 @@ export async function copyStores(options: CopyOptions): Promise<CopyReport> {
   const tokens = await src('reading one-time tokens')(() => fromUsers.oneTimeTokens());
   for (const part of chunks(tokens, batch)) await dst('writing one-time tokens')(() => toUsers.putOneTimeTokens(part));
   copied.one_time_tokens = tokens.length;
+  const keys = await src('reading API keys')(() => fromUsers.apiKeys());
+  for (const part of chunks(keys, batch)) await dst('writing API keys')(() => toUsers.putApiKeys(part));
+  copied.api_keys = keys.length;
   const deleted = await src('reading deleted users')(() => fromUsers.deletedUsers());
   for (const part of chunks(deleted, batch)) await dst('writing deleted users')(() => toUsers.putDeletedUsers(part));
   copied.deleted_users = deleted.length;
@@ -309,6 +325,7 @@ export async function summarize(side: CopySide, batch: number, progress: CopyOpt
     after = (page[page.length - 1] as { user_id: string }).user_id;
   }
   for (const t of await at('reading one-time tokens', () => users.oneTimeTokens())) sums.one_time_tokens.add(canonicalToken(t));
+  for (const k of await at('reading API keys', () => users.apiKeys())) sums.api_keys.add(canonicalApiKey(k));
   for (const d of await at('reading deleted users', () => users.deletedUsers())) sums.deleted_users.add(canonicalDeleted(d));
   for (const g of await at('reading pending graph drops', () => users.graphDrops())) sums.graph_drops.add(canonicalDrop(g));
   return Object.fromEntries(KINDS.map((k) => [k, { count: sums[k].count, checksum: sums[k].hex }])) as Record<RecordKind, SideSummary>;

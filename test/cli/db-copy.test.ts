@@ -20,7 +20,10 @@ function side(name: string, anchors: AnchorStore, users: UsersRepository): CopyS
   return { location, anchors, users };
 }
 
-/** A graph of db-app in `anchors`, and users with a token, a deletion and a revocation in `users`. */
+/** An API key of `u-ann` (what `fill` keeps). */
+const ANN_KEY = { api_key_id: 'a'.repeat(32), user_id: 'u-ann', name: 'ci', key_hash: 'f'.repeat(64), walkers: ['Ingest'], created_at: '2024-02-03T04:05:06.000Z', expires_at: null };
+
+/** A graph of db-app in `anchors`, and users with a token, an API key, a deletion and a revocation in `users`. */
 async function fill(anchors: AnchorStore, users: UsersRepository): Promise<void> {
   const g = openGraph({ store: anchors, app });
   await g.graph.spawn('Seed', { n: 3 }, { caller: { rootId: Graph.newRootId() } });
@@ -32,6 +35,9 @@ async function fill(anchors: AnchorStore, users: UsersRepository): Promise<void>
   const id = (v: string) => ({ type: 'username' as const, value_raw: v, value_normalized: v, verified: false, is_recovery: false });
   for (const name of ['ann', 'ben', 'cid', 'dot']) await users.create(userRecord({ user_id: `u-${name}`, role: 'user', identities: [id(name)], profile: { z: 1, a: { y: [1], b: null } } }));
   await users.putOneTimeToken({ token_hash: 'h', user_id: 'u-ann', kind: 'reset', identity: 'ann', expires_at: 1e13 });
+  await users.putApiKey(ANN_KEY);
+  // A key of a user deleted later: gone with them, nothing to copy.
+  await users.putApiKey({ ...ANN_KEY, api_key_id: 'd'.repeat(32), user_id: 'u-dot', key_hash: 'e'.repeat(64), walkers: null, expires_at: '2030-01-01T00:00:00.000Z' });
   await users.updateAndRevoke('u-ben');
   await users.delete('u-dot');
 }
@@ -54,7 +60,7 @@ t.test('memory (text) → memory (object bodies) → SQLite: equal by checksum a
   const dir = t.testdir({});
   const note = (line: string) => t.fail(`no note expected: ${line}`);
   const ab = await copyStores({ from: a, to: b, checkpoint: join(dir, 'ab.json'), progress, note, batch: 3 });
-  t.match(ab, { ok: true, resumed: null, copied: { documents: 32 - 1, quarantine: 1, aliases: 1, users: 3, one_time_tokens: 1, deleted_users: 1, graph_drops: 1 } });
+  t.match(ab, { ok: true, resumed: null, copied: { documents: 32 - 1, quarantine: 1, aliases: 1, users: 3, one_time_tokens: 1, api_keys: 1, deleted_users: 1, graph_drops: 1 } });
   const [doc] = (await b.anchors.scan!(0, 1)).docs;
   t.type(doc?.body, 'object', 'the object-form destination got objects');
   const bc = await copyStores({ from: b, to: c, checkpoint: join(dir, 'bc.json'), progress, note, batch: 5 });
@@ -63,6 +69,8 @@ t.test('memory (text) → memory (object bodies) → SQLite: equal by checksum a
   t.same(await docsOf(c.anchors), await docsOf(a.anchors), 'the same documents in the same order');
   t.same(await c.users.scanUsers!('', 100), await a.users.scanUsers!('', 100));
   t.same(await c.users.oneTimeTokens!(), await a.users.oneTimeTokens!());
+  t.same(await c.users.apiKeys!(), [ANN_KEY], 'the API key, and only the live user’s');
+  t.same(await c.users.apiKeyByHash(ANN_KEY.key_hash), ANN_KEY, 'found by its hash at the destination');
   t.same(await c.users.deletedUsers!(), await a.users.deletedUsers!());
   t.same(await c.users.graphDrops!(), await a.users.graphDrops!());
   t.same(await c.anchors.aliases(), [['Old', 'Note']]);
@@ -96,6 +104,31 @@ t.test('interrupted, then resumed from the checkpoint; a checkpoint of another c
   await t.rejects(copyStores({ from: a, to: other, checkpoint: join(dir, 'x.json'), progress, note: () => undefined, stopAfter: 1 }), { message: /^copy interrupted after \d+ documents/ });
   await t.rejects(copyStores({ from: a, to: b, checkpoint: join(dir, 'x.json'), progress, note: () => undefined }), /is not one of this copy; run with --restart/);
   t.match(await copyStores({ from: a, to: b, checkpoint: join(dir, 'x.json'), progress, note: () => undefined, restart: true }), { ok: true, resumed: null });
+});
+
+t.test('SQLite file → SQLite file: API keys survive, and the checksum sees a changed key', async (t) => {
+  const dir = t.testdir({});
+  const a = side('a', SqliteStore.open(join(dir, 'a.db')), SqliteUsersRepository.open(join(dir, 'a-users.db')));
+  await fill(a.anchors, a.users);
+  const b = side('b', SqliteStore.open(join(dir, 'b.db')), SqliteUsersRepository.open(join(dir, 'b-users.db')));
+  t.teardown(async () => {
+    for (const s of [a, b]) {
+      await s.anchors.close();
+      await s.users.close();
+    }
+  });
+  const report = await copyStores({ from: a, to: b, checkpoint: join(dir, 'ab.json'), progress, note: (l) => t.fail(l) });
+  t.match(report, { ok: true, copied: { api_keys: 1 }, verified: { api_keys: { equal: true, source: { count: 1 } } } });
+  t.same(await b.users.apiKeysOf('u-ann'), [ANN_KEY]);
+  t.equal(await b.users.apiKeyByHash('e'.repeat(64)), undefined, 'the deleted user’s key stays gone');
+  t.same(await b.users.byId('u-ann'), await a.users.byId('u-ann'));
+  // Copied again: idempotent.
+  t.match(await copyStores({ from: a, to: b, checkpoint: join(dir, 'ab.json'), progress, note: (l) => t.fail(l) }), { ok: true, copied: { api_keys: 1 } });
+  t.same(await b.users.apiKeys!(), [ANN_KEY]);
+  await b.users.putApiKeys!([{ ...ANN_KEY, walkers: ['Ingest', 'More'] }]);
+  const after = await summarize(b, 10, progress, 'verify');
+  t.equal(after.api_keys.count, report.verified.api_keys.source.count);
+  t.not(after.api_keys.checksum, report.verified.api_keys.source.checksum, 'a changed key changes the checksum');
 });
 
 t.test('a backend without the copy methods is named, not half-copied', async (t) => {

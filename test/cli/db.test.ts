@@ -75,7 +75,7 @@ interface Project {
   roots: string[];
 }
 
-/** A project whose data folder holds two graphs of db-app (v1) and a few users, tokens and deletions. */
+/** A project whose data folder holds two graphs of db-app (v1) and a few users, tokens, API keys and deletions. */
 async function seedProject(t: Test): Promise<Project> {
   const dir = t.testdir({});
   const data = join(dir, '.svc', 'data');
@@ -95,6 +95,9 @@ async function seedProject(t: Test): Promise<Project> {
   await users.putOneTimeToken({ token_hash: 'h1', user_id: 'u-alice', kind: 'reset', identity: 'alice@example.com', expires_at: Date.now() + 3_600_000 });
   await users.putOneTimeToken({ token_hash: 'h2', user_id: 'u-bob', kind: 'verify', identity: 'bob', expires_at: Date.now() + 3_600_000 });
   await users.takeOneTimeToken('h2', 'verify');
+  await users.putApiKey({ api_key_id: 'a'.repeat(32), user_id: 'u-alice', name: 'ci', key_hash: 'f'.repeat(64), walkers: ['Ingest'], created_at: '2024-02-03T04:05:06.000Z', expires_at: null });
+  // Deleted with carol below: not copied.
+  await users.putApiKey({ api_key_id: 'c'.repeat(32), user_id: 'u-carol', name: 'gone', key_hash: 'e'.repeat(64), walkers: null, created_at: '2024-02-03T04:05:06.000Z', expires_at: '2030-01-01T00:00:00.000Z' });
   await users.updateAndRevoke('u-bob', { must_change_password: true });
   await users.delete('u-carol');
   await users.close();
@@ -124,6 +127,7 @@ async function contents(anchors: AnchorStore, users: UsersRepository) {
     aliases: (await anchors.aliases()).sort(),
     users: allUsers,
     tokens: (await users.oneTimeTokens!()).sort((a, b) => a.token_hash.localeCompare(b.token_hash)),
+    apiKeys: await users.apiKeys!(),
     deleted: await users.deletedUsers!(),
     drops: await users.graphDrops!(),
   };
@@ -241,7 +245,7 @@ async function roundTrip(t: Test, p: Project, middle: string): Promise<void> {
   );
   t.equal(there.ok, true);
   t.same(there.differs, []);
-  t.match(there.copied, { documents: 32 - 10, quarantine: 10, aliases: 1, users: 2, one_time_tokens: 2, deleted_users: 1, graph_drops: 1 });
+  t.match(there.copied, { documents: 32 - 10, quarantine: 10, aliases: 1, users: 2, one_time_tokens: 2, api_keys: 1, deleted_users: 1, graph_drops: 1 });
   const home = await json<typeof there>(t, p.dir, ['copy', '--from', middle, '--to', back]);
   t.equal(home.ok, true);
   for (const kind of Object.keys(there.verified)) {
@@ -250,7 +254,9 @@ async function roundTrip(t: Test, p: Project, middle: string): Promise<void> {
   const original = await contents(SqliteStore.open(p.anchorsFile), SqliteUsersRepository.open(p.usersFile));
   const anchors = await openAnchorStore(`sqlite:${back}`);
   const users = await openUsersRepository(`sqlite:${back}`);
-  t.same(await contents(anchors, users), original, 'read back: the same documents (in insertion order), quarantine, aliases, users, tokens, deletions');
+  const read = await contents(anchors, users);
+  t.same(read, original, 'read back: the same documents (in insertion order), quarantine, aliases, users, tokens, API keys, deletions');
+  t.same(read.apiKeys.map((k) => k.user_id), ['u-alice'], 'the API key of the live user survives the round trip');
   await anchors.close();
   await users.close();
   t.same(readdirSync(join(p.dir, '.svc')).filter((f) => f.startsWith('db-copy-')), [], 'no checkpoint left after a verified copy');
@@ -374,7 +380,7 @@ t.test('round trip SQLite → PostgreSQL → SQLite', async (t) => {
   try {
     const anchors = await openAnchorStore(uri);
     const users = await openUsersRepository(uri);
-    const lacks = [['scan', 'putDocs', 'putQuarantine'].filter((m) => typeof (anchors as unknown as Record<string, unknown>)[m] !== 'function'), ['scanUsers', 'putUsers', 'oneTimeTokens', 'putOneTimeTokens', 'deletedUsers', 'putDeletedUsers', 'graphDrops', 'putGraphDrops'].filter((m) => typeof (users as unknown as Record<string, unknown>)[m] !== 'function')].flat();
+    const lacks = [['scan', 'putDocs', 'putQuarantine'].filter((m) => typeof (anchors as unknown as Record<string, unknown>)[m] !== 'function'), ['scanUsers', 'putUsers', 'oneTimeTokens', 'putOneTimeTokens', 'apiKeys', 'putApiKeys', 'deletedUsers', 'putDeletedUsers', 'graphDrops', 'putGraphDrops'].filter((m) => typeof (users as unknown as Record<string, unknown>)[m] !== 'function')].flat();
     if (lacks.length) missing = `the PostgreSQL stores lack ${lacks.join(', ')}`;
     await anchors.close();
     await users.close();

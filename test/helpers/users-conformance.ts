@@ -1,7 +1,8 @@
-// The conformance suite every users repository passes (SQLite, memory; PostgreSQL and MongoDB
-// later). Through the UsersRepository interface only: nothing here knows a backend.
+// The conformance suite every users repository passes (SQLite, memory, PostgreSQL, MongoDB).
+// Through the UsersRepository interface only: nothing here knows a backend.
 import type { Test } from 'tap';
-import { type Identity, normalize, type UserRecord, userRecord, type UsersRepository } from 'svc/actors/identity';
+import { createHash, randomBytes } from 'node:crypto';
+import { type ApiKeyRecord, type Identity, normalize, type UserRecord, userRecord, type UsersRepository } from 'svc/actors/identity';
 
 let n = 0;
 /** A fresh user id (unique across the run, so suites may share a backend). */
@@ -28,6 +29,20 @@ function name(base: string): string {
 
 function user(fields: Partial<UserRecord> = {}): UserRecord {
   return userRecord({ user_id: uid(), role: 'user', ...fields });
+}
+
+/** A fresh API key record of a user (a random id and hash, as the service makes them). */
+function apiKey(userId: string, fields: Partial<ApiKeyRecord> = {}): ApiKeyRecord {
+  return {
+    api_key_id: randomBytes(16).toString('hex'),
+    user_id: userId,
+    name: name('key'),
+    key_hash: createHash('sha256').update(randomBytes(32)).digest('hex'),
+    walkers: ['Ingest', 'Notify'],
+    created_at: '2024-05-06T07:08:09.000Z',
+    expires_at: '2030-01-01T00:00:00.000Z',
+    ...fields,
+  };
 }
 
 export function usersConformance(t: Test, open: () => Promise<UsersRepository>): void {
@@ -345,6 +360,151 @@ export function usersConformance(t: Test, open: () => Promise<UsersRepository>):
     await users.delete(u.user_id);
     t.equal(await users.peekOneTimeToken(hash, 'reset'), undefined);
     t.equal(await users.takeOneTimeToken(hash, 'reset'), undefined);
+  });
+
+  withUsers('bySso: by provider and external id, never by another provider or as a username', async (t, users) => {
+    const ext = name('sub');
+    const google = sso('google', ext);
+    const u = user({ identities: [username(name('sam')), google] });
+    await users.create(u);
+    t.same(await users.bySso('google', ext), u, 'the whole user');
+    t.equal(await users.bySso('github', ext), undefined, 'the same external id at another provider');
+    t.equal(await users.bySso('google', name('other')), undefined);
+    t.equal(await users.bySso('google', `${ext.toUpperCase()}`), undefined, 'external ids are taken as they are');
+    t.equal(await users.byIdentity(google.value_normalized), undefined);
+    const other = user({ identities: [username(name('tom'))] });
+    await users.create(other);
+    const gh = sso('github', ext);
+    await users.addIdentity(other.user_id, gh);
+    t.equal((await users.bySso('github', ext))?.user_id, other.user_id, 'an added SSO identity is found');
+    t.equal((await users.bySso('google', ext))?.user_id, u.user_id);
+  });
+
+  withUsers('SSO identities: one per provider and user; an account of a provider belongs to one user', async (t, users) => {
+    const u = user({ identities: [username(name('uma')), sso('google', name('g'))] });
+    await users.create(u);
+    await t.rejects(users.addIdentity(u.user_id, sso('google', name('g2'))), { code: 'IDENTITY_TAKEN' }, 'a second google identity');
+    await t.rejects(users.create(user({ identities: [sso('apple', name('a1')), sso('apple', name('a2'))] })), { code: 'IDENTITY_TAKEN' }, 'created with two of one provider');
+    await users.addIdentity(u.user_id, sso('github', name('gh')));
+    t.same((await users.byId(u.user_id))?.identities.map((i) => i.provider ?? i.type), ['username', 'google', 'github'], 'another provider is fine');
+    const other = user({ identities: [username(name('vic'))] });
+    await users.create(other);
+    const google = u.identities[1] as Identity;
+    await t.rejects(users.addIdentity(other.user_id, sso('google', google.external_id as string)), { code: 'IDENTITY_TAKEN' }, 'the same account on another user');
+    await t.rejects(users.create(user({ identities: [sso('google', google.external_id as string)] })), { code: 'IDENTITY_TAKEN' }, 'the same account on a new user');
+    t.equal((await users.byId(other.user_id))?.identities.length, 1, 'nothing added');
+    t.equal((await users.bySso('google', google.external_id as string))?.user_id, u.user_id);
+  });
+
+  withUsers('removeSsoIdentity: removed, absent, or refused when it is the last way to sign in', async (t, users) => {
+    const g = sso('google', name('g'));
+    const withPassword = user({ identities: [username(name('wes')), g], password_hash: 'h' });
+    await users.create(withPassword);
+    t.equal(await users.removeSsoIdentity(withPassword.user_id, 'google'), 'removed', 'a password is left');
+    t.same((await users.byId(withPassword.user_id))?.identities.map((i) => i.type), ['username'], 'the identity is gone');
+    t.equal(await users.bySso('google', g.external_id as string), undefined);
+    t.equal(await users.removeSsoIdentity(withPassword.user_id, 'google'), 'absent', 'once only');
+    t.equal(await users.removeSsoIdentity(withPassword.user_id, 'github'), 'absent', 'none of that provider');
+    t.equal(await users.removeSsoIdentity(uid(), 'google'), 'absent', 'no such user');
+    await users.create(user({ identities: [sso('google', g.external_id as string)] }));
+    t.pass('the account can be linked to someone else after');
+
+    const only = sso('github', name('gh'));
+    const ssoOnly = user({ identities: [only] });
+    await users.create(ssoOnly);
+    t.equal(await users.removeSsoIdentity(ssoOnly.user_id, 'github'), 'last', 'no password, no other provider');
+    t.same((await users.byId(ssoOnly.user_id))?.identities, [only], 'nothing removed');
+    t.equal((await users.bySso('github', only.external_id as string))?.user_id, ssoOnly.user_id);
+    const noPasswordUsername = user({ identities: [username(name('xan')), sso('apple', name('ap'))] });
+    await users.create(noPasswordUsername);
+    t.equal(await users.removeSsoIdentity(noPasswordUsername.user_id, 'apple'), 'last', 'a username without a password is no way to sign in');
+
+    const two = user({ identities: [sso('google', name('g')), sso('github', name('gh'))] });
+    await users.create(two);
+    t.equal(await users.removeSsoIdentity(two.user_id, 'google'), 'removed', 'another provider is left');
+    t.equal(await users.removeSsoIdentity(two.user_id, 'github'), 'last', 'but not the one left');
+    t.same((await users.byId(two.user_id))?.identities.map((i) => i.provider), ['github']);
+    await users.update(two.user_id, { password_hash: 'set later' });
+    t.equal(await users.removeSsoIdentity(two.user_id, 'github'), 'removed', 'once a password is set');
+  });
+
+  withUsers('removeSsoIdentity of both providers of a password-less user at once: one removed, one refused', async (t, users) => {
+    for (let round = 0; round < 3; round++) {
+      const u = user({ identities: [sso('google', name('g')), sso('github', name('gh'))] });
+      await users.create(u);
+      const results = await Promise.all([users.removeSsoIdentity(u.user_id, 'google'), users.removeSsoIdentity(u.user_id, 'github')]);
+      t.same([...results].sort(), ['last', 'removed'], `round ${round}: exactly one removed`);
+      t.equal((await users.byId(u.user_id))?.identities.length, 1, 'one way to sign in is left');
+    }
+  });
+
+  withUsers('API keys: kept by hash, listed oldest first, deleted by their owner only', async (t, users) => {
+    const u = user({ identities: [username(name('yan'))] });
+    const other = user({ identities: [username(name('zed'))] });
+    await users.create(u);
+    await users.create(other);
+    const a = apiKey(u.user_id, { created_at: '2024-05-06T07:08:10.000Z' });
+    const b = apiKey(u.user_id, { created_at: '2024-05-06T07:08:09.000Z', walkers: null, expires_at: null });
+    const c = apiKey(u.user_id, { created_at: '2024-05-06T07:08:10.000Z', api_key_id: `${a.api_key_id.slice(0, -1)}${a.api_key_id.endsWith('0') ? '1' : '0'}` });
+    const theirs = apiKey(other.user_id, { walkers: [] });
+    for (const k of [a, b, c, theirs]) await users.putApiKey(k);
+    t.same(await users.apiKeyByHash(a.key_hash), a, 'every field');
+    t.same(await users.apiKeyByHash(b.key_hash), b, 'walkers null (any) and expires_at null (never) come back null');
+    t.same(await users.apiKeyByHash(theirs.key_hash), theirs, 'an empty list of walkers stays a list');
+    t.equal(await users.apiKeyByHash('0'.repeat(64)), undefined);
+    const sameTime = [a, c].sort((x, y) => (x.api_key_id < y.api_key_id ? -1 : 1));
+    t.same(await users.apiKeysOf(u.user_id), [b, ...sameTime], 'created_at, then api_key_id');
+    t.same(await users.apiKeysOf(other.user_id), [theirs]);
+    t.same(await users.apiKeysOf(uid()), []);
+
+    const got = (await users.apiKeyByHash(a.key_hash)) as ApiKeyRecord;
+    (got.walkers as string[]).push('Sneaky');
+    t.same((await users.apiKeyByHash(a.key_hash))?.walkers, a.walkers, 'what comes back is a copy');
+
+    t.equal(await users.deleteApiKey(u.user_id, theirs.api_key_id), false, 'another user’s key is not theirs to delete');
+    t.same(await users.apiKeyByHash(theirs.key_hash), theirs, 'and it is kept');
+    t.equal(await users.deleteApiKey(u.user_id, a.api_key_id), true);
+    t.equal(await users.deleteApiKey(u.user_id, a.api_key_id), false, 'once only');
+    t.equal(await users.apiKeyByHash(a.key_hash), undefined);
+    t.same(await users.apiKeysOf(u.user_id), [b, c]);
+    t.equal(await users.deleteApiKey(u.user_id, name('nokey')), false);
+  });
+
+  withUsers('API keys: none for a user that is not there; a hash is one key’s', async (t, users) => {
+    await t.rejects(users.putApiKey(apiKey(uid())), { code: 'NOT_FOUND' }, 'a user that never was');
+    const u = user({ identities: [username(name('abe'))] });
+    await users.create(u);
+    const k = apiKey(u.user_id);
+    await users.putApiKey(k);
+    await t.rejects(users.putApiKey(apiKey(u.user_id, { key_hash: k.key_hash })), 'a duplicate hash');
+    t.same(await users.apiKeysOf(u.user_id), [k], 'only the first is kept');
+    await users.delete(u.user_id);
+    await t.rejects(users.putApiKey(apiKey(u.user_id)), { code: 'NOT_FOUND' }, 'a deleted user');
+    t.same(await users.apiKeysOf(u.user_id), []);
+  });
+
+  withUsers('delete: the user’s API keys and SSO identities go with them', async (t, users) => {
+    const g = sso('google', name('g'));
+    const u = user({ identities: [username(name('bea')), g] });
+    await users.create(u);
+    const k1 = apiKey(u.user_id);
+    const k2 = apiKey(u.user_id, { created_at: '2025-01-01T00:00:00.000Z' });
+    await users.putApiKey(k1);
+    await users.putApiKey(k2);
+    const keeper = user({ identities: [username(name('cal'))] });
+    await users.create(keeper);
+    const kept = apiKey(keeper.user_id);
+    await users.putApiKey(kept);
+    await users.delete(u.user_id);
+    t.equal(await users.apiKeyByHash(k1.key_hash), undefined);
+    t.equal(await users.apiKeyByHash(k2.key_hash), undefined);
+    t.same(await users.apiKeysOf(u.user_id), []);
+    t.same(await users.apiKeyByHash(kept.key_hash), kept, 'another user’s key is kept');
+    t.equal(await users.bySso('google', g.external_id as string), undefined);
+    const next = user({ identities: [g] });
+    await users.create(next);
+    t.equal((await users.bySso('google', g.external_id as string))?.user_id, next.user_id, 'the SSO account can be linked to a new user');
+    t.equal(await users.deleteApiKey(u.user_id, k1.api_key_id), false);
   });
 
   t.test('a closed repository refuses', async (t) => {

@@ -19,6 +19,7 @@ import type { StaticFiles } from './static.ts';
 import type { ClientAddresses } from './client-address.ts';
 import type { BuiltinRoute, HttpRequest, HttpResponse } from './types.ts';
 import { traceIdOf } from './trace.ts';
+import { WebhookGate, type WebhookOptions } from './webhook-auth.ts';
 import { channel } from 'node:diagnostics_channel';
 
 /** One access-log line. */
@@ -88,6 +89,8 @@ export interface FrontOptions {
   untrackedPaths?: ReadonlySet<string>;
   /** Fields the client sent that the endpoint does not declare: refused (the default) or warned about (`[scale.server] strict_fields`). */
   unknownFields?: UnknownFields;
+  /** `[scale.webhook]`: API keys, the signature secret and headers. Required when some route is a webhook walker's. */
+  webhook?: WebhookOptions;
 }
 
 /** The 503s a retry does not fix (a missing configuration): every other 503 is answered with `Retry-After: 1`. */
@@ -104,7 +107,7 @@ const CORS = {
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** The request headers the front reads itself. */
-const FRONT_HEADERS = ['content-type', 'content-length', 'transfer-encoding', 'authorization', 'x-request-id', 'x-trace-id', 'origin', 'access-control-request-headers'];
+const FRONT_HEADERS = ['content-type', 'content-length', 'transfer-encoding', 'authorization', 'x-request-id', 'x-trace-id', 'origin', 'access-control-request-headers', 'host'];
 
 export class Front {
   readonly router: Router;
@@ -119,6 +122,8 @@ export class Front {
   private readonly builtins = new Map<string, () => HttpResponse>();
   private readonly hooks: HookDispatcher;
   private readonly unknownFields: UnknownFields;
+  /** Webhook routes' checks (key, signature, timestamp); undefined when the app has none. */
+  private readonly webhook: WebhookGate | undefined;
   private readonly builtinRouter: Router<{ method: string; template: string; pathParams: string[]; segments: (string | null)[]; route: BuiltinRoute }>;
   /** Paths whose handlers read the client address (servers fill it for these only). */
   readonly addressPaths: Set<string>;
@@ -130,7 +135,12 @@ export class Front {
     this.unknownFields = o.unknownFields ?? new UnknownFields();
     this.hooks = o.hooks ?? new HookDispatcher(o.registry, (walker, fields, options) => o.graph.spawn(walker, fields, options), { timeoutMs: o.requestTimeoutMs });
     const wantsAll = o.routes.some((r) => 'headers' in (r.schema.properties ?? {})) || this.hooks.wantsHeaders;
-    this.headerNames = wantsAll ? 'all' : FRONT_HEADERS;
+    if (o.routes.some((r) => r.webhook)) {
+      if (!o.webhook) throw new Error('the app has webhook walkers: the front needs its webhook options (API keys, secret, headers)');
+      this.webhook = new WebhookGate(o.webhook);
+    }
+    // The webhook headers are copied only for apps that serve webhooks (each copied header is a native call per request on uWS).
+    this.headerNames = wantsAll ? 'all' : this.webhook ? [...new Set([...FRONT_HEADERS, ...this.webhook.headerNames])] : FRONT_HEADERS;
     this.builtinRouter = new Router(
       (o.builtinRoutes ?? []).map((route) => {
         const { segments, params } = parseTemplate(route.path);
@@ -319,6 +329,7 @@ export class Front {
     }
     const { route, params } = match;
     setRoute(route.template, route);
+    if (route.webhook) return this.runWebhook(req, route, params, rid, traceId);
     if (this.o.auth.learnsUsers) await this.prepareToken(req);
     // Hooks run first, whatever the endpoint's access: on the caller's graph when the token is good, else the guest's.
     if (this.hooks.active) await this.runHooks(req, traceId);
@@ -338,6 +349,22 @@ export class Front {
       return { status: 200, headers: { 'content-type': `${route.produces ?? 'text/plain'}; charset=utf-8` }, body: raw };
     }
     return { status: 200, headers: { 'content-type': JSON_TYPE }, body: successJson(`{"result":${json},"reports":[]}`, rid) };
+  }
+
+  /**
+   * A webhook walker's request (`POST /webhook/<Name>`): the API key, its
+   * allow-list, the timestamp and the signature over the raw body
+   * (webhook-auth.ts), then the hooks, then the walker on the key owner's
+   * root. A bearer token plays no part, and the walker's access level
+   * neither: a key is always needed. Undeclared body fields are dropped.
+   */
+  private async runWebhook(req: HttpRequest, route: EndpointRoute, params: Record<string, string>, rid: string, traceId: string): Promise<HttpResponse> {
+    const holder = await (this.webhook as WebhookGate).admit(req, route.name);
+    if (this.hooks.active) await this.runHooks(req, traceId, holder.caller);
+    const { fields } = collectFields(route, req, params);
+    fillRequestFields(route.schema.properties as Record<string, TSchema>, fields, req);
+    const { json } = await this.o.graph.spawnJson(route.name, fields, { caller: holder.caller, timeoutMs: this.o.requestTimeoutMs, traceId, requestId: rid });
+    return { status: 200, headers: { 'content-type': JSON_TYPE }, body: successJson(`{"result":null,"reports":${json}}`, rid) };
   }
 
   private async runBuiltin(route: BuiltinRoute, params: Record<string, string>, req: HttpRequest, rid: string, traceId: string): Promise<HttpResponse> {
@@ -423,9 +450,9 @@ export class Front {
   }
 
   /** Hook walkers (`_Name`) run before the route; a refusal ends the request with its status and error body. */
-  private async runHooks(req: HttpRequest, traceId: string): Promise<void> {
+  private async runHooks(req: HttpRequest, traceId: string, caller?: Caller): Promise<void> {
     try {
-      await this.hooks.run(req, this.softCaller(req), traceId);
+      await this.hooks.run(req, caller ?? this.softCaller(req), traceId);
     } catch (error) {
       throw error instanceof HookRefusal ? new HttpError(error.status, error.body) : error;
     }

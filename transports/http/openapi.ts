@@ -1,7 +1,8 @@
 /**
  * OpenAPI 3.1 for an app: every generated endpoint with its fields (the
- * `has` schemas are JSON Schema already), the response envelope, and the
- * built-in routes.
+ * `has` schemas are JSON Schema already), the response envelope, the
+ * built-in routes, and webhook routes with their security schemes (an API
+ * key, and the body's HMAC when signatures are verified).
  */
 import type { TSchema } from 'typebox';
 import { HTTP_ERRORS } from './errors.ts';
@@ -77,6 +78,106 @@ function errorResponse(description: string, message?: string): Json {
   const text = message ?? (HTTP_ERRORS as Record<string, { message: string }>)[code]?.message ?? description;
   const example = { ok: false, type: 'response', data: null, error: { code, message: text }, meta: { request_id: 'k2x9fq-1a' } };
   return { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' }, example } } };
+}
+
+/** What the document says of webhooks: `[scale.webhook]`'s header names and checks. */
+export interface OpenApiWebhookOptions {
+  signatureHeader: string;
+  timestampHeader: string;
+  verifySignature: boolean;
+  requireTimestamp: boolean;
+  toleranceSeconds: number;
+}
+
+/** Options of {@link openApiDocument}. */
+export interface OpenApiOptions {
+  /** How webhook routes authenticate (default: the `[scale.webhook]` defaults). */
+  webhook?: OpenApiWebhookOptions;
+}
+
+const WEBHOOK_DEFAULTS: OpenApiWebhookOptions = {
+  signatureHeader: 'X-Webhook-Signature',
+  timestampHeader: 'X-Webhook-Timestamp',
+  verifySignature: true,
+  requireTimestamp: false,
+  toleranceSeconds: 300,
+};
+
+/** `POST /webhook/<Name>`: a JSON body of the walker's fields (more are accepted and ignored), an API key and, when verified, a signature. */
+function webhookOperation(route: EndpointRoute, w: OpenApiWebhookOptions): Json {
+  const props = (route.schema.properties ?? {}) as Record<string, TSchema>;
+  const required = new Set<string>((route.schema as { required?: string[] }).required ?? []);
+  const fields = Object.keys(props).filter((k) => !RUNTIME_FIELDS.has(k));
+  const body = {
+    type: 'object',
+    properties: Object.fromEntries(fields.map((k) => [k, plain(props[k] as TSchema)])),
+    required: fields.filter((k) => required.has(k)),
+    additionalProperties: true,
+    description: 'the walker\'s fields; other fields are accepted and ignored',
+  };
+  // One status, several codes: each with its example as on the wire.
+  const refusals: [string, string][] = [
+    ['UNAUTHORIZED', 'a valid API key is required in the X-API-Key header'],
+    ...(w.verifySignature ? [['INVALID_SIGNATURE', 'the webhook signature is missing or does not match the body'] as [string, string]] : []),
+    ['INVALID_TIMESTAMP', 'the webhook timestamp is missing, malformed, or outside the allowed window'],
+  ];
+  const unauthorized = {
+    description: `${refusals.map(([code]) => code).join(', ')}: a missing, unknown, expired or revoked API key is UNAUTHORIZED (one answer for all)`,
+    content: {
+      'application/json': {
+        schema: { $ref: '#/components/schemas/ErrorEnvelope' },
+        examples: Object.fromEntries(refusals.map(([code, message]) => [code, { value: { ok: false, type: 'response', data: null, error: { code, message }, meta: { request_id: 'k2x9fq-1a' } } }])),
+      },
+    },
+  };
+  return {
+    operationId: `webhook_${route.name}`,
+    summary: `Webhook ${route.name}`,
+    description:
+      `Runs walker ${route.name} on the root of the API key's owner. Content-Type must be application/json. ` +
+      (w.verifySignature ? `The ${w.signatureHeader} header carries the HMAC-SHA256 of the raw body, keyed with the server's webhook secret. ` : '') +
+      `Served only here, never under /walker/.`,
+    tags: ['webhooks'],
+    parameters: [
+      {
+        name: w.timestampHeader,
+        in: 'header',
+        required: w.requireTimestamp,
+        schema: { type: 'string', pattern: '^[0-9]+$' },
+        description: `Unix seconds, within ${w.toleranceSeconds} s of the server's clock${w.verifySignature ? `; the signature then covers "<timestamp>.<raw body>"` : ''}`,
+      },
+    ],
+    requestBody: { required: true, content: { 'application/json': { schema: body } } },
+    responses: {
+      '200': { description: 'success', content: { 'application/json': { schema: { $ref: '#/components/schemas/Envelope' } } } },
+      '400': errorResponse('VALIDATION_ERROR or INVALID_JSON'),
+      '401': unauthorized,
+      '403': errorResponse('FORBIDDEN', `this API key may not run ${route.name}`),
+      '413': errorResponse('PAYLOAD_TOO_LARGE'),
+      '415': errorResponse('UNSUPPORTED_MEDIA_TYPE', 'a webhook takes a JSON body: send Content-Type: application/json'),
+      '500': errorResponse('EXECUTION_ERROR'),
+      '503': errorResponse('SERVICE_UNAVAILABLE or SVC_ERR_MAILBOX_FULL'),
+    },
+    security: [w.verifySignature ? { apiKeyAuth: [], webhookSignature: [] } : { apiKeyAuth: [] }],
+  };
+}
+
+/** The security schemes of webhook routes. */
+function webhookSchemes(w: OpenApiWebhookOptions): Json {
+  const schemes: Json = { apiKeyAuth: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'an API key from POST /api-key/create' } };
+  if (w.verifySignature) {
+    schemes.webhookSignature = {
+      type: 'apiKey',
+      in: 'header',
+      name: w.signatureHeader,
+      description:
+        'HMAC-SHA256 of the raw request body (the bytes as sent, not a re-serialised JSON), keyed with the server\'s webhook secret ' +
+        '([scale.webhook] secret / WEBHOOK_SECRET, never the API key), as 64 hex characters, optionally prefixed "sha256=". ' +
+        `With the ${w.timestampHeader} header (Unix seconds, within ${w.toleranceSeconds} s), the HMAC may cover "<timestamp>.<raw body>"` +
+        (w.requireTimestamp ? '; here the header is required and only that form is accepted.' : ', or the bare body.'),
+    };
+  }
+  return schemes;
 }
 
 function operation(route: EndpointRoute): Json {
@@ -158,12 +259,20 @@ function builtinOperation(route: BuiltinRoute): Json {
   return op;
 }
 
-/** The OpenAPI 3.1 document: the app's endpoints, then the runtime's own (`builtins`). */
-export function openApiDocument(routes: EndpointRoute[], info: { title: string; version: string }, builtins: BuiltinRoute[] = []): Json {
+/**
+ * The OpenAPI 3.1 document: the app's endpoints, then the runtime's own (`builtins`).
+ *
+ * @example
+ * openApiDocument(buildRoutes(registry), { title: 'shop', version: '1.0.0' }, builtinRoutes, {
+ *   webhook: { signatureHeader: 'X-Webhook-Signature', timestampHeader: 'X-Webhook-Timestamp', verifySignature: true, requireTimestamp: false, toleranceSeconds: 300 },
+ * });
+ */
+export function openApiDocument(routes: EndpointRoute[], info: { title: string; version: string }, builtins: BuiltinRoute[] = [], options: OpenApiOptions = {}): Json {
   const paths: Record<string, Json> = {};
+  const webhook = options.webhook ?? WEBHOOK_DEFAULTS;
   for (const route of routes) {
     const entry = (paths[route.template] ??= {});
-    entry[route.method.toLowerCase()] = operation(route);
+    entry[route.method.toLowerCase()] = route.webhook ? webhookOperation(route, webhook) : operation(route);
   }
   for (const route of builtins) {
     const entry = (paths[route.path] ??= {});
@@ -185,7 +294,7 @@ export function openApiDocument(routes: EndpointRoute[], info: { title: string; 
     paths,
     components: {
       schemas: { Envelope: ENVELOPE, ErrorEnvelope: ERROR_ENVELOPE, Error: ERROR },
-      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' } },
+      securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, ...(routes.some((r) => r.webhook) ? webhookSchemes(webhook) : {}) },
     },
   };
 }

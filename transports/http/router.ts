@@ -1,11 +1,12 @@
 /**
  * The endpoints an app gets (seed 000 §4.1–4.2): `POST /walker/<Name>`,
  * `/walker/<Name>/{node_id}` (spawn at a node, always served),
- * `POST /function/<name>`, or the method and path a `restspec` gives. Hook
- * walkers (`_Name`) and WebSocket / webhook walkers are not served here.
+ * `POST /function/<name>`, or the method and path a `restspec` gives; webhook
+ * walkers at `POST /webhook/<Name>` only. Hook walkers (`_Name`) and
+ * WebSocket walkers are not served here.
  */
 import type { TObject, TSchema } from 'typebox';
-import { APIProtocol, type EndpointAccess, type FunctionDef, type Registry, takesAnyFields, walkerInfo } from '../../actors/walker/index.ts';
+import { APIProtocol, type EndpointAccess, type FunctionDef, type Registry, takesAnyFields, type WalkerClass, walkerInfo } from '../../actors/walker/index.ts';
 
 export interface EndpointRoute {
   kind: 'walker' | 'function';
@@ -22,6 +23,8 @@ export interface EndpointRoute {
   fileFields: string[];
   /** Undeclared fields from the client are not refused (webhooks, walkers reading the raw body): `takesAnyFields`. */
   takesAny?: boolean;
+  /** A webhook walker (`protocol: APIProtocol.WEBHOOK`): `POST /webhook/<Name>`, an API key and a signature instead of a token. */
+  webhook?: boolean;
   envelope: boolean;
   produces: string | undefined;
   /** Literal segments, or null where a parameter goes. */
@@ -78,6 +81,10 @@ export function buildRoutes(registry: Registry): EndpointRoute[] {
   for (const [name, cls] of registry.walkers) {
     if (name.startsWith('_')) continue; // hook walkers run before routes; they are not routes
     const spec = cls.spec ?? {};
+    if (spec.protocol === APIProtocol.WEBHOOK) {
+      routes.push(webhookRoute(name, cls));
+      continue;
+    }
     if (spec.protocol && spec.protocol !== APIProtocol.HTTP) continue;
     const method = spec.method ?? 'POST';
     const base = {
@@ -101,6 +108,36 @@ export function buildRoutes(registry: Registry): EndpointRoute[] {
     seen.set(key, `${r.kind} ${r.name}`);
   }
   return routes;
+}
+
+/**
+ * A webhook walker (seed 000 §4.1 rule 6): `POST /webhook/<Name>` only — no
+ * `/walker/<Name>`, no `/{node_id}` variant (a sender cannot pick where on
+ * the key owner's graph the walker starts). Senders post more than a walker
+ * declares, so undeclared fields are taken (and dropped), never refused.
+ */
+function webhookRoute(name: string, cls: WalkerClass): EndpointRoute {
+  const spec = cls.spec ?? {};
+  // The seed serves webhooks at one place: a path or method given anyway would be silently ignored, so it stops the start.
+  if (spec.path !== undefined) throw new Error(`webhook walker ${name}: restspec path does not apply (webhooks are served at POST /webhook/${name})`);
+  if (spec.method !== undefined && spec.method !== 'POST') throw new Error(`webhook walker ${name}: webhooks are served with POST only, not ${spec.method}`);
+  const schema = walkerInfo(cls).schema;
+  const r = route({
+    kind: 'walker',
+    name,
+    method: 'POST',
+    template: `/webhook/${name}`,
+    spawnAt: false,
+    access: cls.access ?? 'priv',
+    schema,
+    envelope: true,
+    produces: undefined,
+    takesAny: true,
+    webhook: true,
+  });
+  // A webhook body is JSON only: no multipart parts, so no upload is ever streamed for it before the key is checked.
+  r.fileFields = [];
+  return r;
 }
 
 function functionRoute(name: string, def: FunctionDef): EndpointRoute {

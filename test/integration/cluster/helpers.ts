@@ -14,6 +14,8 @@ export interface ClusterSpec {
   name?: string;
   env?: Record<string, string>;
   entry?: string;
+  /** Worker threads per member (1). */
+  workers?: number;
 }
 
 export interface TestCluster {
@@ -38,7 +40,7 @@ export async function startCluster(t: { teardown(fn: () => unknown): void }, n: 
     env,
     members,
     async add(options = {}) {
-      const server = await startServer({ entry: options.entry ?? spec.entry ?? CLUSTER_APP, env: { ...env, ...options.env } });
+      const server = await startServer({ entry: options.entry ?? spec.entry ?? CLUSTER_APP, env: { ...env, ...options.env }, ...(spec.workers ? { workers: spec.workers } : {}) });
       members.push(server);
       return server;
     },

@@ -1,0 +1,267 @@
+/**
+ * Sign-ins under way (seed 000 §4.3 `/sso/{platform}/login` → `/callback`):
+ * what the callback needs to finish one — the PKCE verifier, the nonce, the
+ * redirect URI — kept on the server, never in the browser. Each is filed
+ * under a SHA-256 of its `state` ({@link stateKey}: the state itself is
+ * stored nowhere), taken once (a replayed callback finds nothing), gone after
+ * the TTL, and bounded in number (the oldest go first).
+ *
+ * Two stores behind {@link SsoStateStore}: {@link ActorSsoStates}, the
+ * process's (a few virtual actors placed on the worker threads, so a sign-in
+ * started on one thread finishes on any other — as the login rate limits are
+ * kept), and {@link RedisSsoStates}, the cluster's (`KV_URL`: any member
+ * finishes what another started).
+ */
+import { createHash } from 'node:crypto';
+import type { ActorContext, ActorLogic, ActorSystem, Placement } from '../../kernel/index.ts';
+import { storeError } from '../anchor/index.ts';
+
+/** A sign-in started at `/sso/{platform}/login` (or `/register`), waiting for its callback. */
+export interface PendingSignIn {
+  /** The platform id (`google`, …; never an alias). */
+  platform: string;
+  mode: 'login' | 'register';
+  code_verifier: string;
+  /** OpenID Connect's nonce; null for plain OAuth 2 (GitHub). */
+  nonce: string | null;
+  /** The redirect URI sent to the provider (the token request repeats it). */
+  redirect_uri: string;
+  /** When it started (ms). */
+  created: number;
+}
+
+/**
+ * @example
+ * await states.put(stateKey(state), pending, 600_000);
+ * const pending = await states.take(stateKey(params.get('state') ?? '')); // once only
+ */
+export interface SsoStateStore {
+  /** Keep a pending sign-in for `ttlMs` under `key` (from {@link stateKey}); the oldest go past the bound. */
+  put(key: string, pending: PendingSignIn, ttlMs: number): Promise<void>;
+  /** The pending sign-in under `key`, removed (undefined: unknown, taken already, or expired). Once only, however many ask at once. */
+  take(key: string): Promise<PendingSignIn | undefined>;
+  close?(): Promise<void>;
+}
+
+/**
+ * What a state is filed under: its SHA-256, base64url. A leaked store (a
+ * Redis dump) holds no state a callback would accept.
+ *
+ * @example
+ * stateKey('abc') // 'ungWv48Bz-pBQUDeXa4iI7ADYaOWF3qctBD_YfIAFa0'
+ */
+export function stateKey(state: string): string {
+  return createHash('sha256').update(state).digest('base64url');
+}
+
+/** At most this many sign-ins wait at once, by default (past it the oldest are dropped). */
+export const MAX_PENDING_SIGN_INS = 100_000;
+
+/**
+ * The pending sign-ins of one shard, in memory: a Map in insertion order
+ * (with one TTL, the oldest are the first to expire), swept from the front.
+ *
+ * @example
+ * const table = new PendingTable(1000);
+ * table.put(key, pending, 600_000, Date.now());
+ * table.take(key, Date.now()); // pending, then undefined
+ */
+export class PendingTable {
+  private readonly entries = new Map<string, { pending: PendingSignIn; expires: number }>();
+
+  constructor(private readonly max: number) {}
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  put(key: string, pending: PendingSignIn, ttlMs: number, now: number): void {
+    this.entries.delete(key);
+    this.sweep(now);
+    while (this.entries.size >= this.max) {
+      const oldest = this.entries.keys().next().value as string;
+      this.entries.delete(oldest);
+    }
+    this.entries.set(key, { pending, expires: now + ttlMs });
+  }
+
+  take(key: string, now: number): PendingSignIn | undefined {
+    const entry = this.entries.get(key);
+    if (!entry) return undefined;
+    this.entries.delete(key);
+    return entry.expires > now ? entry.pending : undefined;
+  }
+
+  /** Drop expired entries from the front (the oldest first). */
+  sweep(now: number): void {
+    for (const [key, entry] of this.entries) {
+      if (entry.expires > now) break;
+      this.entries.delete(key);
+    }
+  }
+}
+
+type Msg = { t: 'put'; key: string; pending: PendingSignIn; ttlMs: number } | { t: 'take'; key: string } | { t: 'size' };
+
+class Shard implements ActorLogic<Msg, unknown> {
+  private readonly table: PendingTable;
+
+  constructor(max: number) {
+    this.table = new PendingTable(max);
+  }
+
+  receive(msg: Msg, ctx: ActorContext<Msg>): unknown {
+    const now = ctx.clock.now();
+    switch (msg.t) {
+      case 'put':
+        this.table.put(msg.key, msg.pending, msg.ttlMs, now);
+        return true;
+      case 'take':
+        return this.table.take(msg.key, now) ?? null;
+      case 'size':
+        this.table.sweep(now);
+        return this.table.size;
+    }
+  }
+}
+
+const KIND = 'sso-states';
+const SHARDS = 8;
+
+export interface ActorSsoStatesOptions {
+  /** Which thread hosts a shard: the worker threads (`workerPlacement()`), or the only node there is. */
+  placement: Placement | ((key: string, nodes: readonly string[]) => string);
+  /** The TTL in use: a shard idle longer holds nothing live and deactivates. */
+  ttlMs: number;
+  /** Pending sign-ins kept at most, across shards (default {@link MAX_PENDING_SIGN_INS}). */
+  maxPending?: number;
+  /** How long a thread waits for a shard on another (default 10 s). */
+  askTimeoutMs?: number;
+}
+
+/**
+ * The process's pending sign-ins: 8 shards (by key), each a virtual actor on
+ * one worker thread — every thread of the process reaches the same one for a
+ * key. A sign-in whose shard's thread stops (a crash; its replacement starts
+ * empty) is lost: its callback answers SSO_INVALID_STATE and the user starts
+ * again.
+ *
+ * @example
+ * const states = new ActorSsoStates(system, { placement: workerPlacement(), ttlMs: 600_000 });
+ */
+export class ActorSsoStates implements SsoStateStore {
+  private readonly timeoutMs: number;
+
+  constructor(
+    private readonly system: ActorSystem,
+    options: ActorSsoStatesOptions,
+  ) {
+    this.timeoutMs = options.askTimeoutMs ?? 10_000;
+    const perShard = Math.max(1, Math.ceil((options.maxPending ?? MAX_PENDING_SIGN_INS) / SHARDS));
+    system.defineKind(KIND, {
+      placement: options.placement,
+      idleAfterMs: options.ttlMs + 60_000,
+      props: () => ({ logic: () => new Shard(perShard), capacity: 10_000 }),
+    });
+  }
+
+  private shard(key: string) {
+    return this.system.activate<Msg, unknown>(KIND, String((key.charCodeAt(0) || 0) % SHARDS));
+  }
+
+  async put(key: string, pending: PendingSignIn, ttlMs: number): Promise<void> {
+    await this.shard(key).ask({ t: 'put', key, pending, ttlMs } satisfies Msg, this.timeoutMs);
+  }
+
+  async take(key: string): Promise<PendingSignIn | undefined> {
+    return ((await this.shard(key).ask({ t: 'take', key } satisfies Msg, this.timeoutMs)) as PendingSignIn | null) ?? undefined;
+  }
+
+  /** Pending sign-ins across shards (for tests and stats). */
+  async size(): Promise<number> {
+    const sizes = await Promise.all(Array.from({ length: SHARDS }, (_, i) => this.system.activate(KIND, String(i)).ask({ t: 'size' } satisfies Msg, this.timeoutMs)));
+    return (sizes as number[]).reduce((a, b) => a + b, 0);
+  }
+}
+
+/** The one Redis command this store sends (an ioredis client has it). */
+export interface SsoRedis {
+  eval(script: string, numKeys: number, ...args: (string | number)[]): Promise<unknown>;
+}
+
+// KEYS: the entry, the index (a sorted set of keys by time). ARGV: value, ttl ms, now ms, max, key prefix, key.
+// The index bounds the number of entries: expired ones leave it, and past `max` the oldest entries go.
+const PUT = `
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+redis.call('ZADD', KEYS[2], ARGV[3], ARGV[6])
+redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', tonumber(ARGV[3]) - tonumber(ARGV[2]))
+local over = redis.call('ZCARD', KEYS[2]) - tonumber(ARGV[4])
+if over > 0 then
+  local old = redis.call('ZPOPMIN', KEYS[2], over)
+  for i = 1, #old, 2 do redis.call('DEL', ARGV[5] .. old[i]) end
+end
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+return 1`;
+// Get and delete at once (GETDEL, atomically with the index): a state is taken once however many callbacks race.
+const TAKE = `
+local v = redis.call('GET', KEYS[1])
+if v then redis.call('DEL', KEYS[1]) end
+redis.call('ZREM', KEYS[2], ARGV[1])
+return v`;
+
+/**
+ * The cluster's pending sign-ins, in Redis (`KV_URL`): one key per sign-in
+ * with its TTL (`SET … PX`), taken with a get-and-delete; an index (a sorted
+ * set) bounds how many wait at once. Keys and the index share the prefix's
+ * hash tag (one slot).
+ *
+ * @example
+ * const states = new RedisSsoStates(openRedis(kvUrl, { name: 'sso' }), { prefix: 'svc:{app}:sso:' });
+ */
+export class RedisSsoStates implements SsoStateStore {
+  private readonly prefix: string;
+  private readonly index: string;
+  private readonly max: number;
+  private readonly closer: (() => Promise<void> | void) | undefined;
+
+  constructor(
+    private readonly redis: SsoRedis,
+    options: { prefix: string; maxPending?: number; close?: () => Promise<void> | void },
+  ) {
+    this.prefix = `${options.prefix}state:`;
+    this.index = `${options.prefix}states`;
+    this.max = options.maxPending ?? MAX_PENDING_SIGN_INS;
+    this.closer = options.close;
+  }
+
+  async put(key: string, pending: PendingSignIn, ttlMs: number): Promise<void> {
+    try {
+      await this.redis.eval(PUT, 2, this.prefix + key, this.index, JSON.stringify(pending), Math.max(1, Math.round(ttlMs)), Date.now(), this.max, this.prefix, key);
+    } catch (error) {
+      throw unreachable(error);
+    }
+  }
+
+  async take(key: string): Promise<PendingSignIn | undefined> {
+    let raw: unknown;
+    try {
+      raw = await this.redis.eval(TAKE, 2, this.prefix + key, this.index, key);
+    } catch (error) {
+      throw unreachable(error);
+    }
+    if (typeof raw !== 'string' && !Buffer.isBuffer(raw)) return undefined;
+    try {
+      return JSON.parse(raw.toString()) as PendingSignIn;
+    } catch {
+      return undefined;
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.closer?.();
+  }
+}
+
+function unreachable(cause: unknown): Error {
+  return storeError('SVC_ERR_STORE_UNAVAILABLE', 'the sign-in store (Redis) cannot be reached right now: start the sign-in again', { cause });
+}

@@ -1,0 +1,316 @@
+/**
+ * Single sign-on (seed 000 §2.2–2.4, §4.3, §4.4 rules 6–9, §5.6): start a
+ * sign-in at a provider, finish it at the callback, and turn who the
+ * provider says signed in into an account of ours — HTTP-free (the routes
+ * hand it parsed parameters and turn its answers into redirects).
+ *
+ * Finishing a sign-in, in order: its `state` must be one we handed out, for
+ * this platform, not used and not expired (SSO_INVALID_STATE); the provider's
+ * `error` (SSO_PROVIDER_ERROR); no `code` (SSO_MISSING_CODE); the code
+ * exchanged with the PKCE verifier (and for OpenID Connect the ID token's
+ * nonce, issuer, audience checked) (SSO_EXCHANGE_FAILED). Then the account:
+ *
+ * 1. a user with this SSO identity (platform + subject) signs in;
+ * 2. else, when the provider vouches for the email, the user with that email
+ *    gets the SSO identity linked (and that email counts as verified);
+ * 3. else, with a vouched-for email and no such user, a new user: role
+ *    `user`, no password, the email verified (the recovery identity), the
+ *    SSO identity, their graph root;
+ * 4. an email the provider does not vouch for (or none) creates nothing and
+ *    links nothing: SSO_EMAIL_UNVERIFIED. (Beyond the seed, which links by
+ *    any email: linking by an unverified one let strangers into accounts.)
+ *
+ * Every sign-in writes `profile.sso.<platform>` (display_name, first_name,
+ * last_name, picture: those the provider gave), leaving every other key of
+ * the profile as it was. A disabled user is refused as `/user/login`
+ * refuses one (INVALID_CREDENTIALS).
+ *
+ * TODO: a pending sign-in is not bound to the browser that started it (no
+ * cookie: the front does not pass `cookie` to built-in routes), so a person
+ * handed the callback URL of someone else's sign-in is signed in as them
+ * (login CSRF); the short TTL and single use narrow it.
+ */
+import { randomUUID } from 'node:crypto';
+import * as oauth from 'oauth4webapi';
+import { identityError, notFound } from './errors.ts';
+import { FIELD_MAX, identityValue } from './schemas.ts';
+import { GitHubProvider } from './sso-github.ts';
+import { oidcProvider, SSO_PLATFORM_ALIASES, SSO_PLATFORMS, type ProviderAccount, type SsoPlatform, type SsoProfile, type SsoProvider, type SsoProviderOptions, type SsoProviderSettings } from './sso-providers.ts';
+import { type SsoStateStore, stateKey } from './sso-states.ts';
+import { type Identity, normalize, type UserRecord, userRecord, type UsersRepository } from './users-repository.ts';
+
+/** `[scale.sso]`. */
+export interface SsoSettings {
+  /** The server's public URL; empty: from the request's Host header (development). */
+  host: string;
+  /** The app's page the browser goes back to; empty: the callback answers JSON. */
+  client_auth_callback_url: string;
+  /** `fragment`: `#token=`; anything else: `?token=` (the seed's way). */
+  callback_style: string;
+  state_ttl_seconds: number;
+}
+
+export interface SsoServiceOptions {
+  users: UsersRepository;
+  states: SsoStateStore;
+  /** One per platform (disabled ones included: they answer 501). */
+  providers: readonly SsoProvider[];
+  settings: SsoSettings;
+  /** A token for a user, as `/user/login` issues (IdentityService.token). */
+  token(user: UserRecord): Promise<string>;
+  /** Creates a new user's graph root. */
+  createRoot(rootId: string): Promise<void>;
+  log?: (level: 'info' | 'warn' | 'error', message: string, extra?: Record<string, unknown>) => void;
+  /** Now, in ms (tests). */
+  now?: () => number;
+}
+
+/** A finished sign-in. */
+export interface SsoResult {
+  user: UserRecord;
+  token: string;
+  /** A new account was made. */
+  created: boolean;
+  /** The SSO identity was linked to an account that existed (by its email). */
+  linked: boolean;
+}
+
+/** An entry of `/admin/sso/providers`. */
+export interface SsoProviderInfo {
+  platform: SsoPlatform;
+  display_name: string;
+  kind: 'oidc' | 'oauth2';
+  enabled: boolean;
+  aliases: string[];
+  /** The redirect URI to register at the provider; null when `[scale.sso] host` is empty (then it follows each request's Host). */
+  callback_url: string | null;
+}
+
+/**
+ * The provider of a platform, from its `[scale.sso.<platform>]` settings.
+ *
+ * @example
+ * const providers = SSO_PLATFORMS.map((p) => createSsoProvider(p, config[`scale.sso.${p}`]));
+ */
+export function createSsoProvider(platform: SsoPlatform, settings: SsoProviderSettings, options: SsoProviderOptions = {}): SsoProvider {
+  return platform === 'github' ? new GitHubProvider(settings, options) : oidcProvider(platform, settings, options);
+}
+
+const HOST_HEADER = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A-Fa-f:.]{2,45}\])(?::\d{1,5})?$/;
+
+/**
+ * @example
+ * const sso = new SsoService({ users, states, providers, settings: config['scale.sso'], token: (u) => identity.token(u), createRoot });
+ * const { url } = await sso.begin('google', 'login');            // 302 to url
+ * const { user, token, created } = await sso.finish('google', new URLSearchParams(query));
+ */
+export class SsoService {
+  private readonly byPlatform = new Map<SsoPlatform, SsoProvider>();
+  private readonly now: () => number;
+
+  constructor(private readonly o: SsoServiceOptions) {
+    for (const p of o.providers) this.byPlatform.set(p.platform, p);
+    this.now = o.now ?? Date.now;
+  }
+
+  /** Where the browser goes back to with the token, and how; undefined: the callback answers JSON. */
+  get clientCallback(): { url: string; style: 'query' | 'fragment' } | undefined {
+    const url = this.o.settings.client_auth_callback_url;
+    return url ? { url, style: this.o.settings.callback_style === 'fragment' ? 'fragment' : 'query' } : undefined;
+  }
+
+  /** The platform id of a URL segment (`google` or its alias `idp_a`, …); 404 NOT_FOUND for anything else. */
+  platform(segment: string): SsoPlatform {
+    if ((SSO_PLATFORMS as readonly string[]).includes(segment)) return segment as SsoPlatform;
+    if (Object.hasOwn(SSO_PLATFORM_ALIASES, segment)) return SSO_PLATFORM_ALIASES[segment] as SsoPlatform;
+    throw notFound(`no sign-in provider ${segment.slice(0, 64)} (there are ${SSO_PLATFORMS.join(', ')})`);
+  }
+
+  /** The enabled provider of a segment: 404 for an unknown one, 501 SSO_NOT_CONFIGURED for one without both client_id and client_secret. */
+  provider(segment: string): SsoProvider {
+    const platform = this.platform(segment);
+    const provider = this.byPlatform.get(platform);
+    if (!provider?.enabled) throw identityError('SSO_NOT_CONFIGURED', notConfigured(platform, provider?.displayName ?? platform));
+    return provider;
+  }
+
+  /** Every provider, enabled or not (`/admin/sso/providers`). */
+  providers(): SsoProviderInfo[] {
+    const base = this.o.settings.host.replace(/\/+$/, '');
+    return SSO_PLATFORMS.map((platform) => {
+      const p = this.byPlatform.get(platform);
+      return {
+        platform,
+        display_name: p?.displayName ?? platform,
+        kind: p?.kind ?? (platform === 'github' ? 'oauth2' : 'oidc'),
+        enabled: p?.enabled ?? false,
+        aliases: Object.entries(SSO_PLATFORM_ALIASES)
+          .filter(([, to]) => to === platform)
+          .map(([alias]) => alias),
+        callback_url: base ? `${base}/sso/${platform}/callback` : null,
+      };
+    });
+  }
+
+  /**
+   * Start a sign-in: its state, PKCE verifier and nonce are made here and
+   * kept server-side for `state_ttl_seconds`; the answer is the provider's
+   * authorization URL (the browser is sent there). The redirect URI names
+   * the platform as the request did (an alias stays an alias).
+   */
+  async begin(segment: string, mode: 'login' | 'register', requestHost?: string): Promise<{ url: string }> {
+    const provider = this.provider(segment);
+    const redirectUri = `${this.base(requestHost)}/sso/${segment}/callback`;
+    const state = oauth.generateRandomState();
+    const codeVerifier = oauth.generateRandomCodeVerifier();
+    const nonce = provider.kind === 'oidc' ? oauth.generateRandomNonce() : null;
+    const url = await provider.authorizationUrl({ state, codeVerifier, nonce, redirectUri, mode });
+    await this.o.states.put(stateKey(state), { platform: provider.platform, mode, code_verifier: codeVerifier, nonce, redirect_uri: redirectUri, created: this.now() }, this.ttlMs());
+    return { url: url.href };
+  }
+
+  /** Finish a sign-in from the callback's parameters (query, or form body for `form_post`): see the file's comment. */
+  async finish(segment: string, params: URLSearchParams): Promise<SsoResult> {
+    const provider = this.provider(segment);
+    const given = params.getAll('state');
+    const state = given.length === 1 ? (given[0] as string) : '';
+    if (state === '' || state.length > 512) throw identityError('SSO_INVALID_STATE');
+    const pending = await this.o.states.take(stateKey(state));
+    if (!pending || pending.platform !== provider.platform || this.now() - pending.created > this.ttlMs()) throw identityError('SSO_INVALID_STATE');
+    const who = await provider.finish(params, { state, codeVerifier: pending.code_verifier, nonce: pending.nonce, redirectUri: pending.redirect_uri, mode: pending.mode });
+    // Two callbacks of one person at once (two tabs) may race to create or link: the loser looks again.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await this.signIn(provider, who);
+      } catch (error) {
+        if ((error as { code?: unknown }).code !== 'IDENTITY_TAKEN' || attempt >= 2) throw error;
+      }
+    }
+  }
+
+  /**
+   * Unlink the user's identity of a platform; the account stays. 404 when
+   * none is linked; SSO_LAST_SIGN_IN when it is their only way to sign in
+   * (no password, no other provider). `profile.sso.<platform>` goes too.
+   */
+  async unlink(userId: string, segment: string): Promise<{ status: 'unlinked'; platform: SsoPlatform }> {
+    const platform = this.platform(segment);
+    const outcome = await this.o.users.removeSsoIdentity(userId, platform);
+    if (outcome === 'absent') throw notFound(`no ${platform} account is linked to this user`);
+    if (outcome === 'last') throw identityError('SSO_LAST_SIGN_IN');
+    const user = await this.o.users.byId(userId);
+    const sso = user && isObject(user.profile.sso) ? { ...user.profile.sso } : undefined;
+    if (user && sso && platform in sso) {
+      delete sso[platform];
+      const { sso: _old, ...rest } = user.profile;
+      await this.o.users.update(userId, { profile: Object.keys(sso).length ? { ...rest, sso } : rest });
+    }
+    return { status: 'unlinked', platform };
+  }
+
+  /** A user's SSO accounts (admin), by username, email or user id; 404 for no such user. */
+  async accountsOf(name: string): Promise<{ user_id: string; accounts: { platform: string; external_id: string; linked_at: string | null }[] }> {
+    const user = name.length <= FIELD_MAX.identity ? ((await this.o.users.byIdentity(normalize(name))) ?? (await this.o.users.byId(name))) : undefined;
+    if (!user) throw notFound(`no user ${name.slice(0, 64)}`);
+    const accounts = user.identities.filter((i) => i.type === 'sso').map((i) => ({ platform: i.provider ?? '', external_id: i.external_id ?? '', linked_at: i.linked_at ?? null }));
+    return { user_id: user.user_id, accounts };
+  }
+
+  private async signIn(provider: SsoProvider, who: ProviderAccount): Promise<SsoResult> {
+    const { users } = this.o;
+    const platform = provider.platform;
+    let user = await users.bySso(platform, who.subject);
+    let created = false;
+    let linked = false;
+    if (user) {
+      refuseDisabled(user);
+    } else {
+      const email = vouchedEmail(who, provider.displayName);
+      const normalized = normalize(email);
+      const owner = await users.byIdentity(normalized);
+      if (owner) {
+        refuseDisabled(owner);
+        if (owner.identities.some((i) => i.type === 'sso' && i.provider === platform)) {
+          throw identityError('IDENTITY_TAKEN', `the account with this email is linked to another ${provider.displayName} account already`);
+        }
+        // Rule 8 links whether or not the account had verified this email itself. TODO: an account made with
+        // someone else's address before they ever sign in with SSO keeps its password (pre-hijacking); refusing
+        // to link to an unverified local email (or voiding that password) would close it.
+        await users.addIdentity(owner.user_id, ssoIdentity(platform, who.subject, this.now()));
+        // The provider vouches for the address: the account's own email identity is verified now.
+        const local = owner.identities.find((i) => i.type === 'email' && i.value_normalized === normalized);
+        if (local && !local.verified) await users.setVerified(owner.user_id, normalized);
+        user = owner;
+        linked = true;
+        this.o.log?.('info', 'sso identity linked to an account by its verified email', { user_id: owner.user_id, platform });
+      } else {
+        const record = userRecord({
+          user_id: randomUUID(),
+          role: 'user',
+          profile: { sso: { [platform]: who.profile } },
+          identities: [{ type: 'email', value_raw: email, value_normalized: normalized, verified: true, is_recovery: true }, ssoIdentity(platform, who.subject, this.now())],
+        });
+        await users.create(record);
+        await this.o.createRoot(record.root_id);
+        user = record;
+        created = true;
+      }
+    }
+    if (!created) {
+      const current = (await users.byId(user.user_id)) ?? user;
+      await users.update(user.user_id, { profile: withSso(current.profile, platform, who.profile) });
+    }
+    const fresh = await users.byId(user.user_id);
+    if (!fresh) throw identityError('INVALID_CREDENTIALS');
+    refuseDisabled(fresh);
+    return { user: fresh, token: await this.o.token(fresh), created, linked };
+  }
+
+  private ttlMs(): number {
+    return this.o.settings.state_ttl_seconds * 1000;
+  }
+
+  /** `[scale.sso] host`, or (development) `http://` + the request's Host header. */
+  private base(requestHost: string | undefined): string {
+    const host = this.o.settings.host.replace(/\/+$/, '');
+    if (host) return host;
+    if (requestHost && HOST_HEADER.test(requestHost)) return `http://${requestHost}`;
+    throw identityError('SSO_NOT_CONFIGURED', 'the redirect URI cannot be made: set [scale.sso] host (SVC_SSO_HOST) to the server’s public URL');
+  }
+}
+
+function notConfigured(platform: SsoPlatform, name: string): string {
+  const alias = Object.entries(SSO_PLATFORM_ALIASES).find(([, to]) => to === platform)?.[0];
+  const env = `SVC_SSO_${platform.toUpperCase()}_`;
+  const extra = platform === 'oidc' ? ', and discovery_url (SVC_SSO_OIDC_DISCOVERY_URL)' : '';
+  return `${name} sign-in is not configured on this server: set client_id and client_secret in [scale.sso.${platform}]${alias ? ` (or [scale.sso.${alias}])` : ''}, or ${env}CLIENT_ID and ${env}CLIENT_SECRET${extra}`;
+}
+
+/** The email the provider vouches for, checked as registration checks one; SSO_EMAIL_UNVERIFIED otherwise. */
+function vouchedEmail(who: ProviderAccount, name: string): string {
+  if (!who.email || !who.emailVerified) throw identityError('SSO_EMAIL_UNVERIFIED', `${name} gives no verified email for this account: no account is created or linked`);
+  try {
+    return identityValue('email', who.email, 'email');
+  } catch {
+    throw identityError('SSO_EMAIL_UNVERIFIED', `the email ${name} gives is not one this server accepts: no account is created or linked`);
+  }
+}
+
+function ssoIdentity(platform: SsoPlatform, subject: string, now: number): Identity {
+  const value = `${platform}:${subject}`;
+  return { type: 'sso', value_raw: value, value_normalized: value, verified: true, is_recovery: false, provider: platform, external_id: subject, linked_at: new Date(now).toISOString() };
+}
+
+function refuseDisabled(user: UserRecord): void {
+  if (user.status !== 'active') throw identityError('INVALID_CREDENTIALS');
+}
+
+function isObject(x: unknown): x is Record<string, unknown> {
+  return typeof x === 'object' && x !== null && !Array.isArray(x);
+}
+
+/** The profile with `sso.<platform>` replaced, every other key as it was. */
+function withSso(profile: Record<string, unknown>, platform: SsoPlatform, fields: SsoProfile): Record<string, unknown> {
+  const sso = isObject(profile.sso) ? profile.sso : {};
+  return { ...profile, sso: { ...sso, [platform]: { ...fields } } };
+}

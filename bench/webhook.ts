@@ -1,0 +1,202 @@
+/**
+ * Webhook benchmark: a signed webhook request (1 KB JSON body, a valid API
+ * key, HMAC-SHA256 verified) against the same walker served as a public,
+ * unauthenticated walker — one svc server, both loaded in alternation, so
+ * that the machine's drift falls on both alike. Goal: the webhook at ≥ 0.8x
+ * the public walker's requests/s.
+ *
+ *   npm run bench:webhook            (--rounds N, --seconds S, --quick)
+ *
+ * The server runs one worker thread pinned to core 0; wrk runs on core 1.
+ * Per scenario: the median throughput, p50/p99 latency and the server's CPU
+ * time per request (all its threads, from /proc); the ratio is the geometric
+ * mean of the rounds' ratios. Then, in this process, what the webhook checks
+ * cost on their own: `ApiKeys.check` on a key held in memory, and the HMAC
+ * (and constant-time compare) of a 1 KB body. Writes bench/results/webhook-<time>.json.
+ */
+import { spawnSync } from 'node:child_process';
+import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SignJWT } from 'jose';
+import { ApiKeys, MemoryUsersRepository, serviceAccount } from '../actors/identity/index.ts';
+import { ensureUsers, freePort, hasTaskset, machine, now, parseWrk, pinned, type Proc, round, save, serve, wrkScript } from './lib.ts';
+
+const args = process.argv.slice(2);
+const quick = args.includes('--quick');
+const flag = (name: string, fallback: number): number => {
+  const i = args.indexOf(name);
+  return i >= 0 ? Number(args[i + 1]) : fallback;
+};
+const ROUNDS = flag('--rounds', quick ? 3 : 7);
+const SECONDS = flag('--seconds', quick ? 3 : 5);
+const CONNECTIONS = 64;
+const JWT_SECRET = 'bench-secret-bench-secret-bench-secret-0123';
+const WEBHOOK_SECRET = 'bench-webhook-secret-bench-webhook-secret-0123';
+const root = new URL('..', import.meta.url).pathname;
+const app = new URL('./fixtures/webhook-bench-app.ts', import.meta.url).pathname;
+
+/** A JSON body of exactly 1,024 bytes, as a sender would post it. */
+function body1k(): string {
+  const base = JSON.stringify({ event: 'invoice.paid', payload: '' });
+  return JSON.stringify({ event: 'invoice.paid', payload: 'x'.repeat(1024 - base.length) });
+}
+
+/** CPU time (user + system, every thread) a process has used so far, in microseconds (Linux /proc). */
+function cpuMicros(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
+  } catch {
+    return NaN;
+  }
+}
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+interface Sample {
+  rps: number;
+  p50_ms: number;
+  p99_ms: number;
+  errors: number;
+  cpu_us_per_req: number;
+}
+
+function load(p: Proc, url: string, script: string, seconds: number): Sample {
+  const [c, a] = pinned(1, 'wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-s', script, url]);
+  const pid = p.proc.pid as number;
+  const cpu0 = cpuMicros(pid);
+  const out = spawnSync(c, a, { encoding: 'utf8' }).stdout;
+  const cpu = cpuMicros(pid) - cpu0;
+  const { rps, requests, p50_ms, p99_ms, errors } = parseWrk(out);
+  return { rps, p50_ms, p99_ms, errors, cpu_us_per_req: cpu / requests };
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
+const pairedRatio = (xs: number[], base: number[]): number => Math.exp(xs.reduce((sum, x, k) => sum + Math.log(x / (base[k] as number)), 0) / xs.length);
+
+/** Nanoseconds per call of `fn`, the best of five timed batches after a warm-up. */
+function nsPerOp(fn: () => unknown, n: number): number {
+  for (let i = 0; i < n / 10; i++) fn();
+  let best = Infinity;
+  for (let b = 0; b < 5; b++) {
+    const t0 = now();
+    for (let i = 0; i < n; i++) fn();
+    best = Math.min(best, (now() - t0) / n);
+  }
+  return round(best, 1);
+}
+
+/** The webhook checks on their own, in this process. */
+async function micro(body: string): Promise<Record<string, number>> {
+  const users = new MemoryUsersRepository();
+  const { user } = await serviceAccount(users, 'bench-user', 'user');
+  // A long cache: the loop must measure the in-memory answer, not a store read.
+  const keys = new ApiKeys({ users, expiryDays: 365, maxPerUser: 100, cacheMs: 3_600_000 });
+  const { api_key } = await keys.create(user.user_id, { name: 'bench' });
+  if (!(await keys.check(api_key))) throw new Error('the key does not check');
+  const check = nsPerOp(() => {
+    const h = keys.check(api_key);
+    if (h instanceof Promise || h === undefined) throw new Error('not answered from memory');
+  }, 200_000);
+  const bytes = Buffer.from(body);
+  const secretKey = createSecretKey(Buffer.from(WEBHOOK_SECRET));
+  const expected = createHmac('sha256', WEBHOOK_SECRET).update(bytes).digest();
+  const given = Buffer.from(expected.toString('hex'), 'hex');
+  const hmacKeyObject = nsPerOp(() => timingSafeEqual(given, createHmac('sha256', secretKey).update(bytes).digest()), 200_000);
+  const hmacString = nsPerOp(() => createHmac('sha256', WEBHOOK_SECRET).update(bytes).digest(), 200_000);
+  return {
+    api_key_check_cached_ns: check,
+    hmac_sha256_1kb_verify_ns: hmacKeyObject,
+    hmac_sha256_1kb_string_secret_ns: hmacString,
+    webhook_checks_total_ns: round(check + hmacKeyObject, 1),
+  };
+}
+
+async function main(): Promise<void> {
+  const body = body1k();
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-webhook-'));
+  let server: Proc | undefined;
+  try {
+    await ensureUsers(dataDir, ['bench-user']);
+    const token = await new SignJWT({ user_id: 'bench-user', role: 'user' }).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime('2h').sign(new TextEncoder().encode(JWT_SECRET));
+    const port = await freePort();
+    const [cmd, a] = pinned(0, process.execPath, [join(root, 'bin/svc.mjs'), 'start', app, '--workers', '1', '--port', String(port), '--host', '127.0.0.1']);
+    server = await serve(cmd, a, /Server ready/, { SVC_TRANSPORT: 'uws', SVC_ACCESS_LOG: 'false', JWT_SECRET, WEBHOOK_SECRET, SVC_DATA_DIR: dataDir });
+    const url = `http://127.0.0.1:${port}`;
+    const created = (await (await fetch(`${url}/api-key/create`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ name: 'bench' }) })).json()) as { data: { api_key: string } };
+    const key = created.data.api_key;
+    const signature = createHmac('sha256', WEBHOOK_SECRET).update(body).digest('hex');
+    const scenarios = [
+      { name: 'public_walker', url: `${url}/walker/NotifyPublic`, script: wrkScript(body, {}) },
+      { name: 'webhook_signed', url: `${url}/webhook/Notify`, script: wrkScript(body, { 'X-API-Key': key, 'X-Webhook-Signature': signature }) },
+    ];
+    // Both answer 200 before anything is measured (a refused webhook would be fast and wrong).
+    for (const s of scenarios) {
+      const headers: Record<string, string> = { 'content-type': 'application/json', ...(s.name === 'webhook_signed' ? { 'x-api-key': key, 'x-webhook-signature': signature } : {}) };
+      const res = await fetch(s.url, { method: 'POST', headers, body });
+      if (res.status !== 200) throw new Error(`${s.name}: ${res.status} ${await res.text()}`);
+    }
+    for (const s of scenarios) load(server, s.url, s.script, 2);
+    const samples = scenarios.map(() => [] as Sample[]);
+    for (let r = 0; r < ROUNDS; r++) {
+      for (let k = 0; k < scenarios.length; k++) {
+        const i = (k + r) % scenarios.length;
+        const s = scenarios[i] as (typeof scenarios)[number];
+        samples[i]?.push(load(server, s.url, s.script, SECONDS));
+        process.stderr.write(`bench: round ${r + 1} ${s.name} ${Math.round(samples[i]?.at(-1)?.rps ?? 0)} req/s\n`);
+      }
+    }
+    const of = (i: number, k: keyof Sample) => (samples[i] as Sample[]).map((x) => x[k]);
+    const results: Record<string, unknown> = {};
+    scenarios.forEach((s, i) => {
+      results[s.name] = {
+        rps_median: Math.round(median(of(i, 'rps'))),
+        p50_ms_median: round(median(of(i, 'p50_ms')), 3),
+        p99_ms_median: round(median(of(i, 'p99_ms')), 3),
+        cpu_us_per_req: round(median(of(i, 'cpu_us_per_req')), 1),
+        errors: of(i, 'errors').reduce((n, x) => n + x, 0),
+        rps_rounds: of(i, 'rps').map(Math.round),
+      };
+    });
+    const checks = await micro(body);
+    results.ratio = {
+      webhook_vs_public_rps: round(pairedRatio(of(1, 'rps'), of(0, 'rps')), 3),
+      webhook_vs_public_cpu_per_req: round(pairedRatio(of(1, 'cpu_us_per_req'), of(0, 'cpu_us_per_req')), 3),
+      goal: '>= 0.8x public walker requests/s',
+    };
+    results.checks_in_process = checks;
+    const out = {
+      bench: 'webhook',
+      at: new Date().toISOString(),
+      quick,
+      setup: {
+        rounds: ROUNDS,
+        seconds: SECONDS,
+        connections: CONNECTIONS,
+        body_bytes: Buffer.byteLength(body),
+        svc_workers: 1,
+        transport: 'uws',
+        load: 'wrk -t1',
+        pinned: hasTaskset ? 'server core 0, wrk core 1' : 'not pinned (no taskset)',
+        commit: spawnSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim(),
+      },
+      machine: machine(),
+      results,
+    };
+    const file = save('webhook', out);
+    console.table(Object.fromEntries(scenarios.map((s) => [s.name, { ...(results[s.name] as object), rps_rounds: undefined }])));
+    console.table(results.ratio);
+    console.table(checks);
+    console.log(`written ${file}`);
+  } finally {
+    await server?.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+await main();
