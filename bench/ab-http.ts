@@ -20,11 +20,11 @@
  * request is the steadier figure. Writes bench/results/ab-http-<time>.json.
  */
 import { spawnSync } from 'node:child_process';
-import { copyFileSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { SignJWT } from 'jose';
-import { freePort, hasTaskset, machine, parseWrk, pinned, type Proc, round, save, serve, wrkScript } from './lib.ts';
+import { freePort, hasTaskset, machine, parseWrk, pinned, type Proc, round, save, serve, wrkScript, cpuMicros } from './lib.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string, fallback: number): number => {
@@ -85,17 +85,6 @@ async function start({ tree, env, label }: Variant, token: string): Promise<Serv
     ((await (await fetch(`${url}/walker/Seed`, { method: 'POST', headers })).json()) as { data: { reports: { id: string }[] } }).data.reports[0]?.id as string;
   return { tree, label, url, p, pubId: await seed({}), authId: await seed({ authorization: `Bearer ${token}` }) };
 }
-
-/** CPU time (user + system, every thread) a process has used so far, in microseconds (Linux /proc). */
-function cpuMicros(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
-  } catch {
-    return NaN;
-  }
-}
-const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
 interface Sample {
   rps: number;

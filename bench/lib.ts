@@ -173,3 +173,14 @@ export async function ensureUsers(dataDir: string, userIds: readonly string[], r
     await users.close();
   }
 }
+
+/** CPU time (user + system, every thread) a process has used so far, in microseconds (Linux /proc; NaN elsewhere). */
+export function cpuMicros(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
+  } catch {
+    return NaN;
+  }
+}
+const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;

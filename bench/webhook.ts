@@ -16,12 +16,12 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHmac, createSecretKey, timingSafeEqual } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { ApiKeys, MemoryUsersRepository, serviceAccount } from '../actors/identity/index.ts';
-import { ensureUsers, freePort, hasTaskset, machine, now, parseWrk, pinned, type Proc, round, save, serve, wrkScript } from './lib.ts';
+import { ensureUsers, freePort, hasTaskset, machine, now, parseWrk, pinned, type Proc, round, save, serve, wrkScript, cpuMicros } from './lib.ts';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
@@ -42,17 +42,6 @@ function body1k(): string {
   const base = JSON.stringify({ event: 'invoice.paid', payload: '' });
   return JSON.stringify({ event: 'invoice.paid', payload: 'x'.repeat(1024 - base.length) });
 }
-
-/** CPU time (user + system, every thread) a process has used so far, in microseconds (Linux /proc). */
-function cpuMicros(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    return ((Number(fields[11]) + Number(fields[12])) * 1e6) / CLOCK_TICKS;
-  } catch {
-    return NaN;
-  }
-}
-const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
 
 interface Sample {
   rps: number;

@@ -8,7 +8,7 @@
  * means no start. The Python original booted production on a default secret.
  */
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export class SecretError extends Error {}
@@ -48,8 +48,15 @@ function resolveSecret(spec: SecretSpec, options: { configured: string; producti
   }
   const dir = join(options.projectRoot, '.svc');
   const file = join(dir, spec.file);
-  if (existsSync(file)) return { secret: readFileSync(file, 'utf8').trim(), source: `development secret from ${file}` };
-  mkdirSync(dir, { recursive: true });
+  if (existsSync(file)) {
+    const secret = readFileSync(file, 'utf8').trim();
+    if (secret === '') throw new SecretError(`${file} is empty: delete it (a new secret is generated) or set ${spec.envName}`);
+    // Readable by others: narrowed to the owner (a secret file anyone on the machine reads is no secret).
+    if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+    if (secret.length < 32) return { secret, source: `development secret from ${file} (shorter than 32 characters: fine for development only)`, warning: `${file} holds a secret shorter than 32 characters` };
+    return { secret, source: `development secret from ${file}` };
+  }
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
   const secret = randomBytes(32).toString('base64url');
   writeFileSync(file, `${secret}\n`, { mode: 0o600 });
   chmodSync(file, 0o600);

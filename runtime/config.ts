@@ -178,6 +178,11 @@ export const SCHEMA = {
     callback_style: { kind: 'enum', default: 'query', env: ['SVC_SSO_CALLBACK_STYLE'], values: ['query', 'fragment'] },
     /** How long a sign-in started at `/sso/{platform}/login` may take to come back (its state, nonce and PKCE verifier are kept that long). */
     state_ttl_seconds: { kind: 'int', default: 600, min: 10, env: ['SVC_SSO_STATE_TTL_SECONDS'] },
+    /**
+     * Bind each sign-in to the browser that started it (the `svc_sso` cookie; login CSRF). False: any callback with a
+     * good state finishes it, as before — for clients that keep no cookies (a native app driving the flow itself).
+     */
+    bind_browser: { kind: 'bool', default: true, env: ['SVC_SSO_BIND_BROWSER'] },
   },
   'scale.sso.google': {
     ...ssoKeys('google'),
@@ -299,8 +304,19 @@ function fromEnv(spec: KeySpec, raw: string, name: string): unknown {
       if (/^(1|true|yes|on)$/i.test(raw)) return true;
       if (/^(0|false|no|off)$/i.test(raw)) return false;
       throw new ConfigError(`environment ${name} must be true or false, got ${JSON.stringify(raw)}`);
-    case 'list':
+    case 'list': {
+      // A JSON array (as the table shows defaults), or comma-separated values.
+      if (raw.trim().startsWith('[')) {
+        let parsed: unknown;
+        try {
+          parsed = JSON.parse(raw);
+        } catch {
+          throw new ConfigError(`environment ${name} must be comma-separated values or a JSON array of strings, got ${JSON.stringify(raw)}`);
+        }
+        return typed(spec, parsed, `environment ${name}`);
+      }
       return raw.split(',').map((v) => v.trim()).filter((v) => v !== '');
+    }
     case 'numbers': {
       const parts = raw.split(',').map((v) => v.trim()).filter((v) => v !== '');
       if (parts.some((v) => !Number.isFinite(Number(v)))) throw new ConfigError(`environment ${name} must be a comma-separated list of numbers, got ${JSON.stringify(raw)}`);

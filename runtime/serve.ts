@@ -231,7 +231,7 @@ export function serveModules(options: ServeOptions): RuntimeModule[] {
   const sockets = wsRoutes(registry);
   if (routes.length === 0 && sockets.length === 0) throw new Error(`${boot.moduleName} exports no walker and no function: nothing to serve`);
   const describe = (): RouteSummary[] => [
-    ...routes.map((r) => ({ method: r.method, path: r.template, kind: r.kind, name: r.name, access: r.access })),
+    ...routes.map((r) => ({ method: r.method, path: r.template, kind: r.webhook ? 'webhook walker' : r.kind, name: r.name, access: r.webhook ? 'api-key' : r.access })),
     ...sockets.map((r) => ({ method: 'WS', path: `/ws/${r.name}`, kind: r.broadcast ? 'websocket walker (broadcast)' : 'websocket walker', name: r.name, access: r.access })),
   ];
   const subscriptions = appSubscriptions(app, boot.config['scale.events'].consumer_group);
@@ -562,6 +562,8 @@ function identityModule(system: ActorSystem, boot: ServeBoot, thread: string, ro
           providers: SSO_PLATFORMS.map((platform) => createSsoProvider(platform, config[`scale.sso.${platform}`])),
           settings: config['scale.sso'],
           token: (user) => identity.token(user),
+          // Taking over an account linked by an email it never verified: its tokens die on every thread and member at once.
+          revokeTokens: (userId, patch) => identity.revokeTokens(userId, patch),
           createRoot: (rootId) => graph.ensureRoot(rootId),
           log: (level, message, extra) => log[level](extra ?? {}, message),
         }),
@@ -632,10 +634,11 @@ function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, ro
       const log = rt.need<Log>('log');
       const bus = rt.need<Broadcast>('bus');
       const auth = rt.need<Authenticator>('auth');
+      const sso = rt.need<SsoService>('sso');
       const builtinRoutes: BuiltinRoute[] = [
         ...identityRoutes(rt.need<IdentityService>('identity'), auth),
         ...apiKeyRoutes(rt.need<ApiKeys>('apiKeys')),
-        ...ssoRoutes(rt.need<SsoService>('sso')),
+        ...ssoRoutes(sso),
         {
           method: 'GET',
           path: '/admin/stats',
@@ -681,6 +684,8 @@ function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, ro
           },
           clientAddresses: new ClientAddresses(config['scale.server'].trusted_proxies, config['scale.server'].trusted_proxy_header as ForwardingHeader),
           readiness: () => member?.readiness() ?? storeReadiness(rt.need<AnchorStore>('store'), rt.need<UsersRepository>('users')),
+          // Sign-in routes read the Host (the redirect URI in development) and the browser binding cookie: copied only when a provider can be used.
+          ...(sso.providers().some((p) => p.enabled) ? { extraHeaders: ['host', 'cookie'] } : {}),
           ...(routes.some((r) => r.webhook) ? { webhook: { ...openApiWebhook(config), apiKeys: rt.need<ApiKeys>('apiKeys'), secret: boot.webhookSecret ?? config['scale.webhook'].secret } } : {}),
         }),
       );

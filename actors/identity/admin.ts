@@ -45,7 +45,9 @@ export class UserAdmin {
 
   async getUser(name: string): Promise<Record<string, unknown>> {
     const u = await this.byName(name);
-    return { ...publicUser(u), protected: u.protected, must_change_password: u.must_change_password, root_id: u.root_id };
+    // Their API keys (never a secret): what a forced reset would revoke.
+    const api_keys = (await this.o.users.apiKeysOf(u.user_id)).map((k) => ({ api_key_id: k.api_key_id, name: k.name, created_at: k.created_at, expires_at: k.expires_at, walkers: k.walkers }));
+    return { ...publicUser(u), protected: u.protected, must_change_password: u.must_change_password, root_id: u.root_id, api_keys };
   }
 
   /** A user who must change the password at the first login; without a password, a temporary one is made (and returned). */
@@ -113,9 +115,17 @@ export class UserAdmin {
     }
   }
 
-  async forcePasswordReset(name: string): Promise<{ status: string }> {
+  /**
+   * The account may be in other hands: every token void, the password must
+   * change, and every API key revoked (a key made with a stolen token would
+   * outlive the token otherwise). Keys go first: the token revocation then
+   * tells every thread to read its keys again, and finds none.
+   */
+  async forcePasswordReset(name: string): Promise<{ status: string; api_keys_revoked: number }> {
     const u = await this.byName(name);
+    let revoked = 0;
+    for (const k of await this.o.users.apiKeysOf(u.user_id)) if (await this.o.users.deleteApiKey(u.user_id, k.api_key_id)) revoked++;
     await this.tokens.revoke(u.user_id, { must_change_password: true });
-    return { status: 'password_change_required' };
+    return { status: 'password_change_required', api_keys_revoked: revoked };
   }
 }

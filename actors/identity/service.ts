@@ -126,7 +126,7 @@ export class IdentityService {
     return this.admin.finishGraphDrops();
   }
 
-  forcePasswordReset(name: string): Promise<{ status: string }> {
+  forcePasswordReset(name: string): Promise<{ status: string; api_keys_revoked: number }> {
     return this.admin.forcePasswordReset(name);
   }
 }

@@ -1,7 +1,8 @@
 /**
  * Sign-ins under way (seed 000 §4.3 `/sso/{platform}/login` → `/callback`):
  * what the callback needs to finish one — the PKCE verifier, the nonce, the
- * redirect URI — kept on the server, never in the browser. Each is filed
+ * redirect URI, a hash of the browser's binding cookie — kept on the server,
+ * never in the browser. Each is filed
  * under a SHA-256 of its `state` ({@link stateKey}: the state itself is
  * stored nowhere), taken once (a replayed callback finds nothing), gone after
  * the TTL, and bounded in number (the oldest go first).
@@ -26,6 +27,13 @@ export interface PendingSignIn {
   nonce: string | null;
   /** The redirect URI sent to the provider (the token request repeats it). */
   redirect_uri: string;
+  /**
+   * The SHA-256 (base64url) of the browser binding the sign-in was started
+   * with (the `svc_sso` cookie, see `sso.ts`): the callback must bring the
+   * cookie it hashes to. The binding itself is stored nowhere. Null when
+   * `[scale.sso] bind_browser` was off.
+   */
+  browser: string | null;
   /** When it started (ms). */
   created: number;
 }

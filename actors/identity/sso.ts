@@ -12,7 +12,8 @@
  *
  * 1. a user with this SSO identity (platform + subject) signs in;
  * 2. else, when the provider vouches for the email, the user with that email
- *    gets the SSO identity linked (and that email counts as verified);
+ *    gets the SSO identity linked (and that email counts as verified; an
+ *    account that had never verified it is taken over, below);
  * 3. else, with a vouched-for email and no such user, a new user: role
  *    `user`, no password, the email verified (the recovery identity), the
  *    SSO identity, their graph root;
@@ -25,19 +26,42 @@
  * the profile as it was. A disabled user is refused as `/user/login`
  * refuses one (INVALID_CREDENTIALS).
  *
- * TODO: a pending sign-in is not bound to the browser that started it (no
- * cookie: the front does not pass `cookie` to built-in routes), so a person
- * handed the callback URL of someone else's sign-in is signed in as them
- * (login CSRF); the short TTL and single use narrow it.
+ * Browser binding (login CSRF, RFC 6749 §10.12): a sign-in is bound to the
+ * browser that started it. `/login` (and `/register`) sets a cookie,
+ * {@link SSO_BROWSER_COOKIE} — 32 random bytes, or the well-formed one the
+ * browser sends already, so two tabs signing in at once both finish — and
+ * the pending sign-in keeps only its SHA-256. The callback must bring that
+ * cookie (its hash compared in constant time), else it fails as a bad state
+ * does (SSO_INVALID_STATE), the state spent either way: without it, whoever
+ * hands someone the callback URL of their own sign-in signs that person in
+ * as themselves. `[scale.sso] bind_browser = false` turns this off, for
+ * clients that keep no cookies (a native app driving the flow itself). The
+ * cookie is `SameSite=None; Secure` when the redirect URI is https (a
+ * provider posting the callback back, `form_post`, still brings it), and
+ * `SameSite=Lax` on plain http (development), where a posted callback
+ * cannot bring it: use the provider's GET (query) response, or https.
+ * Limit: a host that can set cookies for this one (a sibling subdomain, or
+ * plain http on the same host) can plant a binding of its own choosing.
+ *
+ * Account pre-hijacking: someone may register an address with a password
+ * before its owner ever signs in with SSO. Rule 2 still links the owner to
+ * that account, but takes it over: when the account never verified the email
+ * itself, its password is removed, its API keys deleted and every token
+ * issued before voided, on every thread and member (the security stamp moves
+ * and the revocation is broadcast, as `Tokens.revoke` does) before the link
+ * is made and the email marked verified. The owner sets a password, if they
+ * want one, through forgot-password (their email is verified now). An
+ * account that had verified the email itself keeps its password, keys and
+ * tokens.
  */
-import { randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import * as oauth from 'oauth4webapi';
 import { identityError, notFound } from './errors.ts';
 import { FIELD_MAX, identityValue } from './schemas.ts';
 import { GitHubProvider } from './sso-github.ts';
 import { oidcProvider, SSO_PLATFORM_ALIASES, SSO_PLATFORMS, type ProviderAccount, type SsoPlatform, type SsoProfile, type SsoProvider, type SsoProviderOptions, type SsoProviderSettings } from './sso-providers.ts';
 import { type SsoStateStore, stateKey } from './sso-states.ts';
-import { type Identity, normalize, type UserRecord, userRecord, type UsersRepository } from './users-repository.ts';
+import { type Identity, normalize, type UserPatch, type UserRecord, userRecord, type UsersRepository } from './users-repository.ts';
 
 /** `[scale.sso]`. */
 export interface SsoSettings {
@@ -48,6 +72,8 @@ export interface SsoSettings {
   /** `fragment`: `#token=`; anything else: `?token=` (the seed's way). */
   callback_style: string;
   state_ttl_seconds: number;
+  /** Bind each sign-in to the browser that started it (a cookie); false for clients that keep no cookies. */
+  bind_browser: boolean;
 }
 
 export interface SsoServiceOptions {
@@ -58,11 +84,35 @@ export interface SsoServiceOptions {
   settings: SsoSettings;
   /** A token for a user, as `/user/login` issues (IdentityService.token). */
   token(user: UserRecord): Promise<string>;
+  /** Change a user and void every token issued before, on every thread and member, before resolving (IdentityService.revokeTokens). */
+  revokeTokens(userId: string, patch: UserPatch): Promise<void>;
   /** Creates a new user's graph root. */
   createRoot(rootId: string): Promise<void>;
   log?: (level: 'info' | 'warn' | 'error', message: string, extra?: Record<string, unknown>) => void;
   /** Now, in ms (tests). */
   now?: () => number;
+}
+
+/** The cookie that binds a sign-in to its browser (see the file's comment). */
+export const SSO_BROWSER_COOKIE = 'svc_sso';
+
+/** What a browser binding looks like: 32 bytes, base64url. */
+const BINDING = /^[A-Za-z0-9_-]{43}$/;
+
+/** The binding cookie `begin` asks the browser to keep: the route writes it on its redirect. */
+export interface SsoBrowserBinding {
+  /** The cookie's value (the one the browser sent, when well formed; else new). */
+  value: string;
+  /** The redirect URI is https: `SameSite=None; Secure` (else `SameSite=Lax`). */
+  secure: boolean;
+  /** As long as the sign-in may take (`state_ttl_seconds`). */
+  maxAgeSeconds: number;
+}
+
+/** A started sign-in: where the browser goes, and the cookie it keeps meanwhile (none with `bind_browser = false`). */
+export interface SsoStart {
+  url: string;
+  binding: SsoBrowserBinding | undefined;
 }
 
 /** A finished sign-in. */
@@ -100,9 +150,9 @@ const HOST_HEADER = /^(?:[A-Za-z0-9](?:[A-Za-z0-9.-]{0,251}[A-Za-z0-9])?|\[[0-9A
 
 /**
  * @example
- * const sso = new SsoService({ users, states, providers, settings: config['scale.sso'], token: (u) => identity.token(u), createRoot });
- * const { url } = await sso.begin('google', 'login');            // 302 to url
- * const { user, token, created } = await sso.finish('google', new URLSearchParams(query));
+ * const sso = new SsoService({ users, states, providers, settings: config['scale.sso'], token: (u) => identity.token(u), revokeTokens: (id, p) => identity.revokeTokens(id, p), createRoot });
+ * const { url, binding } = await sso.begin('google', 'login', host, cookies.svc_sso); // 302 to url, Set-Cookie: svc_sso=binding.value
+ * const { user, token, created } = await sso.finish('google', new URLSearchParams(query), cookies.svc_sso);
  */
 export class SsoService {
   private readonly byPlatform = new Map<SsoPlatform, SsoProvider>();
@@ -155,28 +205,45 @@ export class SsoService {
   /**
    * Start a sign-in: its state, PKCE verifier and nonce are made here and
    * kept server-side for `state_ttl_seconds`; the answer is the provider's
-   * authorization URL (the browser is sent there). The redirect URI names
-   * the platform as the request did (an alias stays an alias).
+   * authorization URL (the browser is sent there), and — unless
+   * `bind_browser` is off — the binding cookie the browser keeps meanwhile:
+   * `browser`, the {@link SSO_BROWSER_COOKIE} it sent, when well formed, or
+   * a new one. The redirect URI names the platform as the request did (an
+   * alias stays an alias).
    */
-  async begin(segment: string, mode: 'login' | 'register', requestHost?: string): Promise<{ url: string }> {
+  async begin(segment: string, mode: 'login' | 'register', requestHost?: string, browser?: string): Promise<SsoStart> {
     const provider = this.provider(segment);
     const redirectUri = `${this.base(requestHost)}/sso/${segment}/callback`;
     const state = oauth.generateRandomState();
     const codeVerifier = oauth.generateRandomCodeVerifier();
     const nonce = provider.kind === 'oidc' ? oauth.generateRandomNonce() : null;
+    const binding = this.o.settings.bind_browser ? (browser !== undefined && BINDING.test(browser) ? browser : randomBytes(32).toString('base64url')) : undefined;
     const url = await provider.authorizationUrl({ state, codeVerifier, nonce, redirectUri, mode });
-    await this.o.states.put(stateKey(state), { platform: provider.platform, mode, code_verifier: codeVerifier, nonce, redirect_uri: redirectUri, created: this.now() }, this.ttlMs());
-    return { url: url.href };
+    await this.o.states.put(
+      stateKey(state),
+      { platform: provider.platform, mode, code_verifier: codeVerifier, nonce, redirect_uri: redirectUri, browser: binding === undefined ? null : bindingHash(binding), created: this.now() },
+      this.ttlMs(),
+    );
+    return { url: url.href, binding: binding === undefined ? undefined : { value: binding, secure: redirectUri.startsWith('https:'), maxAgeSeconds: this.o.settings.state_ttl_seconds } };
   }
 
-  /** Finish a sign-in from the callback's parameters (query, or form body for `form_post`): see the file's comment. */
-  async finish(segment: string, params: URLSearchParams): Promise<SsoResult> {
+  /**
+   * Finish a sign-in from the callback's parameters (query, or form body for
+   * `form_post`) and the {@link SSO_BROWSER_COOKIE} the browser sent (when
+   * `bind_browser` is on, the one the sign-in was started with): see the
+   * file's comment.
+   */
+  async finish(segment: string, params: URLSearchParams, browser?: string): Promise<SsoResult> {
     const provider = this.provider(segment);
     const given = params.getAll('state');
     const state = given.length === 1 ? (given[0] as string) : '';
     if (state === '' || state.length > 512) throw identityError('SSO_INVALID_STATE');
+    // Taken (spent) before anything is checked: a state presented with the wrong cookie cannot be tried again.
     const pending = await this.o.states.take(stateKey(state));
     if (!pending || pending.platform !== provider.platform || this.now() - pending.created > this.ttlMs()) throw identityError('SSO_INVALID_STATE');
+    if (this.o.settings.bind_browser && !sameBrowser(pending.browser, browser)) {
+      throw identityError('SSO_INVALID_STATE', 'this sign-in was started in another browser (or this one did not keep its cookie): start it again here');
+    }
     const who = await provider.finish(params, { state, codeVerifier: pending.code_verifier, nonce: pending.nonce, redirectUri: pending.redirect_uri, mode: pending.mode });
     // Two callbacks of one person at once (two tabs) may race to create or link: the loser looks again.
     for (let attempt = 0; ; attempt++) {
@@ -233,12 +300,13 @@ export class SsoService {
         if (owner.identities.some((i) => i.type === 'sso' && i.provider === platform)) {
           throw identityError('IDENTITY_TAKEN', `the account with this email is linked to another ${provider.displayName} account already`);
         }
-        // Rule 8 links whether or not the account had verified this email itself. TODO: an account made with
-        // someone else's address before they ever sign in with SSO keeps its password (pre-hijacking); refusing
-        // to link to an unverified local email (or voiding that password) would close it.
+        // Rule 8 links whether or not the account had verified this email itself; one that had not is taken over first
+        // (pre-hijacking, see the file's comment): should a later step fail, the account is left without the
+        // registrant's password, never linked with it.
+        const local = owner.identities.find((i) => i.type === 'email' && i.value_normalized === normalized);
+        if (!local?.verified) await this.takeOver(owner, platform);
         await users.addIdentity(owner.user_id, ssoIdentity(platform, who.subject, this.now()));
         // The provider vouches for the address: the account's own email identity is verified now.
-        const local = owner.identities.find((i) => i.type === 'email' && i.value_normalized === normalized);
         if (local && !local.verified) await users.setVerified(owner.user_id, normalized);
         user = owner;
         linked = true;
@@ -264,6 +332,34 @@ export class SsoService {
     if (!fresh) throw identityError('INVALID_CREDENTIALS');
     refuseDisabled(fresh);
     return { user: fresh, token: await this.o.token(fresh), created, linked };
+  }
+
+  /**
+   * An account about to be linked by an email it never verified: whoever
+   * registered it may not own the address. Its API keys go, then its
+   * password, and every token issued before is void on every thread and
+   * member once `revokeTokens` resolves (the same broadcast makes every
+   * thread forget the keys it holds in memory).
+   */
+  private async takeOver(owner: UserRecord, platform: SsoPlatform): Promise<void> {
+    const { users } = this.o;
+    const removeKeys = async () => {
+      let n = 0;
+      for (const key of await users.apiKeysOf(owner.user_id)) if (await users.deleteApiKey(owner.user_id, key.api_key_id)) n++;
+      return n;
+    };
+    let keys = await removeKeys();
+    // No password left to change: a forced change would lock the new owner out.
+    await this.o.revokeTokens(owner.user_id, { password_hash: null, must_change_password: false });
+    // A key made by a request let in before the revocation may have landed after the first pass.
+    keys += await removeKeys();
+    const removed = owner.password_hash !== null ? 'its password was removed, its tokens and API keys voided' : 'its tokens and API keys voided (it had no password)';
+    this.o.log?.('info', `sso sign-in took over an account whose email was never verified: ${removed}`, {
+      user_id: owner.user_id,
+      platform,
+      password_removed: owner.password_hash !== null,
+      api_keys_removed: keys,
+    });
   }
 
   private ttlMs(): number {
@@ -299,6 +395,19 @@ function vouchedEmail(who: ProviderAccount, name: string): string {
 function ssoIdentity(platform: SsoPlatform, subject: string, now: number): Identity {
   const value = `${platform}:${subject}`;
   return { type: 'sso', value_raw: value, value_normalized: value, verified: true, is_recovery: false, provider: platform, external_id: subject, linked_at: new Date(now).toISOString() };
+}
+
+/** What a pending sign-in keeps of its browser binding: its SHA-256, base64url. */
+function bindingHash(binding: string): string {
+  return createHash('sha256').update(binding).digest('base64url');
+}
+
+/** The cookie the callback came with hashes to the one the sign-in was started with (compared in constant time). */
+function sameBrowser(expected: string | null | undefined, presented: string | undefined): boolean {
+  if (!expected || presented === undefined || !BINDING.test(presented)) return false;
+  const want = Buffer.from(expected, 'base64url');
+  const got = createHash('sha256').update(presented).digest();
+  return want.length === got.length && timingSafeEqual(want, got);
 }
 
 function refuseDisabled(user: UserRecord): void {

@@ -21,7 +21,7 @@ import { openAnchorStore, redactUri, serveStoreWriter, takeServingLock } from '.
 import { serveActivationLeases, threadOf } from '../../kernel/index.ts';
 import { ClusterMember, MemoryStreams, redactUrl, serveMemoryStreams } from '../../cluster/index.ts';
 import { randomBytes } from 'node:crypto';
-import type { HttpControl, RouteSummary, ServeBoot } from '../../runtime/index.ts';
+import type { HttpControl, RouteSummary, ServeBoot, SvcConfig } from '../../runtime/index.ts';
 
 export interface StartFlags {
   port?: number | string;
@@ -346,7 +346,12 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   if (flags.dev) printRoutes(routes);
   say(`svc: store ${backend === 'sqlite' ? `sqlite at ${relative(process.cwd(), storePath) || storePath}` : `${backend} at ${redactUri(docdbUri)}`}; jwt: ${secret.source}`);
   // Also when --dev made a secret for webhooks still to come: a new file under .svc/ is always said.
-  if (webhooks || hookSecret.generated) say(`svc: webhooks: ${webhookConfig.verify_signature ? `signatures verified, secret ${hookSecret.source}` : 'signatures NOT verified ([scale.webhook] verify_signature = false): the API key alone admits'}`);
+  if (webhooks || hookSecret.generated) {
+    const from = hookSecret.source === 'configured' ? (process.env.WEBHOOK_SECRET ? 'from WEBHOOK_SECRET' : 'from [scale.webhook] secret') : hookSecret.source;
+    say(`svc: webhooks: ${webhookConfig.verify_signature ? `signatures verified (${webhookConfig.signature_header}) with ${from.startsWith('development') ? `the ${from}` : `the secret ${from}`}` : 'signatures NOT verified ([scale.webhook] verify_signature / SVC_WEBHOOK_VERIFY_SIGNATURE is false): the API key alone admits'}`);
+  }
+  const sso = ssoSummary(config);
+  if (sso) say(`svc: ${sso}`);
   say(`svc: ${threadsLine(workers, transport)}${production ? ', production' : ''}${flags.dev ? ', dev (reloading on change)' : ''}`);
   if (member) {
     const pool = current.pool;
@@ -490,9 +495,23 @@ function workerIds(n: number): string[] {
   return Array.from({ length: n }, (_, i) => `w${i + 1}`);
 }
 
+/** The sign-in providers that are on, with the redirect URI to register at each; and those half set (one of the two values). */
+function ssoSummary(config: SvcConfig): string | undefined {
+  const host = config['scale.sso'].host.replace(/\/+$/, '');
+  const on: string[] = [];
+  const half: string[] = [];
+  for (const platform of ['google', 'github', 'microsoft', 'oidc'] as const) {
+    const { client_id, client_secret } = config[`scale.sso.${platform}`];
+    if (client_id && client_secret) on.push(`${platform} (redirect URI ${host ? `${host}/sso/${platform}/callback` : `<this server's address>/sso/${platform}/callback: set [scale.sso] host`})`);
+    else if (client_id || client_secret) half.push(`${platform} has ${client_id ? 'client_id but no client_secret' : 'client_secret but no client_id'}: it answers 501`);
+  }
+  if (on.length === 0 && half.length === 0) return undefined;
+  return `sign-in: ${on.length ? on.join(', ') : 'no provider on'}${half.length ? `; ${half.join('; ')}` : ''}`;
+}
+
 function printRoutes(routes: RouteSummary[]): void {
   const width = Math.max(...routes.map((r) => r.method.length + 1 + r.path.length));
-  for (const r of routes) say(`${`${r.method} ${r.path}`.padEnd(width)}  ${r.kind} ${r.name}${r.access === 'pub' ? '' : '  (token)'}`);
+  for (const r of routes) say(`${`${r.method} ${r.path}`.padEnd(width)}  ${r.kind} ${r.name}${r.access === 'pub' ? '' : r.access === 'api-key' ? '  (API key + signature)' : '  (token)'}`);
   say(`${routes.length} endpoints`);
 }
 

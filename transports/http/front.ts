@@ -91,6 +91,13 @@ export interface FrontOptions {
   unknownFields?: UnknownFields;
   /** `[scale.webhook]`: API keys, the signature secret and headers. Required when some route is a webhook walker's. */
   webhook?: WebhookOptions;
+  /**
+   * Request headers the servers copy besides the front's own, for built-in
+   * routes that read them (single sign-on: `host` and `cookie`, set by the
+   * runtime only when a provider is enabled). Each is a native call per
+   * request on uWS: none by default.
+   */
+  extraHeaders?: readonly string[];
 }
 
 /** The 503s a retry does not fix (a missing configuration): every other 503 is answered with `Retry-After: 1`. */
@@ -107,14 +114,15 @@ const CORS = {
 const JSON_TYPE = 'application/json; charset=utf-8';
 
 /** The request headers the front reads itself. */
-const FRONT_HEADERS = ['content-type', 'content-length', 'transfer-encoding', 'authorization', 'x-request-id', 'x-trace-id', 'origin', 'access-control-request-headers', 'host'];
+const FRONT_HEADERS = ['content-type', 'content-length', 'transfer-encoding', 'authorization', 'x-request-id', 'x-trace-id', 'origin', 'access-control-request-headers'];
 
 export class Front {
   readonly router: Router;
   /**
    * Which headers servers must copy from the request: only those the front
-   * reads, unless some walker or hook declares a `headers` field (then all).
-   * Copying every header costs a native callback each.
+   * reads (with the webhook headers of an app that serves webhooks, and the
+   * {@link FrontOptions.extraHeaders}), unless some walker or hook declares a
+   * `headers` field (then all). Copying every header costs a native callback each.
    */
   readonly headerNames: readonly string[] | 'all';
   private ready = false;
@@ -122,6 +130,8 @@ export class Front {
   private readonly builtins = new Map<string, () => HttpResponse>();
   private readonly hooks: HookDispatcher;
   private readonly unknownFields: UnknownFields;
+  /** The webhook walkers' names (a 404 under /walker/ says where they are). */
+  private readonly webhookNames: ReadonlySet<string>;
   /** Webhook routes' checks (key, signature, timestamp); undefined when the app has none. */
   private readonly webhook: WebhookGate | undefined;
   private readonly builtinRouter: Router<{ method: string; template: string; pathParams: string[]; segments: (string | null)[]; route: BuiltinRoute }>;
@@ -135,12 +145,14 @@ export class Front {
     this.unknownFields = o.unknownFields ?? new UnknownFields();
     this.hooks = o.hooks ?? new HookDispatcher(o.registry, (walker, fields, options) => o.graph.spawn(walker, fields, options), { timeoutMs: o.requestTimeoutMs });
     const wantsAll = o.routes.some((r) => 'headers' in (r.schema.properties ?? {})) || this.hooks.wantsHeaders;
+    this.webhookNames = new Set(o.routes.filter((r) => r.webhook).map((r) => r.name));
     if (o.routes.some((r) => r.webhook)) {
       if (!o.webhook) throw new Error('the app has webhook walkers: the front needs its webhook options (API keys, secret, headers)');
       this.webhook = new WebhookGate(o.webhook);
     }
     // The webhook headers are copied only for apps that serve webhooks (each copied header is a native call per request on uWS).
-    this.headerNames = wantsAll ? 'all' : this.webhook ? [...new Set([...FRONT_HEADERS, ...this.webhook.headerNames])] : FRONT_HEADERS;
+    const extra = [...(this.webhook?.headerNames ?? []), ...(o.extraHeaders ?? []).map((h) => h.toLowerCase())];
+    this.headerNames = wantsAll ? 'all' : extra.length > 0 ? [...new Set([...FRONT_HEADERS, ...extra])] : FRONT_HEADERS;
     this.builtinRouter = new Router(
       (o.builtinRoutes ?? []).map((route) => {
         const { segments, params } = parseTemplate(route.path);
@@ -244,7 +256,7 @@ export class Front {
       const e = toHttpError(error, this.o.dev, this.o.projectRoot);
       if (e.status >= 500 && !(error instanceof HttpError)) this.o.onError(error, rid, route, traceId, endpoint && { kind: endpoint.kind, name: endpoint.name });
       // The users' and admin routes repeat their status in the envelope, errors too (`meta.extra.http_status`).
-      const extra = req.path.startsWith('/user/') || req.path.startsWith('/admin/') ? { extra: { http_status: e.status } } : undefined;
+      const extra = req.path.startsWith('/user/') || req.path.startsWith('/admin/') || req.path.startsWith('/api-key/') ? { extra: { http_status: e.status } } : undefined;
       res = { status: e.status, headers: { 'content-type': JSON_TYPE }, body: failure(e.body, rid, extra) };
       const retry = (e.body.details as { retry_after_seconds?: unknown } | undefined)?.retry_after_seconds;
       if ((e.status === 429 || e.status === 503) && typeof retry === 'number') res.headers['retry-after'] = String(retry);
@@ -325,6 +337,9 @@ export class Front {
         }
       }
       if (match) throw httpError('METHOD_NOT_ALLOWED', `${req.method} is not served on ${req.path}`, { allowed: match.allowed });
+      // A webhook walker called as a walker: say where it is served.
+      const name = /^\/walker\/([^/]+)/.exec(req.path)?.[1];
+      if (name !== undefined && this.webhookNames.has(name)) throw httpError('NOT_FOUND', `no route ${req.method} ${req.path}: ${name} is a webhook walker, served at POST /webhook/${name} (X-API-Key and a signature)`);
       throw httpError('NOT_FOUND', `no route ${req.method} ${req.path}`);
     }
     const { route, params } = match;
@@ -436,6 +451,7 @@ export class Front {
     try {
       return this.o.auth.authenticate(token);
     } catch (error) {
+      if (token.startsWith('svc_') && !token.includes('.')) throw httpError('UNAUTHORIZED', 'that is an API key, not a token: API keys go in the X-API-Key header of POST /webhook/<Name>; sign in (/user/login) for a bearer token');
       throw unauthorizedAsHttp(error);
     }
   }

@@ -5,6 +5,7 @@
  * key, and the body's HMAC when signatures are verified).
  */
 import type { TSchema } from 'typebox';
+import { IDENTITY_ERRORS } from '../../actors/identity/index.ts';
 import { HTTP_ERRORS } from './errors.ts';
 import { RUNTIME_FIELDS } from './params.ts';
 import type { EndpointRoute } from './router.ts';
@@ -74,8 +75,10 @@ const ERROR = {
  * the wire (without one, documentation samples would show the first code of all for every status).
  */
 function errorResponse(description: string, message?: string): Json {
-  const code = description.split(' ')[0] as string;
-  const text = message ?? (HTTP_ERRORS as Record<string, { message: string }>)[code]?.message ?? description;
+  // A description starts with its code (`NOT_FOUND: …`, `SSO_NOT_CONFIGURED (…)`); the example's message is the catalogue's.
+  const code = /^[A-Z][A-Z0-9_]+/.exec(description)?.[0] ?? 'ERROR';
+  const catalogue = { ...HTTP_ERRORS, ...IDENTITY_ERRORS } as Record<string, { message: string }>;
+  const text = message ?? catalogue[code]?.message ?? description;
   const example = { ok: false, type: 'response', data: null, error: { code, message: text }, meta: { request_id: 'k2x9fq-1a' } };
   return { description, content: { 'application/json': { schema: { $ref: '#/components/schemas/ErrorEnvelope' }, example } } };
 }

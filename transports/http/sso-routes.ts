@@ -12,8 +12,15 @@
  * `{platform}` is `google`, `github`, `microsoft`, `oidc`, or the seed's
  * `idp_a`, `idp_b`, `idp_c` (the first three). An unknown one answers 404
  * before anything else; one not configured 501.
+ *
+ * The redirect to the provider sets the browser binding cookie (`svc_sso`:
+ * `HttpOnly`, `Path=/sso`, `Max-Age` = `[scale.sso] state_ttl_seconds`,
+ * `SameSite=None; Secure` for an https redirect URI, else `SameSite=Lax`)
+ * and the callback reads it back (see `actors/identity/sso.ts`); the runtime
+ * has the servers copy the `cookie` and `host` request headers when a
+ * provider is enabled.
  */
-import type { SsoService } from '../../actors/identity/index.ts';
+import { SSO_BROWSER_COOKIE, type SsoBrowserBinding, type SsoService } from '../../actors/identity/index.ts';
 import type { BuiltinContext, BuiltinResult, BuiltinRoute, HttpResponse } from './types.ts';
 
 const PLATFORMS = 'google, github, microsoft, oidc (or idp_a, idp_b, idp_c)';
@@ -42,7 +49,7 @@ const CALLBACK_DATA = {
 };
 
 const CALLBACK_ERRORS = {
-  '400': 'SSO_INVALID_STATE (unknown, used, expired, or started for another platform), SSO_PROVIDER_ERROR, SSO_MISSING_CODE, SSO_EXCHANGE_FAILED (a wrong code or PKCE verifier, an ID token that does not check out)',
+  '400': 'SSO_INVALID_STATE (unknown, used, expired, started for another platform, or started in another browser: no or another svc_sso cookie), SSO_PROVIDER_ERROR, SSO_MISSING_CODE, SSO_EXCHANGE_FAILED (a wrong code or PKCE verifier, an ID token that does not check out)',
   '401': 'INVALID_CREDENTIALS (the account is disabled)',
   '403': 'SSO_EMAIL_UNVERIFIED (no verified email from the provider: nothing created or linked)',
   '404': `NOT_FOUND (no such platform: ${PLATFORMS})`,
@@ -61,8 +68,10 @@ export function ssoRoutes(sso: SsoService): BuiltinRoute[] {
     // Unknown (404) and unconfigured (501) answer as they are, before anything else.
     sso.provider(segment);
     try {
-      const { url } = await sso.begin(segment, mode, c.req.headers.host);
-      return { raw: redirect(url) };
+      const { url, binding } = await sso.begin(segment, mode, c.req.headers.host, bindingCookie(c.req.headers.cookie));
+      const res = redirect(url);
+      if (binding) res.headers['set-cookie'] = setBindingCookie(binding);
+      return { raw: res };
     } catch (error) {
       return failed(sso, error);
     }
@@ -71,7 +80,7 @@ export function ssoRoutes(sso: SsoService): BuiltinRoute[] {
     const segment = c.params.platform as string;
     sso.platform(segment); // an unknown platform: 404, never a redirect
     try {
-      const { user, token, created, linked } = await sso.finish(segment, callbackParams(c));
+      const { user, token, created, linked } = await sso.finish(segment, callbackParams(c), bindingCookie(c.req.headers.cookie));
       const target = sso.clientCallback;
       if (!target) return { data: { user_id: user.user_id, token, root_id: user.root_id, role: user.role, created, linked } };
       return { raw: redirect(withParams(target, { token })) };
@@ -87,7 +96,7 @@ export function ssoRoutes(sso: SsoService): BuiltinRoute[] {
     errors: CALLBACK_ERRORS,
   });
   const beginDoc = (what: string) => ({
-    summary: `${what}: a 302 to the provider (state, PKCE S256 and, for OpenID Connect, a nonce are kept server-side)`,
+    summary: `${what}: a 302 to the provider (state, PKCE S256 and, for OpenID Connect, a nonce are kept server-side), setting the svc_sso cookie the callback needs (unless [scale.sso] bind_browser = false)`,
     status: 302,
     // The answer is a redirect (Location), with an empty body.
     produces: 'text/plain',
@@ -153,6 +162,25 @@ function callbackParams(c: BuiltinContext): URLSearchParams {
   const type = (c.req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
   if (c.req.method === 'POST' && type === 'application/x-www-form-urlencoded' && c.req.body.length > 0) return new URLSearchParams(c.req.body.toString('utf8'));
   return new URLSearchParams(c.req.query);
+}
+
+/** The binding cookie's value in a Cookie header (the first of that name: a browser sends the most specific path first). */
+function bindingCookie(header: string | undefined): string | undefined {
+  if (!header) return undefined;
+  for (const pair of header.split(';')) {
+    const at = pair.indexOf('=');
+    if (at > 0 && pair.slice(0, at).trim() === SSO_BROWSER_COOKIE) return pair.slice(at + 1).trim();
+  }
+  return undefined;
+}
+
+/**
+ * The Set-Cookie of a binding. Cross-site, a provider's redirect back (GET)
+ * carries a Lax cookie but a posted callback (`form_post`) carries only a
+ * `SameSite=None` one, which browsers accept only with `Secure` (https).
+ */
+function setBindingCookie(b: SsoBrowserBinding): string {
+  return `${SSO_BROWSER_COOKIE}=${b.value}; Path=/sso; Max-Age=${b.maxAgeSeconds}; HttpOnly; ${b.secure ? 'SameSite=None; Secure' : 'SameSite=Lax'}`;
 }
 
 function redirect(location: string): HttpResponse {

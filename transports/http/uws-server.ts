@@ -295,7 +295,9 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     if (wanted === 'all') {
       req.forEach((k, v) => {
         if (k === 'content-length') lengths++;
-        headers[k] = v;
+        // A header sent twice is joined as node:http joins it (`a, b`): one value for every reader, never the last one alone.
+        const had = headers[k];
+        headers[k] = had === undefined ? v : `${had}, ${v}`;
       });
     } else {
       // A few native calls are much cheaper than a JS callback per header.

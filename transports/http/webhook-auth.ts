@@ -138,14 +138,15 @@ export class WebhookGate {
     const h = req.headers;
     // First what costs nothing and says nothing about keys.
     if (!isJson(h['content-type'])) throw httpError('UNSUPPORTED_MEDIA_TYPE', 'a webhook takes a JSON body: send Content-Type: application/json');
+    // The signature before the key: someone holding a leaked key but not the secret cannot learn whether the key still works.
+    const timestamp = this.timestamp(h[this.timestampHeader]);
+    if (this.o.verifySignature) this.verify(h[this.signatureHeader], req.body, timestamp);
     const key = h[API_KEY_HEADER];
     if (key === undefined || key === '') throw unauthorized();
     const checked = this.o.apiKeys.check(key);
     const holder = checked instanceof Promise ? await checked : checked;
     if (holder === undefined) throw unauthorized();
     if (holder.walkers !== null && !holder.walkers.includes(walker)) throw httpError('FORBIDDEN', `this API key may not run ${walker}`);
-    const timestamp = this.timestamp(h[this.timestampHeader]);
-    if (this.o.verifySignature) this.verify(h[this.signatureHeader], req.body, timestamp);
     return holder;
   }
 
@@ -153,7 +154,7 @@ export class WebhookGate {
   private timestamp(value: string | undefined): string | undefined {
     // node:http hands over an empty header, uWebSockets.js none: both are no timestamp.
     if (value === undefined || value === '') {
-      if (this.o.requireTimestamp) throw refusal('INVALID_TIMESTAMP', `${this.o.timestampHeader} is required: ${this.window()}`);
+      if (this.o.requireTimestamp) throw refusal('INVALID_TIMESTAMP', `the ${this.o.timestampHeader} header is required ([scale.webhook] require_timestamp): Unix seconds, within ${this.o.toleranceSeconds} s of the server's clock`);
       return undefined;
     }
     if (!SECONDS.test(value) || Math.abs(this.clock() / 1000 - Number(value)) > this.o.toleranceSeconds) throw refusal('INVALID_TIMESTAMP', this.window());
@@ -171,9 +172,18 @@ export class WebhookGate {
     let ok = false;
     if (timestamp !== undefined) ok = timingSafeEqual(given, createHmac('sha256', key).update(`${timestamp}.`).update(body).digest());
     // The bare body's signature: when the timestamp is optional (see the file's doc).
-    if (!ok && !this.o.requireTimestamp) ok = timingSafeEqual(given, createHmac('sha256', key).update(body).digest());
-    if (!ok) throw badSignature(this.o.signatureHeader, false);
+    // Never for a body that starts `<digits>.`: that is what a timestamped signature covers, so a captured
+    // `<ts>.<body>` signature would pass as the bare signature of the body `<ts>.<body>` sent without the header.
+    if (!ok && !this.o.requireTimestamp && !startsLikeTimestamp(body)) ok = timingSafeEqual(given, createHmac('sha256', key).update(body).digest());
+    if (!ok) throw badSignature(this.o.signatureHeader, false, this.o.requireTimestamp);
   }
+}
+
+/** Whether the bytes begin with ASCII digits and a dot (a timestamped signature's message does; a JSON object never). */
+function startsLikeTimestamp(body: Buffer): boolean {
+  let i = 0;
+  while (i < body.length && i < 16 && (body[i] as number) >= 0x30 && (body[i] as number) <= 0x39) i++;
+  return i > 0 && body[i] === 0x2e;
 }
 
 function unauthorized(): Error {
@@ -186,6 +196,8 @@ function refusal(code: 'INVALID_SIGNATURE' | 'INVALID_TIMESTAMP', message: strin
   return toHttpError(identityError(code, message));
 }
 
-function badSignature(header: string, missing: boolean): Error {
-  return refusal('INVALID_SIGNATURE', missing ? `the ${header} header is missing` : `the ${header} header does not match the body (HMAC-SHA256 of the raw body, 64 hex characters)`);
+function badSignature(header: string, missing: boolean, timestamped = false): Error {
+  const what = timestamped ? '`<timestamp>.<raw body>`' : 'the raw body (or of `<timestamp>.<raw body>` with a timestamp header)';
+  const how = `the HMAC-SHA256 of ${what}, keyed with the webhook secret (WEBHOOK_SECRET, or .svc/webhook_secret in development; not the API key), as 64 hex characters`;
+  return refusal('INVALID_SIGNATURE', missing ? `the ${header} header is missing: send ${how}` : `the ${header} header does not match: send ${how}`);
 }

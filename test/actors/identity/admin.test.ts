@@ -167,7 +167,7 @@ t.test('force password reset: tokens void, the next login must change the passwo
   const before = await tokenOf(server.url, 'leo_l');
   const res = await call(server, 'POST', '/admin/users/leo_l/force-password-reset', admin);
   t.equal(res.status, 200);
-  t.same(res.body.data, { status: 'password_change_required' });
+  t.same(res.body.data, { status: 'password_change_required', api_keys_revoked: 0 });
   t.equal((await call(server, 'GET', '/user/me', before)).status, 401);
   const next = await login(server.url, 'leo_l');
   t.equal(next.body.data.must_change_password, true);

@@ -146,3 +146,32 @@ t.test('create: limits, walkers allow-list, unknown users', async (t) => {
   await t.rejects(keys.create(user.user_id, { name: 'one too many' }), { code: 'TOO_MANY_API_KEYS' });
   await t.rejects(keys.revoke(user.user_id, '../x'), { code: 'NOT_FOUND' });
 });
+
+t.test('a store read under way when the key is revoked does not put it back in memory', async (t) => {
+  const { users, user, keys } = await setup();
+  const made = await keys.create(user.user_id, { name: 'ci' });
+  // The next read of the key is held until we let it go: it has read the key before the revocation.
+  const original = users.apiKeyByHash.bind(users);
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  users.apiKeyByHash = async (hash) => {
+    const found = await original(hash);
+    await held;
+    return found;
+  };
+  const early = keys.check(made.api_key); // began before the revocation
+  users.apiKeyByHash = original;
+  await keys.revoke(user.user_id, made.api_key_id);
+  const late = keys.check(made.api_key); // began after it: a read of its own
+  release();
+  t.ok(await early, 'the read that began before the revocation may answer what it read');
+  t.equal(await late, undefined, 'a check after the revocation is refused');
+  t.equal(await keys.check(made.api_key), undefined, 'and memory does not hold the stale read');
+});
+
+t.test('creations racing past the limit: never more than max_api_keys_per_user kept', async (t) => {
+  const { users, user, keys } = await setup();
+  const results = await Promise.allSettled(Array.from({ length: 20 }, (_, i) => keys.create(user.user_id, { name: `k${i}` })));
+  t.ok(results.some((r) => r.status === 'rejected' && (r.reason as { code?: string }).code === 'TOO_MANY_API_KEYS'), 'some are refused');
+  t.ok((await users.apiKeysOf(user.user_id)).length <= 5, 'at most 5 kept');
+});

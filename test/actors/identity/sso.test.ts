@@ -4,7 +4,10 @@
 // redirect URI and the PKCE verifier against the challenge), UserInfo, GitHub's REST API — and signs its
 // ID tokens with a key of its own (jose). The authorization step (a person at the provider's page) is
 // played by the test: it reads the authorization URL svc made and mints a code bound to it.
-// Also here: the pending sign-in stores (in-process actors, Redis), unlinking, and the admin's view.
+// Every flow carries the browser binding cookie as a browser would (BrowserSso, below).
+// Also here: the pending sign-in stores (in-process actors, Redis), unlinking, and the admin's view;
+// login CSRF (a callback from another browser), and account pre-hijacking (linking to an account whose
+// email was never verified takes it over).
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
@@ -21,10 +24,13 @@ import {
   PendingTable,
   RedisSsoStates,
   SsoService,
+  type SsoServiceOptions,
+  type SsoStart,
   stateKey,
   userRecord,
   type PendingSignIn,
   type SsoProvider,
+  type UserPatch,
 } from 'svc/actors/identity';
 import { openRedis, whenReady } from '../../../cluster/index.ts';
 import { skipRedis, startRedis } from '../../helpers/redis.ts';
@@ -231,20 +237,53 @@ async function fakeGitHub(): Promise<FakeGitHub> {
   return fake;
 }
 
-const SETTINGS = { host: 'https://app.example', client_auth_callback_url: '', callback_style: 'query', state_ttl_seconds: 600 };
+const SETTINGS = { host: 'https://app.example', client_auth_callback_url: '', callback_style: 'query', state_ttl_seconds: 600, bind_browser: true };
 
-/** An SsoService over a memory users repository and the in-process state store. */
-function setup(t: { teardown(fn: () => unknown): void }, providers: SsoProvider[], settings = SETTINGS) {
+/**
+ * The service as one browser drives it through the routes: the binding
+ * cookie `begin` hands out is kept (`cookie`, as the browser's jar) and
+ * brought to every callback. Set `cookie` to play another browser (or one
+ * that keeps no cookies: undefined).
+ */
+class BrowserSso extends SsoService {
+  cookie: string | undefined;
+
+  override async begin(segment: string, mode: 'login' | 'register', requestHost?: string): Promise<SsoStart> {
+    const started = await super.begin(segment, mode, requestHost, this.cookie);
+    if (started.binding) this.cookie = started.binding.value;
+    return started;
+  }
+
+  override finish(segment: string, params: URLSearchParams) {
+    return super.finish(segment, params, this.cookie);
+  }
+}
+
+/** An SsoService over a memory users repository and the in-process state store; `revoked` lists the revocations asked for. */
+function setup(t: { teardown(fn: () => unknown): void }, providers: SsoProvider[], settings = SETTINGS, extra: Partial<SsoServiceOptions> = {}) {
   const system = new ActorSystem();
   const users = new MemoryUsersRepository();
   const roots: string[] = [];
+  const revoked: { userId: string; patch: UserPatch }[] = [];
   t.teardown(async () => {
     await system.shutdown();
     await users.close();
   });
   const states = new ActorSsoStates(system, { placement: (_k, nodes) => nodes[0] as string, ttlMs: 600_000 });
-  const sso = new SsoService({ users, states, providers, settings, token: async (u) => `jwt-for-${u.user_id}`, createRoot: async (r) => void roots.push(r) });
-  return { sso, users, roots, states };
+  const sso = new BrowserSso({
+    users,
+    states,
+    providers,
+    settings,
+    token: async (u) => `jwt-for-${u.user_id}`,
+    revokeTokens: async (userId, patch) => {
+      revoked.push({ userId, patch });
+      await users.updateAndRevoke(userId, patch);
+    },
+    createRoot: async (r) => void roots.push(r),
+    ...extra,
+  });
+  return { sso, users, roots, states, revoked };
 }
 
 const config = (extra: Record<string, unknown> = {}) => ({ client_id: CLIENT_ID, client_secret: CLIENT_SECRET, scopes: ['openid', 'email', 'profile'], ...extra });
@@ -303,14 +342,16 @@ t.test('Google, against a local fake of Google’s endpoints: an unverified emai
   t.equal(await users.bySso('google', 'g-1'), undefined);
 });
 
-t.test('Google, against a local fake: a password account with the same email gets the identity linked (its email now verified)', async (t) => {
+const PASSWORD_HASH = '$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo';
+
+t.test('Google, against a local fake: a password account that verified the same email gets the identity linked, and keeps its password', async (t) => {
   const google = await fakeGoogle();
   t.teardown(google.close);
-  const { sso, users } = setup(t, [createSsoProvider('google', config({ discovery_url: google.discoveryUrl }))]);
+  const { sso, users, revoked } = setup(t, [createSsoProvider('google', config({ discovery_url: google.discoveryUrl }))]);
   const owner = userRecord({
     user_id: 'c0ffee00-0000-4000-8000-000000000002',
     role: 'user',
-    password_hash: '$argon2id$v=19$m=19456,t=2,p=1$c2FsdHNhbHQ$aGFzaGhhc2hoYXNo',
+    password_hash: PASSWORD_HASH,
     profile: { bio: 'mine' },
     identities: [
       { type: 'username', value_raw: 'grace', value_normalized: 'grace', verified: true, is_recovery: false },
@@ -318,13 +359,18 @@ t.test('Google, against a local fake: a password account with the same email get
     ],
   });
   await users.create(owner);
+  // Verified by the account itself (as the mail link does).
+  await users.setVerified(owner.user_id, 'grace@example.com');
   const { url } = await sso.begin('idp_a', 'login');
   t.equal(new URL(url).searchParams.get('redirect_uri'), 'https://app.example/sso/idp_a/callback', 'the seed’s alias idp_a is Google, and stays in the redirect URI');
   const r = await sso.finish('idp_a', google.codes.authorize(url, { sub: 'g-grace', email: 'grace@EXAMPLE.com', email_verified: true, name: 'Grace Hopper' }, { nonce: true }));
   t.equal(r.user.user_id, owner.user_id, 'the same user');
   t.equal(r.linked, true);
   t.equal(r.created, false);
-  t.match(r.user.identities.find((i) => i.type === 'email'), { verified: true }, 'the provider vouched for the email');
+  t.equal(r.user.password_hash, PASSWORD_HASH, 'the account verified its email itself: its password stays');
+  t.same(revoked, [], 'and its tokens');
+  t.equal(r.user.tokens_valid_after, null);
+  t.match(r.user.identities.find((i) => i.type === 'email'), { verified: true });
   t.match(r.user.identities.find((i) => i.type === 'sso'), { provider: 'google', external_id: 'g-grace' }, 'stored under the platform id, not the alias');
   t.same(r.user.profile, { bio: 'mine', sso: { google: { display_name: 'Grace Hopper' } } });
   t.same(await sso.accountsOf('grace'), { user_id: owner.user_id, accounts: [{ platform: 'google', external_id: 'g-grace', linked_at: r.user.identities.find((i) => i.type === 'sso')?.linked_at }] });
@@ -335,6 +381,45 @@ t.test('Google, against a local fake: a password account with the same email get
   await t.rejects(sso.unlink(owner.user_id, 'google'), { code: 'NOT_FOUND', status: 404 }, 'nothing linked any more');
   await t.rejects(sso.unlink(owner.user_id, 'nope'), { code: 'NOT_FOUND' });
   await t.rejects(sso.accountsOf('nobody'), { code: 'NOT_FOUND' });
+});
+
+t.test('Google, against a local fake: linking to an account that never verified the email takes it over (pre-hijacking): its password, tokens and API keys are gone', async (t) => {
+  const google = await fakeGoogle();
+  t.teardown(google.close);
+  const logs: { level: string; message: string; extra?: Record<string, unknown> }[] = [];
+  const { sso, users, revoked } = setup(t, [createSsoProvider('google', config({ discovery_url: google.discoveryUrl }))], SETTINGS, { log: (level, message, extra) => logs.push({ level, message, extra }) });
+  // Someone registered the victim's address with a password of theirs (and forced a change, to check it is cleared too).
+  const planted = userRecord({
+    user_id: 'c0ffee00-0000-4000-8000-000000000004',
+    role: 'user',
+    password_hash: PASSWORD_HASH,
+    must_change_password: true,
+    profile: { bio: 'planted' },
+    identities: [
+      { type: 'username', value_raw: 'mallory', value_normalized: 'mallory', verified: true, is_recovery: false },
+      { type: 'email', value_raw: 'victim@example.com', value_normalized: 'victim@example.com', verified: false, is_recovery: true },
+    ],
+  });
+  await users.create(planted);
+  await users.putApiKey({ api_key_id: 'a'.repeat(32), user_id: planted.user_id, name: 'planted key', key_hash: 'b'.repeat(64), walkers: null, created_at: new Date().toISOString(), expires_at: null });
+  const { url } = await sso.begin('google', 'login');
+  const r = await sso.finish('google', google.codes.authorize(url, { sub: 'g-victim', email: 'Victim@example.com', email_verified: true, name: 'Victim' }, { nonce: true }));
+  t.equal(r.user.user_id, planted.user_id, 'rule 8 still links: the same account');
+  t.equal(r.linked, true);
+  t.equal(r.user.password_hash, null, 'the registrant’s password is removed');
+  t.equal(r.user.must_change_password, false, 'no password to change: no forced change either');
+  t.same(revoked, [{ userId: planted.user_id, patch: { password_hash: null, must_change_password: false } }], 'through the revocation that reaches every thread');
+  t.ok((r.user.tokens_valid_after ?? 0) > 0, 'the security stamp moved: every older token is void');
+  t.same(await users.apiKeysOf(planted.user_id), [], 'its API keys are deleted');
+  t.match(r.user.identities.find((i) => i.type === 'email'), { verified: true }, 'the email is verified (the provider vouched for it)');
+  t.match(r.user.identities.find((i) => i.type === 'sso'), { provider: 'google', external_id: 'g-victim' });
+  t.match(logs, [{ level: 'info', message: /password was removed/, extra: { user_id: planted.user_id, platform: 'google', password_removed: true, api_keys_removed: 1 } }], 'logged');
+  t.notOk(JSON.stringify(logs).includes('argon2'), 'no secret in the log');
+  // The next sign-in finds the link (rule 1): nothing is revoked again.
+  const again = await sso.finish('google', google.codes.authorize((await sso.begin('google', 'login')).url, { sub: 'g-victim', email: 'victim@example.com', email_verified: true }, { nonce: true }));
+  t.equal(again.user.user_id, planted.user_id);
+  t.equal(again.linked, false);
+  t.equal(revoked.length, 1);
 });
 
 t.test('Google, against a local fake: state, provider errors, missing code, PKCE, nonce, client secret — each refused with its code', async (t) => {
@@ -397,6 +482,73 @@ t.test('Google, against a local fake: state, provider errors, missing code, PKCE
   await rejects(sso.begin('oidc', 'login'), 'SSO_NOT_CONFIGURED', 'a platform with no provider given');
   for (const unknown of ['facebook', 'idp_d', '__proto__', 'Google']) await t.rejects(sso.begin(unknown, 'login'), { code: 'NOT_FOUND', status: 404 }, `unknown platform ${unknown}`);
   t.equal(await users.count(), 1, 'only the one good sign-in made an account');
+});
+
+t.test('login CSRF: a sign-in is bound to the browser that started it; a callback from another browser is refused, and spends the state', async (t) => {
+  const google = await fakeGoogle();
+  t.teardown(google.close);
+  const { sso, users, states } = setup(t, [createSsoProvider('google', config({ discovery_url: google.discoveryUrl }))]);
+  const attacker = { sub: 'g-attacker', email: 'attacker@example.com', email_verified: true };
+  const sha = (v: string) => createHash('sha256').update(v).digest('base64url');
+
+  // Browser A (the attacker's) starts a sign-in and signs in at the provider, but does not visit the callback URL.
+  const started = await sso.begin('google', 'login');
+  t.match(started.binding, { value: /^[A-Za-z0-9_-]{43}$/, secure: true, maxAgeSeconds: 600 }, 'a binding cookie: 32 random bytes, Secure (the redirect URI is https), for the state’s TTL');
+  const browserA = sso.cookie as string;
+  const params = google.codes.authorize(started.url, attacker, { nonce: true });
+  const exchanges = google.codes.tokenRequests;
+
+  // Browser B (the victim's) is handed that URL: it has no cookie.
+  sso.cookie = undefined;
+  await t.rejects(sso.finish('google', params), { code: 'SSO_INVALID_STATE', status: 400, message: /started in another browser/ }, 'no cookie: refused as a bad state');
+  // The same from browser A now: the state was spent.
+  sso.cookie = browserA;
+  await t.rejects(sso.finish('google', params), { code: 'SSO_INVALID_STATE', message: /unknown, expired, already finished/ }, 'the state was spent by the refused callback');
+
+  // Browser B with a binding of its own (it started a sign-in too): still not the one this sign-in was started with.
+  const second = await sso.begin('google', 'login');
+  const paramsA = google.codes.authorize(second.url, attacker, { nonce: true });
+  sso.cookie = undefined;
+  await sso.begin('google', 'login');
+  t.not(sso.cookie, browserA, 'B got a binding of its own');
+  await t.rejects(sso.finish('google', paramsA), { code: 'SSO_INVALID_STATE', message: /started in another browser/ }, 'another cookie: refused');
+  sso.cookie = browserA;
+  const third = google.codes.authorize((await sso.begin('google', 'login')).url, attacker, { nonce: true });
+  sso.cookie = `${browserA.startsWith('A') ? 'B' : 'A'}${browserA.slice(1)}`;
+  await t.rejects(sso.finish('google', third), { code: 'SSO_INVALID_STATE', message: /started in another browser/ }, 'a cookie one character off: refused');
+  sso.cookie = 'not-a-binding';
+  const replaced = await sso.begin('google', 'login');
+  t.match(replaced.binding?.value, /^[A-Za-z0-9_-]{43}$/, 'a malformed cookie is never reused: /login sets a new one');
+  t.equal(google.codes.tokenRequests, exchanges, 'no refused callback reached the provider’s token endpoint');
+  t.equal(await users.count(), 0, 'nobody was signed in');
+
+  // Two tabs of one browser: the binding it holds is reused, so both finish, in any order.
+  sso.cookie = browserA;
+  const tab1 = await sso.begin('google', 'login');
+  const tab2 = await sso.begin('google', 'register');
+  t.equal(tab1.binding?.value, browserA, 'the browser’s binding is reused');
+  t.equal(tab2.binding?.value, browserA);
+  t.equal((await sso.finish('google', google.codes.authorize(tab2.url, attacker, { nonce: true }))).created, true, 'the second tab finishes');
+  t.equal((await sso.finish('google', google.codes.authorize(tab1.url, attacker, { nonce: true }))).created, false, 'and the first');
+
+  // The pending sign-in keeps a hash of the binding, never the binding.
+  const kept = await sso.begin('google', 'login');
+  const record = await states.take(stateKey(new URL(kept.url).searchParams.get('state') as string));
+  t.equal(record?.browser, sha(browserA), 'its SHA-256');
+  t.notOk(JSON.stringify(record).includes(browserA), 'not the cookie itself');
+});
+
+t.test('[scale.sso] bind_browser = false: no cookie, and a callback without one finishes (as before: clients that keep no cookies)', async (t) => {
+  const google = await fakeGoogle();
+  t.teardown(google.close);
+  const { sso, states } = setup(t, [createSsoProvider('google', config({ discovery_url: google.discoveryUrl }))], { ...SETTINGS, bind_browser: false });
+  const started = await sso.begin('google', 'login');
+  t.equal(started.binding, undefined, 'no binding cookie to set');
+  t.equal(sso.cookie, undefined);
+  const r = await sso.finish('google', google.codes.authorize(started.url, { sub: 'native', email: 'native@example.com', email_verified: true }, { nonce: true }));
+  t.equal(r.created, true, 'a callback without a cookie signs in');
+  const kept = await sso.begin('google', 'login');
+  t.equal((await states.take(stateKey(new URL(kept.url).searchParams.get('state') as string)))?.browser, null, 'the pending sign-in holds no binding');
 });
 
 t.test('Google, against a local fake: discovery failures answer 502 and are retried; a provider that hangs times out', async (t) => {
@@ -515,7 +667,7 @@ t.test('OpenID Connect (generic), against a local fake: email from UserInfo when
   await t.rejects(sso.finish('oidc', idp.codes.authorize(again, { sub: 'kc-1', email: 'kc@example.com', email_verified: true }, { nonce: true })), { code: 'INVALID_CREDENTIALS', status: 401 }, 'a disabled user is refused as login refuses one');
 });
 
-const pending = (n = 0): PendingSignIn => ({ platform: 'google', mode: 'login', code_verifier: `v${n}`, nonce: `n${n}`, redirect_uri: 'https://app.example/sso/google/callback', created: n });
+const pending = (n = 0): PendingSignIn => ({ platform: 'google', mode: 'login', code_verifier: `v${n}`, nonce: `n${n}`, redirect_uri: 'https://app.example/sso/google/callback', browser: `b${n}`, created: n });
 
 t.test('pending sign-ins in memory: taken once, gone after the TTL, bounded (the oldest go)', async (t) => {
   const table = new PendingTable(3);
@@ -605,8 +757,9 @@ t.test('without [scale.sso] host the redirect URI follows the Host header (devel
   const github = await fakeGitHub();
   t.teardown(github.close);
   const { sso } = setup(t, [createSsoProvider('github', config({ base_url: github.origin, api_url: `${github.origin}/api` }))], { ...SETTINGS, host: '' });
-  const { url } = await sso.begin('github', 'login', '127.0.0.1:8080');
+  const { url, binding } = await sso.begin('github', 'login', '127.0.0.1:8080');
   t.equal(new URL(url).searchParams.get('redirect_uri'), 'http://127.0.0.1:8080/sso/github/callback');
+  t.equal(binding?.secure, false, 'an http redirect URI: the binding cookie is not Secure (SameSite=Lax)');
   for (const host of [undefined, '', 'evil.example/path', 'a b', 'x@y']) await t.rejects(sso.begin('github', 'login', host), { code: 'SSO_NOT_CONFIGURED', message: /SVC_SSO_HOST/ }, `Host ${JSON.stringify(host)}`);
   t.same(sso.providers().find((p) => p.platform === 'github')?.callback_url, null, 'the admin sees no fixed callback URL');
 });

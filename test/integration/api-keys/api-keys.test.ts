@@ -101,6 +101,7 @@ t.test('bad bodies: 400 VALIDATION_ERROR or INVALID_JSON, nothing created', asyn
     [{ name: 'x', walkers: 'OnPayment' }, 'VALIDATION_ERROR'],
     [{ name: 'x', walkers: ['OnPayment', 'OnPayment'] }, 'VALIDATION_ERROR'],
     [[], 'VALIDATION_ERROR'],
+    [{ name: 'x', expires_days: 3 }, 'VALIDATION_ERROR'],
     ['{"name":', 'INVALID_JSON'],
   ];
   for (const [body, code] of bodies) {
@@ -154,6 +155,22 @@ t.test('every route refuses a missing, forged or expired token (401)', async (t)
       t.equal(res.body.error?.code, 'UNAUTHORIZED');
     }
   }
+});
+
+t.test('the admin sees a user\'s keys (no secrets); a forced password reset revokes them all', async (t) => {
+  await register(server.url, 'dave');
+  const dave = await tokenOf(server.url, 'dave');
+  const k1 = await call(server, 'POST', '/api-key/create', dave, { name: 'one' });
+  await call(server, 'POST', '/api-key/create', dave, { name: 'two', expires_in_days: 0 });
+  const admin = await tokenFor('keys-admin', { role: 'admin', server });
+  const seen = await call(server, 'GET', '/admin/users/dave', admin);
+  t.equal(seen.status, 200);
+  t.same((seen.body.data.api_keys as { name: string }[]).map((k) => k.name), ['one', 'two']);
+  t.notOk(seen.text.includes(k1.body.data.api_key as string), 'no key in the admin view');
+  const reset = await call(server, 'POST', '/admin/users/dave/force-password-reset', admin);
+  t.equal(reset.status, 200);
+  t.equal(reset.body.data.api_keys_revoked, 2);
+  t.same((await call(server, 'GET', '/admin/users/dave', admin)).body.data.api_keys, [], 'gone');
 });
 
 t.test('keys survive a restart; /openapi.json documents the routes', async (t) => {

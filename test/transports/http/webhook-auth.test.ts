@@ -67,17 +67,27 @@ t.test('the timestamp window: within ±tolerance inclusive passes, one second be
   t.equal(await code(g.admit(req(body, { 'x-webhook-timestamp': '', 'x-webhook-signature': webhookSignature(SECRET, body) }), 'W')), 'admitted', 'an empty header is no header');
 });
 
-t.test('the order of checks: content type, key, allow-list, timestamp, signature', async (t) => {
+t.test('the order of checks: content type, timestamp, signature, key, allow-list', async (t) => {
   const { g, checked } = gate();
   const body = '{}';
+  const sig = webhookSignature(SECRET, body);
   t.equal(await code(g.admit({ ...req(body, {}), headers: { 'x-api-key': 'bad' } }, 'W')), 'UNSUPPORTED_MEDIA_TYPE');
   t.same(checked, [], 'a 415 does not look the key up');
-  t.equal(await code(g.admit(req(body, { 'x-api-key': 'bad' }), 'W')), 'UNAUTHORIZED');
-  t.equal(await code(g.admit(req(body, { 'x-api-key': 'slow', 'x-webhook-signature': webhookSignature(SECRET, body) }), 'W')), 'admitted', 'a key read from the store (a promise)');
+  t.equal(await code(g.admit(req(body, { 'x-api-key': 'bad', 'x-webhook-timestamp': 'bad', 'x-webhook-signature': sig }), 'W')), 'INVALID_TIMESTAMP');
+  t.equal(await code(g.admit(req(body, { 'x-api-key': 'bad' }), 'W')), 'INVALID_SIGNATURE', 'the signature before the key: a leaked key alone learns nothing');
+  t.same(checked, [], 'no key is looked up before the signature holds');
+  t.equal(await code(g.admit(req(body, { 'x-api-key': 'bad', 'x-webhook-signature': sig }), 'W')), 'UNAUTHORIZED');
+  t.equal(await code(g.admit(req(body, { 'x-api-key': 'slow', 'x-webhook-signature': sig }), 'W')), 'admitted', 'a key read from the store (a promise)');
   const limited = gate({ apiKeys: { check: () => ({ ...holder, walkers: ['Other'] }) } }).g;
-  t.equal(await code(limited.admit(req(body, { 'x-webhook-timestamp': 'bad' }), 'W')), 'FORBIDDEN');
-  t.equal(await code(g.admit(req(body, { 'x-webhook-timestamp': 'bad' }), 'W')), 'INVALID_TIMESTAMP');
-  t.equal(await code(g.admit(req(body, {}), 'W')), 'INVALID_SIGNATURE');
+  t.equal(await code(limited.admit(req(body, { 'x-webhook-signature': sig }), 'W')), 'FORBIDDEN');
+});
+
+t.test('a timestamped signature is not the bare signature of `<ts>.<body>` sent without the header', async (t) => {
+  const { g } = gate();
+  const body = '{"parcel":"p"}';
+  const ts = String(Math.floor(Date.now() / 1000) - 30 * 86_400);
+  const captured = webhookSignature(SECRET, body, ts);
+  t.equal(await code(g.admit(req(`${ts}.${body}`, { 'x-webhook-signature': captured }), 'W')), 'INVALID_SIGNATURE');
 });
 
 t.test('verify_signature without a secret is refused at construction', async (t) => {

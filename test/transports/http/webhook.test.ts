@@ -151,10 +151,12 @@ t.test('keys: missing, unknown, malformed, expired, revoked and a deleted user\'
   t.equal(messages.size, 1, 'one message for every kind of bad key: no oracle');
 });
 
-t.test('the key is checked before the signature: a bad key with a bad signature is UNAUTHORIZED', async (t) => {
+t.test('the signature is checked before the key: a bad key with a bad signature is INVALID_SIGNATURE (a leaked key alone learns nothing)', async (t) => {
   const { body, headers } = signed({ amount: 1 });
   const res = await send(server, '/webhook/Paid', body, { ...headers, 'x-api-key': 'nope', 'x-webhook-signature': 'bad' });
-  t.equal(res.body.error.code, 'UNAUTHORIZED');
+  t.equal(res.body.error.code, 'INVALID_SIGNATURE');
+  const good = await send(server, '/webhook/Paid', body, { ...headers, 'x-api-key': 'nope' });
+  t.equal(good.body.error.code, 'UNAUTHORIZED', 'a good signature with a bad key');
 });
 
 t.test('only application/json: text/plain, a form, XML or no content type is 415', async (t) => {
