@@ -68,11 +68,12 @@ export class SqliteStore implements AnchorStore {
   ) {
     if (path !== ':memory:' && !options.readOnly) mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path, { readonly: options.readOnly === true, fileMustExist: options.readOnly === true });
+    // The wait first: switching to WAL takes a lock another thread or process opening the same file may hold.
+    this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
     if (!options.readOnly) {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma(`synchronous = ${options.synchronous ?? 'NORMAL'}`);
     }
-    this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
     if (!options.readOnly) this.db.exec(`
       -- seq keeps insertion order: a node's edges come back in the order they were connected.
       CREATE TABLE IF NOT EXISTS anchors (

@@ -136,11 +136,12 @@ export class SqliteUsersRepository implements UsersRepository, ImmediateUserLook
   ) {
     if (path !== ':memory:' && !readOnly) mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path, { readonly: readOnly, fileMustExist: readOnly });
+    // The wait first: switching to WAL takes a lock another thread or process opening the same file may hold.
+    this.db.pragma('busy_timeout = 5000');
     if (!readOnly) {
       this.db.pragma('journal_mode = WAL');
       this.db.pragma('synchronous = NORMAL');
     }
-    this.db.pragma('busy_timeout = 5000');
     this.db.pragma('foreign_keys = ON');
     if (!readOnly) this.db.exec(`
       CREATE TABLE IF NOT EXISTS users (
