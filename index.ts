@@ -55,6 +55,8 @@ export type { DbType, KvstoreOptions, FindNodesOptions, Lock, MutexOptions, Retr
 export type { Storage, StorageConfig, StorageType, FileMetadata, UploadedFile, UploadSource, Document, Filter, FindOptions, Update } from './cluster/index.ts';
 
 export type { Emailer, EmailerConfig } from './actors/identity/index.ts';
+export { sv, RemoteWalker, SvCallError } from './transports/sv/index.ts';
+export type { SvModule, SvImportOptions, SvCallOptions, SvHooks, SvTestClient } from './transports/sv/index.ts';
 
 /** An uploaded file held in memory (within `max_body_bytes`). */
 export interface UploadInMemory {

@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'smol-toml';
 
-type Kind = 'int' | 'number' | 'bool' | 'string' | 'enum' | 'list' | 'numbers';
+type Kind = 'int' | 'number' | 'bool' | 'string' | 'enum' | 'list' | 'numbers' | 'table';
 
 interface KeySpec {
   kind: Kind;
@@ -80,6 +80,12 @@ export const SCHEMA = {
     algorithm: { kind: 'enum', default: 'HS256', env: ['JWT_ALGORITHM'], values: ['HS256', 'HS384', 'HS512'] },
     exp_delta_days: { kind: 'int', default: 7, env: ['JWT_EXP_DELTA_DAYS'], min: 1 },
     max_token_days: { kind: 'int', default: 365, env: ['JWT_MAX_TOKEN_DAYS'], min: 1 },
+    /**
+     * Accept a token this secret signed even for a user this server never stored (it runs on the user's root here).
+     * For a provider of service-to-service calls whose users live in the consumer: auto-started siblings have it on.
+     * Revocations made elsewhere are not seen here.
+     */
+    accept_unknown_users: { kind: 'bool', default: false, env: ['SVC_JWT_ACCEPT_UNKNOWN_USERS'] },
   },
   'scale.database': {
     shelf_db_path: { kind: 'string', default: '', env: ['SVC_SHELF_DB_PATH'] },
@@ -237,6 +243,43 @@ export const SCHEMA = {
   /** `store()`: the seed's `storage` section (every key; `[scale.storage]` may hold the same keys and wins over it). */
   storage: STORAGE_KEYS,
   'scale.storage': STORAGE_KEYS,
+  /** Service-to-service calls (`sv.import`, seed 000 §4.7): the default policy; seconds unless named otherwise. */
+  'scale.sv': {
+    /** How long one call may take, retries included. */
+    rpc_timeout: { kind: 'number', default: 30, min: 0.001, env: ['SVC_SV_RPC_TIMEOUT'] },
+    /** Per service, over rpc_timeout: `{ billing = 5 }` (also SVC_SV_<MODULE>_RPC_TIMEOUT). */
+    rpc_timeouts: { kind: 'table', default: {} },
+    /** Retries of a call whose request never reached the provider (connection refused, DNS, connect timeout). */
+    retries: { kind: 'int', default: 2, min: 0, env: ['SVC_SV_RETRIES'] },
+    /** The first retry's delay in milliseconds; doubled each time (at most 2 s), with full jitter. */
+    retry_backoff_ms: { kind: 'int', default: 100, min: 1, env: ['SVC_SV_RETRY_BACKOFF_MS'] },
+    /** Consecutive failures (transport, timeout, 502/503/504) that open a provider's circuit. */
+    breaker_failures: { kind: 'int', default: 5, min: 1, env: ['SVC_SV_BREAKER_FAILURES'] },
+    /** An open circuit lets one trial call through after this long. */
+    breaker_half_open_seconds: { kind: 'number', default: 5, min: 0.001, env: ['SVC_SV_BREAKER_HALF_OPEN_SECONDS'] },
+    /** Start a provider with neither a registered URL nor SVC_SV_<MODULE>_URL as a sibling process. */
+    auto_start: { kind: 'bool', default: true, env: ['SVC_SV_AUTO_START'] },
+    /** How long a sibling may take to answer its readiness probe. */
+    start_timeout: { kind: 'number', default: 60, min: 1, env: ['SVC_SV_START_TIMEOUT'] },
+    /** Worker threads of each auto-started sibling. */
+    workers: { kind: 'int', default: 1, min: 1, env: ['SVC_SV_WORKERS'] },
+  },
+  /** Microservice mode (seed 000 §1): `svc start` is a gateway in front of one process per module. */
+  'scale.microservices': {
+    enabled: { kind: 'bool', default: false, env: ['SVC_MICROSERVICES_ENABLED'] },
+    /** `{ billing = "billing.ts", search = "http://search:8000" }`: a module file (started as a sibling) or the URL of a running one. */
+    modules: { kind: 'table', default: {} },
+  },
+  'scale.microservices.cors': {
+    /** `["*"]`: any origin; a list: those origins only; `[]`: no CORS at all. */
+    allow_origins: { kind: 'list', default: ['*'], env: ['SVC_MICROSERVICES_CORS_ALLOW_ORIGINS'] },
+    allow_methods: { kind: 'list', default: ['*'], env: ['SVC_MICROSERVICES_CORS_ALLOW_METHODS'] },
+    allow_headers: { kind: 'list', default: ['*'], env: ['SVC_MICROSERVICES_CORS_ALLOW_HEADERS'] },
+    allow_credentials: { kind: 'bool', default: false, env: ['SVC_MICROSERVICES_CORS_ALLOW_CREDENTIALS'] },
+    expose_headers: { kind: 'list', default: [], env: ['SVC_MICROSERVICES_CORS_EXPOSE_HEADERS'] },
+    /** Seconds a browser may keep a preflight's answer. */
+    max_age: { kind: 'int', default: 600, min: 0, env: ['SVC_MICROSERVICES_CORS_MAX_AGE'] },
+  },
   'scale.emailer': {
     provider: { kind: 'string', default: '', env: ['EMAILER_PROVIDER'] },
     from_address: { kind: 'string', default: '', env: ['EMAILER_FROM_ADDRESS'] },
@@ -253,7 +296,17 @@ export const SCHEMA = {
 } as const satisfies Record<string, Record<string, KeySpec>>;
 
 type Schema = typeof SCHEMA;
-type ValueOf<S extends KeySpec> = S['kind'] extends 'int' | 'number' ? number : S['kind'] extends 'bool' ? boolean : S['kind'] extends 'list' ? string[] : S['kind'] extends 'numbers' ? number[] : string;
+type ValueOf<S extends KeySpec> = S['kind'] extends 'int' | 'number'
+  ? number
+  : S['kind'] extends 'bool'
+    ? boolean
+    : S['kind'] extends 'list'
+      ? string[]
+      : S['kind'] extends 'numbers'
+        ? number[]
+        : S['kind'] extends 'table'
+          ? Record<string, string | number>
+          : string;
 export type SvcConfig = { [Sec in keyof Schema]: { [K in keyof Schema[Sec]]: ValueOf<Schema[Sec][K] & KeySpec> } };
 
 export class ConfigError extends Error {}
@@ -289,6 +342,12 @@ function typed(spec: KeySpec, value: unknown, where: string): unknown {
     case 'numbers':
       if (Array.isArray(value) && value.every((v) => typeof v === 'number' && Number.isFinite(v) && v >= 0)) return value;
       throw new ConfigError(`${where} must be a list of numbers ≥ 0, got ${JSON.stringify(value)}`);
+    case 'table':
+      if (value && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Date)) {
+        const entries = Object.entries(value as Record<string, unknown>);
+        if (entries.every(([k, v]) => /^[A-Za-z_][\w-]*$/.test(k) && (typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v))))) return Object.fromEntries(entries);
+      }
+      throw new ConfigError(`${where} must be a table of names to strings or numbers ({ billing = "billing.ts" }), got ${JSON.stringify(value)}`);
   }
 }
 
@@ -316,6 +375,15 @@ function fromEnv(spec: KeySpec, raw: string, name: string): unknown {
         return typed(spec, parsed, `environment ${name}`);
       }
       return raw.split(',').map((v) => v.trim()).filter((v) => v !== '');
+    }
+    case 'table': {
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(raw);
+      } catch {
+        throw new ConfigError(`environment ${name} must be a JSON object, got ${JSON.stringify(raw)}`);
+      }
+      return typed(spec, parsed, `environment ${name}`);
     }
     case 'numbers': {
       const parts = raw.split(',').map((v) => v.trim()).filter((v) => v !== '');

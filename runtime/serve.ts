@@ -89,6 +89,7 @@ import {
 } from '../cluster/index.ts';
 import { bindData, closeData, type DataBinding } from '../actors/data/index.ts';
 import { bindEvents, type Consumers, EVENT_OUTBOX_KIND, handling, type HandlerContext, type OutboxEvent, startConsumers, type Subscription, subscriptionsOf } from '../actors/consumer/index.ts';
+import { bindSv, importsServices, ServiceStarter, SV_ACTOR } from '../transports/sv/index.ts';
 import type { SvcConfig } from './config.ts';
 import { collectGarbage } from './gc.ts';
 import { composeRuntime, type Runtime, type RuntimeModule } from './runtime.ts';
@@ -137,6 +138,8 @@ export interface ServeBoot {
   memoryEventsOnMain?: boolean;
   /** The main thread answers for its own metrics (password hashing, cluster membership and links, the process): scrapes ask it. */
   mainMetrics?: boolean;
+  /** The main thread starts the siblings of `sv` calls for every worker (`/user/sv`); else this thread starts its own. */
+  svStarterOnMain?: boolean;
 }
 
 /** What a worker thread of a cluster member is told of its cluster. */
@@ -248,6 +251,7 @@ export function serveModules(options: ServeOptions): RuntimeModule[] {
     eventsModule(system, boot, subscriptions, thread),
     storeModule(boot, writerOn(STORE_WRITER_ACTOR) as ActorRef<WriterMsg, unknown> | undefined),
     dataModule(boot, registry),
+    svModule(system, boot),
     graphModule(system, boot, registry, fingerprint, options.relay, member),
     ...(boot.cluster ? [invalidationModule(system, boot.cluster)] : []),
     usersModule(boot, writerOn(USERS_WRITER_ACTOR) as ActorRef<UsersWriterMsg, unknown> | undefined),
@@ -414,6 +418,46 @@ function dataModule(boot: ServeBoot, registry: Registry): RuntimeModule {
   };
 }
 
+/** Service-to-service calls of this thread: the entry's folder, `[scale.sv]`, and who starts siblings. */
+function svModule(system: ActorSystem, boot: ServeBoot): RuntimeModule {
+  let unbind: (() => void) | undefined;
+  let starter: ServiceStarter | undefined;
+  return {
+    name: 'sv',
+    start() {
+      const c = boot.config['scale.sv'];
+      const rpcTimeoutsMs = Object.fromEntries(Object.entries(c.rpc_timeouts).map(([module, seconds]) => [module, Number(seconds) * 1000]));
+      let ensure: (module: string, baseDir: string) => Promise<string>;
+      if (boot.svStarterOnMain) {
+        ensure = (module, baseDir) => system.refFromAddress({ node: MAIN_THREAD, path: `/user/${SV_ACTOR}` }).ask({ module, baseDir }, c.start_timeout * 1000 + 10_000) as Promise<string>;
+      } else {
+        // One thread (testApp): its siblings are its own, stopped with it.
+        ensure = (module, baseDir) => {
+          starter ??= new ServiceStarter({ dataDir: boot.storePath && boot.storePath !== ':memory:' ? dirname(boot.storePath) : join(resolve(boot.projectRoot), '.svc', 'data'), jwtSecret: boot.jwtSecret, workers: c.workers, startTimeoutMs: c.start_timeout * 1000 });
+          return starter.ensure(module, baseDir);
+        };
+      }
+      unbind = bindSv({
+        baseDir: resolve(boot.projectRoot),
+        settings: {
+          rpcTimeoutMs: c.rpc_timeout * 1000,
+          rpcTimeoutsMs,
+          retries: c.retries,
+          retryBackoffMs: c.retry_backoff_ms,
+          breakerFailures: c.breaker_failures,
+          breakerHalfOpenMs: c.breaker_half_open_seconds * 1000,
+          autoStart: c.auto_start,
+        },
+        ensure,
+      });
+    },
+    async close() {
+      unbind?.();
+      await starter?.close();
+    },
+  };
+}
+
 function graphModule(system: ActorSystem, boot: ServeBoot, registry: Registry, fingerprint: string, relay: RelayTransport | undefined, member: MemberState | undefined): RuntimeModule {
   const server = boot.config['scale.server'];
   return {
@@ -510,7 +554,9 @@ function identityModule(system: ActorSystem, boot: ServeBoot, thread: string, ro
       const mail = await createEmailer({ ...config['scale.emailer'], smtp: config['scale.emailer.smtp'] }, boot.projectRoot);
       if ('disabled' in mail && config['scale.emailer'].provider) log.error({ reason: mail.disabled }, 'email disabled');
       // A shared database answers "does this user exist" asynchronously: the transports learn it before verifying.
-      const known = typeof (users as Partial<ImmediateUserLookup>).existsNow === 'function' ? undefined : new KnownUsers((userId) => users.exists(userId));
+      // A provider of `sv` calls whose users live in its consumer (an auto-started sibling) takes any token its secret signed.
+      const anyUser = config['scale.jwt'].accept_unknown_users;
+      const known = anyUser || typeof (users as Partial<ImmediateUserLookup>).existsNow === 'function' ? undefined : new KnownUsers((userId) => users.exists(userId));
       const jwt = new JwtVerifier({
         secret: boot.jwtSecret,
         algorithm: config['scale.jwt'].algorithm as 'HS256',
@@ -518,7 +564,7 @@ function identityModule(system: ActorSystem, boot: ServeBoot, thread: string, ro
         maxTokenDays: config['scale.jwt'].max_token_days,
         maxAdminHours: config['scale.admin'].session_expiry_hours,
         // A token of a user that never existed runs nothing (asked once per token; deletions are revocations).
-        userExists: known ? (userId) => known.now(userId) : immediateUserExists(users),
+        userExists: anyUser ? () => true : known ? (userId) => known.now(userId) : immediateUserExists(users),
       });
       rt.provide('auth', new Authenticator(jwt, known));
       // Password hashing runs on the main thread's pool (in one thread: this system serves the hasher itself).
@@ -686,6 +732,7 @@ function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, ro
           readiness: () => member?.readiness() ?? storeReadiness(rt.need<AnchorStore>('store'), rt.need<UsersRepository>('users')),
           // Sign-in routes read the Host (the redirect URI in development) and the browser binding cookie: copied only when a provider can be used.
           ...(sso.providers().some((p) => p.enabled) ? { extraHeaders: ['host', 'cookie'] } : {}),
+          forwardAuthorization: importsServices,
           ...(routes.some((r) => r.webhook) ? { webhook: { ...openApiWebhook(config), apiKeys: rt.need<ApiKeys>('apiKeys'), secret: boot.webhookSecret ?? config['scale.webhook'].secret } } : {}),
         }),
       );

@@ -80,6 +80,10 @@ export interface SpawnOptions {
   traceId?: string;
   /** The HTTP request's id: the run's log lines carry it (`req_id`). */
   requestId?: string;
+  /** The request's `Authorization` header, for the run's service-to-service calls to forward. */
+  authorization?: string;
+  /** A service-to-service call (`X-Svc-Sv`): the answer is the whole `data` object, class names kept, a walker's fields with it. */
+  sv?: true;
 }
 
 /**
@@ -219,6 +223,8 @@ export class Graph {
     if (options.at !== undefined) msg.at = options.at;
     if (options.traceId !== undefined) msg.traceId = options.traceId;
     if (options.requestId !== undefined) msg.requestId = options.requestId;
+    if (options.authorization !== undefined) msg.authorization = options.authorization;
+    if (options.sv) msg.sv = true;
     return this.askRun(options.caller.rootId, msg, options.timeoutMs ?? this.timeoutMs);
   }
 
@@ -253,6 +259,8 @@ export class Graph {
     const msg: PartitionMsg = { t: 'call', fn, args, caller: options.caller };
     if (options.traceId !== undefined) msg.traceId = options.traceId;
     if (options.requestId !== undefined) msg.requestId = options.requestId;
+    if (options.authorization !== undefined) msg.authorization = options.authorization;
+    if (options.sv) msg.sv = true;
     return this.askRun(options.caller.rootId, msg, options.timeoutMs ?? this.timeoutMs);
   }
 }

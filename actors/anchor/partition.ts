@@ -51,8 +51,8 @@ import { storeError } from './errors.ts';
 import { type AnchorStore, type CommitBatch, CommitChain, type Fence, type StoredDoc } from './store.ts';
 
 export type PartitionMsg =
-  | { t: 'spawn'; walker: string; fields: unknown; at?: string; caller: Caller; traceId?: string; requestId?: string }
-  | { t: 'call'; fn: string; args: unknown; caller: Caller; traceId?: string; requestId?: string }
+  | { t: 'spawn'; walker: string; fields: unknown; at?: string; caller: Caller; traceId?: string; requestId?: string; authorization?: string; sv?: true }
+  | { t: 'call'; fn: string; args: unknown; caller: Caller; traceId?: string; requestId?: string; authorization?: string; sv?: true }
   /** Another root's run changed these anchors of this root (now durable): refresh them. */
   | { t: 'invalidate'; ids: string[]; edgeNodes: string[] }
   /** Make sure the partition (and its root) exists: a user's graph is created at registration. */
@@ -295,7 +295,7 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     if (msg.caller.rootId !== this.rootId) {
       return rejectWith(graphError('SVC_ERR_ACCESS_DENIED', 'a run reached the partition of another root'));
     }
-    const run = new WalkerRun(this, msg.caller, msg.traceId, msg.requestId);
+    const run = new WalkerRun(this, msg.caller, msg.traceId, msg.requestId, msg.authorization);
     this.currentRun = run;
     let value: RunReply;
     let changes: RunChanges;
@@ -314,7 +314,7 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
           untrackedRun(-1);
         }
       }
-      value = { json: reportJson(outcome) };
+      value = { json: msg.sv ? svReplyJson(msg.t, outcome) : reportJson(outcome) };
       changes = run.changes();
       batch = {
         upserts: changes.upserts.map((a) => encode(a, this.registry.module, this.context.store.bodyForm)),
@@ -592,7 +592,49 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
 
 /** Start the walker or function of a run message. */
 function start(run: WalkerRun, msg: Extract<PartitionMsg, { t: 'spawn' } | { t: 'call' }>): Promise<unknown> {
-  return msg.t === 'spawn' ? run.spawnWalker(msg.walker, msg.fields, msg.at) : run.callFunction(msg.fn, msg.args);
+  if (msg.t === 'call') return run.callFunction(msg.fn, msg.args);
+  // A service-to-service call also takes the walker's fields as the run left them.
+  if (msg.sv) {
+    const out: { fields?: Record<string, unknown> } = {};
+    return run.spawnWalker(msg.walker, msg.fields, msg.at, false, out).then((reports) => ({ reports, fields: out.fields ?? {} }));
+  }
+  return run.spawnWalker(msg.walker, msg.fields, msg.at);
+}
+
+/**
+ * The whole `data` of a service-to-service call's answer (`{result, reports}`,
+ * and a walker's final `walker` fields), written with {@link boundaryJson}: a
+ * class instance carries its class name, so the caller can rebuild it.
+ */
+function svReplyJson(kind: 'spawn' | 'call', outcome: unknown): string {
+  try {
+    if (kind === 'call') return `{"result":${boundaryJson(outcome)},"reports":[]}`;
+    const { reports, fields } = outcome as { reports: unknown[]; fields: Record<string, unknown> };
+    return `{"result":null,"reports":${boundaryJson(reports)},"walker":${boundaryJson(fields)}}`;
+  } catch (error) {
+    throw graphError('SVC_ERR_WALKER_FAILED', `a reported value cannot be sent as JSON: ${(error as Error).message}`);
+  }
+}
+
+/** The prototypes whose instances are plain data (no class name to carry). */
+const PLAIN = new Set<unknown>([Object.prototype, null, Array.prototype]);
+
+/**
+ * JSON in which an instance of a class (not a plain object, array or a
+ * value with `toJSON`) is written as its own enumerable fields plus
+ * `"$class": "<its class name>"`.
+ */
+export function boundaryJson(value: unknown): string {
+  return (
+    JSON.stringify(value === undefined ? null : value, function (this: unknown, _key: string, v: unknown) {
+      if (typeof v !== 'object' || v === null || Array.isArray(v)) return v;
+      const proto = Object.getPrototypeOf(v) as { constructor?: { name?: unknown } } | null;
+      if (PLAIN.has(proto)) return v;
+      const name = proto?.constructor?.name;
+      if (typeof name !== 'string' || name === '' || Object.hasOwn(v, '$class')) return v;
+      return { $class: name, ...(v as Record<string, unknown>) };
+    }) ?? 'null'
+  );
 }
 
 /**

@@ -78,9 +78,9 @@ export interface Caller {
 
 const FN = Symbol('svc.fn');
 
-export interface FunctionDef<A = Record<string, unknown>, R = unknown> {
+export interface FunctionDef<A = Record<string, unknown>, R = unknown, Acc extends Access = Access> {
   readonly [FN]: true;
-  readonly access: Access;
+  readonly access: Acc;
   readonly params: TObject;
   readonly spec: RestSpec;
   readonly info: ClassInfo;
@@ -95,14 +95,14 @@ export interface FunctionDef<A = Record<string, unknown>, R = unknown> {
  * export const install = fn({ access: 'pub', method: HTTPMethod.GET, path: '/install.sh', envelope: false,
  *                             produces: 'text/x-shellscript' }, () => 'echo hi');
  */
-export function fn<P extends TObject, R>(
-  options: { access?: Access; params?: P } & RestSpec,
+export function fn<P extends TObject, R, const Acc extends Access = 'priv'>(
+  options: { access?: Acc; params?: P } & RestSpec,
   handler: (args: Static<P>, ctx: FnContext) => R | Promise<R>,
-): FunctionDef<Static<P>, R> {
+): FunctionDef<Static<P>, R, Acc> {
   const { access = 'priv', params, ...spec } = options;
   const schema = (params ?? Type.Object({})) as TObject;
   const info = buildInfo({ name: 'function', has: schema }, 'function');
-  return Object.freeze({ [FN]: true as const, access, params: schema, spec, info, handler });
+  return Object.freeze({ [FN]: true as const, access: access as Acc, params: schema, spec, info, handler });
 }
 
 export function isFunctionDef(x: unknown): x is FunctionDef {

@@ -45,6 +45,10 @@ export interface OutboxRun {
   readonly isOpen: boolean;
   /** Whether its graph has an outbox consumer (entries would be released). */
   readonly holdsOutbox: boolean;
+  /** The trace id of the request that started the run. */
+  readonly traceId?: string | undefined;
+  /** The request's `Authorization` header, kept when the app calls other services. */
+  readonly authorization?: string | undefined;
 }
 
 const runs = new AsyncLocalStorage<OutboxRun>();

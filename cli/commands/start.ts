@@ -21,6 +21,8 @@ import { openAnchorStore, redactUri, serveStoreWriter, takeServingLock } from '.
 import { serveActivationLeases, threadOf } from '../../kernel/index.ts';
 import { ClusterMember, MemoryStreams, redactUrl, serveMemoryStreams } from '../../cluster/index.ts';
 import { randomBytes } from 'node:crypto';
+import { Socket } from 'node:net';
+import { PARENT_FD_VARIABLE, ServiceStarter, serveServiceStarter } from '../../transports/sv/index.ts';
 import type { HttpControl, RouteSummary, ServeBoot, SvcConfig } from '../../runtime/index.ts';
 
 export interface StartFlags {
@@ -111,6 +113,13 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   if (typeof flags.host === 'string') flagValues['scale.server.host'] = flags.host;
   const workersFlag = int(flags.workers, '--workers');
   if (workersFlag !== undefined) flagValues['scale.server.workers'] = workersFlag;
+  // A sibling started for `sv` calls: its data is its own (embedded SQLite in SVC_DATA_DIR), whatever the shared
+  // svc.toml says of databases, Redis and microservice mode; it stops when the process that started it is gone.
+  const parentFd = process.env[PARENT_FD_VARIABLE];
+  if (parentFd) {
+    for (const key of ['docdb_uri', 'kv_url', 'shelf_db_path', 'users_db_path']) flagValues[`scale.database.${key}`] = '';
+    flagValues['scale.microservices.enabled'] = false;
+  }
   const { config, warnings } = loadConfig({ dir: projectRoot, profile, env: process.env, flags: flagValues });
   for (const w of warnings) process.stderr.write(`svc: warning: ${w}\n`);
 
@@ -236,6 +245,9 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   if (server.port !== 0 && chosen !== server.port) say(`svc: port ${server.port} is in use; using ${chosen}`);
   const listeners = transport === 'uws' ? workerIds(workers) : ['w1'];
   const processId = randomBytes(4).toString('hex');
+  // Siblings of `sv` calls, started on the workers' demand (and stopped with this process).
+  const svConfig = config['scale.sv'];
+  const starter = new ServiceStarter({ dataDir, jwtSecret: secret.secret, profile, workers: svConfig.workers, startTimeoutMs: svConfig.start_timeout * 1000 });
 
   // A cluster member: Redis and the link port first (Redis unreachable: one line, exit 1).
   const clusterConfig = config['scale.cluster'];
@@ -288,6 +300,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     schemaReady: shared,
     memoryEventsOnMain: memoryEvents !== undefined,
     mainMetrics: mainMetrics !== undefined,
+    svStarterOnMain: true,
     ...(cluster ? { cluster } : {}),
   });
 
@@ -303,6 +316,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
       ...(member ? { remote: [], onRelay: (from: string, to: string, bytes: Uint8Array) => member?.send(from, to, bytes) } : {}),
       onSystem: (system) => {
         hasher.serve(system);
+        serveServiceStarter(system, starter);
         if (mainMetrics) serveMainMetrics(system, mainMetrics, MAIN_METRICS_ACTOR);
         if (memoryEvents) serveMemoryStreams(system, memoryEvents);
         // In a cluster a root's partition is live on one thread of one member: the process's leases are taken from Redis.
@@ -405,7 +419,10 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     if (stopping) return;
     stopping = true;
     say(`svc: ${signal}: ${member ? 'leaving the cluster, ' : ''}draining (up to ${server.shutdown_timeout_ms} ms)`);
-    void leave(current, server.shutdown_timeout_ms).then(closeWriters).then(
+    void leave(current, server.shutdown_timeout_ms)
+      .then(closeWriters)
+      .then(() => starter.close())
+      .then(
       () => {
         say('svc: stopped');
         process.exit(0);
@@ -443,8 +460,32 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
       printRoutes(routes);
     }
   }, () => stopping);
+  if (parentFd) watchParent(Number(parentFd), () => shutdown('the process that started this one is gone'));
   // Last: signals are handled and, with --dev, changes watched from the moment a user or a test reads this line.
   say(`Server ready at http://${host}:${chosen}`);
+}
+
+/**
+ * A sibling's watch on its parent: the parent holds the other end of this
+ * pipe and never writes; its end of file means the parent is gone (also when
+ * it was killed with SIGKILL, which no handler sees).
+ */
+function watchParent(fd: number, gone: () => void): void {
+  let pipe: Socket;
+  try {
+    pipe = new Socket({ fd, readable: true, writable: false });
+  } catch (error) {
+    process.stderr.write(`svc: ${PARENT_FD_VARIABLE}=${fd} is not a pipe (${(error as Error).message}); not watching the parent\n`);
+    return;
+  }
+  let once = false;
+  const end = (): void => {
+    if (once) return;
+    once = true;
+    gone();
+  };
+  pipe.on('end', end).on('close', end).on('error', end);
+  pipe.resume();
 }
 
 /** Load the app in a thread of its own (it serves nothing, opens nothing) and list its endpoints. */

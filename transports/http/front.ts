@@ -5,7 +5,7 @@
  * {@link HttpRequest} and write back the {@link HttpResponse}.
  */
 import type { TSchema } from 'typebox';
-import type { Graph } from '../../actors/anchor/index.ts';
+import type { Graph, SpawnOptions } from '../../actors/anchor/index.ts';
 import { type Authenticated, type Authenticator, bearer, type Claims } from '../../actors/identity/index.ts';
 import { type Caller, fillRequestFields, HookDispatcher, HookRefusal, type Registry, Root, UnknownFields } from '../../actors/walker/index.ts';
 import type { Docs } from './docs.ts';
@@ -98,6 +98,8 @@ export interface FrontOptions {
    * request on uWS: none by default.
    */
   extraHeaders?: readonly string[];
+  /** The app calls other services (`sv.import`): runs keep the request's `Authorization` header for them to forward. */
+  forwardAuthorization?: () => boolean;
 }
 
 /** The 503s a retry does not fix (a missing configuration): every other 503 is answered with `Retry-After: 1`. */
@@ -113,8 +115,11 @@ const CORS = {
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
+/** Sent by `sv` calls (another service calling this one): `1`. */
+export const SV_HEADER = 'x-svc-sv';
+
 /** The request headers the front reads itself. */
-const FRONT_HEADERS = ['content-type', 'content-length', 'transfer-encoding', 'authorization', 'x-request-id', 'x-trace-id', 'origin', 'access-control-request-headers'];
+const FRONT_HEADERS = ['content-type', 'content-length', 'transfer-encoding', 'authorization', 'x-request-id', 'x-trace-id', 'origin', 'access-control-request-headers', SV_HEADER];
 
 export class Front {
   readonly router: Router;
@@ -345,6 +350,9 @@ export class Front {
     const { route, params } = match;
     setRoute(route.template, route);
     if (route.webhook) return this.runWebhook(req, route, params, rid, traceId);
+    // Another service's `sv` call: only public endpoints are importable (said before any token is looked at).
+    const sv = req.headers[SV_HEADER] === '1';
+    if (sv && route.access !== 'pub') throw httpError('NOT_FOUND', `${route.kind} ${route.name} is not public: only pub walkers and functions can be imported by another service`);
     if (this.o.auth.learnsUsers) await this.prepareToken(req);
     // Hooks run first, whatever the endpoint's access: on the caller's graph when the token is good, else the guest's.
     if (this.hooks.active) await this.runHooks(req, traceId);
@@ -352,7 +360,14 @@ export class Front {
     const { fields, at, unknown } = collectFields(route, req, params);
     fillRequestFields(route.schema.properties as Record<string, TSchema>, fields, req);
     if (unknown.length > 0) this.unknownFields.check(route.name, route.schema, fields, unknown);
-    const options = { caller, timeoutMs: this.o.requestTimeoutMs, traceId, requestId: rid, ...(at === undefined ? {} : { at }) };
+    const options: SpawnOptions = { caller, timeoutMs: this.o.requestTimeoutMs, traceId, requestId: rid, ...(at === undefined ? {} : { at }) };
+    if (req.headers.authorization !== undefined && this.o.forwardAuthorization?.()) options.authorization = req.headers.authorization;
+    if (sv) {
+      // The answer keeps class names (and a walker's final fields).
+      options.sv = true;
+      const { json } = route.kind === 'walker' ? await this.o.graph.spawnJson(route.name, fields, options) : await this.o.graph.callJson(route.name, fields, options);
+      return { status: 200, headers: { 'content-type': JSON_TYPE }, body: successJson(json, rid) };
+    }
     if (route.kind === 'walker') {
       const { json } = await this.o.graph.spawnJson(route.name, fields, options);
       return { status: 200, headers: { 'content-type': JSON_TYPE }, body: successJson(`{"result":null,"reports":${json}}`, rid) };

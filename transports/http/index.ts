@@ -4,7 +4,7 @@
  * node:http.
  */
 export { Front } from './front.ts';
-export { HTTP_RESPONSE_CHANNEL, UNMATCHED_ROUTE } from './front.ts';
+export { HTTP_RESPONSE_CHANNEL, UNMATCHED_ROUTE, SV_HEADER } from './front.ts';
 export type { FrontOptions, AccessEntry, ResponseInfo } from './front.ts';
 export { traceIdOf, newTraceId, isTraceId } from './trace.ts';
 export { readPartsAhead } from './multipart.ts';
