@@ -276,7 +276,8 @@ export const SCHEMA = {
     allow_methods: { kind: 'list', default: ['*'], env: ['SVC_MICROSERVICES_CORS_ALLOW_METHODS'] },
     allow_headers: { kind: 'list', default: ['*'], env: ['SVC_MICROSERVICES_CORS_ALLOW_HEADERS'] },
     allow_credentials: { kind: 'bool', default: false, env: ['SVC_MICROSERVICES_CORS_ALLOW_CREDENTIALS'] },
-    expose_headers: { kind: 'list', default: [], env: ['SVC_MICROSERVICES_CORS_EXPOSE_HEADERS'] },
+    /** Response headers a browser's script may read (default: the request and trace ids, as in single-process mode). */
+    expose_headers: { kind: 'list', default: ['x-request-id', 'x-trace-id'], env: ['SVC_MICROSERVICES_CORS_EXPOSE_HEADERS'] },
     /** Seconds a browser may keep a preflight's answer. */
     max_age: { kind: 'int', default: 600, min: 0, env: ['SVC_MICROSERVICES_CORS_MAX_AGE'] },
   },

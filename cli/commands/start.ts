@@ -22,7 +22,9 @@ import { serveActivationLeases, threadOf } from '../../kernel/index.ts';
 import { ClusterMember, MemoryStreams, redactUrl, serveMemoryStreams } from '../../cluster/index.ts';
 import { randomBytes } from 'node:crypto';
 import { Socket } from 'node:net';
-import { PARENT_FD_VARIABLE, ServiceStarter, serveServiceStarter } from '../../transports/sv/index.ts';
+import { checkModuleName, GatewayError, PARENT_FD_VARIABLE, ServiceStarter, serveServiceStarter, startGateway, urlVariable } from '../../transports/sv/index.ts';
+import { existsSync } from 'node:fs';
+import { resolve as resolvePath } from 'node:path';
 import type { HttpControl, RouteSummary, ServeBoot, SvcConfig } from '../../runtime/index.ts';
 
 export interface StartFlags {
@@ -146,6 +148,8 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     );
   }
   const moduleName = relative(process.cwd(), entry).replace(/\.[mc]?[jt]s$/, '') || basename(entry);
+  // Microservice mode: this process is the gateway; every module (the entry first) runs as its own process.
+  if (config['scale.microservices'].enabled && !parentFd) return runGateway({ entry, projectRoot, config, profile, production, workers });
 
   // Syntax errors surface here, with file and line.
   await compileWorker(SERVE_WORKER, entry);
@@ -171,8 +175,9 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
 
   // The app is loaded once in a probe thread before anything is created on disk: a throw at module level, a
   // misspelled name or a class declared wrongly stops the start here, with the file, line and column.
-  const endpoints = await describeApp(entry, boot({ faux: true }), projectRoot);
-  if (flags.faux) {
+  // A sibling of `sv` calls skips it (its parent shows why it failed, and waits for it): it is started on a call.
+  const endpoints = parentFd && !flags.faux ? undefined : await describeApp(entry, boot({ faux: true }), projectRoot);
+  if (flags.faux && endpoints) {
     printRoutes(endpoints);
     return;
   }
@@ -189,7 +194,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   // Webhook signatures need a secret only with webhook walkers (served at /webhook/<Name>) and verify_signature on.
   // --dev resolves one anyway: a reload may add the first webhook walker, and workers cannot make one up then.
   const webhookConfig = config['scale.webhook'];
-  const webhooks = endpoints.some((e) => e.path.startsWith('/webhook/'));
+  const webhooks = endpoints?.some((e) => e.path.startsWith('/webhook/')) ?? false;
   const hookSecret = webhookSecret({ configured: webhookConfig.secret, production, projectRoot, needed: webhookConfig.verify_signature && (webhooks || (flags.dev === true && !production)) });
   if (hookSecret.warning) process.stderr.write(`svc: warning: ${hookSecret.warning}\n`);
   // Password hashing for the whole process: a few low-priority threads, served to the workers.
@@ -247,7 +252,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   const processId = randomBytes(4).toString('hex');
   // Siblings of `sv` calls, started on the workers' demand (and stopped with this process).
   const svConfig = config['scale.sv'];
-  const starter = new ServiceStarter({ dataDir, jwtSecret: secret.secret, profile, workers: svConfig.workers, startTimeoutMs: svConfig.start_timeout * 1000 });
+  const starter = new ServiceStarter({ dataDir, jwtSecret: secret.secret, webhookSecret: hookSecret.secret, profile, workers: svConfig.workers, startTimeoutMs: svConfig.start_timeout * 1000 });
 
   // A cluster member: Redis and the link port first (Redis unreachable: one line, exit 1).
   const clusterConfig = config['scale.cluster'];
@@ -354,7 +359,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     await member?.close();
     throw error;
   }
-  let routes = endpoints;
+  let routes = endpoints ?? ((await current.pool.system.refFromAddress({ node: 'w1', path: '/user/http' }).ask({ t: 'describe' } satisfies HttpControl)) as RouteSummary[]);
   say(`svc: ${routes.length} endpoints from ${relative(process.cwd(), entry) || entry}`);
   // In --dev the table is printed, and printed again whenever a reload changes it.
   if (flags.dev) printRoutes(routes);
@@ -621,4 +626,111 @@ function isDirectory(path: string): boolean {
   } catch {
     return false;
   }
+}
+
+/**
+ * Microservice mode (`[scale.microservices] enabled = true`): the entry and
+ * each module of `[scale.microservices] modules` run as processes of their
+ * own (siblings on 127.0.0.1, or a running one at a configured URL), and this
+ * process is the gateway on the public port: one OpenAPI document, each
+ * module's routes relayed to it, the built-in routes to the entry's process,
+ * CORS from `[scale.microservices.cors]`.
+ */
+async function runGateway(o: { entry: string; projectRoot: string; config: SvcConfig; profile: string | undefined; production: boolean; workers: number }): Promise<void> {
+  const { config, projectRoot } = o;
+  const server = config['scale.server'];
+  const main = basename(o.entry).replace(/\.[mc]?[jt]s$/, '');
+  try {
+    checkModuleName(main);
+  } catch {
+    throw new StartError(`microservice mode: the entry's name ${JSON.stringify(main)} must be a module name (letters, digits, _ and -)`);
+  }
+  const targets = new Map<string, { file?: string; url?: string }>([[main, { file: o.entry }]]);
+  for (const [name, value] of Object.entries(config['scale.microservices'].modules)) {
+    try {
+      checkModuleName(name);
+    } catch (error) {
+      throw new StartError(`[scale.microservices] modules: ${(error as Error).message}`);
+    }
+    if (typeof value !== 'string' || value === '') throw new StartError(`[scale.microservices] modules: ${name} must be a module file ("${name}.ts") or a URL, got ${JSON.stringify(value)}`);
+    if (/^https?:\/\//i.test(value)) {
+      targets.set(name, { url: value.replace(/\/+$/, '') });
+      continue;
+    }
+    const file = resolvePath(projectRoot, value);
+    if (!existsSync(file)) throw new StartError(`[scale.microservices] modules: ${name} = ${JSON.stringify(value)}: no such file in ${projectRoot}`);
+    if (name === main && file !== o.entry) throw new StartError(`[scale.microservices] modules: ${name} is the entry's own name; give the module another name`);
+    targets.set(name, { file });
+  }
+  // SVC_SV_<MODULE>_URL: that module runs elsewhere already.
+  for (const name of targets.keys()) {
+    const url = process.env[urlVariable(name)];
+    if (url) targets.set(name, { url: url.replace(/\/+$/, '') });
+  }
+  const { dataDir } = dataPaths(projectRoot, config);
+  const secret = jwtSecret({ configured: config['scale.jwt'].secret, production: o.production, projectRoot });
+  // The modules see the gateway (127.0.0.1) as every client's peer: they believe its X-Forwarded-For.
+  const trusted = [...new Set([...server.trusted_proxies, '127.0.0.1'])].join(',');
+  const starter = new ServiceStarter({
+    dataDir,
+    jwtSecret: secret.secret,
+    profile: o.profile,
+    workers: o.workers,
+    startTimeoutMs: config['scale.sv'].start_timeout * 1000,
+    env: { ...process.env, SVC_TRUSTED_PROXIES: trusted },
+  });
+  const urls: Record<string, string> = {};
+  try {
+    await Promise.all(
+      [...targets].map(async ([name, target]) => {
+        // The entry keeps the project's data folder; the other modules get theirs beside it.
+        urls[name] = target.url ?? (await starter.ensure(name, projectRoot, { file: target.file as string, ...(name === main ? { dataDir } : {}) }));
+      }),
+    );
+  } catch (error) {
+    await starter.close();
+    throw new StartError(`microservice mode: ${(error as Error).message}`);
+  }
+  const cors = config['scale.microservices.cors'];
+  let gateway: Awaited<ReturnType<typeof startGateway>>;
+  try {
+    gateway = await startGateway({
+      host: server.host,
+      port: server.port,
+      modules: urls,
+      main,
+      cors,
+      title: basename(projectRoot),
+      docs: server.docs_enabled,
+      log: (line) => process.stderr.write(`svc: gateway: ${line}\n`),
+    });
+  } catch (error) {
+    await starter.close();
+    throw new StartError(error instanceof GatewayError ? error.message : `the gateway could not start: ${(error as Error).message}`);
+  }
+  const generated = gateway.routes.filter((r) => r.module !== main || !/^\/(user|admin|sso|api-key|healthz?|ready|metrics|docs|redoc|openapi\.json|graph|traverse)(\/|$)/.test(r.path));
+  say(`svc: microservice mode: ${targets.size} module${targets.size === 1 ? '' : 's'} (${[...targets.keys()].map((n) => `${n} at ${urls[n]}`).join(', ')}), ${generated.length} routes`);
+  say(`svc: CORS: ${cors.allow_origins.length === 0 ? 'off' : `origins ${cors.allow_origins.join(', ')}`}`);
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    say(`svc: ${signal}: stopping the gateway and its modules`);
+    void gateway
+      .close()
+      .then(() => starter.close(server.shutdown_timeout_ms))
+      .then(
+        () => {
+          say('svc: stopped');
+          process.exit(0);
+        },
+        (error: unknown) => {
+          process.stderr.write(`svc: shutdown failed: ${(error as Error).message}\n`);
+          process.exit(1);
+        },
+      );
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  say(`Server ready at http://${server.host}:${gateway.port}`);
 }

@@ -66,7 +66,8 @@ export async function startServer(options: {
           w.resolve(line);
         }
       }
-      const m = /Server ready at (http:\/\/\S+)/.exec(line);
+      // At the start of a line: a sibling's own ready line comes prefixed (`[billing] Server ready at …`).
+      const m = /^Server ready at (http:\/\/\S+)/.exec(line);
       if (m) resolve(m[1] as string);
       if (options.until?.test(line)) resolve('');
     };

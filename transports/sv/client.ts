@@ -146,6 +146,8 @@ interface Provider {
   breaker: CircuitBreakerPolicy;
   policy: IPolicy;
   timeoutMs: number;
+  /** Consecutive failures that open the circuit. */
+  failures: number;
 }
 
 /**
@@ -161,6 +163,8 @@ export class SvClient {
   private readonly pools = new Map<string, Pool>();
   private readonly providers = new Map<string, Provider>();
   private readonly ensuring = new Map<string, Promise<void>>();
+  /** rpc_timeout given to {@link register}, by module (ms). */
+  private readonly timeouts = new Map<string, number>();
   private bindings: SvBinding[] = [];
   private own: ((module: string, baseDir: string) => Promise<string>) | undefined;
   private hooksInUse: SvHooks;
@@ -179,9 +183,15 @@ export class SvClient {
   // ---- registration (seed 000 §4.7.3) ----------------------------------------
 
   /** Serve `module` from `url` from now on (over `SVC_SV_<MODULE>_URL` and auto-start). */
-  register(module: string, url: string): void {
+  register(module: string, url: string, options: { rpcTimeout?: number } = {}): void {
     checkModuleName(module);
-    this.setUrl(module, checkUrl(url, `sv.register('${module}')`), false);
+    const checked = checkUrl(url, `sv.register('${module}')`);
+    if (options.rpcTimeout !== undefined) {
+      if (typeof options.rpcTimeout !== 'number' || !(options.rpcTimeout > 0)) throw new TypeError(`sv.register('${module}', url, { rpcTimeout }): seconds > 0, got ${JSON.stringify(options.rpcTimeout)}`);
+      this.timeouts.set(module, options.rpcTimeout * 1000);
+      this.providers.delete(module); // its policy is made again with the new timeout (the circuit starts closed)
+    }
+    this.setUrl(module, checked, false);
   }
 
   /** Forget `module`'s registered URL; whether one was registered. */
@@ -323,9 +333,13 @@ export class SvClient {
 
   private async overHttp(target: SvTarget, path: string, body: string, headers: Record<string, string>): Promise<Answer> {
     const provider = this.provider(target.module);
+    let attempts = 0;
+    // Found (and started, if need be) before the policy: a sibling's start has its own limit, not rpc_timeout.
+    const first = await this.urlOf(target);
     try {
       return (await provider.policy.execute(async ({ signal }: { signal: AbortSignal }) => {
-        const url = await this.urlOf(target);
+        const url = attempts === 0 ? first : await this.urlOf(target);
+        attempts++;
         try {
           return await this.attempt(url, path, body, headers, signal, provider.timeoutMs);
         } catch (error) {
@@ -335,7 +349,7 @@ export class SvClient {
         }
       })) as Answer;
     } catch (error) {
-      throw this.failure(target, provider, error);
+      throw this.failure(target, provider, error, attempts);
     }
   }
 
@@ -365,18 +379,19 @@ export class SvClient {
   }
 
   /** A failure of the policy as the seed's error. */
-  private failure(target: SvTarget, provider: Provider, error: unknown): Error {
+  private failure(target: SvTarget, provider: Provider, error: unknown, attempts: number): Error {
     if (error instanceof SvCallError) return error;
     if (error instanceof BrokenCircuitError) {
-      return new SvCallError('SV_UNAVAILABLE', target, `circuit open: ${target.module} failed ${this.binding().settings.breakerFailures} times in a row; calls fail fast until a trial call succeeds`, { cause: error });
+      return new SvCallError('SV_UNAVAILABLE', target, `circuit open: ${target.module} failed ${provider.failures} times in a row; calls fail fast until a trial call succeeds`, { cause: error, details: { attempts } });
     }
-    if (error instanceof TaskCancelledError) return new SvCallError('SV_TIMEOUT', target, `no answer within rpc_timeout (${provider.timeoutMs} ms)`, { cause: error });
+    if (error instanceof TaskCancelledError) return new SvCallError('SV_TIMEOUT', target, `no answer within rpc_timeout (${provider.timeoutMs} ms)`, { cause: error, details: { attempts } });
     if (error instanceof ProviderUnhealthy) {
       const e = error.answer.envelope?.error;
-      return new SvCallError('SV_CALL_FAILED', target, error.message.replace(/^the provider answered \d+: /, ''), { details: { provider: { status: error.answer.status, code: e?.code ?? null } } });
+      return new SvCallError('SV_CALL_FAILED', target, error.message.replace(/^the provider answered \d+: /, ''), { details: { attempts, provider: { status: error.answer.status, code: e?.code ?? null } } });
     }
     const code = errorCode(error);
-    return new SvCallError('SV_CALL_FAILED', target, `${(error as Error).message ?? String(error)}${code && !(error as Error).message?.includes(code) ? ` (${code})` : ''}`, { cause: error });
+    const message = (error as Error).message ?? String(error);
+    return new SvCallError('SV_CALL_FAILED', target, `${message}${code && !message.includes(code) ? ` (${code})` : ''}`, { cause: error, details: { attempts, ...(code ? { transport: code } : {}) } });
   }
 
   /** The module's URL: registered, environment, else ensured (auto-start) and then registered. */
@@ -435,11 +450,12 @@ export class SvClient {
     if (provider) return provider;
     const s = this.binding().settings;
     const fromEnv = Number(process.env[timeoutVariable(module)]);
-    const timeoutMs = Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv * 1000 : (s.rpcTimeoutsMs[module] ?? s.rpcTimeoutMs);
+    // register(…, { rpcTimeout }) > SVC_SV_<MODULE>_RPC_TIMEOUT > [scale.sv] rpc_timeouts > rpc_timeout.
+    const timeoutMs = this.timeouts.get(module) ?? (Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv * 1000 : (s.rpcTimeoutsMs[module] ?? s.rpcTimeoutMs));
     const breaker = circuitBreaker(handleAll, { halfOpenAfter: s.breakerHalfOpenMs, breaker: new ConsecutiveBreaker(s.breakerFailures) });
     const retries = retry(handleWhen(beforeSending), { maxAttempts: s.retries, backoff: new ExponentialBackoff({ initialDelay: s.retryBackoffMs, maxDelay: 2_000 }) });
     const policy = wrap(timeout(timeoutMs, TimeoutStrategy.Aggressive), retries, breaker) as unknown as IPolicy;
-    provider = { breaker, policy, timeoutMs };
+    provider = { breaker, policy, timeoutMs, failures: s.breakerFailures };
     this.providers.set(module, provider);
     return provider;
   }

@@ -13,6 +13,8 @@ export const SV_ERRORS = {
   SV_TIMEOUT: { status: 504, message: 'the call took longer than its rpc_timeout' },
   SV_BOUNDARY: { status: 500, message: 'an argument cannot cross the service boundary (an anchor, a function, a handle)' },
   SV_UNKNOWN_SERVICE: { status: 500, message: 'no URL for the service: not registered, no SVC_SV_<MODULE>_URL, and no module file to start' },
+  /** The microservice gateway's answer when the module owning a route cannot be reached. */
+  MODULE_UNREACHABLE: { status: 502, message: 'the module that serves this route cannot be reached' },
 } as const;
 
 export type SvErrorCode = keyof typeof SV_ERRORS;

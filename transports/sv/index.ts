@@ -18,7 +18,8 @@ export type { SvErrorCode } from './errors.ts';
 export { ServiceStarter, freePortInRange, PORT_RANGE, MAX_STARTING, PARENT_FD_VARIABLE } from './starter.ts';
 export type { StarterOptions } from './starter.ts';
 export { checkModuleName, moduleFile, urlVariable } from './names.ts';
-// GATEWAY-EXPORTS
+export { startGateway, GatewayError, GATEWAY_ERRORS } from './gateway.ts';
+export type { GatewayOptions, GatewayCors, Gateway, GatewayRoute, GatewayErrorCode } from './gateway.ts';
 
 let imported = 0;
 
@@ -55,7 +56,8 @@ export const sv = {
     imported++;
     return remote;
   },
-  register: (module: string, url: string): void => client.register(module, url),
+  /** Serve `module` from `url` (over `SVC_SV_<MODULE>_URL` and auto-start); `rpcTimeout`: its own, in seconds. */
+  register: (module: string, url: string, options?: { rpcTimeout?: number }): void => client.register(module, url, options),
   unregister: (module: string): boolean => client.unregister(module),
   registerTestClient: (module: string, testClient: Parameters<SvClient['registerTestClient']>[1]): void => client.registerTestClient(module, testClient),
   unregisterTestClient: (module: string): boolean => client.unregisterTestClient(module),

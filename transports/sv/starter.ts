@@ -36,6 +36,8 @@ export interface StarterOptions {
   dataDir: string;
   /** The JWT secret siblings verify tokens with (this process's). */
   jwtSecret: string;
+  /** This process's webhook secret, if it has one: siblings' webhook walkers use it. */
+  webhookSecret?: string | undefined;
   /** `--profile` of this process, passed on. */
   profile?: string | undefined;
   /** Worker threads of each sibling (default 1). */
@@ -152,6 +154,7 @@ export class ServiceStarter {
       SVC_JWT_ACCEPT_UNKNOWN_USERS: 'true',
       [PARENT_FD_VARIABLE]: '3',
     });
+    if (this.o.webhookSecret) env.WEBHOOK_SECRET = this.o.webhookSecret;
     const args = [BIN, 'start', sibling.file, '--host', '127.0.0.1', '--port', String(port), '--workers', String(this.o.workers ?? 1)];
     if (this.o.profile) args.push('--profile', this.o.profile);
     const child = spawn(process.execPath, args, { cwd: dirname(sibling.file), env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });

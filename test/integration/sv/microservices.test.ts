@@ -1,0 +1,103 @@
+// Microservice mode end to end: `svc start` with [scale.microservices] enabled is a gateway in front of one
+// process per module (main.ts, billing.ts, search.ts): one OpenAPI, each route served by its own process,
+// sign-in on the main module honoured by the others, CORS from the config, WebSockets relayed; a route two
+// modules serve refuses to start.
+import t from 'tap';
+import WebSocket from 'ws';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { post, runSvc, startServer, TEST_SECRET, tokenFor } from '../../helpers/server.ts';
+import { bearer, register, tokenOf } from '../../helpers/identity.ts';
+
+t.setTimeout(360_000);
+
+const MICRO = new URL('../../fixtures/sv/micro/', import.meta.url).pathname;
+const CLASH = new URL('../../fixtures/sv/micro-clash/', import.meta.url).pathname;
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function gone(pid: number, ms = 20_000): Promise<boolean> {
+  const deadline = Date.now() + ms;
+  while (alive(pid)) {
+    if (Date.now() > deadline) return false;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  return true;
+}
+
+t.test('a gateway in front of three module processes', async (t) => {
+  const gw = await startServer({ entry: `${MICRO}main.ts`, cwd: MICRO });
+  t.teardown(() => gw.stop());
+  t.match(gw.output(), /svc: microservice mode: 3 modules \(main at http:\/\/127\.0\.0\.1:18\d{3}, billing at http:\/\/127\.0\.0\.1:18\d{3}, search at http:\/\/127\.0\.0\.1:18\d{3}\)/);
+
+  const spec = (await (await fetch(`${gw.url}/openapi.json`)).json()) as { paths: Record<string, unknown> };
+  for (const path of ['/function/hello', '/function/charge', '/walker/AddCharge', '/function/find', '/user/login']) t.ok(spec.paths[path], `the merged OpenAPI has ${path}`);
+
+  const hello = await post(`${gw.url}/function/hello`, {});
+  const charge = await post(`${gw.url}/function/charge`, { amount: 3 });
+  const find = await post(`${gw.url}/function/find`, { q: 'shoes' });
+  t.match(hello.body.data.result, { hello: 'you' });
+  t.match(charge.body.data.result, { charged: 3, user: null });
+  t.same(find.body.data.result.found, ['shoes']);
+  const pids = [hello, charge, find].map((r) => r.body.data.result.pid as number);
+  t.equal(new Set([...pids, gw.proc.pid]).size, 4, 'each module answered from its own process, none from the gateway');
+
+  // Signed in through the gateway (the main module's users): another module runs on that user's graph.
+  await register(gw.url, 'ada');
+  const token = await tokenOf(gw.url, 'ada');
+  const first = await post(`${gw.url}/walker/AddCharge`, { amount: 1 }, bearer(token));
+  t.equal(first.status, 200, JSON.stringify(first.body));
+  t.match(first.body.data.reports[0], { count: 1, pid: pids[1] });
+  t.equal(typeof first.body.data.reports[0].user, 'string');
+  t.equal((await post(`${gw.url}/walker/AddCharge`, { amount: 2 }, bearer(token))).body.data.reports[0].count, 2);
+  t.equal((await post(`${gw.url}/walker/AddCharge`, { amount: 2 })).status, 401, 'a private walker without a token: 401 from its module');
+  t.equal((await post(`${gw.url}/walker/AddCharge`, { amount: 2 }, bearer(`${token.slice(0, -4)}AAAA`))).status, 401, 'a forged token: 401');
+  const expired = await tokenFor(first.body.data.reports[0].user, { expiresIn: Math.floor(Date.now() / 1000) - 60 });
+  t.equal((await post(`${gw.url}/walker/AddCharge`, { amount: 2 }, bearer(expired))).status, 401, 'an expired token: 401');
+  const unknown = await post(`${gw.url}/function/nothing`, {});
+  t.equal(unknown.status, 404);
+  t.equal(unknown.body.error.code, 'NOT_FOUND');
+
+  // CORS as configured: only https://shop.example, with credentials; the modules' own permissive policy never leaks.
+  const allowed = await fetch(`${gw.url}/function/charge`, { method: 'POST', headers: { origin: 'https://shop.example', 'content-type': 'application/json' }, body: '{"amount":1}' });
+  t.equal(allowed.headers.get('access-control-allow-origin'), 'https://shop.example');
+  t.equal(allowed.headers.get('access-control-allow-credentials'), 'true');
+  t.match(allowed.headers.get('access-control-expose-headers') ?? '', /x-request-id/);
+  const other = await fetch(`${gw.url}/function/charge`, { method: 'POST', headers: { origin: 'https://evil.example', 'content-type': 'application/json' }, body: '{"amount":1}' });
+  t.equal(other.status, 200);
+  t.equal(other.headers.get('access-control-allow-origin'), null, 'another origin gets no CORS header');
+  const preflight = await fetch(`${gw.url}/function/find`, { method: 'OPTIONS', headers: { origin: 'https://shop.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'content-type, authorization' } });
+  t.equal(preflight.status, 204);
+  t.equal(preflight.headers.get('access-control-max-age'), '120');
+  t.match(preflight.headers.get('access-control-allow-headers') ?? '', /authorization/);
+
+  // A WebSocket walker of the billing module, through the gateway.
+  const ws = new WebSocket(`${gw.url.replace('http', 'ws')}/ws/Ticker`);
+  t.teardown(() => ws.terminate());
+  await new Promise<void>((resolve, reject) => ws.once('open', resolve).once('error', reject));
+  const reply = new Promise<string>((resolve) => ws.once('message', (data) => resolve(String(data))));
+  ws.send(JSON.stringify({ msg: 'tick' }));
+  t.match(JSON.parse(await reply), { ok: true, data: { reports: [{ echo: 'tick', pid: pids[1] }] } });
+  const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
+  ws.close(1000);
+  t.equal(await closed, 1000, 'closed through the relay');
+
+  // The gateway stops its modules with it.
+  await gw.stop();
+  for (const pid of pids) t.ok(await gone(pid), `module process ${pid} stopped`);
+});
+
+t.test('two modules serving one route: the gateway refuses to start, naming both', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-clash-'));
+  const run = await runSvc(['start', `${CLASH}main.ts`, '--host', '127.0.0.1', '--port', '0', '--workers', '1'], { cwd: CLASH, env: { SVC_DATA_DIR: dataDir, JWT_SECRET: TEST_SECRET } });
+  t.equal(run.code, 1, run.stdout + run.stderr);
+  t.match(run.stderr, /route POST \/function\/charge is served by both (main and other|other and main)/);
+});
