@@ -948,7 +948,8 @@ function websocketModule(system: ActorSystem, boot: ServeBoot, sockets: WsRoute[
           hooks: rt.need<HookDispatcher>('hooks'),
           unknownFields: rt.need<UnknownFields>('unknownFields'),
           // Each frame is a request of its own: a trace id of its own.
-          run: async (walker, fields, caller) => (await graph.spawnJson(walker, fields, { caller, timeoutMs: askTimeoutMs(boot), traceId: newTraceId() })).json,
+          run: async (walker, fields, caller, token) =>
+            (await graph.spawnJson(walker, fields, { caller, timeoutMs: askTimeoutMs(boot), traceId: newTraceId(), ...(token !== undefined && importsServices() ? { authorization: `Bearer ${token}` } : {}) })).json,
           errorOf: (error) => {
             const e = toHttpError(error, boot.dev, resolve(boot.projectRoot));
             if (e.status >= 500) logFailure(log, error, boot.projectRoot, {}, 'websocket frame failed');

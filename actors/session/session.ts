@@ -68,7 +68,8 @@ export interface SessionEnv {
   broadcast: boolean;
   auth: SessionAuth;
   /** Run the walker for a caller; resolves to the reports as JSON text. */
-  run(fields: Record<string, unknown>, caller: SessionCaller): Promise<string>;
+  /** `token`: the connection's (for the run's service-to-service calls to forward). */
+  run(fields: Record<string, unknown>, caller: SessionCaller, token?: string): Promise<string>;
   /** The stable code and message of a failure (no stack outside development). */
   errorOf(error: unknown): { code: string; message: string };
   /** The guest caller (public walkers without a token). */
@@ -233,7 +234,7 @@ export class Session implements ActorLogic<SessionMsg, void> {
     for (const k of keys) if (k !== 'token' && k !== '__proto__') fields[k] = f[k];
     let json: string;
     try {
-      json = await this.env.run(fields, this.caller as SessionCaller);
+      json = await this.env.run(fields, this.caller as SessionCaller, this.token);
     } catch (error) {
       const e = this.env.errorOf(error);
       if (!this.closed) this.sink.send(errorFrame(e.code, e.message, id));

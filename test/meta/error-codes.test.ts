@@ -7,6 +7,7 @@ import { HTTP_ERRORS } from 'svc/transports/http';
 import { IDENTITY_ERRORS } from 'svc/actors/identity';
 import { RUNTIME_ERRORS } from '../../runtime/index.ts';
 import { CLUSTER_ERRORS, KVSTORE_ERRORS, STORAGE_ERRORS } from '../../cluster/index.ts';
+import { GATEWAY_ERRORS, SV_ERRORS } from '../../transports/sv/index.ts';
 
 const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
 
@@ -19,9 +20,17 @@ function documented(): Map<string, number> {
 
 t.test('every kernel error code is documented with its status', async (t) => {
   const rows = documented();
-  for (const [code, { status }] of Object.entries({ ...KERNEL_ERRORS, ...GRAPH_ERRORS, ...STORE_ERRORS, ...HTTP_ERRORS, ...IDENTITY_ERRORS, ...RUNTIME_ERRORS, ...CLUSTER_ERRORS, ...STORAGE_ERRORS, ...KVSTORE_ERRORS })) {
+  for (const [code, { status }] of Object.entries({ ...KERNEL_ERRORS, ...GRAPH_ERRORS, ...STORE_ERRORS, ...HTTP_ERRORS, ...IDENTITY_ERRORS, ...RUNTIME_ERRORS, ...CLUSTER_ERRORS, ...STORAGE_ERRORS, ...KVSTORE_ERRORS, ...SV_ERRORS })) {
     t.equal(rows.get(code), status, `${code} documented as ${status}`);
   }
+});
+
+t.test('service-to-service codes are wire codes of their own; the gateway start errors are named', async (t) => {
+  for (const code of Object.keys(SV_ERRORS)) {
+    t.match(code, /^[A-Z][A-Z_]+$/);
+    t.notOk(code in HTTP_ERRORS || code in IDENTITY_ERRORS, `${code} is defined once`);
+  }
+  for (const code of Object.keys(GATEWAY_ERRORS)) t.match(doc, `\`${code}\``, `${code} is in docs/errors.md`);
 });
 
 t.test('wire codes are upper snake case and never collide with SVC_ERR_ codes', async (t) => {

@@ -89,7 +89,8 @@ export interface WsHubOptions {
   routes: WsRoute[];
   auth: SessionAuth;
   guest: SessionCaller;
-  run(walker: string, fields: Record<string, unknown>, caller: SessionCaller): Promise<string>;
+  /** `token`: the connection's, when it has one (forwarded by the run's `sv` calls). */
+  run(walker: string, fields: Record<string, unknown>, caller: SessionCaller, token?: string): Promise<string>;
   /** The stable code, message and (for a refused upgrade) HTTP status of a failure. */
   errorOf(error: unknown): { code: string; message: string; status?: number };
   /** Hook walkers, run before every upgrade (shared with the HTTP front). */
@@ -176,7 +177,7 @@ export class WsHub {
         broadcast: r.broadcast,
         auth: o.auth,
         guest: o.guest,
-        run: (fields, caller) => {
+        run: (fields, caller, token) => {
           const taken: Record<string, unknown> = {};
           let unknown: string[] | undefined;
           for (const k of Object.keys(fields)) {
@@ -185,7 +186,7 @@ export class WsHub {
             else if (k !== 'id' && !declared.has(k) && !r.takesAny) (unknown ??= []).push(k);
           }
           if (unknown) unknownFields.check(r.name, r.schema, taken, unknown);
-          return o.run(r.name, taken, caller);
+          return o.run(r.name, taken, caller, token);
         },
         errorOf: o.errorOf,
       });

@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import Database from 'better-sqlite3';
+import WebSocket from 'ws';
 import { post, startServer, type Server } from '../../helpers/server.ts';
 import { bearer, register, tokenOf } from '../../helpers/identity.ts';
 
@@ -77,6 +78,15 @@ t.test('a consumer auto-starts its provider and calls it as a typed module', asy
   const who = await call(shop, 'checkout', { amount: 1 }, bearer(ada));
   t.equal(typeof who.body.data.result.user, 'string');
   t.not(who.body.data.result.user, null, 'the Authorization header was forwarded');
+  // A WebSocket walker's call forwards the connection's token too.
+  const ws = new WebSocket(`${shop.url.replace('http', 'ws')}/ws/LiveCharge?token=${ada}`);
+  t.teardown(() => ws.terminate());
+  await new Promise<void>((resolve, reject) => ws.once('open', resolve).once('error', reject));
+  const frame = new Promise<string>((resolve) => ws.once('message', (data) => resolve(String(data))));
+  ws.send(JSON.stringify({ amount: 2 }));
+  const live = JSON.parse(await frame);
+  t.equal(live.data.reports[0].user, who.body.data.result.user, "a WebSocket walker's call runs as the connection's user");
+  ws.close();
   const billsIn = (file: string): number => {
     const db = new Database(file, { readonly: true });
     try {
