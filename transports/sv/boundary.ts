@@ -162,7 +162,9 @@ export function rehydrate(value: unknown, types: KnownTypes): unknown {
   const out: Record<string, unknown> = cls ? (Object.create(cls.prototype as object) as Record<string, unknown>) : {};
   for (const [k, v] of Object.entries(record)) {
     if (k === '$class' && typeof name === 'string') continue;
-    out[k] = rehydrate(v, types);
+    // A `__proto__` key in an answer is defined, not assigned: it stays a field and never becomes the prototype.
+    if (k === '__proto__') Object.defineProperty(out, k, { value: rehydrate(v, types), enumerable: true, writable: true, configurable: true });
+    else out[k] = rehydrate(v, types);
   }
   return out;
 }

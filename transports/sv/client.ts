@@ -16,7 +16,8 @@
  *   happen before the request reached the provider only — connection
  *   refused, DNS, connect timeout — never an answer (a 4xx or a 5xx), never
  *   a request whose body may have been sent (a reset mid-call);
- * - `rpc_timeout` for the whole call, retries included (504 `SV_TIMEOUT`);
+ * - `rpc_timeout` for the whole call, retries included (504 `SV_TIMEOUT`):
+ *   each attempt gets what is left of it as undici's headers and body timeouts;
  * - one circuit breaker (cockatiel) per provider, shared by its functions
  *   and walkers: consecutive failures (transport, timeout, 502/503/504) open
  *   it, then calls fail fast (503 `SV_UNAVAILABLE`) until a trial call after
@@ -35,9 +36,6 @@ import {
   handleWhen,
   type IPolicy,
   retry,
-  TaskCancelledError,
-  timeout,
-  TimeoutStrategy,
   wrap,
   type CircuitBreakerPolicy,
 } from 'cockatiel';
@@ -109,6 +107,16 @@ interface Answer {
   envelope: { ok?: unknown; data?: unknown; error?: { code?: unknown; message?: unknown; details?: unknown } } | undefined;
   text: string;
 }
+
+/** The call's rpc_timeout ran out between attempts. */
+class DeadlineExceeded extends Error {
+  constructor() {
+    super('rpc_timeout ran out');
+  }
+}
+
+/** undici's timeouts of a request (headers or body too late): the call's deadline. */
+const TIMED_OUT = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT']);
 
 /** A provider answered 502/503/504: it counts against its circuit (thrown inside the policy, never retried). */
 class ProviderUnhealthy extends Error {
@@ -336,12 +344,16 @@ export class SvClient {
     let attempts = 0;
     // Found (and started, if need be) before the policy: a sibling's start has its own limit, not rpc_timeout.
     const first = await this.urlOf(target);
+    // rpc_timeout covers the whole call: each attempt gets what is left of it (undici's own timers, no timer of ours).
+    const deadline = performance.now() + provider.timeoutMs;
     try {
-      return (await provider.policy.execute(async ({ signal }: { signal: AbortSignal }) => {
+      return (await provider.policy.execute(async () => {
+        const left = Math.floor(deadline - performance.now());
+        if (left <= 0) throw new DeadlineExceeded();
         const url = attempts === 0 ? first : await this.urlOf(target);
         attempts++;
         try {
-          return await this.attempt(url, path, body, headers, signal, provider.timeoutMs);
+          return await this.attempt(url, path, body, headers, left);
         } catch (error) {
           // A sibling that moved (restarted on another port): ask its starter again before the next attempt.
           if (beforeSending(error) && this.urls.get(target.module)?.auto) this.urls.delete(target.module);
@@ -354,14 +366,13 @@ export class SvClient {
   }
 
   /** One HTTP attempt: an answer (any status but 502/503/504), or a throw (a transport failure, an unhealthy provider). */
-  private async attempt(url: string, path: string, body: string, headers: Record<string, string>, signal: AbortSignal, timeoutMs: number): Promise<Answer> {
-    const base = new URL(url);
-    const res = await this.pool(base.origin).request({
+  private async attempt(url: string, path: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<Answer> {
+    const { origin, prefix } = this.base(url);
+    const res = await this.pool(origin).request({
       method: 'POST',
-      path: `${base.pathname === '/' ? '' : base.pathname}${path}`,
+      path: `${prefix}${path}`,
       headers,
       body,
-      signal,
       headersTimeout: timeoutMs,
       bodyTimeout: timeoutMs,
     });
@@ -384,7 +395,7 @@ export class SvClient {
     if (error instanceof BrokenCircuitError) {
       return new SvCallError('SV_UNAVAILABLE', target, `circuit open: ${target.module} failed ${provider.failures} times in a row; calls fail fast until a trial call succeeds`, { cause: error, details: { attempts } });
     }
-    if (error instanceof TaskCancelledError) return new SvCallError('SV_TIMEOUT', target, `no answer within rpc_timeout (${provider.timeoutMs} ms)`, { cause: error, details: { attempts } });
+    if (error instanceof DeadlineExceeded || TIMED_OUT.has(errorCode(error) ?? '')) return new SvCallError('SV_TIMEOUT', target, `no answer within rpc_timeout (${provider.timeoutMs} ms)`, { cause: error, details: { attempts } });
     if (error instanceof ProviderUnhealthy) {
       const e = error.answer.envelope?.error;
       return new SvCallError('SV_CALL_FAILED', target, error.message.replace(/^the provider answered \d+: /, ''), { details: { attempts, provider: { status: error.answer.status, code: e?.code ?? null } } });
@@ -435,6 +446,19 @@ export class SvClient {
     this.urls.set(module, { url, auto });
   }
 
+  private readonly bases = new Map<string, { origin: string; prefix: string }>();
+
+  /** A base URL's origin and path prefix (parsed once per URL). */
+  private base(url: string): { origin: string; prefix: string } {
+    let b = this.bases.get(url);
+    if (!b) {
+      const u = new URL(url);
+      b = { origin: u.origin, prefix: u.pathname === '/' ? '' : u.pathname };
+      this.bases.set(url, b);
+    }
+    return b;
+  }
+
   private pool(origin: string): Pool {
     let pool = this.pools.get(origin);
     if (!pool) {
@@ -454,7 +478,8 @@ export class SvClient {
     const timeoutMs = this.timeouts.get(module) ?? (Number.isFinite(fromEnv) && fromEnv > 0 ? fromEnv * 1000 : (s.rpcTimeoutsMs[module] ?? s.rpcTimeoutMs));
     const breaker = circuitBreaker(handleAll, { halfOpenAfter: s.breakerHalfOpenMs, breaker: new ConsecutiveBreaker(s.breakerFailures) });
     const retries = retry(handleWhen(beforeSending), { maxAttempts: s.retries, backoff: new ExponentialBackoff({ initialDelay: s.retryBackoffMs, maxDelay: 2_000 }) });
-    const policy = wrap(timeout(timeoutMs, TimeoutStrategy.Aggressive), retries, breaker) as unknown as IPolicy;
+    // No cockatiel timeout policy: its AbortController per call cost ~50 µs (bench/sv.ts); the deadline rides on undici's timers.
+    const policy = wrap(retries, breaker) as unknown as IPolicy;
     provider = { breaker, policy, timeoutMs, failures: s.breakerFailures };
     this.providers.set(module, provider);
     return provider;

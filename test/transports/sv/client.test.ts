@@ -295,6 +295,13 @@ t.test('the boundary: what crosses, what is refused (before any request), what i
   t.same(back.b, { x: 1 });
   t.notOk('$class' in back.a);
   t.same(back.c, [1, 'two', null]);
+  // A provider's answer cannot change prototypes.
+  const hostile = rehydrate(JSON.parse('{"__proto__":{"polluted":true},"a":{"$class":"Money","__proto__":{"polluted":true},"amount":1}}'), new Map([['Money', Money]])) as any;
+  t.equal(({} as any).polluted, undefined, 'no global pollution');
+  t.equal(hostile.polluted, undefined, 'the record keeps its prototype');
+  t.ok(Object.hasOwn(hostile, '__proto__'), '__proto__ stays a field');
+  t.ok(hostile.a instanceof Money);
+  t.equal(hostile.a.polluted, undefined);
 });
 
 t.test('resolution: registered, else SVC_SV_<MODULE>_URL, else auto-start (here off): SV_UNKNOWN_SERVICE', async (t) => {
