@@ -9,7 +9,7 @@
  *   provider does identical work), its JSON parsed and `data.result` taken —
  *   what a hand-written call would do;
  * - `sv`: `SvClient.callFunction('billing', 'charge', { amount: 1 })` with the
- *   default policy (timeout → retry → circuit breaker);
+ *   default policy (retry → circuit breaker; rpc_timeout as undici's per-attempt timeouts);
  * - `sv_no_policy`: the same client path with the policy swapped for a
  *   pass-through. SvClient has no switch for it, so the bench replaces the
  *   policy of its private provider entry (skipped, with a note, if that
@@ -164,7 +164,8 @@ async function policyCost(): Promise<Record<string, number>> {
     retry: () => retry(handleWhen(never), { maxAttempts: s.retries, backoff: new ExponentialBackoff({ initialDelay: s.retryBackoffMs, maxDelay: 2_000 }) }),
     breaker: () => circuitBreaker(handleAll, { halfOpenAfter: s.breakerHalfOpenMs, breaker: new ConsecutiveBreaker(s.breakerFailures) }),
   };
-  const full = wrap(make.timeout(), make.retry(), make.breaker()) as unknown as IPolicy;
+  // client.ts: retry → breaker (rpc_timeout rides on undici's per-attempt timers, not on a cockatiel timeout policy).
+  const full = wrap(make.retry(), make.breaker()) as unknown as IPolicy;
   const x = { ok: true };
   const task = (): Promise<typeof x> => Promise.resolve(x);
   const N = 30_000;
@@ -174,7 +175,7 @@ async function policyCost(): Promise<Record<string, number>> {
   const t = make.timeout();
   const r = make.retry();
   const b = make.breaker();
-  // Not what client.ts does, to show where the time goes: the timeout policy aborts its
+  // Not what client.ts does (any more): what a cockatiel timeout policy in front would add — it aborts its
   // signal on every return (abortOnReturn, on by default), and an abort() costs.
   const tQuiet = timeout(s.rpcTimeoutMs, { strategy: TimeoutStrategy.Aggressive, abortOnReturn: false });
   const fullQuiet = wrap(timeout(s.rpcTimeoutMs, { strategy: TimeoutStrategy.Aggressive, abortOnReturn: false }), make.retry(), make.breaker()) as unknown as IPolicy;

@@ -82,7 +82,7 @@ export interface SpawnOptions {
   requestId?: string;
   /** The request's `Authorization` header, for the run's service-to-service calls to forward. */
   authorization?: string;
-  /** A service-to-service call (`X-Svc-Sv`): the answer is the whole `data` object, class names kept, a walker's fields with it. */
+  /** A service-to-service call (`X-Svc-Sv`): the answer is the whole `data` object, class names kept. */
   sv?: true;
 }
 

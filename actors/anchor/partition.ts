@@ -592,25 +592,19 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
 
 /** Start the walker or function of a run message. */
 function start(run: WalkerRun, msg: Extract<PartitionMsg, { t: 'spawn' } | { t: 'call' }>): Promise<unknown> {
-  if (msg.t === 'call') return run.callFunction(msg.fn, msg.args);
-  // A service-to-service call also takes the walker's fields as the run left them.
-  if (msg.sv) {
-    const out: { fields?: Record<string, unknown> } = {};
-    return run.spawnWalker(msg.walker, msg.fields, msg.at, false, out).then((reports) => ({ reports, fields: out.fields ?? {} }));
-  }
-  return run.spawnWalker(msg.walker, msg.fields, msg.at);
+  return msg.t === 'spawn' ? run.spawnWalker(msg.walker, msg.fields, msg.at) : run.callFunction(msg.fn, msg.args);
 }
 
 /**
- * The whole `data` of a service-to-service call's answer (`{result, reports}`,
- * and a walker's final `walker` fields), written with {@link boundaryJson}: a
- * class instance carries its class name, so the caller can rebuild it.
+ * The whole `data` of a service-to-service call's answer (`{result, reports}`),
+ * written with {@link boundaryJson}: a class instance carries its class name,
+ * so the caller can rebuild it. Nothing more than any caller gets: a walker's
+ * own fields stay here.
  */
 function svReplyJson(kind: 'spawn' | 'call', outcome: unknown): string {
   try {
     if (kind === 'call') return `{"result":${boundaryJson(outcome)},"reports":[]}`;
-    const { reports, fields } = outcome as { reports: unknown[]; fields: Record<string, unknown> };
-    return `{"result":null,"reports":${boundaryJson(reports)},"walker":${boundaryJson(fields)}}`;
+    return `{"result":null,"reports":${boundaryJson(outcome)}}`;
   } catch (error) {
     throw graphError('SVC_ERR_WALKER_FAILED', `a reported value cannot be sent as JSON: ${(error as Error).message}`);
   }
@@ -628,6 +622,9 @@ export function boundaryJson(value: unknown): string {
   return (
     JSON.stringify(value === undefined ? null : value, function (this: unknown, _key: string, v: unknown) {
       if (typeof v !== 'object' || v === null || Array.isArray(v)) return v;
+      // As arguments cross: a Map with string keys as a record, a Set as an array.
+      if (v instanceof Map) return Object.fromEntries([...v].filter(([k]) => typeof k === 'string'));
+      if (v instanceof Set) return [...v];
       const proto = Object.getPrototypeOf(v) as { constructor?: { name?: unknown } } | null;
       if (PLAIN.has(proto)) return v;
       const name = proto?.constructor?.name;

@@ -147,7 +147,7 @@ export class WalkerRun extends GraphOps implements LogSource, OutboxRun {
    * default); resolves to its reports. A nested walker that fails leaves no
    * change behind, even if its parent catches the error.
    */
-  async spawnWalker(walker: string | WalkerClass, fields: unknown, at?: Node | string, nested = false, out?: { fields?: Record<string, unknown> }): Promise<unknown[]> {
+  async spawnWalker(walker: string | WalkerClass, fields: unknown, at?: Node | string, nested = false): Promise<unknown[]> {
     this.open();
     const cls = typeof walker === 'string' ? this.registry.walker(walker) : walker;
     if (!cls) throw graphError('SVC_ERR_UNKNOWN_WALKER', `no walker named ${String(walker)}`);
@@ -174,7 +174,6 @@ export class WalkerRun extends GraphOps implements LogSource, OutboxRun {
       instance[STATE] = state;
       state.queue.push([start]);
       await this.execute(instance, state.queue);
-      if (out) out.fields = Object.fromEntries(info.fields.map((f) => [f, (instance as unknown as Record<string, unknown>)[f]]));
       return state.reports;
     } catch (error) {
       if (savepoint && !this.closed) this.tx.rollbackTo(savepoint);

@@ -121,6 +121,8 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   if (parentFd) {
     for (const key of ['docdb_uri', 'kv_url', 'shelf_db_path', 'users_db_path']) flagValues[`scale.database.${key}`] = '';
     flagValues['scale.microservices.enabled'] = false;
+    // No admin account of its own (nobody could reach it), unless it is the main module of microservice mode.
+    if (process.env.SVC_SV_ADMIN !== '1') flagValues['scale.admin.enabled'] = false;
   }
   const { config, warnings } = loadConfig({ dir: projectRoot, profile, env: process.env, flags: flagValues });
   for (const w of warnings) process.stderr.write(`svc: warning: ${w}\n`);
@@ -252,7 +254,16 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   const processId = randomBytes(4).toString('hex');
   // Siblings of `sv` calls, started on the workers' demand (and stopped with this process).
   const svConfig = config['scale.sv'];
-  const starter = new ServiceStarter({ dataDir, jwtSecret: secret.secret, webhookSecret: hookSecret.secret, profile, workers: svConfig.workers, startTimeoutMs: svConfig.start_timeout * 1000 });
+  const starter = new ServiceStarter({
+    dataDir,
+    jwtSecret: secret.secret,
+    webhookSecret: hookSecret.secret,
+    profile,
+    workers: svConfig.workers,
+    startTimeoutMs: svConfig.start_timeout * 1000,
+    // A sibling that calls this app back reaches this process.
+    self: { name: basename(entry).replace(/\.[mc]?[jt]s$/, ''), url: `http://${/^(0\.0\.0\.0|::|)$/.test(host) ? '127.0.0.1' : host.includes(':') ? `[${host}]` : host}:${chosen}` },
+  });
 
   // A cluster member: Redis and the link port first (Redis unreachable: one line, exit 1).
   const clusterConfig = config['scale.cluster'];
@@ -360,7 +371,7 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     throw error;
   }
   let routes = endpoints ?? ((await current.pool.system.refFromAddress({ node: 'w1', path: '/user/http' }).ask({ t: 'describe' } satisfies HttpControl)) as RouteSummary[]);
-  say(`svc: ${routes.length} endpoints from ${relative(process.cwd(), entry) || entry}`);
+  say(`svc: ${routes.length} endpoint${routes.length === 1 ? '' : 's'} from ${relative(process.cwd(), entry) || entry}`);
   // In --dev the table is printed, and printed again whenever a reload changes it.
   if (flags.dev) printRoutes(routes);
   say(`svc: store ${backend === 'sqlite' ? `sqlite at ${relative(process.cwd(), storePath) || storePath}` : `${backend} at ${redactUri(docdbUri)}`}; jwt: ${secret.source}`);
@@ -671,20 +682,25 @@ async function runGateway(o: { entry: string; projectRoot: string; config: SvcCo
   const secret = jwtSecret({ configured: config['scale.jwt'].secret, production: o.production, projectRoot });
   // The modules see the gateway (127.0.0.1) as every client's peer: they believe its X-Forwarded-For.
   const trusted = [...new Set([...server.trusted_proxies, '127.0.0.1'])].join(',');
+  // The gateway's port is chosen first: the modules call each other through it (`sv.import` of a module).
+  const port = await freePort(server.host, server.port);
+  if (server.port !== 0 && port !== server.port) say(`svc: port ${server.port} is in use; using ${port}`);
+  const local = `http://${/^(0\.0\.0\.0|::|)$/.test(server.host) ? '127.0.0.1' : server.host.includes(':') ? `[${server.host}]` : server.host}:${port}`;
+  const through = Object.fromEntries([...targets.keys()].map((name) => [urlVariable(name), local]));
   const starter = new ServiceStarter({
     dataDir,
     jwtSecret: secret.secret,
     profile: o.profile,
     workers: o.workers,
     startTimeoutMs: config['scale.sv'].start_timeout * 1000,
-    env: { ...process.env, SVC_TRUSTED_PROXIES: trusted },
+    env: { ...process.env, ...through, SVC_TRUSTED_PROXIES: trusted },
   });
   const urls: Record<string, string> = {};
   try {
     await Promise.all(
       [...targets].map(async ([name, target]) => {
-        // The entry keeps the project's data folder; the other modules get theirs beside it.
-        urls[name] = target.url ?? (await starter.ensure(name, projectRoot, { file: target.file as string, ...(name === main ? { dataDir } : {}) }));
+        // The entry keeps the project's data folder (and the admin); the other modules get theirs beside it.
+        urls[name] = target.url ?? (await starter.ensure(name, projectRoot, { file: target.file as string, ...(name === main ? { dataDir, main: true } : {}) }));
       }),
     );
   } catch (error) {
@@ -696,13 +712,13 @@ async function runGateway(o: { entry: string; projectRoot: string; config: SvcCo
   try {
     gateway = await startGateway({
       host: server.host,
-      port: server.port,
+      port,
       modules: urls,
       main,
       cors,
       title: basename(projectRoot),
       docs: server.docs_enabled,
-      log: (line) => process.stderr.write(`svc: gateway: ${line}\n`),
+      log: (line) => process.stderr.write(`svc: ${line}\n`),
     });
   } catch (error) {
     await starter.close();

@@ -363,7 +363,7 @@ export class Front {
     const options: SpawnOptions = { caller, timeoutMs: this.o.requestTimeoutMs, traceId, requestId: rid, ...(at === undefined ? {} : { at }) };
     if (req.headers.authorization !== undefined && this.o.forwardAuthorization?.()) options.authorization = req.headers.authorization;
     if (sv) {
-      // The answer keeps class names (and a walker's final fields).
+      // The answer keeps class names.
       options.sv = true;
       const { json } = route.kind === 'walker' ? await this.o.graph.spawnJson(route.name, fields, options) : await this.o.graph.callJson(route.name, fields, options);
       return { status: 200, headers: { 'content-type': JSON_TYPE }, body: successJson(json, rid) };

@@ -4,7 +4,8 @@
  * Sending (before any request): numbers, strings, booleans, null, arrays,
  * records, instances of plain classes (as their own fields), walker
  * instances (as their declared fields), `Date` (ISO text), `Map` with string
- * keys (a record) and `Set` (an array). Refused, naming where in the
+ * keys (a record), `Set` (an array), and a value with `toJSON` (a `URL`: its
+ * text) as what that gives. Refused, naming where in the
  * arguments: anchors (nodes, edges, roots — send an id or the fields),
  * functions, symbols, bigints, promises, handles (streams, sockets, files,
  * ports, database and storage handles), binary data, NaN and infinities, and
@@ -78,6 +79,8 @@ function encode(value: unknown, path: string, seen: Set<object>, depth: number):
       return out;
     }
     if (obj instanceof Set) return [...obj].map((v, i) => encode(v, `${path}[${i}]`, seen, depth + 1) ?? null);
+    // A value that says how it is written as JSON (a URL, a Decimal…): that.
+    if (typeof (obj as { toJSON?: unknown }).toJSON === 'function') return encode((obj as { toJSON(): unknown }).toJSON(), path, seen, depth + 1);
     // A walker: its declared fields (a remote walker's too).
     if (obj instanceof Walker) return fieldsOf(obj, walkerInfo(obj.constructor as WalkerClass).fields, path, seen, depth);
     if (obj instanceof RemoteWalker) return fieldsOf(obj, Object.keys(obj).filter((k) => k !== 'reports'), path, seen, depth);
@@ -104,7 +107,7 @@ function refuseHandle(obj: object, path: string): void {
   if (typeof (obj as { then?: unknown }).then === 'function') throw new BoundaryError(path, 'is a promise: await it before the call');
   if (ArrayBuffer.isView(obj) || obj instanceof ArrayBuffer || obj instanceof SharedArrayBuffer) throw new BoundaryError(path, 'is binary data: send it as base64 text (or store it and send its path)');
   if (obj instanceof WeakMap || obj instanceof WeakSet || obj instanceof WeakRef) throw new BoundaryError(path, `is a ${obj.constructor.name}: it cannot be sent`);
-  if (obj instanceof RegExp || obj instanceof Error) throw new BoundaryError(path, `is a ${obj.constructor.name}: send its text`);
+  if (obj instanceof RegExp || obj instanceof Error) throw new BoundaryError(path, `is ${/^[AEIOU]/.test(obj.constructor.name) ? 'an' : 'a'} ${obj.constructor.name}: send its text`);
   const name = (Object.getPrototypeOf(obj) as { constructor?: { name?: string } } | null)?.constructor?.name ?? '';
   if (obj instanceof EventEmitter || obj instanceof EventTarget || typeof (obj as { fd?: unknown }).fd === 'number' || HANDLE_CLASSES.has(name)) {
     throw new BoundaryError(path, `is a handle (${name || 'an object'}: a stream, socket, file, port or database/storage handle): handles do not cross a service boundary`);

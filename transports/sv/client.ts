@@ -108,6 +108,9 @@ interface Answer {
   text: string;
 }
 
+/** The largest answer a call takes (64 MiB). */
+const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
+
 /** The call's rpc_timeout ran out between attempts. */
 class DeadlineExceeded extends Error {
   constructor() {
@@ -278,7 +281,7 @@ export class SvClient {
     const target: SvTarget = { module, name: fn, kind: 'function' };
     const answer = await this.send(target, `/function/${encodeURIComponent(fn)}`, args, options);
     const data = answer.envelope?.data as { result?: unknown } | undefined;
-    return rehydrate(data?.result ?? null, options.types ?? new Map());
+    return readable(target, () => rehydrate(data?.result ?? null, options.types ?? new Map()));
   }
 
   /** Spawn `module`'s public walker; resolves to it (its fields as the run left them, `reports` attached). */
@@ -286,13 +289,15 @@ export class SvClient {
     const target: SvTarget = { module, name: walker, kind: 'walker' };
     const answer = await this.send(target, `/walker/${encodeURIComponent(walker)}`, args, options);
     const types = options.types ?? new Map();
-    const data = (answer.envelope?.data ?? {}) as { reports?: unknown; walker?: unknown };
+    const data = (answer.envelope?.data ?? {}) as { reports?: unknown };
     const cls = stubCls ?? types.get(walker) ?? remoteWalkerClass(walker);
     const instance = Object.create(cls.prototype as object) as RemoteWalker;
-    // Fields: the provider's final ones (an svc provider sends them), else what was sent.
-    const fields = data.walker && typeof data.walker === 'object' ? (rehydrate(data.walker, types) as Record<string, unknown>) : (encodeBoundary(args) as Record<string, unknown>);
-    Object.assign(instance, fields);
-    instance.reports = Array.isArray(data.reports) ? (rehydrate(data.reports, types) as unknown[]) : [];
+    // Its fields are those it was spawned with (what its run did with them stays on the provider's side, as for
+    // any HTTP caller: only its reports come back); defined, so no key can become the prototype.
+    for (const [k, v] of Object.entries((encodeBoundary(args ?? {}) ?? {}) as Record<string, unknown>)) {
+      Object.defineProperty(instance, k, { value: rehydrate(v, types), enumerable: true, writable: true, configurable: true });
+    }
+    instance.reports = Array.isArray(data.reports) ? readable(target, () => rehydrate(data.reports, types) as unknown[]) : [];
     return instance;
   }
 
@@ -353,7 +358,7 @@ export class SvClient {
         const url = attempts === 0 ? first : await this.urlOf(target);
         attempts++;
         try {
-          return await this.attempt(url, path, body, headers, left);
+          return await this.attempt(url, path, body, headers, left, AbortSignal.timeout(left));
         } catch (error) {
           // A sibling that moved (restarted on another port): ask its starter again before the next attempt.
           if (beforeSending(error) && this.urls.get(target.module)?.auto) this.urls.delete(target.module);
@@ -366,16 +371,10 @@ export class SvClient {
   }
 
   /** One HTTP attempt: an answer (any status but 502/503/504), or a throw (a transport failure, an unhealthy provider). */
-  private async attempt(url: string, path: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<Answer> {
+  private async attempt(url: string, path: string, body: string, headers: Record<string, string>, timeoutMs: number, signal: AbortSignal): Promise<Answer> {
     const { origin, prefix } = this.base(url);
-    const res = await this.pool(origin).request({
-      method: 'POST',
-      path: `${prefix}${path}`,
-      headers,
-      body,
-      headersTimeout: timeoutMs,
-      bodyTimeout: timeoutMs,
-    });
+    // The signal ends the whole attempt at the deadline (undici's body timeout alone measures idle time between chunks).
+    const res = await this.pool(origin).request({ method: 'POST', path: `${prefix}${path}`, headers, body, signal, headersTimeout: timeoutMs, bodyTimeout: timeoutMs });
     const text = await res.body.text();
     let envelope: Answer['envelope'];
     try {
@@ -395,7 +394,7 @@ export class SvClient {
     if (error instanceof BrokenCircuitError) {
       return new SvCallError('SV_UNAVAILABLE', target, `circuit open: ${target.module} failed ${provider.failures} times in a row; calls fail fast until a trial call succeeds`, { cause: error, details: { attempts } });
     }
-    if (error instanceof DeadlineExceeded || TIMED_OUT.has(errorCode(error) ?? '')) return new SvCallError('SV_TIMEOUT', target, `no answer within rpc_timeout (${provider.timeoutMs} ms)`, { cause: error, details: { attempts } });
+    if (error instanceof DeadlineExceeded || TIMED_OUT.has(errorCode(error) ?? '') || (error as Error | undefined)?.name === 'TimeoutError') return new SvCallError('SV_TIMEOUT', target, `no answer within rpc_timeout (${provider.timeoutMs} ms)`, { cause: error, details: { attempts } });
     if (error instanceof ProviderUnhealthy) {
       const e = error.answer.envelope?.error;
       return new SvCallError('SV_CALL_FAILED', target, error.message.replace(/^the provider answered \d+: /, ''), { details: { attempts, provider: { status: error.answer.status, code: e?.code ?? null } } });
@@ -426,7 +425,9 @@ export class SvClient {
     try {
       await pending;
     } catch (error) {
-      if (error instanceof SvCallError) throw new SvCallError(error.code as 'SV_UNKNOWN_SERVICE', target, error.message.replace(/^sv-to-sv [^:]+ failed: /, ''), { cause: error });
+      const code = (error as { code?: unknown }).code;
+      // Nothing to start (no module file): as unknown as a service with no URL.
+      if (code === 'SV_UNKNOWN_SERVICE') throw new SvCallError('SV_UNKNOWN_SERVICE', target, (error as Error).message.replace(/^sv-to-sv [^:]+ failed: /, ''), { cause: error });
       throw new SvCallError('SV_UNAVAILABLE', target, `service ${module} could not be started: ${(error as Error).message}`, { cause: error });
     }
     const url = this.urls.get(module)?.url;
@@ -463,7 +464,8 @@ export class SvClient {
     let pool = this.pools.get(origin);
     if (!pool) {
       // Idle connections are let go before a provider would close them (uWS and node:http keep them about 5–10 s).
-      pool = new Pool(origin, { connections: 64, keepAliveTimeout: 4_000, keepAliveMaxTimeout: 4_000, pipelining: 1 });
+      // An answer larger than MAX_ANSWER_BYTES fails the call (a provider cannot fill this process's memory).
+      pool = new Pool(origin, { connections: 64, keepAliveTimeout: 4_000, keepAliveMaxTimeout: 4_000, pipelining: 1, maxResponseSize: MAX_ANSWER_BYTES });
       this.pools.set(origin, pool);
     }
     return pool;
@@ -479,7 +481,8 @@ export class SvClient {
     const breaker = circuitBreaker(handleAll, { halfOpenAfter: s.breakerHalfOpenMs, breaker: new ConsecutiveBreaker(s.breakerFailures) });
     const retries = retry(handleWhen(beforeSending), { maxAttempts: s.retries, backoff: new ExponentialBackoff({ initialDelay: s.retryBackoffMs, maxDelay: 2_000 }) });
     // No cockatiel timeout policy: its AbortController per call cost ~50 µs (bench/sv.ts); the deadline rides on undici's timers.
-    const policy = wrap(retries, breaker) as unknown as IPolicy;
+    // The breaker outside the retries: it counts calls, not attempts (a call that spent its retries is one failure).
+    const policy = wrap(breaker, retries) as unknown as IPolicy;
     provider = { breaker, policy, timeoutMs, failures: s.breakerFailures };
     this.providers.set(module, provider);
     return provider;
@@ -499,6 +502,15 @@ export class SvClient {
     this.providers.clear();
     for (const [module, entry] of this.urls) if (entry.auto) this.urls.delete(module);
     await Promise.all(pools.map((p) => p.close().catch(() => undefined)));
+  }
+}
+
+/** An answer's value, rebuilt; one too deeply nested to rebuild is the provider's failure, not a crash. */
+function readable<T>(target: SvTarget, rebuild: () => T): T {
+  try {
+    return rebuild();
+  } catch (error) {
+    throw new SvCallError('SV_CALL_FAILED', target, `the answer cannot be read: ${(error as Error).message}`, { cause: error });
   }
 }
 

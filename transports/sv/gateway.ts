@@ -69,6 +69,12 @@ export interface GatewayOptions {
   title?: string;
   /** Serve the merged `/openapi.json` (default true); false hands `/openapi.json` to `main` like any built-in. */
   docs?: boolean;
+  /**
+   * Ask `main` (`GET /user/me`) about every bearer token sent to another
+   * module, before relaying: the other modules take main's users on the
+   * token's signature alone, and would not see a revocation (default true).
+   */
+  verifyTokens?: boolean;
   /** How long start waits for modules that answer `/openapi.json` with 503 (still starting), in ms (default 10 000). */
   startTimeoutMs?: number;
 }
@@ -403,6 +409,19 @@ async function serve(o: GatewayOptions, upstreams: Map<string, Upstream>, table:
   };
 
   const server = createServer((req, res) => {
+    try {
+      handle(req, res);
+    } catch (error) {
+      // Never a crash of the gateway (and of its modules with it): a 500 for this request.
+      say(`a request failed: ${reason(error)}`);
+      if (!res.headersSent) {
+        const text = failure({ code: 'INTERNAL_ERROR', message: 'the gateway failed on this request' }, newRequestId());
+        res.writeHead(500, { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(text) });
+        res.end(text);
+      } else res.destroy();
+    }
+  });
+  const handle = (req: IncomingMessage, res: ServerResponse): void => {
     const origin = req.headers.origin;
     if (cors.enabled && req.method === 'OPTIONS' && origin !== undefined && req.headers['access-control-request-method'] !== undefined) {
       res.writeHead(204, cors.preflight(origin, req.headers));
@@ -418,9 +437,40 @@ async function serve(o: GatewayOptions, upstreams: Map<string, Upstream>, table:
       return;
     }
     const u = upstreams.get(ownerOf(routes, req.method ?? 'GET', path, o.main).module) as Upstream;
+    const authorization = req.headers.authorization;
+    // Another module takes the main module's users on their signature alone: main says first whether the token
+    // still stands (revoked, user deleted or disabled), on every request, so a revocation applies at once.
+    if (o.verifyTokens !== false && u.name !== o.main && authorization !== undefined) {
+      const main = upstreams.get(o.main) as Upstream;
+      void tokenVerdict(main, authorization, req).then(
+        (refusal) => (refusal ? answerWith(refusal, req, res, cors) : proxy(u, req, res, cors, reachable)),
+        (error: unknown) => answerWith(unreachable(main, error, req), req, res, cors),
+      );
+      return;
+    }
     proxy(u, req, res, cors, reachable);
-  });
+  };
+  /** Relay an upgrade to the module that owns its path (a `/ws/` path no document lists: the module that takes it). */
+  const upgrade = (req: IncomingMessage, socket: Socket, head: Buffer, module: string, route: unknown, path: string): void => {
+    let candidates = [module];
+    if (!route && path.startsWith('/ws/')) {
+      const known = wsOwners.get(path);
+      candidates = known ? [known] : [...[...upstreams.keys()].filter((n) => n !== o.main), o.main];
+    }
+    relay({ relayed, reachable }, candidates.map((n) => upstreams.get(n) as Upstream), req, socket, head, (owner) => {
+      if (!route && path.startsWith('/ws/') && !wsOwners.has(path) && wsOwners.size < WS_OWNERS_MAX) wsOwners.set(path, owner);
+    });
+  };
+
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
+    try {
+      onUpgrade(req, socket, head);
+    } catch (error) {
+      say(`an upgrade failed: ${reason(error)}`);
+      socket.destroy();
+    }
+  });
+  const onUpgrade = (req: IncomingMessage, socket: Socket, head: Buffer): void => {
     relayed.add(socket);
     socket.once('close', () => relayed.delete(socket));
     socket.on('error', () => socket.destroy());
@@ -431,15 +481,25 @@ async function serve(o: GatewayOptions, upstreams: Map<string, Upstream>, table:
     }
     const path = pathOf(req.url ?? '/');
     const { module, route } = ownerOf(routes, req.method ?? 'GET', path, o.main);
-    let candidates = [module];
-    if (!route && path.startsWith('/ws/')) {
-      const known = wsOwners.get(path);
-      candidates = known ? [known] : [...[...upstreams.keys()].filter((n) => n !== o.main), o.main];
+    // A token in the query of an upgrade to another module is checked by main as a header's is (a token sent
+    // in a frame later is for the module alone to judge: README).
+    const queryToken = o.verifyTokens !== false && module !== o.main ? new URL(req.url ?? '/', 'http://gateway').searchParams.get('token') : null;
+    const authorization = req.headers.authorization ?? (queryToken ? `Bearer ${queryToken}` : undefined);
+    if (o.verifyTokens !== false && module !== o.main && authorization !== undefined) {
+      const main = upstreams.get(o.main) as Upstream;
+      socket.pause();
+      void tokenVerdict(main, authorization, req).then(
+        (refusal) => {
+          if (refusal) return void socket.end(rawEnvelope(refusal.status, refusal.status === 401 ? 'Unauthorized' : 'Forbidden', refusal.code, refusal.message, req));
+          socket.resume();
+          upgrade(req, socket, head, module, route, path);
+        },
+        () => socket.end(rawEnvelope(502, 'Bad Gateway', 'MODULE_UNREACHABLE', `module ${o.main} is unreachable`, req)),
+      );
+      return;
     }
-    relay({ relayed, reachable }, candidates.map((n) => upstreams.get(n) as Upstream), req, socket, head, (owner) => {
-      if (!route && path.startsWith('/ws/') && !wsOwners.has(path) && wsOwners.size < WS_OWNERS_MAX) wsOwners.set(path, owner);
-    });
-  });
+    upgrade(req, socket, head, module, route, path);
+  };
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -465,6 +525,48 @@ async function serve(o: GatewayOptions, upstreams: Map<string, Upstream>, table:
       return closing;
     },
   };
+}
+
+/** Why main refuses a token: its status and error (undefined: the token stands). */
+interface Refusal {
+  status: number;
+  code: string;
+  message: string;
+}
+
+/**
+ * Main's verdict on a token (`GET /user/me` with it): undefined when it
+ * stands, else main's refusal (401 revoked or expired, 403 a password to
+ * change first…). Rejects when main cannot be reached.
+ */
+async function tokenVerdict(main: Upstream, authorization: string, req: IncomingMessage): Promise<Refusal | undefined> {
+  const headers: Record<string, string> = { authorization, accept: 'application/json', ...forwarded(req) };
+  const res = await main.pool.request({ method: 'GET', path: `${main.prefix}/user/me`, headers, headersTimeout: 10_000, bodyTimeout: 10_000 });
+  const text = await res.body.text();
+  if (res.statusCode < 400) return undefined;
+  if (res.statusCode !== 401 && res.statusCode !== 403) throw new Error(`main answered ${res.statusCode} to a token check`);
+  let error: { code?: unknown; message?: unknown } | undefined;
+  try {
+    error = (JSON.parse(text) as { error?: { code?: unknown; message?: unknown } }).error;
+  } catch {
+    error = undefined;
+  }
+  return { status: res.statusCode, code: typeof error?.code === 'string' ? error.code : 'UNAUTHORIZED', message: typeof error?.message === 'string' ? error.message : 'the token was refused' };
+}
+
+/** Answer a request the gateway refuses itself (an envelope, the gateway's CORS). */
+function answerWith(refusal: Refusal, req: IncomingMessage, res: ServerResponse, cors: CorsPolicy): void {
+  req.resume(); // the body is not wanted
+  const text = failure({ code: refusal.code, message: refusal.message }, newRequestId(req.headers['x-request-id'] as string | undefined));
+  const out: OutgoingHttpHeaders = { 'content-type': JSON_TYPE, 'content-length': Buffer.byteLength(text) };
+  cors.apply(req.headers.origin, out);
+  res.writeHead(refusal.status, out);
+  res.end(text);
+}
+
+/** Main could not be asked about a token: 502, as for any module that cannot be reached. */
+function unreachable(main: Upstream, error: unknown, _req: IncomingMessage): Refusal {
+  return { status: 502, code: 'MODULE_UNREACHABLE', message: `module ${main.name} is unreachable (checking the token): ${reason(error)}` };
 }
 
 /** Relay one request to its module: headers filtered, bodies streamed, CORS applied; 502 when the module cannot be reached. */
@@ -602,7 +704,16 @@ function relay(ctx: RelayContext, candidates: Upstream[], req: IncomingMessage, 
     if (status === 404 && rest.length > 0) return next();
     // Nobody has it, but a module that could not be asked might: not a 404.
     if (status === 404 && missed.length > 0) return unreachable(missed, '');
-    if (status === 101) found(u.name);
+    if (status !== 101) {
+      // Not switched: that one answer goes back and both connections close. Piping on would turn the client's
+      // socket into a raw tunnel to the module (its built-in routes, past the gateway's routing and checks).
+      state = 'passed';
+      ctx.relayed.delete(upstream);
+      upstream.destroy();
+      client.end(answer);
+      return;
+    }
+    found(u.name);
     state = 'piped';
     client.write(answer);
     upstream.pipe(client);
@@ -686,13 +797,15 @@ class CorsPolicy {
     if (allowed === undefined) return headers;
     headers['access-control-allow-origin'] = allowed;
     if (this.c.allow_credentials) headers['access-control-allow-credentials'] = 'true';
-    const method = String(req['access-control-request-method']).toUpperCase();
-    const methods = this.c.allow_methods.includes('*') ? [...STANDARD_METHODS, ...(STANDARD_METHODS.includes(method) ? [] : [method])] : this.c.allow_methods;
+    // Only a method token (RFC 9110) is echoed: anything else (a non-ASCII byte…) could not even be written as a header.
+    const asked = String(req['access-control-request-method']);
+    const method = /^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/.test(asked) ? asked.toUpperCase() : undefined;
+    const methods = this.c.allow_methods.includes('*') ? [...STANDARD_METHODS, ...(method === undefined || STANDARD_METHODS.includes(method) ? [] : [method])] : this.c.allow_methods;
     if (methods.length > 0) headers['access-control-allow-methods'] = methods.join(', ');
-    const asked = req['access-control-request-headers'];
+    const askedHeaders = req['access-control-request-headers'];
     if (!this.c.allow_headers.includes('*')) {
       if (this.c.allow_headers.length > 0) headers['access-control-allow-headers'] = this.c.allow_headers.join(', ');
-    } else if (asked !== undefined) headers['access-control-allow-headers'] = asked;
+    } else if (askedHeaders !== undefined && /^[!#$%&'*+.^_`|~0-9A-Za-z, \t-]*$/.test(askedHeaders)) headers['access-control-allow-headers'] = askedHeaders;
     if (this.c.max_age >= 0) headers['access-control-max-age'] = String(this.c.max_age);
     return headers;
   }

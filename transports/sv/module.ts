@@ -19,6 +19,26 @@ import { knownTypes, type RemoteWalker } from './boundary.ts';
 import type { SvCallOptions, SvClient } from './client.ts';
 import { checkModuleName } from './names.ts';
 
+/**
+ * What a value becomes on the way back, as JSON carries it: a `Date` is its
+ * ISO text, a `Map` a record, a `Set` an array (recursively through arrays
+ * and records). Class types are kept: an instance comes back as one when its
+ * class is among the import's `types`, and as a record of its fields otherwise.
+ */
+export type Wire<T> = T extends Date
+  ? string
+  : T extends Map<string, infer V>
+    ? Record<string, Wire<V>>
+    : T extends Set<infer U>
+      ? Wire<U>[]
+      : T extends bigint | symbol | ((...args: never[]) => unknown)
+        ? never
+        : T extends readonly (infer U)[]
+          ? Wire<U>[]
+          : T extends object
+            ? { [K in keyof T]: T[K] extends (...args: never[]) => unknown ? T[K] : Wire<T[K]> }
+            : T;
+
 /** The arguments of a call: every declared field, each optional. */
 type Args<S> = { [K in keyof S]?: S[K] };
 
@@ -32,11 +52,11 @@ type IsPub<C> = C extends { access: infer A } ? (string extends A ? true : A ext
 type Remote<E> =
   E extends FunctionDef<infer A, infer R, infer Acc>
     ? Acc extends 'pub'
-      ? (args?: Args<A>, options?: SvCallOptions) => Promise<Awaited<R>>
+      ? (args?: Args<A>, options?: SvCallOptions) => Promise<Wire<Awaited<R>>>
       : never
     : E extends abstract new (...args: never[]) => unknown
       ? IsPub<E> extends true
-        ? (fields?: Args<WalkerFields<E>>, options?: SvCallOptions) => Promise<WalkerFields<E> & RemoteWalker>
+        ? (fields?: Args<WalkerFields<E>>, options?: SvCallOptions) => Promise<Wire<WalkerFields<E>> & RemoteWalker>
         : never
       : never;
 
@@ -52,6 +72,8 @@ export interface SvImportOptions {
   types?: readonly (abstract new (...args: never[]) => unknown)[] | Record<string, abstract new (...args: never[]) => unknown>;
 }
 
+const NOT_REMOTE = new Set(['then', 'toJSON', 'toString', 'valueOf', 'toLocaleString', 'inspect', 'constructor', 'prototype', '__proto__', 'asymmetricMatch', '$$typeof', 'nodeType']);
+
 /**
  * The module proxy: a property read gives a caller; a name starting with an
  * upper-case letter is a walker (class names), any other a function.
@@ -64,7 +86,8 @@ export function importModule<M>(client: SvClient, module: string, options: SvImp
   const callers = new Map<string, (args?: Record<string, unknown>, o?: SvCallOptions) => Promise<unknown>>();
   return new Proxy(Object.create(null) as object, {
     get(_target, key) {
-      if (typeof key !== 'string' || key === 'then' || key === 'toJSON') return undefined;
+      // Names JavaScript itself reads (conversions, inspection, promises) are not remote calls.
+      if (typeof key !== 'string' || NOT_REMOTE.has(key)) return undefined;
       let caller = callers.get(key);
       if (!caller) {
         const walker = /^[A-Z]/.test(key);

@@ -22,7 +22,8 @@ import { createServer } from 'node:net';
 import { dirname, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
-import { candidates, checkModuleName, moduleFile } from './names.ts';
+import { SvcError } from '../../kernel/index.ts';
+import { candidates, checkModuleName, moduleFile, urlVariable } from './names.ts';
 
 export const PORT_RANGE = { from: 18000, to: 18999 } as const;
 /** At most this many siblings start at once (more wait their turn). */
@@ -48,24 +49,30 @@ export interface StarterOptions {
   output?: (line: string, stream: 'stdout' | 'stderr') => void;
   /** Environment for siblings (default: this process's). */
   env?: NodeJS.ProcessEnv;
+  /** This process as a provider of its siblings (`SVC_SV_<NAME>_URL`): a sibling calling back reaches it, not a copy. */
+  self?: { name: string; url: string };
 }
 
 interface Sibling {
   module: string;
   file: string;
+  /** The main module of microservice mode: the users (and the admin account) live there; the others take its tokens. */
+  main: boolean;
   dataDir: string;
   port: number;
   url: string | undefined;
   child: ChildProcess | undefined;
   ready: Promise<string>;
   restarts: number;
+  /** When it last became ready. */
+  upSince: number;
   timer: NodeJS.Timeout | undefined;
 }
 
 const BIN = fileURLToPath(new URL('../../bin/svc.mjs', import.meta.url));
 
 /** The environment a sibling must not inherit: its store, cluster, port and listeners are its own. */
-const NOT_INHERITED = /^(DOCDB_URI|KV_URL|SVC_DATA_DIR|SVC_PORT|PORT|SVC_HOST|SVC_WORKERS|SVC_SHELF_DB_PATH|SVC_USERS_DB_PATH|SVC_MICROSERVICES_ENABLED|SVC_CLUSTER_[A-Z_]+|JWT_SECRET|SVC_JWT_ACCEPT_UNKNOWN_USERS|SVC_SV_PARENT_FD)$/;
+const NOT_INHERITED = /^(DOCDB_URI|KV_URL|SVC_DATA_DIR|SVC_PORT|PORT|SVC_HOST|SVC_WORKERS|SVC_SHELF_DB_PATH|SVC_USERS_DB_PATH|SVC_MICROSERVICES_ENABLED|SVC_CLUSTER_[A-Z_]+|JWT_SECRET|SVC_JWT_ACCEPT_UNKNOWN_USERS|SVC_SV_PARENT_FD|SVC_SV_ADMIN)$/;
 
 /**
  * @example
@@ -87,14 +94,14 @@ export class ServiceStarter {
   }
 
   /** The URL of `module`'s sibling, started if it is not yet; idempotent, concurrent calls share one start. */
-  ensure(module: string, baseDir: string, options: { file?: string; dataDir?: string } = {}): Promise<string> {
+  ensure(module: string, baseDir: string, options: { file?: string; dataDir?: string; main?: boolean } = {}): Promise<string> {
     checkModuleName(module);
     if (this.closed) return Promise.reject(new Error('the service starter is closed'));
     const known = this.siblings.get(module);
     if (known) return known.ready;
     const file = options.file ?? moduleFile(module, baseDir);
-    if (!file) return Promise.reject(new Error(`no module file for service ${module} in ${baseDir} (tried ${candidates(module)})`));
-    const sibling: Sibling = { module, file, dataDir: options.dataDir ?? `${this.o.dataDir.replace(/[\\/]+$/, '')}-sv-${module}`, port: 0, url: undefined, child: undefined, ready: Promise.resolve(''), restarts: 0, timer: undefined };
+    if (!file) return Promise.reject(new SvcError('SV_UNKNOWN_SERVICE', `no URL for service ${module} and no module file to start in ${baseDir} (tried ${candidates(module)}): call sv.register('${module}', url) or set ${urlVariable(module)}`, { status: 500 }));
+    const sibling: Sibling = { module, file, main: options.main === true, dataDir: options.dataDir ?? `${this.o.dataDir.replace(/[\\/]+$/, '')}-sv-${module}`, port: 0, url: undefined, child: undefined, ready: Promise.resolve(''), restarts: 0, upSince: 0, timer: undefined };
     sibling.ready = this.turn(() => this.launch(sibling));
     this.siblings.set(module, sibling);
     // A start that failed is forgotten: the next call tries again.
@@ -151,10 +158,14 @@ export class ServiceStarter {
     Object.assign(env, {
       SVC_DATA_DIR: dataDir,
       JWT_SECRET: this.o.jwtSecret,
-      SVC_JWT_ACCEPT_UNKNOWN_USERS: 'true',
+      SVC_JWT_ACCEPT_UNKNOWN_USERS: sibling.main ? 'false' : 'true',
       [PARENT_FD_VARIABLE]: '3',
     });
     if (this.o.webhookSecret) env.WEBHOOK_SECRET = this.o.webhookSecret;
+    if (sibling.main) env.SVC_SV_ADMIN = '1';
+    if (this.o.self && !env[urlVariable(this.o.self.name)]) env[urlVariable(this.o.self.name)] = this.o.self.url;
+    // The others started here so far: a sibling calling a sibling reaches that one, not a copy of its own.
+    for (const other of this.siblings.values()) if (other !== sibling && other.url && !env[urlVariable(other.module)]) env[urlVariable(other.module)] = other.url;
     const args = [BIN, 'start', sibling.file, '--host', '127.0.0.1', '--port', String(port), '--workers', String(this.o.workers ?? 1)];
     if (this.o.profile) args.push('--profile', this.o.profile);
     const child = spawn(process.execPath, args, { cwd: dirname(sibling.file), env, stdio: ['ignore', 'pipe', 'pipe', 'pipe'] });
@@ -190,7 +201,7 @@ export class ServiceStarter {
     try {
       const url = await Promise.race([announcedUrl.then((u) => probe(u, child)), exited, late]);
       sibling.url = url;
-      sibling.restarts = 0;
+      sibling.upSince = Date.now();
       write(`svc: service ${sibling.module} (${relative(process.cwd(), sibling.file) || sibling.file}) ready at ${url}, pid ${child.pid}`, 'stdout');
       child.once('exit', (code, signal) => this.died(sibling, code, signal));
       return url;
@@ -205,6 +216,8 @@ export class ServiceStarter {
   /** A ready sibling exited: start it again (same port when free) unless this starter is closing. */
   private died(sibling: Sibling, code: number | null, signal: NodeJS.Signals | null): void {
     if (this.closed || this.siblings.get(sibling.module) !== sibling) return;
+    // One that had served a while starts again at once-ish; one that keeps dying waits longer each time.
+    if (Date.now() - sibling.upSince > 60_000) sibling.restarts = 0;
     const delay = Math.min(30_000, 1000 * 2 ** sibling.restarts);
     sibling.restarts++;
     const write = this.o.output ?? ((line: string, stream: 'stdout' | 'stderr') => process[stream].write(`${line}\n`));

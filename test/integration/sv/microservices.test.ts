@@ -5,6 +5,7 @@
 import t from 'tap';
 import WebSocket from 'ws';
 import { mkdtempSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { post, runSvc, startServer, TEST_SECRET, tokenFor } from '../../helpers/server.ts';
@@ -22,6 +23,18 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+/** Write `request` on a raw connection and read until the server closes it (at most 10 s). */
+async function rawExchange(port: number, request: string, encoding: BufferEncoding = 'utf8'): Promise<string> {
+  const socket = connect(port, '127.0.0.1');
+  socket.write(Buffer.from(request, encoding));
+  let out = '';
+  socket.on('data', (d: Buffer) => (out += d.toString('latin1')));
+  const timer = setTimeout(() => socket.destroy(), 10_000);
+  await new Promise<void>((resolve) => socket.once('close', () => resolve()));
+  clearTimeout(timer);
+  return out;
 }
 
 async function gone(pid: number, ms = 20_000): Promise<boolean> {
@@ -62,6 +75,30 @@ t.test('a gateway in front of three module processes', async (t) => {
   t.equal((await post(`${gw.url}/walker/AddCharge`, { amount: 2 }, bearer(`${token.slice(0, -4)}AAAA`))).status, 401, 'a forged token: 401');
   const expired = await tokenFor(first.body.data.reports[0].user, { expiresIn: Math.floor(Date.now() / 1000) - 60 });
   t.equal((await post(`${gw.url}/walker/AddCharge`, { amount: 2 }, bearer(expired))).status, 401, 'an expired token: 401');
+  // A module importing another: through the gateway to that module's process, the caller's token with it.
+  const via = await post(`${gw.url}/function/viaBilling`, { amount: 4 }, bearer(token));
+  t.equal(via.status, 200, JSON.stringify(via.body));
+  t.match(via.body.data.result, { charged: 4, user: first.body.data.reports[0].user, pid: pids[1] });
+  t.notMatch(gw.output(), /svc: service billing \(billing\.ts\) ready at .*\n[^]*svc: service billing \(billing\.ts\) ready at/, 'no second billing was started');
+
+  // A revoked token is refused on every module at once, not only on the one that keeps the users.
+  const before = await tokenOf(gw.url, 'ada');
+  const changed = await post(`${gw.url}/user/password`, { current_password: 'correct horse battery staple', new_password: 'another correct horse battery' }, bearer(before), 'PUT');
+  t.equal(changed.status, 200, JSON.stringify(changed.body));
+  const revoked = await post(`${gw.url}/walker/AddCharge`, { amount: 1 }, bearer(before));
+  t.equal(revoked.status, 401, 'a token revoked by a password change: 401 on another module');
+  t.equal(revoked.body.error.code, 'UNAUTHORIZED');
+  const fresh = await tokenOf(gw.url, 'ada', 'another correct horse battery');
+
+  // An upgrade that is not switched gets its one answer, then the connection closes: no tunnel to a module.
+  const tunnel = await rawExchange(gw.port, 'GET /function/charge HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\nPOST /user/register HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
+  t.notMatch(tunnel, /^HTTP\/1\.1 101/);
+  t.equal((tunnel.match(/HTTP\/1\.1 \d{3}/g) ?? []).length, 1, 'one answer, and the socket closed');
+  // A preflight with a method that is no HTTP token: answered, nothing crashes.
+  const odd = await rawExchange(gw.port, 'OPTIONS /function/find HTTP/1.1\r\nHost: x\r\nOrigin: https://shop.example\r\nAccess-Control-Request-Method: \u00b5\r\nConnection: close\r\n\r\n', 'latin1');
+  t.match(odd, /^HTTP\/1\.1 204/);
+  t.equal((await post(`${gw.url}/walker/AddCharge`, { amount: 1 }, bearer(fresh))).status, 200, 'the gateway still serves');
+
   const unknown = await post(`${gw.url}/function/nothing`, {});
   t.equal(unknown.status, 404);
   t.equal(unknown.body.error.code, 'NOT_FOUND');

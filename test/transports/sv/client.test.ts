@@ -120,30 +120,41 @@ t.test('keep-alive: sequential calls reuse their connections', async (t) => {
   t.ok(p.connections <= 2, `20 calls reuse their connections (${p.connections} opened)`);
 });
 
-t.test('a walker call resolves to the walker: its fields as the provider left them, reports rebuilt; a plain provider: the fields sent', async (t) => {
-  const p = await provider((req, _body, res) => {
+t.test('a walker call resolves to the walker: the fields it was spawned with, reports rebuilt; nothing of the answer becomes its prototype', async (t) => {
+  const p = await provider((_req, _body, res) => {
     res.setHeader('content-type', 'application/json');
-    const data =
-      req.url === '/walker/Invoice'
-        ? { result: null, reports: [{ $class: 'Money', amount: 3, currency: 'EUR' }, { id: 'a'.repeat(32), type: 'Bill', context: { amount: 3 } }], walker: { amount: 3, count: 1 } }
-        : { result: null, reports: [1] };
-    res.end(JSON.stringify({ ok: true, type: 'response', data, error: null, meta: { request_id: 'r' } }));
+    const data = { result: null, reports: [{ $class: 'Money', amount: 3, currency: 'EUR' }, { id: 'a'.repeat(32), type: 'Bill', context: { amount: 3 } }], walker: { __proto__: { isAdmin: true }, amount: 99 } };
+    res.end(JSON.stringify({ ok: true, type: 'response', data, error: null, meta: { request_id: 'r' } }).replace('"walker":{', '"walker":{"__proto__":{"isAdmin":true},'));
   });
   t.teardown(() => p.close());
   const c = client();
   t.teardown(() => c.close());
   c.register('billing', p.url);
   const types = new Map([['Money', Money]]);
-  const invoice = (await c.spawnWalker('billing', 'Invoice', { amount: 3 }, undefined, { types })) as RemoteWalker & { amount: number; count: number };
+  const invoice = (await c.spawnWalker('billing', 'Invoice', { amount: 3, note: 'x' }, undefined, { types })) as RemoteWalker & { amount: number; note: string; isAdmin?: boolean };
   t.equal(invoice.constructor.name, 'Invoice');
   t.ok(invoice instanceof RemoteWalker);
-  t.equal(invoice.count, 1, 'the field the walker changed');
+  t.equal(invoice.amount, 3, 'the fields it was spawned with');
+  t.equal(invoice.note, 'x');
+  t.equal(invoice.isAdmin, undefined, 'nothing the provider sends besides its reports lands on the walker');
   t.ok(invoice.reports[0] instanceof Money, 'a class instance rebuilt');
   t.equal((invoice.reports[0] as Money).double().amount, 6);
   t.same(invoice.reports[1], { id: 'a'.repeat(32), type: 'Bill', context: { amount: 3 } }, 'a node arrives in its wire form');
-  const other = (await c.spawnWalker('billing', 'Other', { x: 1 })) as RemoteWalker & { x: number };
-  t.equal(other.x, 1, 'without the walker in the answer: the fields sent');
-  t.same(other.reports, [1]);
+});
+
+t.test('an answer too deep to rebuild, or too large, fails the call (never a crash)', async (t) => {
+  const deep = `{"ok":true,"data":{"result":${'['.repeat(20000)}${']'.repeat(20000)},"reports":[]}}`;
+  const p = await provider((_req, _body, res) => {
+    res.setHeader('content-type', 'application/json');
+    res.end(deep);
+  });
+  t.teardown(() => p.close());
+  const c = client();
+  t.teardown(() => c.close());
+  c.register('billing', p.url);
+  const e = await failure(c.callFunction('billing', 'deep', {}));
+  t.equal(e.code, 'SV_CALL_FAILED');
+  t.match(e.message, /the answer cannot be read/);
 });
 
 t.test('an error envelope: SV_CALL_FAILED (502) with the seed message and the provider status and code; never retried', async (t) => {
