@@ -228,6 +228,28 @@ t.test('rpc_timeout: a provider that does not answer fails the call with SV_TIME
   t.pass('the provider saw the request end');
 });
 
+t.test('rpc_timeout bounds the whole call: an answer that trickles in is cut at the deadline', async (t) => {
+  const timers = new Set<NodeJS.Timeout>();
+  const p = await provider((_req, _body, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.write('{"ok":true,"data":{"result":"');
+    const tick = setInterval(() => res.write('x'), 50);
+    timers.add(tick);
+    res.on('close', () => clearInterval(tick));
+  });
+  t.teardown(async () => {
+    for (const x of timers) clearInterval(x);
+    await p.close();
+  });
+  const c = client();
+  t.teardown(() => c.close());
+  c.register('billing', p.url, { rpcTimeout: 0.3 });
+  const started = Date.now();
+  const e = await failure(c.callFunction('billing', 'trickle', {}));
+  t.equal(e.code, 'SV_TIMEOUT');
+  t.ok(Date.now() - started < 2_000, `cut at the deadline (${Date.now() - started} ms), not left to idle timeouts`);
+});
+
 t.test('the circuit: consecutive failures open it, calls then fail fast without a request; after half-open a good call closes it', async (t) => {
   const port = await closedPort();
   const c = client({ retries: 0, breakerFailures: 3, breakerHalfOpenMs: 300 });
