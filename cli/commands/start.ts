@@ -61,6 +61,20 @@ function say(line: string): void {
   process.stdout.write(`${line}\n`);
 }
 
+/** Exit once `stopping` settles: 0 and `svc: stopped`, or 1 with why the shutdown failed. */
+function exitAfter(stopping: Promise<unknown>): void {
+  void stopping.then(
+    () => {
+      say('svc: stopped');
+      process.exit(0);
+    },
+    (error: unknown) => {
+      process.stderr.write(`svc: shutdown failed: ${(error as Error).message}\n`);
+      process.exit(1);
+    },
+  );
+}
+
 function int(value: unknown, flag: string): number | undefined {
   if (value === undefined || value === '' || value === true) return undefined;
   const n = Number(value);
@@ -435,18 +449,10 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     if (stopping) return;
     stopping = true;
     say(`svc: ${signal}: ${member ? 'leaving the cluster, ' : ''}draining (up to ${server.shutdown_timeout_ms} ms)`);
-    void leave(current, server.shutdown_timeout_ms)
-      .then(closeWriters)
-      .then(() => starter.close())
-      .then(
-      () => {
-        say('svc: stopped');
-        process.exit(0);
-      },
-      (error: unknown) => {
-        process.stderr.write(`svc: shutdown failed: ${(error as Error).message}\n`);
-        process.exit(1);
-      },
+    exitAfter(
+      leave(current, server.shutdown_timeout_ms)
+        .then(closeWriters)
+        .then(() => starter.close()),
     );
   };
   process.on('SIGINT', () => shutdown('SIGINT'));
@@ -732,19 +738,7 @@ async function runGateway(o: { entry: string; projectRoot: string; config: SvcCo
     if (stopping) return;
     stopping = true;
     say(`svc: ${signal}: stopping the gateway and its modules`);
-    void gateway
-      .close()
-      .then(() => starter.close(server.shutdown_timeout_ms))
-      .then(
-        () => {
-          say('svc: stopped');
-          process.exit(0);
-        },
-        (error: unknown) => {
-          process.stderr.write(`svc: shutdown failed: ${(error as Error).message}\n`);
-          process.exit(1);
-        },
-      );
+    exitAfter(gateway.close().then(() => starter.close(server.shutdown_timeout_ms)));
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));

@@ -10,20 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { post, runSvc, startServer, TEST_SECRET, tokenFor } from '../../helpers/server.ts';
 import { bearer, register, tokenOf } from '../../helpers/identity.ts';
+import { gone } from './processes.ts';
 
 t.setTimeout(360_000);
 
 const MICRO = new URL('../../fixtures/sv/micro/', import.meta.url).pathname;
 const CLASH = new URL('../../fixtures/sv/micro-clash/', import.meta.url).pathname;
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Write `request` on a raw connection and read until the server closes it (at most 10 s). */
 async function rawExchange(port: number, request: string, encoding: BufferEncoding = 'utf8'): Promise<string> {
@@ -37,14 +30,6 @@ async function rawExchange(port: number, request: string, encoding: BufferEncodi
   return out;
 }
 
-async function gone(pid: number, ms = 20_000): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (alive(pid)) {
-    if (Date.now() > deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return true;
-}
 
 t.test('a gateway in front of three module processes', async (t) => {
   const gw = await startServer({ entry: `${MICRO}main.ts`, cwd: MICRO });

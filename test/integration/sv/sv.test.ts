@@ -9,6 +9,7 @@ import Database from 'better-sqlite3';
 import WebSocket from 'ws';
 import { post, startServer, type Server } from '../../helpers/server.ts';
 import { bearer, register, tokenOf } from '../../helpers/identity.ts';
+import { alive, gone } from './processes.ts';
 
 t.setTimeout(360_000);
 
@@ -24,24 +25,7 @@ async function freePort(): Promise<number> {
   return port;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
-/** Resolves once `pid` is gone (checked every 50 ms, for at most `ms`). */
-async function gone(pid: number, ms = 20_000): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (alive(pid)) {
-    if (Date.now() > deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  return true;
-}
 
 async function call(server: Server, name: string, body: unknown = {}, headers: Record<string, string> = {}) {
   return post(`${server.url}/function/${name}`, body, headers);
