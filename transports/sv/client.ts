@@ -41,12 +41,12 @@ import {
   type CircuitBreakerPolicy,
 } from 'cockatiel';
 import { callingRun } from '../../actors/walker/index.ts';
+// The header that marks a call as an `sv` call (the provider keeps class names, and serves public endpoints only).
+import { SV_HEADER } from '../http/index.ts';
 import { BoundaryError, encodeBoundary, knownTypes, type KnownTypes, rehydrate, RemoteWalker, remoteWalkerClass } from './boundary.ts';
 import { SvCallError, type SvTarget } from './errors.ts';
 import { checkModuleName, checkUrl, timeoutVariable, urlVariable } from './names.ts';
 
-/** The header that marks a call as an `sv` call (the provider keeps class names and answers a walker's fields). */
-const SV_HEADER = 'x-svc-sv';
 
 /** The policy's settings (`[scale.sv]`), in milliseconds. */
 export interface SvSettings {
