@@ -184,3 +184,22 @@ export function cpuMicros(pid: number): number {
   }
 }
 const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+/** The median of `xs` (the mean of the middle two for an even count). */
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+}
+
+/** Nanoseconds per call of `fn`, the best of five timed batches after a warm-up. */
+export function nsPerOp(fn: () => unknown, n: number): number {
+  for (let i = 0; i < n / 10; i++) fn();
+  let best = Infinity;
+  for (let b = 0; b < 5; b++) {
+    const t0 = now();
+    for (let i = 0; i < n; i++) fn();
+    best = Math.min(best, (now() - t0) / n);
+  }
+  return round(best, 1);
+}

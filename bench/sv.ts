@@ -36,7 +36,7 @@ import { circuitBreaker, ConsecutiveBreaker, ExponentialBackoff, handleAll, hand
 import { Pool } from 'undici';
 import { callingRun } from '../actors/walker/index.ts';
 import { checkModuleName, encodeBoundary, rehydrate, SV_DEFAULTS, SvClient } from '../transports/sv/index.ts';
-import { cpuMicros, freePort, hasTaskset, machine, now, percentile, pinned, type Proc, round, save, serve } from './lib.ts';
+import { cpuMicros, freePort, hasTaskset, machine, median, now, nsPerOp, percentile, pinned, type Proc, round, save, serve } from './lib.ts';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
@@ -125,23 +125,7 @@ async function load(call: Call, c: number, seconds: number, providerPid: number)
   };
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
 
-/** Nanoseconds per call of `fn`, the best of five timed batches after a warm-up. */
-function nsPerOp(fn: () => unknown, n: number): number {
-  for (let i = 0; i < n / 10; i++) fn();
-  let best = Infinity;
-  for (let b = 0; b < 5; b++) {
-    const t0 = now();
-    for (let i = 0; i < n; i++) fn();
-    best = Math.min(best, (now() - t0) / n);
-  }
-  return round(best, 1);
-}
 
 /** Microseconds per awaited call of `fn`, one after the other, the best of five timed batches after a warm-up. */
 async function usPerAwait(fn: () => Promise<unknown>, n: number): Promise<number> {

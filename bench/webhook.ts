@@ -21,7 +21,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { ApiKeys, MemoryUsersRepository, serviceAccount } from '../actors/identity/index.ts';
-import { ensureUsers, freePort, hasTaskset, machine, now, parseWrk, pinned, type Proc, round, save, serve, wrkScript, cpuMicros } from './lib.ts';
+import { ensureUsers, freePort, hasTaskset, machine, median, nsPerOp, parseWrk, pinned, type Proc, round, save, serve, wrkScript, cpuMicros } from './lib.ts';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
@@ -61,24 +61,8 @@ function load(p: Proc, url: string, script: string, seconds: number): Sample {
   return { rps, p50_ms, p99_ms, errors, cpu_us_per_req: cpu / requests };
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
 const pairedRatio = (xs: number[], base: number[]): number => Math.exp(xs.reduce((sum, x, k) => sum + Math.log(x / (base[k] as number)), 0) / xs.length);
 
-/** Nanoseconds per call of `fn`, the best of five timed batches after a warm-up. */
-function nsPerOp(fn: () => unknown, n: number): number {
-  for (let i = 0; i < n / 10; i++) fn();
-  let best = Infinity;
-  for (let b = 0; b < 5; b++) {
-    const t0 = now();
-    for (let i = 0; i < n; i++) fn();
-    best = Math.min(best, (now() - t0) / n);
-  }
-  return round(best, 1);
-}
 
 /** The webhook checks on their own, in this process. */
 async function micro(body: string): Promise<Record<string, number>> {
