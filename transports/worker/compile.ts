@@ -80,6 +80,21 @@ function ownFiles(): Plugin {
   };
 }
 
+/** esbuild's `keepNames` helper, as it emits it (the parameter may be renamed, `target2`). */
+const NAME_HELPER = /^var __name = \((\w+), value\) => __defProp\(\1, "name", \{ value, configurable: true \}\);$/m;
+
+/**
+ * `keepNames` wraps every named function expression in `__name(fn, "name")`, a
+ * `defineProperty` on each new closure: ~0.6 µs, and the request path makes a
+ * dozen closures per request (measured: 12% of a worker's CPU under load). The
+ * names that matter are classes' (stored types, endpoints) and plain
+ * functions'; arrow and async functions (no `prototype`) keep V8's own name.
+ * Exported for its test, which fails if esbuild changes the helper's shape.
+ */
+export function cheapNames(code: string): string {
+  return code.replace(NAME_HELPER, (_, t: string) => `var __name = (${t}, value) => ${t}.prototype === undefined ? ${t} : __defProp(${t}, "name", { value, configurable: true });`);
+}
+
 function cacheDir(from: string): string {
   for (let dir = dirname(from); ; dir = dirname(dir)) {
     if (existsSync(join(dir, 'node_modules'))) return join(dir, 'node_modules', '.cache', 'svc-workers');
@@ -149,8 +164,9 @@ async function bundle(path: string, app: string | undefined): Promise<string> {
     write: false,
     logLevel: 'silent',
   });
-  const code = result.outputFiles[0]?.contents;
-  if (!code) throw new Error(`esbuild produced no output for ${path}`);
+  const output = result.outputFiles[0]?.text;
+  if (output === undefined) throw new Error(`esbuild produced no output for ${path}`);
+  const code = cheapNames(output);
   const file = join(outdir, `${createHash('sha256').update(code).digest('hex').slice(0, 16)}.mjs`);
   if (!existsSync(file)) writeFileSync(file, code);
   return file;
