@@ -194,31 +194,32 @@ export class Router<R extends Routable = EndpointRoute> {
       const end = path.indexOf('/', 1);
       if (!this.templatedFirst.has(end < 0 ? path.slice(1) : path.slice(1, end))) return literal ? { allowed: [...literal] } : undefined;
     }
-    const allowed = new Set(literal);
-    const parts = path.split('/').slice(1);
+    // Nothing allocated for the routes that do not match: params only for the one that does, `allowed` only for a 405.
+    let allowed: Set<string> | undefined;
+    const parts = path.split('/');
+    const n = parts.length - 1;
     for (const r of this.templated) {
-      if (r.segments.length !== parts.length) continue;
-      const params: Record<string, string> = {};
+      const segments = r.segments;
+      if (segments.length !== n) continue;
       let ok = true;
-      let p = 0;
-      for (let i = 0; i < parts.length; i++) {
-        const seg = r.segments[i];
-        const part = parts[i] as string;
-        if (seg === null) {
-          if (part === '') {
-            ok = false;
-            break;
-          }
-          params[r.pathParams[p++] as string] = part;
-        } else if (seg !== part) {
+      for (let i = 0; i < n; i++) {
+        const seg = segments[i];
+        const part = parts[i + 1] as string;
+        if (seg === null ? part === '' : seg !== part) {
           ok = false;
           break;
         }
       }
       if (!ok) continue;
-      if (r.method === method) return { route: r, params };
-      allowed.add(r.method);
+      if (r.method === method) {
+        const params: Record<string, string> = {};
+        let p = 0;
+        for (let i = 0; i < n; i++) if (segments[i] === null) params[r.pathParams[p++] as string] = parts[i + 1] as string;
+        return { route: r, params };
+      }
+      (allowed ??= new Set(literal)).add(r.method);
     }
+    if (allowed === undefined) return literal ? { allowed: [...literal] } : undefined;
     return allowed.size ? { allowed: [...allowed] } : undefined;
   }
 }
