@@ -64,6 +64,28 @@ cli
   });
 
 cli
+  .command('bench [target] [...rest]', 'Load an app (a URL, or an entry file it starts) with a scenario; write result.json and report.html. compare a.json b.json: what changed beyond noise')
+  .option('--scenario <file>', 'A scenario: .ts/.mts/.js/.mjs (default export), .json or .toml (default: every public walker and function that takes no required field)')
+  .option('--duration <s>', 'Measured seconds (default 10)')
+  .option('--warmup <s>', 'Warm-up seconds before measuring (default 2)')
+  .option('--connections <n>', 'Closed loop: this many connections (default 64)')
+  .option('--rate <r>', 'Open loop: this many requests per second in total (instead of --connections)')
+  .option('--threads <n>', 'Load-generator threads (default 1)')
+  .option('--users <n>', 'Users registered and logged in first; requests are sent as them (the default scenario then loads private endpoints too)')
+  .option('--out <dir>', 'Where result.json and report.html go (default bench-results/<time>)')
+  .option('--admin-token <token>', "An admin token (or SVC_BENCH_ADMIN_TOKEN): the server's /admin/stats and /metrics before and after")
+  .option('--fail-on-regression', 'compare: exit 1 when a figure got worse beyond noise')
+  // bench checks its flags itself: an unknown one is a usage error (exit 2).
+  .allowUnknownOptions()
+  .example('svc bench app.ts --duration 30 --users 20')
+  .example('svc bench http://127.0.0.1:8000 --scenario bench/checkout.ts --rate 2000')
+  .example('svc bench compare bench-results/before/result.json bench-results/after/result.json')
+  .action(async (target: string | undefined, rest: string[], options: Record<string, unknown>) => {
+    const { bench } = await import('./commands/bench.ts');
+    await bench(target, rest, options);
+  });
+
+cli
   .command('init [dir]', 'Make a new project in dir (default: the current folder): package.json, app.ts, svc.toml, tsconfig.json, .gitignore')
   .option('--force', 'Replace files that already exist')
   .example('svc init ../myapp && cd ../myapp && npm install && npm run dev')

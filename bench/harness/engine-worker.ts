@@ -1,0 +1,782 @@
+/**
+ * One generator thread of the load engine: keep-alive HTTP/1.1 connections
+ * on raw `node:net` sockets, a minimal response parser, the closed or open
+ * loop, and per-second partial results for the main thread (engine.ts).
+ *
+ * Raw sockets because the generator must outrun a uWebSockets.js server on
+ * one core: undici/fetch spend several µs per request on machinery a bench
+ * does not need. One request in flight per connection (no pipelining), so a
+ * latency is one request's.
+ *
+ * `Generator` runs anywhere; loaded as a worker (`workerData.svcBench`),
+ * this module drives one through `parentPort`.
+ */
+import { connect, type Socket } from 'node:net';
+import { pathToFileURL } from 'node:url';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { createHistogram, encodeHistogram, recordUs, type Histogram } from './histogram.ts';
+import type { BodyContext, PreparedRequest } from './types.ts';
+
+/** What one thread runs: its share of the plan. */
+export interface ThreadPlan {
+  thread: number;
+  /** The origin's host and port, and the `host` header to send. */
+  host: string;
+  port: number;
+  hostHeader: string;
+  requests: PreparedRequest[];
+  mode: 'closed' | 'open';
+  /** Closed loop: this thread's connections; open loop: the most it may open. */
+  connections: number;
+  /** Open loop: this thread's requests per second, and its schedule's offset (ms) so threads interleave. */
+  rate: number;
+  phase_ms: number;
+  warmup_s: number;
+  duration_s: number;
+  timeout_ms: number;
+  /** Open loop: requests due but unsent beyond this are dropped (counted as `dropped`). */
+  backlog_cap: number;
+}
+
+/** A thread's tallies for one request of the plan over the measured part. */
+export interface RequestTally {
+  requests: number;
+  errors: number;
+  by_status: Record<string, number>;
+  by_code: Record<string, number>;
+  /** Encoded (histogram.ts) latencies of the answers. */
+  histogram: string;
+}
+
+export type ThreadMessage =
+  | { type: 'ready' }
+  /**
+   * One interval ended: `t` is seconds since the measured part began (≤ 0 while warming up), by
+   * the plan; `span_s` is how long it really lasted (a timer can fire late on a busy thread).
+   */
+  | { type: 'tick'; index: number; t: number; span_s: number; requests: number; errors: number; histogram: string; backlog: number }
+  | {
+      type: 'final';
+      /** How long the measured part really lasted. */
+      measured_s: number;
+      requests: RequestTally[];
+      /** Failures not tied to a request of the plan: refused connections (`socket`), `dropped`. */
+      other: Record<string, number>;
+      backlog_max: number;
+      backlog_end: number;
+    }
+  | { type: 'failed'; message: string };
+
+export type MainMessage = { type: 'start' };
+
+// ---------------------------------------------------------------------------
+// Response parser
+
+/** Receives what a `ResponseParser` reads. */
+export interface ResponseSink {
+  /** `body` is kept only for error answers (status outside 2xx/3xx), for their envelope. */
+  onResponse(status: number, body: Buffer | null, close: boolean): void;
+  onProtocolError(reason: string): void;
+}
+
+const CONTENT_LENGTH = Buffer.from('content-length:');
+const TRANSFER_ENCODING = Buffer.from('transfer-encoding:');
+const CONNECTION = Buffer.from('connection:');
+const MAX_HEAD = 64 * 1024;
+const MAX_KEPT_BODY = 64 * 1024;
+
+const HEAD = 0;
+const BODY = 1;
+const CHUNK_SIZE = 2;
+const CHUNK_DATA = 3;
+const CHUNK_END = 4;
+const TRAILER = 5;
+const UNTIL_CLOSE = 6;
+
+/** Whether `buf` at `at` holds `lower` (a lower-case ASCII name), case-insensitively. */
+function startsWithLower(buf: Buffer, at: number, len: number, lower: Buffer): boolean {
+  if (at + lower.length > len) return false;
+  for (let i = 0; i < lower.length; i++) if ((buf[at + i]! | 0x20) !== lower[i]) return false;
+  return true;
+}
+
+function skipSpaces(buf: Buffer, at: number): number {
+  while (buf[at] === 32 || buf[at] === 9) at++;
+  return at;
+}
+
+/**
+ * HTTP/1.1 responses, one after another on a connection: status line,
+ * content-length / chunked / until-close bodies, `connection: close`, 1xx
+ * skipped; bytes of several responses in one chunk and a response split
+ * over many chunks alike. Only the few headers that frame a response are
+ * looked at, in place (no string per header).
+ * @example
+ * const parser = new ResponseParser({ onResponse: (status, body, close) => …, onProtocolError: (why) => … });
+ * socket.on('data', (chunk) => parser.execute(chunk));
+ * socket.on('end', () => parser.end());
+ */
+export class ResponseParser {
+  /** Set before each request: the answer to HEAD has no body. */
+  noBody = false;
+  private state = HEAD;
+  /** An incomplete head or chunk-size line, waiting for more bytes (a copy: chunks' memory is reused). */
+  private pending: Buffer | null = null;
+  private status = 0;
+  private remaining = 0;
+  private close = false;
+  private kept: Buffer[] | null = null;
+  private keptBytes = 0;
+
+  constructor(private readonly sink: ResponseSink) {}
+
+  /** Parse the first `length` bytes of `chunk` (a read buffer reused from read to read needs no slice). */
+  execute(chunk: Buffer, length = chunk.length): void {
+    let buf = chunk;
+    let len = length;
+    if (this.pending !== null) {
+      buf = Buffer.concat([this.pending, chunk.subarray(0, length)]);
+      len = buf.length;
+      this.pending = null;
+    }
+    let pos = 0;
+    while (pos < len) {
+      switch (this.state) {
+        case HEAD: {
+          const end = this.head(buf, pos, len);
+          if (end < 0) return;
+          if (end === 0) {
+            if (len - pos > MAX_HEAD) return void this.fail('response head too large');
+            this.pending = Buffer.from(buf.subarray(pos, len));
+            return;
+          }
+          pos = end;
+          if (this.status < 200 && this.status !== 101) {
+            this.state = HEAD; // interim (100 Continue): the real answer follows
+            break;
+          }
+          const empty = (this.state as number) === BODY && this.remaining === 0;
+          if ((empty || this.noBody || this.status === 204 || this.status === 304 || this.status === 101) && this.complete()) return;
+          break;
+        }
+        case BODY:
+        case CHUNK_DATA: {
+          const n = Math.min(this.remaining, len - pos);
+          if (this.kept !== null) this.keep(buf, pos, pos + n);
+          pos += n;
+          this.remaining -= n;
+          if (this.remaining === 0) {
+            if (this.state === CHUNK_DATA) {
+              this.state = CHUNK_END;
+              this.remaining = 2;
+            } else if (this.complete()) return;
+          }
+          break;
+        }
+        case CHUNK_END: {
+          const n = Math.min(this.remaining, len - pos);
+          pos += n;
+          this.remaining -= n;
+          if (this.remaining === 0) this.state = CHUNK_SIZE;
+          break;
+        }
+        case CHUNK_SIZE:
+        case TRAILER: {
+          const eol = buf.indexOf(10, pos);
+          if (eol < 0 || eol >= len) {
+            if (len - pos > MAX_HEAD) return void this.fail('chunk line too long');
+            this.pending = Buffer.from(buf.subarray(pos, len));
+            return;
+          }
+          if (this.state === TRAILER) {
+            const empty = eol === pos || (eol === pos + 1 && buf[pos] === 13);
+            pos = eol + 1;
+            if (empty && this.complete()) return;
+            break;
+          }
+          let size = 0;
+          let digits = 0;
+          for (let i = pos; i < eol; i++) {
+            const c = buf[i]! | 0x20;
+            const v = c >= 48 && c <= 57 ? c - 48 : c >= 97 && c <= 102 ? c - 87 : -1;
+            if (v < 0) break; // `;extension`, or the CR
+            size = size * 16 + v;
+            digits++;
+          }
+          if (digits === 0 || digits > 12) return void this.fail('bad chunk size');
+          pos = eol + 1;
+          if (size === 0) this.state = TRAILER;
+          else {
+            this.state = CHUNK_DATA;
+            this.remaining = size;
+          }
+          break;
+        }
+        default: {
+          // UNTIL_CLOSE: the body ends when the server closes.
+          if (this.kept !== null) this.keep(buf, pos, len);
+          pos = len;
+        }
+      }
+    }
+  }
+
+  /** The server closed its side: a body delimited by the close ends here. */
+  end(): void {
+    if (this.state !== UNTIL_CLOSE) return;
+    this.close = true;
+    this.complete();
+  }
+
+  /**
+   * Reads a head from `start`, in one pass over its lines: the status, the
+   * headers that frame the body; sets the body state. Returns where the body
+   * begins, 0 while the head is incomplete (nothing is kept of a partial
+   * parse), -1 on garbage.
+   */
+  private head(buf: Buffer, start: number, len: number): number {
+    let eol = buf.indexOf(10, start);
+    if (eol < 0 || eol >= len) return 0;
+    // "HTTP/1.1 200 …": the status is bytes 9–11.
+    if (eol - start < 12 || buf[start] !== 72 || buf[start + 4] !== 47) return this.fail('not an HTTP response');
+    const d0 = buf[start + 9]! - 48;
+    const d1 = buf[start + 10]! - 48;
+    const d2 = buf[start + 11]! - 48;
+    if (d0 < 1 || d0 > 9 || d1 < 0 || d1 > 9 || d2 < 0 || d2 > 9) return this.fail('bad status line');
+    let length = -1;
+    let chunked = false;
+    let close = buf[start + 7] === 48; // HTTP/1.0 closes unless it says keep-alive
+    for (let p = eol + 1; ; p = eol + 1) {
+      if (p >= len) return 0;
+      const c = buf[p]!;
+      if (c === 13 || c === 10) {
+        // The blank line: the head is whole.
+        const body = c === 13 ? p + 2 : p + 1;
+        if (body > len) return 0;
+        this.status = d0 * 100 + d1 * 10 + d2;
+        this.close = close;
+        this.kept = this.status < 200 || this.status >= 400 ? [] : null;
+        this.keptBytes = 0;
+        if (chunked) this.state = CHUNK_SIZE;
+        else if (length >= 0) {
+          this.state = BODY;
+          this.remaining = length;
+        } else this.state = UNTIL_CLOSE;
+        return body;
+      }
+      eol = buf.indexOf(10, p);
+      if (eol < 0 || eol >= len) return 0;
+      const lower = c | 0x20;
+      if (lower === 99) {
+        if (startsWithLower(buf, p, eol, CONTENT_LENGTH)) {
+          let i = skipSpaces(buf, p + CONTENT_LENGTH.length);
+          const from = i;
+          length = 0;
+          for (let d = buf[i]! - 48; d >= 0 && d <= 9; d = buf[++i]! - 48) length = length * 10 + d;
+          if (i === from) return this.fail('bad content-length');
+        } else if (startsWithLower(buf, p, eol, CONNECTION)) {
+          const v = buf[skipSpaces(buf, p + CONNECTION.length)]! | 0x20;
+          if (v === 99) close = true; // close
+          else if (v === 107) close = false; // keep-alive
+        }
+      } else if (lower === 116 && startsWithLower(buf, p, eol, TRANSFER_ENCODING)) {
+        chunked = buf.toString('latin1', p + TRANSFER_ENCODING.length, eol).toLowerCase().includes('chunked');
+      }
+    }
+  }
+
+  private keep(buf: Buffer, from: number, to: number): void {
+    const n = Math.min(to - from, MAX_KEPT_BODY - this.keptBytes);
+    if (n <= 0) return;
+    this.kept!.push(Buffer.from(buf.subarray(from, from + n)));
+    this.keptBytes += n;
+  }
+
+  /** One response ended; returns true when the connection is closing (stop reading). */
+  private complete(): boolean {
+    const body = this.kept === null ? null : this.kept.length === 1 ? this.kept[0]! : Buffer.concat(this.kept);
+    const close = this.close;
+    this.state = HEAD;
+    this.kept = null;
+    this.sink.onResponse(this.status, body, close);
+    return close;
+  }
+
+  private fail(reason: string): -1 {
+    this.state = HEAD;
+    this.pending = null;
+    this.sink.onProtocolError(reason);
+    return -1;
+  }
+}
+
+/** The `error.code` of the server's envelope (`{"ok":false,"error":{"code":…}}`), if the body is one. */
+function envelopeCode(body: Buffer | null): string | undefined {
+  if (body === null || body.length === 0) return undefined;
+  try {
+    const code = (JSON.parse(body.toString('utf8')) as { error?: { code?: unknown } } | null)?.error?.code;
+    return typeof code === 'string' ? code : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Requests
+
+/** A request of the plan, ready to write. */
+interface Wire {
+  /** Static bodies: the whole request, one Buffer per variant. */
+  bytes: Buffer[];
+  /** Generated bodies: the head up to the content-length header, per variant. */
+  heads: string[];
+  users: number[];
+  body: ((ctx: BodyContext) => unknown) | null;
+  next: number;
+  noBody: boolean;
+}
+
+/** Bytes of a request head, without the blank line: our host, the variant's headers, no content-length. */
+function headOf(req: PreparedRequest, variant: PreparedRequest['variants'][number], hostHeader: string, json: boolean): string {
+  const headers = new Map<string, string>([['host', hostHeader]]);
+  if (json) headers.set('content-type', 'application/json');
+  for (const [name, value] of Object.entries(variant.headers)) {
+    const lower = name.toLowerCase();
+    if (lower !== 'content-length' && lower !== 'transfer-encoding' && lower !== 'connection') headers.set(lower, value);
+  }
+  let head = `${req.method.toUpperCase()} ${variant.path} HTTP/1.1\r\n`;
+  for (const [name, value] of headers) head += `${name}: ${value}\r\n`;
+  return head;
+}
+
+async function wire(req: PreparedRequest, hostHeader: string): Promise<Wire> {
+  const method = req.method.toUpperCase();
+  if (req.generator) {
+    const { module } = req.generator;
+    const mod = (await import(module.startsWith('file:') ? module : pathToFileURL(module).href)) as { default?: { requests?: { body?: unknown }[] } };
+    const body = mod.default?.requests?.[req.generator.index]?.body;
+    if (typeof body !== 'function') throw new Error(`${module}: requests[${req.generator.index}].body is not a function`);
+    return { bytes: [], heads: req.variants.map((v) => headOf(req, v, hostHeader, true)), users: req.variants.map((v) => v.user), body: body as Wire['body'], next: 0, noBody: method === 'HEAD' };
+  }
+  const bytes = req.variants.map((v) => {
+    const json = v.body !== undefined;
+    const length = json ? Buffer.byteLength(v.body as string) : method === 'POST' || method === 'PUT' || method === 'PATCH' ? 0 : -1;
+    return Buffer.from(`${headOf(req, v, hostHeader, json)}${length >= 0 ? `content-length: ${length}\r\n` : ''}\r\n${v.body ?? ''}`);
+  });
+  return { bytes, heads: [], users: req.variants.map((v) => v.user), body: null, next: 0, noBody: method === 'HEAD' };
+}
+
+// ---------------------------------------------------------------------------
+// Connections and the loops
+
+/** One socket's life: replaced by a new `Conn` when it closes. */
+class Conn implements ResponseSink {
+  readonly socket: Socket;
+  readonly parser: ResponseParser;
+  /** The request in flight (index into the plan's requests), or -1. */
+  req = -1;
+  /** When it was written (timeouts), and where its latency starts (the due time, open loop). */
+  sentAt = 0;
+  startAt = 0;
+  connected = false;
+  dead = false;
+
+  constructor(
+    private readonly gen: Generator,
+    host: string,
+    port: number,
+    readBuffer: Buffer,
+  ) {
+    const parser = new ResponseParser(this);
+    this.parser = parser;
+    // Reads land in the thread's one buffer, straight to the parser: no Buffer per read, no stream machinery.
+    const socket = connect({ host, port, noDelay: true, onread: { buffer: readBuffer, callback: (n) => (parser.execute(readBuffer, n), true) } });
+    this.socket = socket;
+    socket.on('connect', () => {
+      this.connected = true;
+      gen.opened(this);
+    });
+    // EOF: a body delimited by the close ends; a request still in flight was cut.
+    socket.on('end', () => {
+      this.parser.end();
+      gen.broken(this, 'socket');
+    });
+    socket.on('error', () => gen.broken(this, 'socket'));
+    socket.on('close', () => gen.broken(this, 'socket'));
+  }
+
+  onResponse(status: number, body: Buffer | null, close: boolean): void {
+    this.gen.answered(this, status, body, close);
+  }
+
+  onProtocolError(): void {
+    this.gen.broken(this, 'protocol');
+  }
+}
+
+/** Ends of the intervals reported to the main thread, from the start (ms). */
+interface Bound {
+  at: number;
+  t: number;
+  measured: boolean;
+}
+
+/** Seconds of warm-up, then of the measured part (the last one may be shorter). */
+function bounds(warmup_s: number, duration_s: number): Bound[] {
+  const out: Bound[] = [];
+  const w = warmup_s * 1000;
+  const e = w + duration_s * 1000;
+  for (let from = 0; from < e; ) {
+    const at = Math.min(from + 1000, from < w ? w : e);
+    out.push({ at, t: (at - w) / 1000, measured: from >= w });
+    from = at;
+  }
+  return out;
+}
+
+interface Tally {
+  requests: number;
+  errors: number;
+  status: Uint32Array;
+  codes: Map<string, number>;
+  second: Histogram;
+  total: Histogram;
+}
+
+const inc = (map: Map<string, number>, key: string): void => void map.set(key, (map.get(key) ?? 0) + 1);
+
+/** Retry a refused connection after this long (ms), not in a busy loop. */
+const CONNECT_RETRY_MS = 100;
+
+/**
+ * One thread's load: `prepare()` (bodies, first connections), `start()`,
+ * then `report` gets a tick per interval and a final tally; `stop()`
+ * closes everything early.
+ * @example const g = new Generator(plan, (m) => port.postMessage(m)); await g.prepare(); g.start();
+ */
+class Generator {
+  private wires: Wire[] = [];
+  private readonly cumulative: Float64Array;
+  private readonly weight: number;
+  private readonly tallies: Tally[];
+  private readonly other = new Map<string, number>();
+  private readonly conns = new Set<Conn>();
+  private readonly idle: Conn[] = [];
+  private readonly all = createHistogram();
+  private readonly readBuffer = Buffer.allocUnsafe(64 * 1024);
+  private addr = '';
+  private running = false;
+  private stopped = false;
+  private measuring = false;
+  private t0 = 0;
+  /** When the last interval ended, and the measured time so far (ms). */
+  private lastBound = 0;
+  private measuredMs = 0;
+  private sent = 0;
+  private secRequests = 0;
+  private secErrors = 0;
+  /** Closed loop: connections to reopen; open loop: no new connection before `retryAt`. */
+  private missing = 0;
+  private retryAt = 0;
+  private timers: NodeJS.Timeout[] = [];
+  private boundary: NodeJS.Timeout | undefined;
+  private bounds: Bound[] = [];
+  private next = 0;
+  // Open loop: request k is due at origin + k·period; `due` are due so far, `issued` sent or dropped.
+  private readonly period: number;
+  private origin = 0;
+  private due = 0;
+  private issued = 0;
+  private backlogMax = 0;
+  private readonly ctx: BodyContext;
+
+  constructor(
+    private readonly plan: ThreadPlan,
+    private readonly report: (msg: ThreadMessage) => void,
+  ) {
+    this.weight = plan.requests.reduce((sum, r) => sum + Math.max(0, r.weight), 0);
+    this.cumulative = new Float64Array(plan.requests.length);
+    let acc = 0;
+    plan.requests.forEach((r, i) => (this.cumulative[i] = acc += Math.max(0, r.weight)));
+    this.tallies = plan.requests.map(() => ({ requests: 0, errors: 0, status: new Uint32Array(1000), codes: new Map(), second: createHistogram(), total: createHistogram() }));
+    this.period = plan.rate > 0 ? 1000 / plan.rate : 0;
+    this.ctx = { i: 0, user: -1, thread: plan.thread, random: Math.random };
+  }
+
+  /** Bodies ready and the first connections open (all of them, closed loop), or a clear error. */
+  async prepare(): Promise<void> {
+    const { plan } = this;
+    this.wires = await Promise.all(plan.requests.map((r) => wire(r, plan.hostHeader)));
+    this.wires.forEach((w) => (w.next = plan.thread % Math.max(1, w.bytes.length + w.heads.length)));
+    // The first connection resolves the host (both families tried); the others reuse its address.
+    this.addr = plan.host;
+    const first = await this.connectOne();
+    this.addr = first.socket.remoteAddress ?? plan.host;
+    if (plan.mode === 'closed') await Promise.all(Array.from({ length: plan.connections - 1 }, () => this.connectOne()));
+  }
+
+  private connectOne(): Promise<Conn> {
+    const conn = this.open();
+    return new Promise<Conn>((resolve, reject) => {
+      conn.socket.once('connect', () => resolve(conn));
+      conn.socket.once('error', (error: NodeJS.ErrnoException) => reject(new Error(`cannot connect to ${this.plan.host}:${this.plan.port}: ${error.code ?? error.message}`)));
+    });
+  }
+
+  start(): void {
+    const { plan } = this;
+    this.t0 = performance.now();
+    this.lastBound = this.t0;
+    this.origin = this.t0 + plan.phase_ms;
+    this.running = true;
+    this.bounds = bounds(plan.warmup_s, plan.duration_s);
+    this.measuring = plan.warmup_s <= 0;
+    const sweep = Math.min(100, Math.max(10, plan.timeout_ms / 4));
+    this.timers.push(setInterval(() => this.sweep(), sweep));
+    for (const conn of this.conns) if (conn.connected) this.opened(conn);
+    if (plan.mode === 'open') {
+      this.timers.push(setInterval(() => this.tick(), 1));
+      this.tick();
+    }
+    this.schedule();
+  }
+
+  /** Close every socket and timer now (abort, or the end). */
+  stop(): void {
+    this.running = false;
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    clearTimeout(this.boundary);
+    for (const conn of this.conns) {
+      conn.dead = true;
+      conn.socket.destroy();
+    }
+    this.conns.clear();
+    this.idle.length = 0;
+  }
+
+  // --- events of a connection
+
+  opened(conn: Conn): void {
+    if (!this.running || conn.dead) return;
+    const now = performance.now();
+    if (this.plan.mode === 'closed') this.send(conn, now, now);
+    else this.dispatch(conn, now);
+  }
+
+  answered(conn: Conn, status: number, body: Buffer | null, close: boolean): void {
+    const r = conn.req;
+    if (r < 0 || conn.dead) return;
+    conn.req = -1;
+    const now = performance.now();
+    const tally = this.tallies[r]!;
+    recordUs(tally.second, (now - conn.startAt) * 1000);
+    this.secRequests++;
+    const error = status < 200 || status >= 400;
+    if (error) this.secErrors++;
+    if (this.measuring) {
+      tally.requests++;
+      tally.status[status]!++;
+      if (error) {
+        tally.errors++;
+        const code = envelopeCode(body);
+        if (code !== undefined) inc(tally.codes, code);
+      }
+    }
+    if (close) return this.broken(conn, '');
+    if (!this.running) return;
+    if (this.plan.mode === 'closed') this.send(conn, now, now);
+    else this.dispatch(conn, now);
+  }
+
+  /** The connection is done for (closed, reset, cut, timed out): count the request in flight, open another. */
+  broken(conn: Conn, code: string): void {
+    if (conn.dead) return;
+    conn.dead = true;
+    conn.socket.destroy();
+    this.conns.delete(conn);
+    if (this.stopped) return;
+    if (conn.req >= 0 && code !== '') this.failed(conn.req, code);
+    conn.req = -1;
+    if (!conn.connected) {
+      // Refused or unreachable: a failed attempt, retried later.
+      this.failed(-1, 'socket');
+      this.retryAt = performance.now() + CONNECT_RETRY_MS;
+    }
+    if (this.plan.mode === 'closed') {
+      if (conn.connected) this.open();
+      else this.missing++;
+    } else {
+      const i = this.idle.indexOf(conn);
+      if (i >= 0) this.idle.splice(i, 1);
+      this.fill();
+    }
+  }
+
+  private failed(r: number, code: string): void {
+    this.secRequests++;
+    this.secErrors++;
+    if (!this.measuring) return;
+    if (r < 0) return inc(this.other, code);
+    const tally = this.tallies[r]!;
+    tally.requests++;
+    tally.errors++;
+    inc(tally.codes, code);
+  }
+
+  private open(): Conn {
+    const conn = new Conn(this, this.addr, this.plan.port, this.readBuffer);
+    this.conns.add(conn);
+    return conn;
+  }
+
+  // --- sending
+
+  private pick(): number {
+    const n = this.cumulative.length;
+    if (n === 1) return 0;
+    const x = Math.random() * this.weight;
+    for (let i = 0; i < n - 1; i++) if (x < this.cumulative[i]!) return i;
+    return n - 1;
+  }
+
+  /** Write a request on `conn`; its latency runs from `start` (now, or when it was due). */
+  private send(conn: Conn, now: number, start: number): void {
+    const r = this.pick();
+    const w = this.wires[r]!;
+    const v = w.next;
+    conn.req = r;
+    conn.sentAt = now;
+    conn.startAt = start;
+    conn.parser.noBody = w.noBody;
+    if (w.body === null) {
+      w.next = v + 1 === w.bytes.length ? 0 : v + 1;
+      conn.socket.write(w.bytes[v]!);
+    } else {
+      w.next = v + 1 === w.heads.length ? 0 : v + 1;
+      const ctx = this.ctx;
+      ctx.i = this.sent;
+      ctx.user = w.users[v]!;
+      let body: string;
+      try {
+        body = JSON.stringify(w.body(ctx)) ?? '';
+      } catch (error) {
+        throw new Error(`${this.plan.requests[r]!.name}: the body function threw: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+      }
+      conn.socket.write(`${w.heads[v]!}content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`);
+    }
+    this.sent++;
+  }
+
+  // --- open loop
+
+  /** Issue what is due by now: to idle connections, new ones, or the backlog. */
+  private tick(): void {
+    if (!this.running) return;
+    const now = performance.now();
+    this.due = now < this.origin ? 0 : Math.floor((now - this.origin) / this.period) + 1;
+    let backlog = this.due - this.issued;
+    if (backlog > this.plan.backlog_cap) {
+      // The oldest are dropped: they could only be sent later than anything still useful.
+      const drop = backlog - this.plan.backlog_cap;
+      this.issued += drop;
+      backlog -= drop;
+      if (this.measuring) this.other.set('dropped', (this.other.get('dropped') ?? 0) + drop);
+      this.secErrors += drop;
+      this.secRequests += drop;
+    }
+    while (this.issued < this.due && this.idle.length > 0) this.dispatch(this.idle.pop()!, now);
+    this.fill();
+    if (this.measuring && this.due - this.issued > this.backlogMax) this.backlogMax = this.due - this.issued;
+  }
+
+  /** Send the oldest due request on `conn`, or keep it idle. */
+  private dispatch(conn: Conn, now: number): void {
+    if (this.issued < this.due) this.send(conn, now, this.origin + this.issued++ * this.period);
+    else this.idle.push(conn);
+  }
+
+  /** Open connections for the backlog, up to the cap (connecting ones count: each takes one). */
+  private fill(): void {
+    if (!this.running || this.plan.mode !== 'open' || this.issued === this.due || performance.now() < this.retryAt) return;
+    let connecting = 0;
+    for (const c of this.conns) if (!c.connected) connecting++;
+    while (connecting < this.due - this.issued && this.conns.size < this.plan.connections) {
+      this.open();
+      connecting++;
+    }
+  }
+
+  // --- time
+
+  /** Time out requests in flight too long; reopen refused connections (closed loop). */
+  private sweep(): void {
+    const now = performance.now();
+    const limit = now - this.plan.timeout_ms;
+    for (const conn of this.conns) if (conn.req >= 0 && conn.sentAt < limit) this.broken(conn, 'timeout');
+    if (this.missing > 0 && now >= this.retryAt && this.running) {
+      for (; this.missing > 0; this.missing--) this.open();
+    }
+    if (this.plan.mode === 'open') this.fill();
+  }
+
+  private schedule(): void {
+    const b = this.bounds[this.next]!;
+    this.boundary = setTimeout(() => this.interval(), Math.max(0, this.t0 + b.at - performance.now()));
+  }
+
+  /** An interval ended: report it; switch to measuring; or finish. */
+  private interval(): void {
+    const b = this.bounds[this.next]!;
+    const now = performance.now();
+    const span = now - this.lastBound;
+    this.lastBound = now;
+    if (b.measured) this.measuredMs += span;
+    if (this.plan.mode === 'open') this.tick();
+    const all = this.all;
+    all.reset();
+    for (const tally of this.tallies) {
+      all.add(tally.second);
+      if (b.measured) tally.total.add(tally.second);
+      tally.second.reset();
+    }
+    const backlog = this.plan.mode === 'open' ? this.due - this.issued : 0;
+    this.report({ type: 'tick', index: this.next, t: b.t, span_s: span / 1000, requests: this.secRequests, errors: this.secErrors, histogram: encodeHistogram(all), backlog });
+    this.secRequests = 0;
+    this.secErrors = 0;
+    this.next++;
+    if (this.next < this.bounds.length) {
+      if (!b.measured && this.bounds[this.next]!.measured) this.measuring = true;
+      return this.schedule();
+    }
+    this.running = false;
+    this.measuring = false;
+    this.report({
+      type: 'final',
+      measured_s: this.measuredMs / 1000,
+      requests: this.tallies.map((t) => {
+        const by_status: Record<string, number> = {};
+        t.status.forEach((n, status) => n > 0 && (by_status[status] = n));
+        return { requests: t.requests, errors: t.errors, by_status, by_code: Object.fromEntries(t.codes), histogram: encodeHistogram(t.total) };
+      }),
+      other: Object.fromEntries(this.other),
+      backlog_max: this.backlogMax,
+      backlog_end: backlog,
+    });
+    this.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// As a worker
+
+if (!isMainThread && parentPort && (workerData as { svcBench?: ThreadPlan } | null)?.svcBench) {
+  // The main thread terminates this thread once it has the final tally (or on abort, or failure).
+  const port = parentPort;
+  const gen = new Generator((workerData as { svcBench: ThreadPlan }).svcBench, (msg) => port.postMessage(msg));
+  port.once('message', (msg: MainMessage) => msg.type === 'start' && gen.start());
+  gen.prepare().then(
+    () => port.postMessage({ type: 'ready' } satisfies ThreadMessage),
+    (error: unknown) => port.postMessage({ type: 'failed', message: error instanceof Error ? error.message : String(error) } satisfies ThreadMessage),
+  );
+}
