@@ -11,8 +11,11 @@
  *   npm run bench:ab -- . .::SVC_METRICS_ENABLED=true
  *
  * Every server runs the benchmark app on one worker thread pinned to core 0;
- * wrk runs on core 1; only one server is loaded at a time. Scenarios: the public
- * echo walker, a public read, an authenticated read, an authenticated write.
+ * the load — the engine of `svc bench` (bench/harness), one generator thread
+ * in this process, 64 connections, a closed loop, 1 s of warm-up before each
+ * measured run — on core 1; only one server is loaded at a time. Scenarios:
+ * the public echo walker, a public read, an authenticated read, an
+ * authenticated write.
  * Each round loads every tree once per scenario, in a rotating order. Per tree:
  * the median throughput and the server's CPU time per request (all its
  * threads, from /proc), and each as a ratio to the first tree — the geometric
@@ -24,7 +27,7 @@ import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { SignJWT } from 'jose';
-import { freePort, hasTaskset, machine, parseWrk, pinned, type Proc, round, save, serve, wrkScript, cpuMicros } from './lib.ts';
+import { freePort, hasTaskset, type LoadRequest, machine, maxLoad, median, pinned, pinSelf, type Proc, round, save, serve } from './lib.ts';
 
 const args = process.argv.slice(2);
 const flag = (name: string, fallback: number): number => {
@@ -33,6 +36,9 @@ const flag = (name: string, fallback: number): number => {
 };
 const ROUNDS = flag('--rounds', 7);
 const SECONDS = flag('--seconds', 4);
+/** Seconds of load before each measured run (the engine's warm-up). */
+const WARMUP = 1;
+const CONNECTIONS = 64;
 /** `--only a,b`: just these scenarios. */
 const only = args.includes('--only') ? new Set(String(args[args.indexOf('--only') + 1]).split(',')) : undefined;
 /** A tree to serve, with its own environment (`tree::A=1,B=2`) and the name it is reported under. */
@@ -94,48 +100,37 @@ interface Sample {
   cpu_us_per_req: number;
 }
 
-function load(server: Server, url: string, script: string, seconds: number): Sample {
-  const [c, a] = pinned(1, 'wrk', ['-t1', '-c64', `-d${seconds}s`, '--latency', '-s', script, url]);
-  const pid = server.p.proc.pid as number;
-  const cpu0 = cpuMicros(pid);
-  const out = spawnSync(c, a, { encoding: 'utf8' }).stdout;
-  const cpu = cpuMicros(pid) - cpu0;
-  const { rps, requests, p99_ms, errors } = parseWrk(out);
-  return { rps, p99_ms, errors, cpu_us_per_req: cpu / requests };
+async function load(server: Server, request: LoadRequest): Promise<Sample> {
+  const { rps, p99_ms, errors, cpu_us_per_req } = await maxLoad(server.url, [request], { seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, cpuPid: server.p.proc.pid as number });
+  return { rps, p99_ms, errors, cpu_us_per_req };
 }
 
 /** Geometric mean of per-round ratios (each round loads every tree back to back: drift cancels). */
 const pairedRatio = (xs: number[], base: number[]): number => Math.exp(xs.reduce((sum, x, k) => sum + Math.log(x / (base[k] as number)), 0) / xs.length);
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
-
 async function main(): Promise<void> {
   const token = await new SignJWT({ user_id: 'bench-user', role: 'user' }).setProtectedHeader({ alg: 'HS256' }).setIssuedAt().setExpirationTime('2h').sign(new TextEncoder().encode(SECRET));
   const auth = { authorization: `Bearer ${token}` };
   const servers: Server[] = [];
+  // The load generator (this process and the engine's threads, started later) on core 1.
+  pinSelf(1);
   try {
     for (const tree of trees) servers.push(await start(tree, token));
-    const scenarios = [
-      { name: 'echo_public', path: () => '/walker/Echo', script: wrkScript(JSON.stringify({ msg: 'hello' }), {}) },
-      { name: 'read_public', path: (s: Server) => `/walker/ReadPub/${s.pubId}`, script: wrkScript('{}', {}) },
-      { name: 'read_auth', path: (s: Server) => `/walker/ReadAuth/${s.authId}`, script: wrkScript('{}', auth) },
-      { name: 'write_auth', path: (s: Server) => `/walker/WriteAuth/${s.authId}`, script: wrkScript('{}', auth) },
+    const scenarios: { name: string; request: (s: Server) => LoadRequest }[] = [
+      { name: 'echo_public', request: () => ({ path: '/walker/Echo', body: JSON.stringify({ msg: 'hello' }) }) },
+      { name: 'read_public', request: (s) => ({ path: `/walker/ReadPub/${s.pubId}`, body: '{}' }) },
+      { name: 'read_auth', request: (s) => ({ path: `/walker/ReadAuth/${s.authId}`, body: '{}', headers: auth }) },
+      { name: 'write_auth', request: (s) => ({ path: `/walker/WriteAuth/${s.authId}`, body: '{}', headers: auth }) },
     ];
     const results: Record<string, Record<string, unknown>> = {};
     for (const sc of scenarios) {
       if (only && !only.has(sc.name)) continue;
       const samples = servers.map(() => [] as Sample[]);
-      // Warm every server up on this scenario.
-      for (const s of servers) load(s, s.url + sc.path(s), sc.script, 2);
       for (let r = 0; r < ROUNDS; r++) {
         for (let k = 0; k < servers.length; k++) {
           const i = (k + r) % servers.length;
           const s = servers[i] as Server;
-          samples[i]?.push(load(s, s.url + sc.path(s), sc.script, SECONDS));
+          samples[i]?.push(await load(s, sc.request(s)));
         }
       }
       const of = (i: number, key: keyof Sample) => (samples[i] as Sample[]).map((x) => x[key]);
@@ -160,7 +155,7 @@ async function main(): Promise<void> {
       process.stderr.write(`bench: ${sc.name} ${servers.map((s) => { const x = row[s.label]; return `${s.label} ${x?.rps_median} req/s (${x?.rps_vs_first}) ${x?.cpu_us_per_req} µs CPU/req (${x?.cpu_vs_first})`; }).join(' | ')}\n`);
     }
     const trees_ = servers.map((s) => ({ tree: s.label, commit: spawnSync('git', ['-C', s.tree, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim() }));
-    const file = save('ab-http', { bench: 'ab-http', at: new Date().toISOString(), setup: { rounds: ROUNDS, seconds: SECONDS, connections: 64, workers: 1, pinned: hasTaskset ? 'servers core 0, wrk core 1' : 'not pinned' }, trees: trees_, machine: machine(), results });
+    const file = save('ab-http', { bench: 'ab-http', at: new Date().toISOString(), setup: { rounds: ROUNDS, seconds: SECONDS, warmup_s: WARMUP, connections: CONNECTIONS, workers: 1, load: 'svc bench engine (bench/harness), 1 generator thread, closed loop', pinned: hasTaskset ? 'servers core 0, load core 1' : 'not pinned' }, trees: trees_, machine: machine(), results });
     for (const [name, row] of Object.entries(results)) {
       console.log(`\n${name}`);
       console.table(Object.fromEntries(Object.entries(row).filter(([, v]) => typeof v === 'object').map(([k, v]) => [k, { ...(v as object), rps_rounds: undefined, cpu_us_rounds: undefined }])));

@@ -4,13 +4,13 @@
  * one run:
  *
  *  1. partitioned load: 64 users, each request a private `Bump` with one
- *     user's token (picked at random per request), spread evenly over every
- *     member's port, on 1, 2 and 3 processes. Load: one `wrk -t1` per member,
- *     all running at once (wrk targets one host:port), 64 connections in all
- *     split over them; requests/s summed, p50/p99 from the merged latency
- *     histograms (each wrk's `done()` dumps its raw histogram). With n
- *     members, (n-1)/n of the requests land on a member that does not own the
- *     user's root and are forwarded.
+ *     user's token (the users taken in turn), spread evenly over every
+ *     member's port, on 1, 2 and 3 processes. Load: the engine of `svc bench`
+ *     (bench/harness), one closed-loop run (one generator thread) per member,
+ *     all running at once, 64 connections in all split over them, 1 s of
+ *     warm-up; requests/s summed, p50/p99 from the runs' latency histograms
+ *     merged. With n members, (n-1)/n of the requests land on a member that
+ *     does not own the user's root and are forwarded.
  *  2. added latency of a forwarded request: 2 processes, sequential `Read`s
  *     (one in flight) for 32 users through A and through B; for each user the
  *     port with the lower median is taken as its root's owner (local), the
@@ -28,23 +28,23 @@
  *     forwarded-vs-local difference of (2) stands in for it (it is one
  *     cross-process ask round trip plus a TCP hop through both main threads).
  *
- * Nothing is pinned: on a 2-core machine the members, Redis, wrk and this
- * process share both cores, so the 2- and 3-process figures measure the cost
- * of clustering more than any scale-out (more processes than cores).
+ * Nothing is pinned: on a 2-core machine the members, Redis and this process
+ * (with the load's generator threads) share both cores, so the 2- and
+ * 3-process figures measure the cost of clustering more than any scale-out
+ * (more processes than cores).
  *
  *   npm run bench:cluster           (--quick: 3 s load runs)
  *
  * Writes bench/results/cluster-<time>.json.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { loadavg } from 'node:os';
 import WebSocket from 'ws';
+import { createHistogram, decodeHistogram, summarize } from './harness/index.ts';
 import { startRedis, type RedisServer } from '../test/helpers/redis.ts';
 import { tokenFor, type Server } from '../test/helpers/server.ts';
 import { startCluster, waitForMembers, walk, type TestCluster } from '../test/integration/cluster/helpers.ts';
-import { machine, parseWrkMs, percentile, round, save } from './lib.ts';
+import { type LoadRequest, machine, maxLoad, percentile, round, save } from './lib.ts';
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick');
@@ -72,93 +72,26 @@ interface Load {
   errors: number;
 }
 
-/** A wrk script: POST /walker/Bump with one of `tokens` at random; `done()` writes the raw latency histogram (µs, count) to `histFile`. */
-function bumpScript(tokens: string[], histFile: string): string {
-  const file = join(mkdtempSync(join(tmpdir(), 'svc-wrk-')), 'bump.lua');
-  const auth = tokens.map((t) => JSON.stringify(`Bearer ${t}`)).join(',\n');
-  writeFileSync(
-    file,
-    `local auth = { ${auth} }
-request = function()
-  return wrk.format("POST", "/walker/Bump", { ["Content-Type"] = "application/json", ["Authorization"] = auth[math.random(#auth)] }, "{}")
-end
-done = function(summary, latency, requests)
-  local f = io.open(${JSON.stringify(histFile)}, "w")
-  local i = 1
-  while true do
-    local v, c = latency(i)
-    if v == nil or v == 0 or c == nil or c == 0 then break end
-    f:write(v, " ", c, "\\n")
-    i = i + 1
-  end
-  f:close()
-end
-`,
-  );
-  return file;
-}
-
-/** utime + stime of a process (every thread), in seconds. */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(f[11]) + Number(f[12])) / 100; // USER_HZ
-}
-
-function runWrk(args: string[]): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const p = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    p.stdout.on('data', (d: Buffer) => (out += d.toString()));
-    p.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    p.once('error', reject);
-    p.once('exit', () => resolve(out));
-  });
-}
-
-/** One wrk per member at once; summed rate, percentiles over the merged histograms. */
+/** One run per member at once (the connections split over them); summed rate, percentiles over the merged histograms. */
 async function partitionedLoad(members: Server[], tokens: string[], seconds: number): Promise<Load & { per_member_rps: number[]; members_cpu_ms_per_request: number }> {
   const conns = Math.max(1, Math.round(CONNECTIONS / members.length));
-  const dir = mkdtempSync(join(tmpdir(), 'svc-bench-cluster-'));
-  const cpuBefore = members.reduce((s, m) => s + cpuSeconds(m.proc.pid as number), 0);
-  const runs = await Promise.all(
-    members.map(async (m, i) => {
-      const hist = join(dir, `hist-${i}.txt`);
-      const out = await runWrk(['-t1', `-c${conns}`, `-d${seconds}s`, '-s', bumpScript(tokens, hist), m.url]);
-      const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
-      if (!rps) throw new Error(`wrk failed:\n${out}`);
-      const requests = Number(/(\d+) requests in/.exec(out)?.[1] ?? 0);
-      const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
-      const se = /Socket errors:.*?(\d+).*?(\d+).*?(\d+).*?(\d+)/.exec(out);
-      const errors = non2xx + (se ? se.slice(1).reduce((s, x) => s + Number(x), 0) : 0);
-      const buckets = readFileSync(hist, 'utf8')
-        .trim()
-        .split('\n')
-        .filter(Boolean)
-        .map((l) => l.split(' ').map(Number) as [number, number]);
-      return { rps, requests, errors, buckets, p99: parseWrkMs(/99%\s+(\S+)/.exec(out)?.[1] ?? '') };
-    }),
-  );
-  const cpu = members.reduce((s, m) => s + cpuSeconds(m.proc.pid as number), 0) - cpuBefore;
-  const merged = new Map<number, number>();
-  for (const r of runs) for (const [v, c] of r.buckets) merged.set(v, (merged.get(v) ?? 0) + c);
-  const sorted = [...merged.entries()].sort((a, b) => a[0] - b[0]);
-  const total = sorted.reduce((s, [, c]) => s + c, 0);
-  const at = (p: number) => {
-    const want = Math.ceil((p / 100) * total);
-    let seen = 0;
-    for (const [v, c] of sorted) if ((seen += c) >= want) return v / 1000;
-    return NaN;
-  };
+  const bump: LoadRequest[] = tokens.map((t) => ({ path: '/walker/Bump', body: '{}', headers: { authorization: `Bearer ${t}` } }));
+  // Each run counts its member's CPU over its own measured part: the runs start and end together.
+  const runs = await Promise.all(members.map((m) => maxLoad(m.url, bump, { seconds, warmup: WARMUP, connections: conns, cpuPid: m.proc.pid as number })));
+  const merged = createHistogram();
+  for (const r of runs) merged.add(decodeHistogram(r.histogram));
+  const latency = summarize(merged);
+  const requests = runs.reduce((s, r) => s + r.requests, 0);
+  const cpuUs = runs.reduce((s, r) => s + r.cpu_us, 0);
   return {
     rps: Math.round(runs.reduce((s, r) => s + r.rps, 0)),
-    p50_ms: round(at(50), 3),
-    p99_ms: round(at(99), 3),
-    requests: runs.reduce((s, r) => s + r.requests, 0),
+    p50_ms: round(latency.p50, 3),
+    p99_ms: round(latency.p99, 3),
+    requests,
     errors: runs.reduce((s, r) => s + r.errors, 0),
     per_member_rps: runs.map((r) => Math.round(r.rps)),
-    // CPU time of every member process (all threads) over the run, per answered request.
-    members_cpu_ms_per_request: round((cpu * 1000) / runs.reduce((s, r) => s + r.requests, 0), 3),
+    // CPU time of every member process (all threads) over the run, per request.
+    members_cpu_ms_per_request: round(cpuUs / 1000 / requests, 3),
   };
 }
 
@@ -341,7 +274,6 @@ async function main(): Promise<void> {
       // Every root active on its owner before the load.
       for (const token of userTokens) for (const m of members) await walk(m.url, 'Bump', {}, token);
       log(`partitioned load on ${n} process(es): ${DURATION} s`);
-      await partitionedLoad(members, userTokens, WARMUP);
       const r = await partitionedLoad(members, userTokens, DURATION);
       const one = partitioned.processes_1;
       partitioned[`processes_${n}`] = { ...r, ...(one ? { vs_1_rps: round(r.rps / one.rps, 2), vs_1_p50: round(r.p50_ms / one.p50_ms, 2), vs_1_p99: round(r.p99_ms / one.p99_ms, 2) } : { vs_1_rps: 1, vs_1_p50: 1, vs_1_p99: 1 }) };
@@ -375,9 +307,9 @@ async function main(): Promise<void> {
       warmup_s: WARMUP,
       connections_total: CONNECTIONS,
       users: USERS,
-      load: 'one wrk -t1 per member, concurrently (64 connections split evenly); rps summed, percentiles from merged wrk histograms',
+      load: 'svc bench engine (bench/harness): one closed-loop run (1 generator thread) per member, concurrently (64 connections split evenly); rps summed, percentiles from the merged histograms',
       svc_workers_per_process: 1,
-      pinned: 'not pinned: members, redis-server, wrk and the bench share every core',
+      pinned: 'not pinned: members, redis-server and the bench (with its load threads) share every core',
       loadavg_before: loadBefore,
       loadavg_after: loadavg().map((x) => round(x, 2)),
       failover_trials: FAILOVERS,

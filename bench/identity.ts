@@ -5,8 +5,10 @@
  *     against raw argon2 verify of the same hash at the same concurrency, in a
  *     plain Node process (the ceiling: nothing but hashing), and against the
  *     hashing pool alone (`ThreadHasher`, no HTTP);
- *  2. authenticated walker calls (`ReadAuth`, a JWT, one node read) with wrk,
- *     alone and while logins run at full speed: throughput kept and p99.
+ *  2. authenticated walker calls (`ReadAuth`, a JWT, one node read), loaded
+ *     by the engine of `svc bench` (bench/harness: 16 connections, a closed
+ *     loop, one generator thread in this process, 2 s of warm-up), alone and
+ *     while logins run at full speed: throughput kept and p99.
  *
  *   npm run bench:identity            (--quick for short runs)
  *
@@ -17,12 +19,14 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { freePort, machine, parseWrkMs, type Proc, round, save, serve, wrkScript } from './lib.ts';
+import { freePort, machine, maxLoad, type Proc, round, save, serve } from './lib.ts';
 
 const quick = process.argv.includes('--quick');
 const DURATION = quick ? 4 : 10;
 const CORES = availableParallelism();
-const WRK_CONNECTIONS = 16;
+/** Connections of the walker-call load, and its warm-up (s). */
+const CONNECTIONS = 16;
+const WARMUP = 2;
 const SECRET = 'bench-secret-bench-secret-bench-secret-0123';
 const PASSWORD = 'bench password that is long';
 const root = new URL('..', import.meta.url).pathname;
@@ -115,20 +119,10 @@ async function loginLoad(url: string, users: string[], concurrency: number, unti
 }
 
 
-/** wrk against one URL for DURATION seconds (async, so logins can run beside it). */
-function wrk(url: string, headers: Record<string, string>): Promise<{ rps: number; p50_ms: number; p99_ms: number; errors: number }> {
-  const script = wrkScript('{}', headers);
-  return new Promise((resolve, reject) => {
-    const p = spawn('wrk', ['-t1', `-c${WRK_CONNECTIONS}`, `-d${DURATION}s`, '--latency', '-s', script, url], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    p.stdout.on('data', (d: Buffer) => (out += d));
-    p.once('exit', () => {
-      const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
-      if (!rps) return reject(new Error(`wrk failed:\n${out}`));
-      const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
-      resolve({ rps: Math.round(rps), p50_ms: round(parseWrkMs(/50%\s+(\S+)/.exec(out)?.[1] ?? ''), 3), p99_ms: round(parseWrkMs(/99%\s+(\S+)/.exec(out)?.[1] ?? ''), 3), errors: non2xx });
-    });
-  });
+/** `{}` POSTed to `path` of `origin` at full speed for DURATION seconds, after the warm-up (async, so logins can run beside it). */
+async function walkerLoad(origin: string, path: string, headers: Record<string, string>): Promise<{ rps: number; p50_ms: number; p99_ms: number; errors: number }> {
+  const out = await maxLoad(origin, [{ path, body: '{}', headers }], { seconds: DURATION, warmup: WARMUP, connections: CONNECTIONS });
+  return { rps: Math.round(out.rps), p50_ms: round(out.p50_ms, 3), p99_ms: round(out.p99_ms, 3), errors: out.errors };
 }
 
 async function json(url: string, body: unknown, headers: Record<string, string> = {}): Promise<any> {
@@ -152,16 +146,15 @@ async function svcFigures(svcUrl: string, raw: Record<string, number>, concurren
   const auth = { authorization: `Bearer ${token}` };
   const seeded = await json(`${svcUrl}/walker/Seed`, {}, auth);
   const docId = seeded.data.reports[0].id as string;
-  const url = `${svcUrl}/walker/ReadAuth/${docId}`;
+  const path = `/walker/ReadAuth/${docId}`;
   process.stderr.write('bench: walker calls alone\n');
-  await wrk(url, auth);
-  const alone = await wrk(url, auth);
+  const alone = await walkerLoad(svcUrl, path, auth);
   process.stderr.write('bench: walker calls while logins run\n');
   const loginConcurrency = CORES * 4;
   let stopLogins: () => void = () => {};
   const logins = loginLoad(svcUrl, users, loginConcurrency, new Promise<void>((resolve) => (stopLogins = resolve)), 0);
   await new Promise((resolve) => setTimeout(resolve, 1000));
-  const loaded = await wrk(url, auth);
+  const loaded = await walkerLoad(svcUrl, path, auth);
   stopLogins();
   const loginsDuring = await logins;
   return { login, alone, loaded, loginConcurrency, loginsDuring };
@@ -194,7 +187,9 @@ async function main(): Promise<void> {
     hash_pool_verify_per_s: pool,
     svc_login: login,
     walker_calls: {
-      wrk_connections: WRK_CONNECTIONS,
+      connections: CONNECTIONS,
+      warmup_s: WARMUP,
+      load: 'svc bench engine (bench/harness), 1 generator thread, closed loop',
       alone,
       during_logins: { ...loaded, login_concurrency: loginConcurrency, logins_per_s: loginsDuring.rate, login_errors: loginsDuring.errors },
       kept: round(loaded.rps / alone.rps, 2),

@@ -1,10 +1,11 @@
-/** Small helpers shared by the benchmarks: timing, percentiles, machine facts, result files. */
+/** Small helpers shared by the benchmarks: timing, percentiles, machine facts, result files, load through the `svc bench` engine. */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { cpus, release, tmpdir, totalmem } from 'node:os';
-import { mkdirSync, mkdtempSync, writeFileSync, readFileSync } from 'node:fs';
+import { cpus, release, totalmem } from 'node:os';
+import { mkdirSync, writeFileSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+import { runLoad, type EnginePlan, type PreparedRequest } from './harness/index.ts';
 
 export function percentile(sorted: Float64Array | number[], p: number): number {
   if (sorted.length === 0) return NaN;
@@ -76,10 +77,9 @@ export interface Proc {
   stop(): Promise<void>;
 }
 
-/** Start a server process (from the repository root) and wait for its ready line. */
-export async function serve(cmd: string, args: string[], ready: RegExp, env: Record<string, string> = {}): Promise<Proc> {
-  const root = new URL('..', import.meta.url).pathname;
-  const proc = spawn(cmd, args, { cwd: root, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Start a server process (from the repository root, or `cwd`) and wait for its ready line. */
+export async function serve(cmd: string, args: string[], ready: RegExp, env: Record<string, string> = {}, cwd = new URL('..', import.meta.url).pathname): Promise<Proc> {
+  const proc = spawn(cmd, args, { cwd, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   process.stderr.write(`bench: starting ${[cmd, ...args].join(' ').slice(0, 120)}\n`);
   await new Promise<void>((resolve, reject) => {
@@ -106,28 +106,6 @@ export async function serve(cmd: string, args: string[], ready: RegExp, env: Rec
   };
 }
 
-/** A wrk Lua script that POSTs `body` as JSON with these headers. */
-export function wrkScript(body: string, headers: Record<string, string>): string {
-  const file = join(mkdtempSync(join(tmpdir(), 'svc-wrk-')), 'post.lua');
-  const lines = [`wrk.method = "POST"`, `wrk.body = ${JSON.stringify(body)}`, `wrk.headers["Content-Type"] = "application/json"`];
-  for (const [k, v] of Object.entries(headers)) lines.push(`wrk.headers[${JSON.stringify(k)}] = ${JSON.stringify(v)}`);
-  writeFileSync(file, `${lines.join('\n')}\n`);
-  return file;
-}
-
-/** A wrk script that posts `{}` to one of `requests` (path and headers), at random, per request. */
-export function wrkSpreadScript(requests: { path: string; headers: Record<string, string> }[]): string {
-  const file = join(mkdtempSync(join(tmpdir(), 'svc-wrk-')), 'spread.lua');
-  const entries = requests.map((r) => {
-    const headers = Object.entries({ 'Content-Type': 'application/json', ...r.headers })
-      .map(([k, v]) => `[${JSON.stringify(k)}] = ${JSON.stringify(v)}`)
-      .join(', ');
-    return `{ path = ${JSON.stringify(r.path)}, headers = { ${headers} } }`;
-  });
-  writeFileSync(file, `local reqs = { ${entries.join(',\n')} }\nrequest = function()\n  local r = reqs[math.random(#reqs)]\n  return wrk.format("POST", r.path, r.headers, "{}")\nend\n`);
-  return file;
-}
-
 /** Whether `taskset` can pin processes to cores here. */
 export const hasTaskset = spawnSync('taskset', ['--version']).status === 0;
 
@@ -136,28 +114,96 @@ export function pinned(core: number | string, cmd: string, args: string[]): [str
   return hasTaskset ? ['taskset', ['-c', String(core), cmd, ...args]] : [cmd, args];
 }
 
-/** What one `wrk --latency` run printed: requests, rate, latency percentiles, non-2xx answers and socket errors. */
-export function parseWrk(out: string): { requests: number; rps: number; p50_ms: number; p99_ms: number; errors: number } {
-  const rps = Number(/Requests\/sec:\s+([\d.]+)/.exec(out)?.[1]);
-  const requests = Number(/(\d+) requests in/.exec(out)?.[1]);
-  if (!rps || !requests) throw new Error(`wrk failed:\n${out}`);
-  const non2xx = Number(/Non-2xx or 3xx responses:\s+(\d+)/.exec(out)?.[1] ?? 0);
-  const socketErrors = /Socket errors:.*?(\d+).*?(\d+).*?(\d+).*?(\d+)/.exec(out);
-  return {
-    requests,
-    rps,
-    p50_ms: parseWrkMs(/50%\s+(\S+)/.exec(out)?.[1] ?? ''),
-    p99_ms: parseWrkMs(/99%\s+(\S+)/.exec(out)?.[1] ?? ''),
-    errors: non2xx + (socketErrors ? socketErrors.slice(1).reduce((n, x) => n + Number(x), 0) : 0),
-  };
+/**
+ * This process and every thread of it on `cores` (a taskset list); the load
+ * engine's generator threads, started later, inherit it. Nothing without taskset.
+ * @example pinSelf('1'); // the load on core 1, servers started with pinned(0, …)
+ */
+export function pinSelf(cores: number | string): void {
+  if (hasTaskset) spawnSync('taskset', ['-a', '-cp', String(cores), String(process.pid)], { stdio: 'ignore' });
 }
 
-/** A wrk latency figure (`812.00us`, `1.20ms`, `2.01s`) in milliseconds. */
-export function parseWrkMs(s: string): number {
-  const m = /([\d.]+)(us|ms|s)/.exec(s);
-  if (!m) return NaN;
-  const v = Number(m[1]);
-  return m[2] === 'us' ? v / 1000 : m[2] === 's' ? v * 1000 : v;
+/** One request a bench load sends: a POST of a JSON body to `path`, with these headers too. */
+export interface LoadRequest {
+  path: string;
+  body: string;
+  headers?: Record<string, string>;
+}
+
+/**
+ * The engine plan that POSTs `bodies` to `origin`: one request kind, named
+ * `load`, whose variants are `bodies`, taken in turn (round robin). `plan`
+ * sets the rest (closed loop, 64 connections, no warm-up, 1 thread unless given).
+ * @example runLoad(postPlan(url, [{ path: '/walker/Echo', body: '{}' }], { mode: 'open', rate: 5000, duration_s: 10 }))
+ */
+export function postPlan(origin: string, bodies: LoadRequest[], plan: Partial<Omit<EnginePlan, 'origin' | 'requests'>> & { duration_s: number }): EnginePlan {
+  const requests: PreparedRequest[] = [
+    {
+      name: 'load',
+      method: 'POST',
+      variants: bodies.map((b, i) => ({ path: b.path, headers: { 'content-type': 'application/json', ...b.headers }, body: b.body, user: bodies.length > 1 ? i : -1 })),
+      weight: 1,
+    },
+  ];
+  return { origin, requests, mode: 'closed', connections: 64, warmup_s: 0, threads: 1, ...plan };
+}
+
+export interface MaxLoadOptions {
+  /** Measured seconds. */
+  seconds: number;
+  /** Seconds of load before measuring (default 0). */
+  warmup?: number;
+  /** Connections in total (default 64). */
+  connections?: number;
+  /** Generator threads (default 1). */
+  threads?: number;
+  /** A server process whose CPU time (user + system, every thread) is counted over the measured part. */
+  cpuPid?: number;
+}
+
+export interface MaxLoad {
+  /** Requests per second over the measured part (every request that ended, errors too). */
+  rps: number;
+  p50_ms: number;
+  p99_ms: number;
+  /** Requests that did not end with a 2xx/3xx answer (error answers, socket errors, timeouts). */
+  errors: number;
+  requests: number;
+  /** CPU time of `cpuPid` over the measured part, in µs, and per request (NaN without `cpuPid`). */
+  cpu_us: number;
+  cpu_us_per_req: number;
+  /** The latency histogram (µs, HDR-encoded base64), to merge with other runs'. */
+  histogram: string;
+}
+
+/**
+ * Maximum throughput: a closed loop of `connections` (each sends its next
+ * request when the last is answered) POSTing `bodies` in turn to `origin`,
+ * through the load engine of `svc bench`, and the CPU a server used per request
+ * meanwhile. Figures as the engine gives them (not rounded further).
+ * @example const l = await maxLoad('http://127.0.0.1:8000', [{ path: '/walker/Echo', body: '{}' }], { seconds: 10, warmup: 2, cpuPid: server.proc.pid });
+ */
+export async function maxLoad(origin: string, bodies: LoadRequest[], opts: MaxLoadOptions): Promise<MaxLoad> {
+  const pid = opts.cpuPid;
+  const warmup = Math.max(0, opts.warmup ?? 0);
+  // Without a warm-up the measured part starts with the run; with one, at its last warm-up second (t = 0).
+  let cpuAtStart = pid !== undefined && warmup === 0 ? cpuMicros(pid) : NaN;
+  const out = await runLoad(postPlan(origin, bodies, { duration_s: opts.seconds, warmup_s: warmup, connections: opts.connections ?? 64, threads: opts.threads ?? 1 }), {
+    onProgress: (p) => {
+      if (pid !== undefined && p.t >= 0 && Number.isNaN(cpuAtStart)) cpuAtStart = cpuMicros(pid);
+    },
+  });
+  const cpu = pid === undefined ? NaN : cpuMicros(pid) - cpuAtStart;
+  return {
+    rps: out.throughput.rps,
+    p50_ms: out.latency_ms.p50,
+    p99_ms: out.latency_ms.p99,
+    errors: out.errors.total,
+    requests: out.throughput.requests,
+    cpu_us: cpu,
+    cpu_us_per_req: cpu / out.throughput.requests,
+    histogram: out.histogram,
+  };
 }
 
 /**

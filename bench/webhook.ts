@@ -7,9 +7,12 @@
  *
  *   npm run bench:webhook            (--rounds N, --seconds S, --quick)
  *
- * The server runs one worker thread pinned to core 0; wrk runs on core 1.
- * Per scenario: the median throughput, p50/p99 latency and the server's CPU
- * time per request (all its threads, from /proc); the ratio is the geometric
+ * The server runs one worker thread pinned to core 0; the load — the engine of
+ * `svc bench` (bench/harness), one generator thread in this process — on core 1.
+ * Each load: 64 connections, a closed loop, 1 s of warm-up then the measured
+ * seconds. Per scenario: the median throughput, p50/p99 latency and the
+ * server's CPU time per request (all its threads, from /proc, over the
+ * measured part); the ratio is the geometric
  * mean of the rounds' ratios. Then, in this process, what the webhook checks
  * cost on their own: `ApiKeys.check` on a key held in memory, and the HMAC
  * (and constant-time compare) of a 1 KB body. Writes bench/results/webhook-<time>.json.
@@ -21,7 +24,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
 import { ApiKeys, MemoryUsersRepository, serviceAccount } from '../actors/identity/index.ts';
-import { ensureUsers, freePort, hasTaskset, machine, median, nsPerOp, parseWrk, pinned, type Proc, round, save, serve, wrkScript, cpuMicros } from './lib.ts';
+import { ensureUsers, freePort, hasTaskset, type LoadRequest, machine, maxLoad, median, nsPerOp, pinned, pinSelf, type Proc, round, save, serve } from './lib.ts';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
@@ -32,6 +35,8 @@ const flag = (name: string, fallback: number): number => {
 const ROUNDS = flag('--rounds', quick ? 3 : 7);
 const SECONDS = flag('--seconds', quick ? 3 : 5);
 const CONNECTIONS = 64;
+/** Seconds of load before each measured run (the engine's warm-up). */
+const WARMUP = 1;
 const JWT_SECRET = 'bench-secret-bench-secret-bench-secret-0123';
 const WEBHOOK_SECRET = 'bench-webhook-secret-bench-webhook-secret-0123';
 const root = new URL('..', import.meta.url).pathname;
@@ -51,14 +56,9 @@ interface Sample {
   cpu_us_per_req: number;
 }
 
-function load(p: Proc, url: string, script: string, seconds: number): Sample {
-  const [c, a] = pinned(1, 'wrk', ['-t1', `-c${CONNECTIONS}`, `-d${seconds}s`, '--latency', '-s', script, url]);
-  const pid = p.proc.pid as number;
-  const cpu0 = cpuMicros(pid);
-  const out = spawnSync(c, a, { encoding: 'utf8' }).stdout;
-  const cpu = cpuMicros(pid) - cpu0;
-  const { rps, requests, p50_ms, p99_ms, errors } = parseWrk(out);
-  return { rps, p50_ms, p99_ms, errors, cpu_us_per_req: cpu / requests };
+async function load(p: Proc, origin: string, request: LoadRequest): Promise<Sample> {
+  const { rps, p50_ms, p99_ms, errors, cpu_us_per_req } = await maxLoad(origin, [request], { seconds: SECONDS, warmup: WARMUP, connections: CONNECTIONS, cpuPid: p.proc.pid as number });
+  return { rps, p50_ms, p99_ms, errors, cpu_us_per_req };
 }
 
 const pairedRatio = (xs: number[], base: number[]): number => Math.exp(xs.reduce((sum, x, k) => sum + Math.log(x / (base[k] as number)), 0) / xs.length);
@@ -101,26 +101,26 @@ async function main(): Promise<void> {
     const [cmd, a] = pinned(0, process.execPath, [join(root, 'bin/svc.mjs'), 'start', app, '--workers', '1', '--port', String(port), '--host', '127.0.0.1']);
     server = await serve(cmd, a, /Server ready/, { SVC_TRANSPORT: 'uws', SVC_ACCESS_LOG: 'false', JWT_SECRET, WEBHOOK_SECRET, SVC_DATA_DIR: dataDir });
     const url = `http://127.0.0.1:${port}`;
+    // The load generator (this process and the engine's threads, started later) on core 1.
+    pinSelf(1);
     const created = (await (await fetch(`${url}/api-key/create`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` }, body: JSON.stringify({ name: 'bench' }) })).json()) as { data: { api_key: string } };
     const key = created.data.api_key;
     const signature = createHmac('sha256', WEBHOOK_SECRET).update(body).digest('hex');
-    const scenarios = [
-      { name: 'public_walker', url: `${url}/walker/NotifyPublic`, script: wrkScript(body, {}) },
-      { name: 'webhook_signed', url: `${url}/webhook/Notify`, script: wrkScript(body, { 'X-API-Key': key, 'X-Webhook-Signature': signature }) },
+    const scenarios: { name: string; request: LoadRequest }[] = [
+      { name: 'public_walker', request: { path: '/walker/NotifyPublic', body } },
+      { name: 'webhook_signed', request: { path: '/webhook/Notify', body, headers: { 'x-api-key': key, 'x-webhook-signature': signature } } },
     ];
     // Both answer 200 before anything is measured (a refused webhook would be fast and wrong).
     for (const s of scenarios) {
-      const headers: Record<string, string> = { 'content-type': 'application/json', ...(s.name === 'webhook_signed' ? { 'x-api-key': key, 'x-webhook-signature': signature } : {}) };
-      const res = await fetch(s.url, { method: 'POST', headers, body });
+      const res = await fetch(url + s.request.path, { method: 'POST', headers: { 'content-type': 'application/json', ...s.request.headers }, body });
       if (res.status !== 200) throw new Error(`${s.name}: ${res.status} ${await res.text()}`);
     }
-    for (const s of scenarios) load(server, s.url, s.script, 2);
     const samples = scenarios.map(() => [] as Sample[]);
     for (let r = 0; r < ROUNDS; r++) {
       for (let k = 0; k < scenarios.length; k++) {
         const i = (k + r) % scenarios.length;
         const s = scenarios[i] as (typeof scenarios)[number];
-        samples[i]?.push(load(server, s.url, s.script, SECONDS));
+        samples[i]?.push(await load(server, url, s.request));
         process.stderr.write(`bench: round ${r + 1} ${s.name} ${Math.round(samples[i]?.at(-1)?.rps ?? 0)} req/s\n`);
       }
     }
@@ -150,12 +150,13 @@ async function main(): Promise<void> {
       setup: {
         rounds: ROUNDS,
         seconds: SECONDS,
+        warmup_s: WARMUP,
         connections: CONNECTIONS,
         body_bytes: Buffer.byteLength(body),
         svc_workers: 1,
         transport: 'uws',
-        load: 'wrk -t1',
-        pinned: hasTaskset ? 'server core 0, wrk core 1' : 'not pinned (no taskset)',
+        load: 'svc bench engine (bench/harness), 1 generator thread, closed loop',
+        pinned: hasTaskset ? 'server core 0, load core 1' : 'not pinned (no taskset)',
         commit: spawnSync('git', ['-C', root, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim(),
       },
       machine: machine(),

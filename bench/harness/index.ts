@@ -9,6 +9,7 @@
 export { runBench, readResult, parseMetrics } from './run.ts';
 export { runLoad } from './engine.ts';
 export type { LoadOutcome, LoadOptions, LoadProgress } from './engine.ts';
+export { createHistogram, decodeHistogram, summarize } from './histogram.ts';
 export type { BenchOptions, BenchRun, Out } from './run.ts';
 export { BenchError, loadScenario, validateScenario, defaultScenario, fetchApi, prepare, registerUsers, requestName } from './scenario.ts';
 export type { LoadedScenario, PoolUser, Prepared, PrepareOptions, ApiIndex, ApiRoute } from './scenario.ts';
