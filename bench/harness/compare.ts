@@ -46,7 +46,11 @@
  *    metric is scaled by 1/√share (share: the request's fraction of all
  *    requests, the smaller of the two runs) — a request seeing a tenth of the
  *    traffic is judged with √10 × the noise. The run-level spreads apply.
- * 8. Fewer than 5 seconds in either timeline: nothing is judged.
+ * 8. **Short runs.** Fewer than 5 seconds in either timeline: only large
+ *    changes are judged — the floor of every latency and throughput figure is
+ *    at least 50 % (b / a beyond 1.5 or below 1 / 1.5), since a handful of
+ *    seconds says little about the noise between runs. Fewer than 2 seconds:
+ *    nothing is judged.
  *
  * Verdicts: throughput and latency are `faster` / `slower`, error rate
  * `better` / `worse`, else `same (within noise)`.
@@ -250,6 +254,9 @@ function label(r: BenchResult): RunLabel {
  * if (c.regressions.length) process.exitCode = 1;
  * console.log(formatComparison(c));
  */
+/** The least change a figure needs when a run has fewer than `minSeconds` seconds. */
+const SHORT_FLOOR = 0.5;
+
 export function compareResults(a: BenchResult, b: BenchResult, options: CompareOptions = {}): Comparison {
   const T = options.t ?? 3;
   const floors: Record<MetricKey, number> = { ...DEFAULT_FLOORS, ...options.floors };
@@ -257,8 +264,11 @@ export function compareResults(a: BenchResult, b: BenchResult, options: CompareO
   const ta = a.timeline ?? [];
   const tb = b.timeline ?? [];
   const notes = contextNotes(a, b);
-  const judged = ta.length >= minSeconds && tb.length >= minSeconds;
-  if (!judged) notes.push(`fewer than ${minSeconds} seconds of timeline (a ${ta.length}, b ${tb.length}): nothing judged`);
+  // Short runs (2 to minSeconds − 1 seconds) are judged for large changes only: a floor of SHORT_FLOOR on every figure.
+  const short = ta.length < minSeconds || tb.length < minSeconds;
+  const judged = ta.length >= 2 && tb.length >= 2;
+  if (!judged) notes.push(`fewer than 2 seconds of timeline (a ${ta.length}, b ${tb.length}): nothing judged`);
+  else if (short) notes.push(`fewer than ${minSeconds} seconds of timeline (a ${ta.length}, b ${tb.length}): only changes of ${SHORT_FLOOR * 100}% or more are judged`);
 
   const tests = {
     rps: runTest(ta, tb, 'rps'),
@@ -276,7 +286,7 @@ export function compareResults(a: BenchResult, b: BenchResult, options: CompareO
   const judge = (key: MetricKey, va: number, vb: number, t: number, extra: { request?: string; note?: string } = {}): void => {
     const change = changePct(va, vb);
     const unit = key === 'rps' ? 'rps' : key === 'error_rate' ? '%' : 'ms';
-    const floor = Math.max(floors[key], spreadOf(key));
+    const floor = Math.max(floors[key], spreadOf(key), short && key !== 'error_rate' ? SHORT_FLOOR : 0);
     const ratio = va === 0 || vb === 0 ? (va === vb ? 1 : Infinity) : vb / va;
     const moved = key === 'error_rate' ? Math.abs(vb - va) > floor : ratio > 0 && Math.abs(Math.log(ratio)) > Math.log1p(floor);
     const diff = vb - va;

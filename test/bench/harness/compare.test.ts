@@ -144,10 +144,19 @@ t.test('per request: only names both runs have', async (t) => {
   t.same([...requests], ['list']);
 });
 
-t.test('short or mismatched runs: said in notes, short runs not judged', async (t) => {
-  const short = compareResults(run({ seed: 1, seconds: 3 }), run({ seed: 2, seconds: 3, rps: 5000, latencyMs: 10 }));
-  t.same(short.regressions, [], 'three seconds are too few to judge');
-  t.match(short.notes.join('\n'), /fewer than 5 seconds/);
+t.test('short or mismatched runs: said in notes; short runs judged for large changes only', async (t) => {
+  const halved = compareResults(run({ seed: 1, seconds: 3 }), run({ seed: 2, seconds: 3, rps: 5000, latencyMs: 10 }));
+  t.ok(halved.regressions.some((l) => l.startsWith('throughput rps')), `three seconds still show a 2x slowdown: ${halved.regressions.join('; ')}`);
+  t.match(halved.notes.join('\n'), /fewer than 5 seconds .*only changes of 50% or more/);
+  const slightly = compareResults(run({ seed: 1, seconds: 3 }), run({ seed: 2, seconds: 3, rps: 8000, latencyMs: 6 }));
+  t.same(slightly.regressions, [], 'a 20% change in three seconds is not judged');
+  for (let seed = 1; seed <= 10; seed++) {
+    const same = compareResults(run({ seed, seconds: 3 }), run({ seed: seed + 100, seconds: 3 }));
+    t.same([same.regressions, same.improvements], [[], []], `same build, three seconds, seeds ${seed}/${seed + 100}`);
+  }
+  const tooShort = compareResults(run({ seed: 1, seconds: 1 }), run({ seed: 2, seconds: 1, rps: 5000 }));
+  t.same(tooShort.regressions, [], 'one second: nothing judged');
+  t.match(tooShort.notes.join('\n'), /fewer than 2 seconds/);
   const mismatch = compareResults(run({ seed: 1 }), run({ seed: 2, rate: 10_000 }));
   t.match(mismatch.notes.join('\n'), /different modes: a closed, b open/);
   t.match(formatComparison(mismatch), /notes:\n {2}different modes/);
