@@ -73,6 +73,7 @@ cli
   .option('--threads <n>', 'Load-generator threads (default 1)')
   .option('--users <n>', 'Users registered and logged in first; requests are sent as them (the default scenario then loads private endpoints too)')
   .option('--out <dir>', 'Where result.json and report.html go (default bench-results/<time>)')
+  .option('--timeout <ms>', 'Per-request timeout in milliseconds (default: the run\'s length, at most 30,000)')
   .option('--admin-token <token>', "An admin token (or SVC_BENCH_ADMIN_TOKEN): the server's /admin/stats and /metrics before and after")
   .option('--fail-on-regression', 'compare: exit 1 when a figure got worse beyond noise')
   // bench checks its flags itself: an unknown one is a usage error (exit 2).
@@ -96,6 +97,16 @@ cli
 
 cli.help();
 cli.version(version);
+
+// cac reads `--duration -3` as a missing value: bench says what is wrong with it (a usage error, exit 2).
+if (process.argv[2] === 'bench') {
+  const { negativeFlag } = await import('./commands/bench.ts');
+  const wrong = negativeFlag(process.argv);
+  if (wrong) {
+    process.stderr.write(`svc bench: ${wrong}\n`);
+    process.exit(2);
+  }
+}
 
 try {
   cli.parse(process.argv, { run: false });

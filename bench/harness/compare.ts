@@ -53,11 +53,12 @@
  *    nothing is judged.
  *
  * Verdicts: throughput and latency are `faster` / `slower`, error rate
- * `better` / `worse`, else `same (within noise)`.
+ * `better` / `worse`, else `same (within noise)`; `not judged` when a
+ * timeline has fewer than 2 seconds (nothing was tested).
  */
 import type { BenchResult, LatencySummary, TimelinePoint } from './types.ts';
 
-export type Verdict = 'faster' | 'slower' | 'better' | 'worse' | 'same (within noise)';
+export type Verdict = 'faster' | 'slower' | 'better' | 'worse' | 'same (within noise)' | 'not judged';
 export type MetricKey = 'rps' | 'p50' | 'p90' | 'p99' | 'p999' | 'max' | 'error_rate';
 
 export interface MetricComparison {
@@ -230,6 +231,28 @@ function runTest(a: TimelinePoint[], b: TimelinePoint[], key: 'rps' | 'p50' | 'p
   return { t: w.t, seRel, spread: Math.max(spread(sa, scale), spread(sb, scale)) };
 }
 
+const isObj = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+/**
+ * What makes `x` unusable as a result to compare (the first such field), or undefined when it is one:
+ * `timeline` a list of points, `latency_ms` and `throughput` objects, `per_request` entries objects.
+ *
+ * @example checkResult({ format: 'svc-bench/1', timeline: null }); // 'timeline is not a list'
+ */
+export function checkResult(x: unknown): string | undefined {
+  if (!isObj(x)) return 'not an object';
+  if (!Array.isArray(x.timeline)) return `timeline ${x.timeline === undefined ? 'is missing' : 'is not a list'}`;
+  const bad = x.timeline.findIndex((p) => !isObj(p));
+  if (bad >= 0) return `timeline[${bad}] is not a point`;
+  for (const field of ['throughput', 'latency_ms'] as const) if (!isObj(x[field])) return `${field} ${x[field] === undefined ? 'is missing' : 'is not an object'}`;
+  if (x.per_request !== undefined) {
+    if (!isObj(x.per_request)) return 'per_request is not an object';
+    for (const [name, r] of Object.entries(x.per_request)) if (!isObj(r)) return `per_request.${name} is not an object`;
+  }
+  if (x.scenario !== undefined && !isObj(x.scenario)) return 'scenario is not an object';
+  return undefined;
+}
+
 function num(x: unknown): number {
   return typeof x === 'number' && Number.isFinite(x) ? x : NaN;
 }
@@ -261,8 +284,9 @@ export function compareResults(a: BenchResult, b: BenchResult, options: CompareO
   const T = options.t ?? 3;
   const floors: Record<MetricKey, number> = { ...DEFAULT_FLOORS, ...options.floors };
   const minSeconds = options.minSeconds ?? 5;
-  const ta = a.timeline ?? [];
-  const tb = b.timeline ?? [];
+  // A malformed result (see checkResult) is read as far as it goes: points that are not objects are skipped.
+  const ta = (Array.isArray(a.timeline) ? a.timeline : []).filter(isObj) as unknown as TimelinePoint[];
+  const tb = (Array.isArray(b.timeline) ? b.timeline : []).filter(isObj) as unknown as TimelinePoint[];
   const notes = contextNotes(a, b);
   // Short runs (2 to minSeconds − 1 seconds) are judged for large changes only: a floor of SHORT_FLOOR on every figure.
   const short = ta.length < minSeconds || tb.length < minSeconds;
@@ -304,7 +328,7 @@ export function compareResults(a: BenchResult, b: BenchResult, options: CompareO
       t,
       floor,
       significant,
-      verdict: significant ? (diff > 0 ? up : down) : 'same (within noise)',
+      verdict: !judged ? 'not judged' : significant ? (diff > 0 ? up : down) : 'same (within noise)',
     };
     if (extra.request !== undefined) m.request = extra.request;
     if (extra.note !== undefined) m.note = extra.note;
@@ -332,7 +356,7 @@ export function compareResults(a: BenchResult, b: BenchResult, options: CompareO
   const totalB = num(b.throughput?.requests);
   for (const [name, ra] of Object.entries(a.per_request ?? {})) {
     const rb = b.per_request?.[name];
-    if (!rb) continue;
+    if (!ra || !rb || typeof ra !== 'object' || typeof rb !== 'object') continue;
     const share = Math.min(ra.requests / totalA, rb.requests / totalB);
     if (!(share > 0)) continue;
     const scale = Math.sqrt(share);

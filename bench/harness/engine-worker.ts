@@ -60,8 +60,10 @@ export type ThreadMessage =
       /** How long the measured part really lasted. */
       measured_s: number;
       requests: RequestTally[];
-      /** Failures not tied to a request of the plan: refused connections (`socket`), `dropped`. */
+      /** Not tied to a request of the plan: `dropped` (open loop, never sent). */
       other: Record<string, number>;
+      /** Requests still in flight at the end, younger than the timeout (older ones are counted as `timeout`). */
+      in_flight_end: number;
       backlog_max: number;
       backlog_end: number;
     }
@@ -375,6 +377,11 @@ class Conn implements ResponseSink {
   readonly parser: ResponseParser;
   /** The request in flight (index into the plan's requests), or -1. */
   req = -1;
+  /**
+   * The request chosen for this connection before it connected (sent first on it), or -1: a
+   * connection failing before anything was sent is that request's failure.
+   */
+  next = -1;
   /** When it was written (timeouts), and where its latency starts (the due time, open loop). */
   sentAt = 0;
   startAt = 0;
@@ -534,6 +541,8 @@ class Generator {
     const sweep = Math.min(100, Math.max(10, plan.timeout_ms / 4));
     this.timers.push(setInterval(() => this.sweep(), sweep));
     for (const conn of this.conns) if (conn.connected) this.opened(conn);
+    // The first requests' timeout clocks start with the run (writing them all takes a few ms).
+    for (const conn of this.conns) if (conn.req >= 0) conn.sentAt = this.t0;
     if (plan.mode === 'open') {
       this.timers.push(setInterval(() => this.tick(), 1));
       this.tick();
@@ -599,8 +608,9 @@ class Generator {
     if (conn.req >= 0 && code !== '') this.failed(conn.req, code);
     conn.req = -1;
     if (!conn.connected) {
-      // Refused or unreachable: a failed attempt, retried later.
-      this.failed(-1, 'socket');
+      // Refused or unreachable: a failed attempt of the request meant for it, retried later.
+      this.failed(conn.next >= 0 ? conn.next : this.pick(), 'socket');
+      conn.next = -1;
       this.retryAt = performance.now() + CONNECT_RETRY_MS;
     }
     if (this.plan.mode === 'closed') {
@@ -626,6 +636,8 @@ class Generator {
 
   private open(): Conn {
     const conn = new Conn(this, this.addr, this.plan.port, this.readBuffer);
+    // The request is chosen before connecting, so a failed connection is that request's failure.
+    conn.next = this.pick();
     this.conns.add(conn);
     return conn;
   }
@@ -642,7 +654,8 @@ class Generator {
 
   /** Write a request on `conn`; its latency runs from `start` (now, or when it was due). */
   private send(conn: Conn, now: number, start: number): void {
-    const r = this.pick();
+    const r = conn.next >= 0 ? conn.next : this.pick();
+    conn.next = -1;
     const w = this.wires[r]!;
     const v = w.next;
     conn.req = r;
@@ -681,9 +694,8 @@ class Generator {
       const drop = backlog - this.plan.backlog_cap;
       this.issued += drop;
       backlog -= drop;
+      // Never sent: neither a request nor an error of the second (the backlog shows them), only `dropped`.
       if (this.measuring) this.other.set('dropped', (this.other.get('dropped') ?? 0) + drop);
-      this.secErrors += drop;
-      this.secRequests += drop;
     }
     while (this.issued < this.due && this.idle.length > 0) this.dispatch(this.idle.pop()!, now);
     this.fill();
@@ -733,6 +745,22 @@ class Generator {
     this.lastBound = now;
     if (b.measured) this.measuredMs += span;
     if (this.plan.mode === 'open') this.tick();
+    const last = this.next + 1 === this.bounds.length;
+    // The end: requests still in flight must not vanish. Those waiting ≥ the timeout are timeouts
+    // (in this last second and the totals), the younger ones are reported apart.
+    let inFlight = 0;
+    if (last) {
+      // The end by the plan when the timer came early (it counts from the loop's cached, whole-ms
+      // clock), with 1 ms of slack: a request sent as the run began and unanswered when it ended
+      // has waited a whole run.
+      const end = Math.max(now, this.t0 + b.at);
+      for (const conn of this.conns) {
+        if (conn.req < 0 || conn.dead) continue;
+        if (end - conn.sentAt >= this.plan.timeout_ms - 1) this.failed(conn.req, 'timeout');
+        else inFlight++;
+        conn.req = -1;
+      }
+    }
     const all = this.all;
     all.reset();
     for (const tally of this.tallies) {
@@ -760,6 +788,7 @@ class Generator {
         return { requests: t.requests, errors: t.errors, by_status, by_code: Object.fromEntries(t.codes), histogram: encodeHistogram(t.total) };
       }),
       other: Object.fromEntries(this.other),
+      in_flight_end: inFlight,
       backlog_max: this.backlogMax,
       backlog_end: backlog,
     });

@@ -15,6 +15,7 @@
  * does 80–99k: one generator thread tops out there, the write syscall being
  * half of its time.
  */
+import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { createHistogram, decodeHistogram, encodeHistogram, percentileSeries, summarize, type Histogram } from './histogram.ts';
 import type { MainMessage, ThreadMessage, ThreadPlan } from './engine-worker.ts';
@@ -23,16 +24,25 @@ import type { BenchResult, EnginePlan, ErrorSummary } from './types.ts';
 
 /**
  * What a load run gives `BenchResult`, over the measured part:
- * - `throughput.requests`: every request that ended in it — answers of any
- *   status, and failures (`errors.total` of them); `rps` divides by the time
- *   it really lasted.
+ * - `throughput.requests`: every request sent that ended in it — answers of
+ *   any status, and failures on the wire (`errors.total` of them); `rps`
+ *   divides by the time it really lasted. Never the `dropped` ones.
+ * - `throughput.in_flight_at_end`: requests still unanswered at the end but
+ *   younger than the timeout (the older ones are `timeout` errors).
  * - `errors.by_code`: the envelope codes of error answers, plus `socket`
- *   (reset, closed mid-answer, refused connection), `timeout`, `protocol`
- *   (an answer that is not HTTP/1.1) and `dropped` (open loop, backlog full).
+ *   (reset, closed mid-answer, refused connection — under the request meant
+ *   for that connection), `timeout`, `protocol` (an answer that is not
+ *   HTTP/1.1) and `dropped` (open loop, backlog full: never sent, so not in
+ *   `errors.total` nor `throughput`; also `open_loop.dropped`).
  * - latencies: answers only, from the send (closed loop) or from when the
  *   request was due (open loop, so a server falling behind shows).
+ * - `threads`: the generator threads really used — the plan's, capped at the
+ *   connections and at 2 × the cores (`os.availableParallelism()`).
+ *   (Optional in the type only so outcomes built elsewhere need not say it; `runLoad` always does.)
  */
-export type LoadOutcome = Pick<BenchResult, 'throughput' | 'latency_ms' | 'errors' | 'open_loop' | 'timeline' | 'percentiles' | 'histogram' | 'per_request'>;
+export type LoadOutcome = Pick<BenchResult, 'throughput' | 'latency_ms' | 'errors' | 'open_loop' | 'timeline' | 'percentiles' | 'histogram' | 'per_request'> & {
+  threads?: number;
+};
 
 /** Once a second: `t` is seconds since the measured part began (≤ 0 while warming up). */
 export interface LoadProgress {
@@ -50,7 +60,8 @@ export interface LoadOptions {
   signal?: AbortSignal;
 }
 
-const DEFAULT_TIMEOUT_MS = 30_000;
+/** Per-request timeout by default: the run's duration, within 1 … 30 s. */
+export const defaultTimeoutMs = (duration_s: number): number => Math.min(30_000, Math.max(1_000, duration_s * 1000));
 const DEFAULT_OPEN_CONNECTIONS = 256;
 /** Open loop: most requests waiting for a connection, over all threads; the rest are dropped. */
 const BACKLOG_CAP = 1_000_000;
@@ -121,7 +132,7 @@ export async function runLoad(plan: EnginePlan, opts: LoadOptions = {}): Promise
           } else if (m.type === 'tick') onTick(m);
           else if (m.type === 'final') {
             finals[i] = m;
-            if (finals.filter(Boolean).length === threads) finish(undefined, outcome(plan, finals, timeline));
+            if (finals.filter(Boolean).length === threads) finish(undefined, { ...outcome(plan, finals, timeline), threads });
           } else finish(new BenchError(m.message));
         } catch (error) {
           finish(error);
@@ -131,6 +142,15 @@ export async function runLoad(plan: EnginePlan, opts: LoadOptions = {}): Promise
       worker.on('exit', (code) => finish(new BenchError(`generator thread ${i} exited (${code}) before the end`)));
     });
   });
+}
+
+/**
+ * The generator threads a run really uses: the ones asked (default 1), at most one per connection
+ * (each needs one of its own) and 2 per core (more only contend).
+ * @example threadsFor(8, 4) // 4
+ */
+export function threadsFor(asked: number | undefined, connections: number): number {
+  return Math.max(1, Math.min(Math.floor(asked || 1), connections, 2 * availableParallelism()));
 }
 
 /** Each thread's share of the plan, after checking the plan. */
@@ -148,8 +168,7 @@ function split(plan: EnginePlan): ThreadPlan[] {
   if (plan.mode === 'open' && !(plan.rate! > 0)) throw new BenchError('the open loop needs a rate > 0', 2);
   const connections = plan.connections > 0 ? Math.floor(plan.connections) : plan.mode === 'open' ? DEFAULT_OPEN_CONNECTIONS : 0;
   if (connections < 1) throw new BenchError('connections must be ≥ 1', 2);
-  // Every thread needs a connection of its own.
-  const threads = Math.min(Math.max(1, Math.floor(plan.threads || 1)), connections);
+  const threads = threadsFor(plan.threads, connections);
   return Array.from({ length: threads }, (_, thread) => ({
     thread,
     host: url.hostname.replace(/^\[|\]$/g, ''),
@@ -162,7 +181,7 @@ function split(plan: EnginePlan): ThreadPlan[] {
     phase_ms: plan.mode === 'open' ? (thread * 1000) / (plan.rate as number) : 0,
     warmup_s: Math.max(0, plan.warmup_s || 0),
     duration_s: plan.duration_s,
-    timeout_ms: plan.timeout_ms ?? DEFAULT_TIMEOUT_MS,
+    timeout_ms: plan.timeout_ms !== undefined && plan.timeout_ms > 0 ? plan.timeout_ms : defaultTimeoutMs(plan.duration_s),
     backlog_cap: Math.ceil(BACKLOG_CAP / threads),
   }));
 }
@@ -179,6 +198,8 @@ function outcome(plan: EnginePlan, finals: Extract<ThreadMessage, { type: 'final
   const all = { requests: 0, errors: { total: 0, by_status: {}, by_code: {} } as ErrorSummary, histogram: createHistogram() };
   let backlogMax = 0;
   let backlogEnd = 0;
+  let dropped = 0;
+  let inFlight = 0;
   for (const final of finals) {
     final.requests.forEach((t, r) => {
       const name = plan.requests[r]!.name;
@@ -193,19 +214,23 @@ function outcome(plan: EnginePlan, finals: Extract<ThreadMessage, { type: 'final
         into.histogram.add(h);
       }
     });
-    // Refused connections and dropped requests: failures of no particular request.
-    for (const n of Object.values(final.other)) {
-      all.requests += n;
-      all.errors.total += n;
+    // Dropped requests were never sent: counted by code only, not as requests or errors.
+    for (const [code, n] of Object.entries(final.other)) {
+      if (code === 'dropped') dropped += n;
+      else {
+        all.requests += n;
+        all.errors.total += n;
+      }
     }
     add(all.errors.by_code, final.other);
+    inFlight += final.in_flight_end;
     backlogMax += final.backlog_max;
     backlogEnd += final.backlog_end;
   }
   // The measured time as it really went (timers can fire late on a busy thread), over the threads.
   const seconds = finals.reduce((sum, f) => sum + f.measured_s, 0) / finals.length;
   const out: LoadOutcome = {
-    throughput: { rps: round1(all.requests / seconds), requests: all.requests },
+    throughput: { rps: round1(all.requests / seconds), requests: all.requests, in_flight_at_end: inFlight },
     latency_ms: summarize(all.histogram),
     errors: all.errors,
     timeline,
@@ -221,9 +246,9 @@ function outcome(plan: EnginePlan, finals: Extract<ThreadMessage, { type: 'final
     const achieved = round1(answered / seconds);
     // Kept up: answered at ≥ 98% of the asked rate, nothing dropped, and at the end no more than
     // 10 ms of the schedule (rate / 100 requests) still waiting for a connection.
-    const keptUp = achieved >= 0.98 * target && backlogEnd <= target / 100 && !all.errors.by_code.dropped;
+    const keptUp = achieved >= 0.98 * target && backlogEnd <= target / 100 && dropped === 0;
     // backlog_max adds each thread's largest backlog (their peaks may not coincide: an upper bound).
-    out.open_loop = { target_rps: target, achieved_rps: achieved, kept_up: keptUp, backlog_max: backlogMax, backlog_end: backlogEnd };
+    out.open_loop = { target_rps: target, achieved_rps: achieved, kept_up: keptUp, backlog_max: backlogMax, backlog_end: backlogEnd, dropped };
   }
   return out;
 }

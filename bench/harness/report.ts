@@ -242,7 +242,7 @@ export function renderReport(result: BenchResult): string {
     ['mode', open ? 'open loop' : 'closed loop'],
     [open ? 'rate' : 'connections', load],
     ['duration', `${fmtNum(s.duration_s)} s measured after ${fmtNum(s.warmup_s)} s warm-up`],
-    ['threads / users', `${fmtNum(s.threads)} generator threads, ${fmtNum(s.users)} users`],
+    ['threads / users', `${fmtNum(s.threads)} generator thread${s.threads === 1 ? '' : 's'}, ${fmtNum(s.users)} user${s.users === 1 ? '' : 's'}`],
     ['at', String(result.at ?? '—')],
     ...Object.entries(result.machine ?? {}).map(([k, v]): [string, string] => [`machine: ${k}`, plain(v)]),
   ];

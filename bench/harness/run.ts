@@ -9,17 +9,18 @@
  * measured alone, so neither's figures carry the other's cost.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { cpus, release, tmpdir, totalmem } from 'node:os';
 import { createServer } from 'node:net';
-import { join, relative, resolve } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { runLoad, type LoadOutcome, type LoadProgress } from './engine.ts';
 import { createHistogram, encodeHistogram } from './histogram.ts';
 import { renderReport } from './report.ts';
 import { BenchError, defaultScenario, fetchApi, loadScenario, prepare, type ApiIndex, type LoadedScenario } from './scenario.ts';
 import type { BenchResult, LatencySummary } from './types.ts';
-import { runWs } from './ws.ts';
+import { probeWs, runWs } from './ws.ts';
+import { checkResult } from './compare.ts';
 
 const BIN = new URL('../../bin/svc.mjs', import.meta.url).pathname;
 const PKG = new URL('../../package.json', import.meta.url).pathname;
@@ -40,6 +41,8 @@ export interface BenchOptions {
   rate?: number;
   threads?: number;
   users?: number;
+  /** Per-request timeout (ms; default: the engine's). */
+  timeout?: number;
   /** Output folder (default `bench-results/<time>` under `cwd`). */
   out?: string;
   /** An admin token: `/admin/stats` before and after, counters from `/metrics`. */
@@ -181,17 +184,34 @@ function serverMetrics(before: Record<string, number> | undefined, after: Record
 }
 
 /** `/admin/stats` and the `/metrics` text with the admin token; a refused token stops the run before the load. */
-async function serverFigures(origin: string, token: string, log: (line: string) => void): Promise<{ stats: unknown; metrics?: Record<string, number> }> {
+async function serverFigures(origin: string, token: string, log: ((line: string) => void) | undefined): Promise<{ stats: unknown; metrics?: Record<string, number> }> {
   const headers = { authorization: `Bearer ${token}` };
-  const res = await fetch(`${origin}/admin/stats`, { headers, signal: AbortSignal.timeout(15_000) });
-  const body = (await res.json().catch(() => undefined)) as { data?: unknown; error?: { code?: string; message?: string } } | undefined;
+  const unreachable = (what: string, error: unknown) =>
+    new BenchError(`--admin-token: ${origin}${what} did not answer: ${(error as Error).name === 'TimeoutError' ? `no answer within ${FETCH_TIMEOUT_MS / 1000} s` : ((error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message)}`, 1, { cause: error });
+  let res: Response;
+  let body: { data?: unknown; error?: { code?: string; message?: string } } | undefined;
+  try {
+    res = await fetch(`${origin}/admin/stats`, { headers, signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+    body = (await res.json().catch(() => undefined)) as typeof body;
+  } catch (error) {
+    throw unreachable('/admin/stats', error);
+  }
   if (res.status !== 200) throw new BenchError(`--admin-token: ${origin}/admin/stats answered ${res.status}${body?.error ? ` ${body.error.code}: ${body.error.message}` : ''}`);
-  const m = await fetch(`${origin}/metrics`, { headers, signal: AbortSignal.timeout(15_000) });
-  const text = await m.text();
+  let m: Response;
+  let text: string;
+  try {
+    m = await fetch(`${origin}/metrics`, { headers, signal: AbortSignal.timeout(FETCH_TIMEOUT_MS) });
+    text = await m.text();
+  } catch (error) {
+    throw unreachable('/metrics', error);
+  }
   if (m.status === 200) return { stats: body?.data, metrics: parseMetrics(text) };
-  log(`/metrics answered ${m.status}: no server counters (the target turns them on with SVC_METRICS_ENABLED=true)`);
+  log?.(`/metrics answered ${m.status}: no server counters (the target turns them on with SVC_METRICS_ENABLED=true)`);
   return { stats: body?.data };
 }
+
+/** Every fetch of the harness (openapi, users, setup walkers, admin figures) gives up after this long. */
+export const FETCH_TIMEOUT_MS = 10_000;
 
 const ZERO: LatencySummary = { p50: 0, p90: 0, p99: 0, p999: 0, max: 0, min: 0, mean: 0, stdev: 0 };
 
@@ -210,6 +230,14 @@ function emptyOutcome(): LoadOutcome {
 
 const fig = (n: number, digits = 0) => n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const msf = (n: number) => `${n < 10 ? n.toFixed(2) : n < 100 ? n.toFixed(1) : fig(n)} ms`;
+/** Answers of any status (latencies are of answers only). */
+const answers = (e: { by_status: Record<string, number> }) => Object.values(e.by_status ?? {}).reduce((s, n) => s + n, 0);
+/** The most frequent error codes (envelope codes, `socket`, `timeout` …; else the failing statuses), e.g. `socket 120, 503 4`. */
+function topCodes(e: BenchResult['errors'], n = 3): string {
+  const byCode = Object.entries(e.by_code ?? {}).filter(([c]) => c !== 'dropped');
+  const entries = byCode.length ? byCode : Object.entries(e.by_status ?? {}).filter(([st]) => !/^[23]/.test(st));
+  return entries.sort((x, y) => y[1] - x[1]).slice(0, n).map(([c, k]) => `${c} ${fig(k)}`).join(', ') || 'none recorded';
+}
 
 /** The live line: one line rewritten on a terminal, a plain line every few seconds otherwise. */
 function progressReporter(stderr: Out, everyMs: number) {
@@ -220,7 +248,7 @@ function progressReporter(stderr: Out, everyMs: number) {
     update(p: LoadProgress) {
       // The engine counts the measured seconds from 1; warm-up seconds are ≤ 0.
       const when = p.t <= 0 ? 'warm-up' : `${p.t.toFixed(0)} s`;
-      const line = `bench: ${when}  ${fig(p.rps)} req/s  errors ${fig(p.errors)}  p99 ${msf(p.p99_ms)}${p.backlog !== undefined ? `  backlog ${fig(p.backlog)}` : ''}`;
+      const line = `svc bench: ${when}  ${fig(p.rps)} req/s  errors ${fig(p.errors)}  p99 (last s) ${p.rps > 0 ? msf(p.p99_ms) : '—'}${p.backlog !== undefined ? `  backlog ${fig(p.backlog)}` : ''}`;
       if (tty) {
         stderr.write(`\r${line}\x1b[K`);
         drawn = true;
@@ -244,15 +272,20 @@ function number(name: string, x: number | undefined, o: { integer?: boolean; min
 /** The summary printed at the end. */
 function summary(r: BenchResult, json: string, html: string, cwd: string): string {
   const s = r.scenario;
-  const mode = s.mode === 'open' ? `open loop at ${fig(s.rate ?? 0)} req/s` : `closed loop, ${s.connections} connections`;
-  const lines = [`svc bench: ${s.name} against ${r.target.url}: ${mode}, ${s.duration_s} s (+${s.warmup_s} s warm-up), ${s.threads} thread${s.threads > 1 ? 's' : ''}, ${s.users} users`];
-  if (s.requests.length) {
+  const http = s.requests.length > 0;
+  const mode = !http ? 'WebSocket only' : s.mode === 'open' ? `open loop at ${fig(s.rate ?? 0)} req/s` : `closed loop, ${s.connections} connections`;
+  const lines = [
+    `svc bench: ${s.name} against ${r.target.url}: ${mode}, ${s.duration_s} s${http ? ` (+${s.warmup_s} s warm-up), ${s.threads} thread${s.threads > 1 ? 's' : ''}` : ''}, ${s.users} user${s.users === 1 ? '' : 's'}`,
+  ];
+  if (http) {
     const rows = [['request', 'requests', 'req/s', 'p50', 'p99', 'max', 'errors']];
-    for (const [name, p] of Object.entries(r.per_request)) rows.push([name, fig(p.requests), fig(p.rps, 1), msf(p.latency_ms.p50), msf(p.latency_ms.p99), msf(p.latency_ms.max), fig(p.errors.total)]);
-    rows.push(['all', fig(r.throughput.requests), fig(r.throughput.rps, 1), msf(r.latency_ms.p50), msf(r.latency_ms.p99), msf(r.latency_ms.max), fig(r.errors.total)]);
+    // Latencies are of answers: a request nobody answered has none.
+    const lat = (l: LatencySummary, answered: boolean) => (answered ? [msf(l.p50), msf(l.p99), msf(l.max)] : ['—', '—', '—']);
+    for (const [name, p] of Object.entries(r.per_request)) rows.push([name, fig(p.requests), fig(p.rps, 1), ...lat(p.latency_ms, answers(p.errors) > 0), fig(p.errors.total)]);
+    rows.push(['all', fig(r.throughput.requests), fig(r.throughput.rps, 1), ...lat(r.latency_ms, answers(r.errors) > 0), fig(r.errors.total)]);
     const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => (row[i] as string).length)));
     for (const row of rows) lines.push(row.map((cell, i) => (i === 0 ? cell.padEnd(widths[i]!) : cell.padStart(widths[i]!))).join('  '));
-    if (r.errors.total > 0) lines.push(`errors: ${Object.entries({ ...r.errors.by_code }).map(([c, n]) => `${c} ${fig(n)}`).join(', ') || Object.entries(r.errors.by_status).filter(([st]) => !/^[23]/.test(st)).map(([st, n]) => `${st} ${fig(n)}`).join(', ')}`);
+    if (r.errors.total > 0) lines.push(`errors: ${topCodes(r.errors, Infinity)}`);
     if (r.open_loop) lines.push(`open loop: asked ${fig(r.open_loop.target_rps)} req/s, achieved ${fig(r.open_loop.achieved_rps, 1)} (${r.open_loop.kept_up ? 'kept up' : `fell behind: backlog up to ${fig(r.open_loop.backlog_max)}`})`);
   }
   if (r.ws) {
@@ -281,7 +314,7 @@ export async function runBench(target: string, opts: BenchOptions = {}): Promise
   const cwd = opts.cwd ?? process.cwd();
   const stdout = opts.stdout ?? process.stdout;
   const stderr = opts.stderr ?? process.stderr;
-  const log = (line: string) => stderr.write(`bench: ${line}\n`);
+  const log = (line: string) => stderr.write(`svc bench: ${line}\n`);
   if (!target) throw new BenchError('a target is needed: svc bench <url|entry>', 2);
   if (opts.connections !== undefined && opts.rate !== undefined) throw new BenchError('--connections (closed loop) and --rate (open loop) are exclusive: give one', 2);
   number('duration', opts.duration, { min: 0, above: true });
@@ -290,22 +323,35 @@ export async function runBench(target: string, opts: BenchOptions = {}): Promise
   number('rate', opts.rate, { min: 0, above: true });
   number('threads', opts.threads, { integer: true, min: 1 });
   number('users', opts.users, { integer: true, min: 0 });
+  number('timeout', opts.timeout, { min: 0, above: true });
+  const scheme = /^([a-z][a-z0-9+.-]*):\/\//i.exec(target)?.[1]?.toLowerCase();
+  if (scheme !== undefined && scheme !== 'http') throw new BenchError(`${target}: svc bench speaks http only (http://host:port)`, 2);
+  if (scheme === 'http' && !URL.canParse(target)) throw new BenchError(`${target}: not a valid URL (http://host:port)`, 2);
 
-  // The scenario file is checked before anything is started.
+  // The scenario file and the output folder are checked before anything is started.
   let loaded: LoadedScenario | undefined = opts.scenario !== undefined ? await loadScenario(opts.scenario, cwd) : undefined;
-  const isUrl = /^https?:\/\//i.test(target);
   let entry: string | undefined;
-  if (!isUrl) {
+  if (scheme === undefined) {
     entry = resolve(cwd, target);
     if (!existsSync(entry)) throw new BenchError(`${target}: no such file (the target is a URL http://… or an app entry file)`);
   }
+  const startedAt = new Date();
+  const dir = resolve(cwd, opts.out ?? join('bench-results', startedAt.toISOString().replace(/\.\d+Z$/, '').replace(/:/g, '-')));
+  const unusedOut = checkOut(dir, opts.out, cwd);
 
   let started: Started | undefined;
   let scratch: string | undefined;
   let origin: string;
+  let written = false;
+  // fetch() on a connection the target drops may never settle, and its AbortSignal.timeout timer does
+  // not hold the process: this one does, so the deadline fires and the run ends with a message.
+  const alive = setInterval(() => undefined, 60_000);
   const halt = () => {
     if (opts.signal?.aborted) throw new BenchError('stopped before the end of the run: no result written');
   };
+  // After /openapi.json is read, a wrong request or ws part is the scenario file's: name it.
+  const inFile = (error: unknown): unknown =>
+    opts.scenario && error instanceof BenchError && /^(requests\[|ws[.: ])/.test(error.message) ? new BenchError(`${opts.scenario}: ${error.message}`, error.exitCode, { cause: error }) : error;
   try {
     if (entry) {
       const env = { ...(opts.env ?? process.env) };
@@ -333,7 +379,8 @@ export async function runBench(target: string, opts: BenchOptions = {}): Promise
       api = await fetchApi(origin);
     } catch (error) {
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-      throw new BenchError(`cannot reach ${origin}: ${cause?.code ?? cause?.message ?? (error as Error).message}`, 1, { cause: error });
+      const why = (error as Error).name === 'TimeoutError' ? `no answer within ${FETCH_TIMEOUT_MS / 1000} s` : (cause?.code ?? cause?.message ?? (error as Error).message);
+      throw new BenchError(`cannot reach ${origin}: ${why}`, 1, { cause: error });
     }
     if (!loaded) loaded = defaultScenario(origin, api, opts.users ?? 0);
     const scenario = { ...loaded.scenario, ...(opts.users !== undefined ? { users: opts.users } : {}) };
@@ -345,15 +392,29 @@ export async function runBench(target: string, opts: BenchOptions = {}): Promise
       connections: flagsPickMode ? opts.connections : scenario.connections,
       rate: flagsPickMode ? opts.rate : scenario.rate,
     };
-    const prepared = await prepare(scenario, origin, settings, { module: loaded.module, api: api ?? null, log });
+    let prepared: Awaited<ReturnType<typeof prepare>>;
+    try {
+      prepared = await prepare(scenario, origin, settings, { module: loaded.module, api: api ?? null, log, ...(opts.timeout !== undefined ? { timeoutMs: opts.timeout } : {}) });
+      halt();
+      // The WebSocket walker is checked now (one client connects and leaves), not after the whole HTTP load.
+      if (scenario.ws) {
+        const http = api?.get(`walker_${scenario.ws.walker}`);
+        if (http && !http.template.startsWith('/ws/')) throw new BenchError(`ws.walker: ${scenario.ws.walker} is an HTTP walker, not a WebSocket walker (HTTP walkers go in requests)`);
+        await probeWs({ origin, ws: scenario.ws, users: prepared.users });
+      }
+    } catch (error) {
+      throw inFile(error);
+    }
     halt();
 
     let before: Awaited<ReturnType<typeof serverFigures>> | undefined;
+    // /metrics missing is said once, before the load.
     if (opts.adminToken) before = await serverFigures(origin, opts.adminToken, log);
 
     const at = new Date();
-    let outcome = emptyOutcome();
-    if (prepared.plan.requests.length > 0) {
+    let outcome: LoadOutcome & { threads?: number } = emptyOutcome();
+    const http = prepared.plan.requests.length > 0;
+    if (http) {
       const p = prepared.plan;
       log(`${p.mode === 'open' ? `open loop at ${p.rate} req/s` : `${p.connections} connections`} for ${p.warmup_s} s warm-up + ${p.duration_s} s on ${p.threads} thread${p.threads > 1 ? 's' : ''}`);
       const progress = progressReporter(stderr, opts.progressEveryMs ?? 5000);
@@ -367,13 +428,18 @@ export async function runBench(target: string, opts: BenchOptions = {}): Promise
         progress.done();
       }
     }
-    const ws = scenario.ws && !opts.signal?.aborted ? await runWs({ origin, ws: scenario.ws, duration: settings.duration, users: prepared.users, log, ...(opts.signal ? { signal: opts.signal } : {}) }) : undefined;
+    let ws: BenchResult['ws'];
+    try {
+      ws = scenario.ws && !opts.signal?.aborted ? await runWs({ origin, ws: scenario.ws, duration: settings.duration, users: prepared.users, log, ...(opts.signal ? { signal: opts.signal } : {}) }) : undefined;
+    } catch (error) {
+      throw inFile(error);
+    }
     halt();
     if (started && started.proc.exitCode !== null) throw new BenchError(`the target exited (${started.proc.exitCode}) during the run`);
 
     let server: BenchResult['server'];
     if (opts.adminToken) {
-      const after = await serverFigures(origin, opts.adminToken, log);
+      const after = await serverFigures(origin, opts.adminToken, undefined);
       server = { stats_before: before?.stats, stats_after: after.stats, ...(after.metrics ? { metrics: serverMetrics(before?.metrics, after.metrics) } : {}) };
     }
 
@@ -388,7 +454,8 @@ export async function runBench(target: string, opts: BenchOptions = {}): Promise
         ...(prepared.plan.rate !== undefined ? { rate: prepared.plan.rate } : {}),
         duration_s: settings.duration,
         warmup_s: settings.warmup,
-        threads: settings.threads,
+        // The threads the engine really ran (it may use fewer than asked, e.g. fewer connections than threads).
+        threads: typeof outcome.threads === 'number' ? outcome.threads : settings.threads,
         users: scenario.users ?? 0,
         requests: prepared.described,
       },
@@ -404,18 +471,64 @@ export async function runBench(target: string, opts: BenchOptions = {}): Promise
       ...(ws ? { ws } : {}),
       ...(server ? { server } : {}),
     };
-    const dir = resolve(cwd, opts.out ?? join('bench-results', at.toISOString().replace(/\.\d+Z$/, '').replace(/:/g, '-')));
     mkdirSync(dir, { recursive: true });
     const json = join(dir, 'result.json');
     const html = join(dir, 'report.html');
     writeFileSync(json, `${JSON.stringify(result, null, 2)}\n`);
     writeFileSync(html, renderReport(result));
+    written = true;
     stdout.write(summary(result, json, html, cwd));
+    if (http) {
+      const e = result.errors;
+      const ok = Object.entries(e.by_status ?? {}).filter(([st]) => /^[23]/.test(st)).reduce((sum, [, n]) => sum + n, 0);
+      if (ok === 0) {
+        throw new BenchError(
+          `no request got a 2xx or 3xx answer (${fig(result.throughput.requests)} ended, ${fig(e.total)} failed: ${topCodes(e)}): the target is down or refuses everything; the result is in ${shown(cwd, dir)}`,
+        );
+      }
+      if (e.total > 0 && result.throughput.requests > 0) {
+        const rate = (e.total / result.throughput.requests) * 100;
+        log(`warning: ${rate < 0.01 ? rate.toPrecision(1) : rate.toFixed(2)}% of requests failed (${topCodes(e)})`);
+      }
+    }
     return { result, dir, json, html };
   } finally {
+    clearInterval(alive);
+    if (!written) unusedOut();
     await started?.stop();
     if (scratch) rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/**
+ * The output folder, checked before the load: not under /proc or /sys, not a file, and writable
+ * (made, with a probe file written and removed). Returns what undoes it when nothing is written.
+ */
+function checkOut(dir: string, flag: string | undefined, cwd: string): () => void {
+  const name = flag !== undefined ? `--out ${flag}` : shown(cwd, dir);
+  const code = flag !== undefined ? 2 : 1;
+  if (/^\/(proc|sys)(\/|$)/.test(dir)) throw new BenchError(`${name}: not a place for results (under /proc or /sys)`, 2);
+  if (existsSync(dir) && !statSync(dir).isDirectory()) throw new BenchError(`${name}: a file is there, not a folder`, code);
+  // The folders made here (the first missing one and below), removed again when the run writes nothing.
+  const made: string[] = [];
+  for (let d = dir; !existsSync(d) && dirname(d) !== d; d = dirname(d)) made.push(d);
+  try {
+    mkdirSync(dir, { recursive: true });
+    const probe = join(dir, `.svc-bench-probe-${process.pid}`);
+    writeFileSync(probe, '');
+    unlinkSync(probe);
+  } catch (error) {
+    throw new BenchError(`${name}: cannot write there (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`, code, { cause: error });
+  }
+  return () => {
+    for (const d of made) {
+      try {
+        rmdirSync(d);
+      } catch {
+        return; // not empty, or gone: leave it
+      }
+    }
+  };
 }
 
 /**
@@ -432,5 +545,7 @@ export function readResult(file: string, cwd = process.cwd()): BenchResult {
     throw new BenchError(`${file}: ${e.code === 'ENOENT' ? 'no such file' : `not a result.json (${e.message.split('\n')[0]})`}`, 1, { cause: error });
   }
   if ((parsed as { format?: unknown })?.format !== 'svc-bench/1') throw new BenchError(`${file}: not a svc bench result (format svc-bench/1)`);
+  const wrong = checkResult(parsed);
+  if (wrong) throw new BenchError(`${file}: not a svc bench result: ${wrong}`);
   return parsed as BenchResult;
 }

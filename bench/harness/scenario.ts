@@ -6,8 +6,9 @@
  * and turn every request into the variants the load engine sends.
  */
 import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { extname, resolve } from 'node:path';
+import { dirname, extname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parse as parseToml } from 'smol-toml';
 import type { EnginePlan, PreparedRequest, Scenario, ScenarioRequest, WsScenario } from './types.ts';
@@ -69,7 +70,7 @@ function plainJson(where: string, field: string, x: unknown): void {
  * validateScenario({ requests: [{ walker: 'Echo', body: { msg: 'hi' } }] }, 'echo.json');
  */
 export function validateScenario(raw: unknown, where: string): Scenario {
-  if (!isObject(raw)) fail(where, 'the scenario', `must be an object (a default export, a JSON object or a TOML document), got ${raw === null ? 'null' : typeof raw}`);
+  if (!isObject(raw)) fail(where, 'the scenario', `must be an object (a default export, a JSON object or a TOML document), got ${raw === null ? 'null' : Array.isArray(raw) ? 'an array' : typeof raw}`);
   unknownKeys(where, '', raw, SCENARIO_KEYS);
   const s = raw as Scenario;
   if (s.name !== undefined && typeof s.name !== 'string') fail(where, 'name', 'must be a string');
@@ -143,6 +144,21 @@ export function requestName(r: ScenarioRequest): string {
   return r.name ?? r.walker ?? r.function ?? `${(r.method ?? 'GET').toUpperCase()} ${r.path}`;
 }
 
+/** Whether the nearest package.json above `file` says "type": "module". */
+function esmScope(file: string): boolean {
+  for (let d = dirname(file); ; d = dirname(d)) {
+    const pkg = join(d, 'package.json');
+    if (existsSync(pkg)) {
+      try {
+        return (JSON.parse(readFileSync(pkg, 'utf8')) as { type?: string }).type === 'module';
+      } catch {
+        return false;
+      }
+    }
+    if (dirname(d) === d) return false;
+  }
+}
+
 /**
  * Load and check a scenario file: `.ts/.mts/.js/.mjs` (its default export;
  * TypeScript runs through tsx), `.json` or `.toml`.
@@ -157,14 +173,26 @@ export async function loadScenario(file: string, cwd = process.cwd()): Promise<L
   if (['.ts', '.mts', '.js', '.mjs'].includes(ext)) {
     let mod: { default?: unknown };
     try {
-      mod = (await import(pathToFileURL(path).href)) as { default?: unknown };
+      // TypeScript goes through tsx's tsImport, which loads the file as ESM even in a folder whose
+      // package.json lacks "type": "module" (there a plain import makes it CommonJS, and a scenario that
+      // imports ES modules then fails with "Cannot require() ES Module … in a cycle").
+      if (ext === '.ts' || ext === '.mts') {
+        if (!existsSync(path)) throw Object.assign(new Error(`Cannot find module '${path}'`), { code: 'ERR_MODULE_NOT_FOUND' });
+        const { tsImport } = await import('tsx/esm/api');
+        mod = (await tsImport(pathToFileURL(path).href, import.meta.url)) as { default?: unknown };
+      } else {
+        mod = (await import(pathToFileURL(path).href)) as { default?: unknown };
+      }
     } catch (error) {
       const e = error as NodeJS.ErrnoException;
       if (e.code === 'ERR_MODULE_NOT_FOUND' && String(e.message).includes(path)) throw new BenchError(`${file}: no such scenario file`);
-      throw new BenchError(`${file}: the scenario module failed to load: ${e.message.split('\n')[0]}`, 1, { cause: error });
+      const cjs = (ext === '.ts' || ext === '.js') && !esmScope(path) ? ` (${ext} outside a "type": "module" package loads as CommonJS: name it ${ext === '.ts' ? '.mts' : '.mjs'} or add "type": "module")` : '';
+      throw new BenchError(`${file}: the scenario module failed to load: ${e.message.split('\n')[0]}${cjs}`, 1, { cause: error });
     }
     if (mod.default === undefined) throw new BenchError(`${file}: the scenario module has no default export (export default { requests: [...] })`);
     raw = mod.default;
+    // Compiled as CommonJS (no "type": "module"), the ES default export arrives one level down.
+    if (isObject(raw) && isObject(raw.default) && Object.keys(raw).every((k) => k === 'default' || k === '__esModule')) raw = raw.default;
     return { scenario: validateScenario(raw, file), source: path, module: path };
   }
   if (ext !== '.json' && ext !== '.toml') throw new BenchError(`${file}: a scenario is a .ts, .mts, .js, .mjs, .json or .toml file`);
@@ -215,7 +243,7 @@ export type ApiIndex = Map<string, ApiRoute>;
  * @example const api = await fetchApi('http://127.0.0.1:8000');
  */
 export async function fetchApi(origin: string): Promise<ApiIndex | undefined> {
-  const res = await fetch(`${origin}/openapi.json`, { signal: AbortSignal.timeout(15_000) });
+  const res = await fetch(`${origin}/openapi.json`, { signal: AbortSignal.timeout(HARNESS_FETCH_MS) });
   if (res.status !== 200) {
     await res.body?.cancel();
     return undefined;
@@ -306,14 +334,24 @@ interface Answer {
   headers: Headers;
 }
 
+/** The deadline of every request the harness makes itself (openapi, users, setup walkers). */
+export const HARNESS_FETCH_MS = 10_000;
+
 async function call(origin: string, method: string, path: string, body: unknown, headers: Record<string, string> = {}): Promise<Answer> {
-  const res = await fetch(`${origin}${path}`, {
-    method,
-    headers: { 'content-type': 'application/json', ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(30_000),
-  });
-  const text = await res.text();
+  let res: Response;
+  let text: string;
+  try {
+    res = await fetch(`${origin}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json', ...headers },
+      body: body === undefined ? undefined : JSON.stringify(body),
+      signal: AbortSignal.timeout(HARNESS_FETCH_MS),
+    });
+    text = await res.text();
+  } catch (error) {
+    const why = (error as Error).name === 'TimeoutError' ? `no answer within ${HARNESS_FETCH_MS / 1000} s` : ((error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message);
+    throw new BenchError(`${method} ${origin}${path.replace(/\?.*$/, '')}: ${why}`, 1, { cause: error });
+  }
   let parsed: Answer['body'];
   try {
     parsed = JSON.parse(text) as Answer['body'];

@@ -100,7 +100,10 @@ export interface EnginePlan {
   duration_s: number;
   warmup_s: number;
   threads: number;
-  /** Per-request timeout (ms, default 30,000): counted as an error `timeout`. */
+  /**
+   * Per-request timeout (ms): counted as an error `timeout`. Default: the run's duration, within
+   * 1,000 … 30,000 (a request outlasting the whole run is a timeout).
+   */
   timeout_ms?: number;
 }
 
@@ -121,7 +124,7 @@ export interface ErrorSummary {
   total: number;
   /** Answers by status code, every status ("200": n, "503": m). */
   by_status: Record<string, number>;
-  /** Error codes read from non-2xx envelopes (`error.code`), plus `socket`, `timeout`, `protocol` (an answer that is not HTTP) and `dropped` (open loop: over the backlog cap). */
+  /** Error codes read from non-2xx envelopes (`error.code`), plus `socket`, `timeout`, `protocol` (an answer that is not HTTP) and `dropped` (open loop: over the backlog cap; never sent, so not in `total`). */
   by_code: Record<string, number>;
 }
 
@@ -154,11 +157,25 @@ export interface BenchResult {
     requests: { name: string; method: string; path: string; weight: number }[];
   };
   machine: Record<string, unknown>;
-  throughput: { rps: number; requests: number };
+  /**
+   * `requests`: requests sent that ended in the measured part (answered, or failed on the wire) —
+   * never `dropped` ones (open loop), which were never sent. `in_flight_at_end`: requests still
+   * waiting for their answer when the run ended, younger than the timeout (older ones count as
+   * `timeout` errors); counted in neither `requests` nor `errors`.
+   */
+  throughput: { rps: number; requests: number; in_flight_at_end?: number };
   latency_ms: LatencySummary;
   errors: ErrorSummary;
   /** Open loop only: whether the target kept up with the asked rate. */
-  open_loop?: { target_rps: number; achieved_rps: number; kept_up: boolean; backlog_max: number; backlog_end: number };
+  open_loop?: {
+    target_rps: number;
+    achieved_rps: number;
+    kept_up: boolean;
+    backlog_max: number;
+    backlog_end: number;
+    /** Requests never sent: due while the backlog was full (also `errors.by_code.dropped`, but not in `errors.total`). */
+    dropped?: number;
+  };
   timeline: TimelinePoint[];
   /** The latency distribution for the percentile plot: [percentile, ms] pairs (0 … 99.999, and 100: the max). */
   percentiles: [number, number][];

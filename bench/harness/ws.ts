@@ -80,6 +80,30 @@ function connect(url: string, timeoutMs: number, walker: string): Promise<WebSoc
   });
 }
 
+/**
+ * Before the load: one client connects to the walker (as the first pool user with `auth`) and
+ * leaves, so an unknown walker, one that is not a WebSocket walker, or a private one without
+ * users is refused before the HTTP load rather than after it.
+ *
+ * @example await probeWs({ origin: 'http://127.0.0.1:8000', ws: { walker: 'Room', clients: 2, rate: 1 } });
+ */
+export async function probeWs(o: { origin: string; ws: WsScenario; users?: PoolUser[]; connectTimeoutMs?: number }): Promise<void> {
+  if (o.ws.auth && !o.users?.length) throw new BenchError('ws.auth needs users: set users > 0 (or --users n)');
+  const base = `${o.origin.replace(/^http/, 'ws')}/ws/${encodeURIComponent(o.ws.walker)}`;
+  const url = o.ws.auth ? `${base}?token=${encodeURIComponent((o.users?.[0] as PoolUser).token)}` : base;
+  const socket = await connect(url, o.connectTimeoutMs ?? 10_000, o.ws.walker);
+  socket.removeAllListeners('close');
+  socket.on('error', () => undefined);
+  await new Promise<void>((done) => {
+    socket.once('close', () => done());
+    socket.close();
+    setTimeout(() => {
+      socket.terminate();
+      done();
+    }, 2000).unref();
+  });
+}
+
 /** Run `work` over 0…n−1, `lanes` at a time. */
 async function each(n: number, lanes: number, work: (i: number) => Promise<void>): Promise<void> {
   let next = 0;

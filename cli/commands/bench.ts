@@ -15,12 +15,36 @@ export interface BenchFlags {
   rate?: string | number;
   threads?: string | number;
   users?: string | number;
+  timeout?: string | number;
   out?: string;
   adminToken?: string;
   failOnRegression?: boolean;
 }
 
-const FLAGS = ['scenario', 'duration', 'warmup', 'connections', 'rate', 'threads', 'users', 'out', 'admin-token', 'fail-on-regression'];
+const FLAGS = ['scenario', 'duration', 'warmup', 'connections', 'rate', 'threads', 'users', 'timeout', 'out', 'admin-token', 'fail-on-regression'];
+const NUMERIC = ['duration', 'warmup', 'connections', 'rate', 'threads', 'users', 'timeout'];
+
+/**
+ * A negative figure in the command line (`--duration -3`): the flag parser reads `-3` as a flag of
+ * its own and would say "value is missing"; this names it as the usage error it is. Call it on
+ * process.argv before the parser runs.
+ *
+ * @example negativeFlag(['node', 'svc', 'bench', 'app.ts', '--duration', '-3']); // '--duration must be a number > 0, got -3'
+ */
+export function negativeFlag(argv: readonly string[]): string | undefined {
+  const at = argv.indexOf('bench');
+  if (at < 0) return undefined;
+  for (let i = at + 1; i < argv.length; i++) {
+    const m = /^--([a-z]+)(?:=(.*))?$/.exec(argv[i] as string);
+    if (!m || !NUMERIC.includes(m[1] as string)) continue;
+    const value = m[2] ?? argv[i + 1];
+    if (value !== undefined && /^-\d/.test(value) && Number.isFinite(Number(value))) {
+      const rule: Record<string, string> = { warmup: 'a number ≥ 0', users: 'an integer ≥ 0', connections: 'an integer ≥ 1', threads: 'an integer ≥ 1' };
+      return `--${m[1]} must be ${rule[m[1] as string] ?? 'a number > 0'}, got ${value}`;
+    }
+  }
+  return undefined;
+}
 
 /** cac hands every flag over twice (`admin-token` and `adminToken`); anything else is a usage error. */
 function checkFlags(flags: Record<string, unknown>): void {
@@ -65,6 +89,8 @@ export async function bench(target: string | undefined, rest: string[], flags: B
   };
   const signals: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP'];
   try {
+    const negative = negativeFlag(process.argv);
+    if (negative) throw new BenchError(negative, 2);
     checkFlags(flags as Record<string, unknown>);
     if (target === 'compare') {
       code = await compare(rest, flags);
@@ -79,6 +105,7 @@ export async function bench(target: string | undefined, rest: string[], flags: B
         rate: num('rate', flags.rate),
         threads: num('threads', flags.threads),
         users: num('users', flags.users),
+        timeout: num('timeout', flags.timeout),
         out: str('out', flags.out),
         adminToken: str('admin-token', flags.adminToken) ?? (process.env.SVC_BENCH_ADMIN_TOKEN || undefined),
         signal: aborted.signal,

@@ -230,3 +230,71 @@ t.test('against an entry file: a TypeScript scenario with users, a body function
   const scratch = /the target keeps its data in (\S+), removed at the end/.exec(run.stderr)?.[1];
   t.ok(scratch && !existsSync(scratch), `a throwaway data folder, gone: ${scratch}`);
 });
+
+t.test('checked before the load: --out, the URL, an array scenario, a .ts scenario outside a module package', async (t) => {
+  const file = join(tmp, 'a-file');
+  writeFileSync(file, 'x');
+  t.match(await failure(runBench('http://127.0.0.1:9', { ...QUICK, out: file })), { code: 2, message: /--out .*a-file: a file is there, not a folder/ });
+  t.match(await failure(runBench('http://127.0.0.1:9', { ...QUICK, out: '/proc/nope/x' })), { code: 2, message: /under \/proc or \/sys/ });
+  t.match(await failure(runBench('http://', { ...QUICK })), { code: 2, message: 'http://: not a valid URL (http://host:port)' });
+  t.match(await failure(runBench('ftp://h/x', { ...QUICK })), { code: 2, message: /svc bench speaks http only/ });
+  t.match(await failure(runBench('http://127.0.0.1:9', { ...QUICK, timeout: -1 })), { code: 2, message: '--timeout must be a number > 0, got -1' });
+  t.match(validateArray(), /got an array$/);
+  // tsx would make this file CommonJS (no package.json with "type": "module"): it still loads.
+  const folder = mkdtempSync(join(tmpdir(), 'svc-bench-cjs-'));
+  writeFileSync(join(folder, 's.ts'), "const w: string = 'AddTodo';\nexport default { name: 'cjs', requests: [{ walker: w, body: { title: 'x' } }] };\n");
+  t.match((await loadScenario(join(folder, 's.ts'))).scenario, { name: 'cjs', requests: [{ walker: 'AddTodo' }] });
+  rmSync(folder, { recursive: true, force: true });
+  const { negativeFlag } = await import('../../cli/commands/bench.ts');
+  t.equal(negativeFlag(['node', 'svc', 'bench', 'app.ts', '--duration', '-3']), '--duration must be a number > 0, got -3');
+  t.equal(negativeFlag(['node', 'svc', 'bench', 'app.ts', '--rate=-5']), '--rate must be a number > 0, got -5');
+  t.equal(negativeFlag(['node', 'svc', 'bench', 'app.ts', '--duration', '3']), undefined);
+});
+
+function validateArray(): string {
+  try {
+    validateScenario([], 'a.json');
+  } catch (error) {
+    return (error as Error).message;
+  }
+  return 'accepted';
+}
+
+/** A server answering every request with `status(n)` (n counts requests from 0). */
+async function answering(status: (n: number) => number): Promise<{ url: string; close(): Promise<void> }> {
+  const { createServer: http } = await import('node:http');
+  let n = 0;
+  const s = http((req, res) => {
+    req.resume();
+    res.writeHead(req.url === '/openapi.json' ? 404 : status(n++), { 'content-type': 'application/json' }).end('{}');
+  });
+  await new Promise<void>((done) => s.listen(0, '127.0.0.1', done));
+  return { url: `http://127.0.0.1:${(s.address() as { port: number }).port}`, close: () => new Promise((done) => s.close(() => done())) };
+}
+
+t.test('a run where nothing succeeded: exit 1, files written; some failures: a warning', async (t) => {
+  const scenario = join(tmp, 'path.json');
+  writeFileSync(scenario, JSON.stringify({ requests: [{ path: '/x' }], connections: 2 }));
+  const down = await answering(() => 503);
+  const lines: string[] = [];
+  const out = join(tmp, 'all-503');
+  const failed = await failure(runBench(down.url, { ...QUICK, duration: 1, scenario, out, stdout: { write: (s: string) => lines.push(s) } }));
+  t.match(failed, { code: 1, message: /^no request got a 2xx or 3xx answer \(.* 503 [\d,]+\).*the result is in / });
+  t.ok(existsSync(join(out, 'result.json')), 'result.json still written');
+  await down.close();
+  const flaky = await answering((n) => (n % 2 ? 503 : 200));
+  const err: string[] = [];
+  await runBench(flaky.url, { ...QUICK, duration: 1, scenario, out: join(tmp, 'half'), stderr: { write: (s: string) => err.push(s) } });
+  t.match(err.join(''), /svc bench: warning: [\d.]+% of requests failed \(503 [\d,]+\)/);
+  await flaky.close();
+});
+
+t.test('a walker that is not there, and a ws walker that is not there: refused before the load, naming the file', async (t) => {
+  const bad = join(tmp, 'bad-ws.json');
+  writeFileSync(bad, JSON.stringify({ requests: [{ walker: 'Ping' }], ws: { walker: 'Nope', clients: 2, rate: 1 } }));
+  const err: string[] = [];
+  const f = await failure(runBench(server.url, { ...QUICK, scenario: bad, out: join(tmp, 'bad-ws'), stderr: { write: (s: string) => err.push(s) } }));
+  t.match(f, { code: 1, message: /bad-ws\.json: ws\.walker: the target has no WebSocket walker Nope/ });
+  t.notMatch(err.join(''), /connections for/, 'no load ran');
+  t.notOk(existsSync(join(tmp, 'bad-ws')), 'the --out folder made for the run is gone again');
+});

@@ -169,3 +169,33 @@ t.test('empty results compare without throwing', async (t) => {
   t.doesNotThrow(() => formatComparison(c));
   t.doesNotThrow(() => formatComparison(compareResults({ format: 'svc-bench/1' } as BenchResult, run())));
 });
+
+t.test('under 2 seconds of timeline: every verdict is "not judged"', async (t) => {
+  const c = compareResults(run({ seed: 1, seconds: 1 }), run({ seed: 2, seconds: 1, rps: 5000 }));
+  t.ok(c.metrics.every((m) => m.verdict === 'not judged'));
+  t.same(c.regressions, []);
+  t.notMatch(formatComparison(c), /same \(within noise\)/);
+});
+
+t.test('a malformed result: one line naming the field, never a TypeError', async (t) => {
+  const { readResult } = await import('../../../bench/harness/run.ts');
+  const { mkdtempSync, writeFileSync, rmSync } = await import('node:fs');
+  const { join } = await import('node:path');
+  const { tmpdir } = await import('node:os');
+  const dir = mkdtempSync(join(tmpdir(), 'svc-compare-'));
+  const good = run({ seed: 1 }) as unknown as Record<string, unknown>;
+  const cases: [string, Record<string, unknown>, RegExp][] = [
+    ['timeline-object', { ...good, timeline: {} }, /not a svc bench result: timeline is not a list/],
+    ['timeline-null', { ...good, timeline: [null] }, /not a svc bench result: timeline\[0\] is not a point/],
+    ['no-latency', { ...good, latency_ms: undefined }, /not a svc bench result: latency_ms is missing/],
+    ['no-throughput', { ...good, throughput: undefined }, /not a svc bench result: throughput is missing/],
+  ];
+  for (const [name, x, re] of cases) {
+    const file = join(dir, `${name}.json`);
+    writeFileSync(file, JSON.stringify(x));
+    t.throws(() => readResult(file), { name: 'BenchError', message: re }, name);
+  }
+  // compareResults itself does not throw on them either.
+  t.doesNotThrow(() => compareResults(run({ seed: 1 }), { ...good, timeline: [null, null] } as unknown as BenchResult));
+  rmSync(dir, { recursive: true, force: true });
+});

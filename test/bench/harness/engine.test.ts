@@ -3,12 +3,12 @@
 import { spawn } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
-import { tmpdir } from 'node:os';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { ResponseParser, type ResponseSink } from '../../../bench/harness/engine-worker.ts';
-import { runLoad, type LoadOutcome, type LoadProgress } from '../../../bench/harness/engine.ts';
+import { defaultTimeoutMs, runLoad, threadsFor, type LoadOutcome, type LoadProgress } from '../../../bench/harness/engine.ts';
 import { createHistogram, decodeHistogram, encodeHistogram, MAX_US, percentileSeries, recordUs, summarize } from '../../../bench/harness/histogram.ts';
 import { BenchError } from '../../../bench/harness/scenario.ts';
 import type { EnginePlan, PreparedRequest } from '../../../bench/harness/types.ts';
@@ -323,7 +323,109 @@ t.test('timeouts: counted, the connection replaced', async (t) => {
   t.same(hang.errors.by_code, { timeout: hang.requests });
   t.equal(hang.latency_ms.max, 0, 'no latency recorded for a request without an answer');
   t.ok((out.per_request.ok?.requests ?? 0) > hang.requests, 'answers go on meanwhile');
-  t.ok(server.accepted >= 4 + hang.requests, 'a new connection per timed-out one');
+  // A new connection per timed-out one, but for those (at most 4) counted as the run ended.
+  t.ok(server.accepted >= 4 + hang.requests - 4, `${server.accepted} connections for ${hang.requests} timeouts`);
+});
+
+t.test('open loop over the backlog cap: dropped requests are neither throughput nor errors.total', async (t) => {
+  const server = await serve((_req, _body, res) => setTimeout(() => json(res, 200, { ok: true }), 20));
+  t.teardown(() => server.close());
+  // 5M req/s on 4 connections answering in 20 ms: the 1M backlog cap is passed within the second.
+  const out = await runLoad(plan(server.origin, [request('a', '/a')], { mode: 'open', rate: 5_000_000, connections: 4, duration_s: 1 }));
+
+  const o = out.open_loop!;
+  const dropped = out.errors.by_code.dropped ?? 0;
+  t.ok(dropped > 1_000_000, `${dropped} dropped`);
+  t.equal(o.dropped, dropped, 'open_loop.dropped says how many');
+  t.notOk(o.kept_up);
+  const socket = out.errors.by_code.socket ?? 0;
+  t.equal(out.throughput.requests, answered(out) + socket, 'requests: answers (and wire failures) only');
+  t.ok(out.throughput.requests < 1000 && out.throughput.rps < 1000, `rps ${out.throughput.rps}`);
+  t.equal(out.errors.total, socket, 'dropped not in errors.total');
+  t.equal(out.per_request.a?.requests, out.throughput.requests);
+  t.ok(
+    out.timeline.every((p) => p.rps < 1000 && p.errors === socket),
+    `the timeline without dropped: ${JSON.stringify(out.timeline)}`,
+  );
+});
+
+t.test('a server that never answers: in-flight requests at the end are timeouts, not a clean run', async (t) => {
+  t.equal(defaultTimeoutMs(1), 1000);
+  t.equal(defaultTimeoutMs(0.2), 1000, 'at least 1 s');
+  t.equal(defaultTimeoutMs(10), 10_000, 'the run’s duration');
+  t.equal(defaultTimeoutMs(600), 30_000, 'at most 30 s');
+
+  const server = await serve(() => undefined);
+  t.teardown(() => server.close());
+  // No timeout_ms: the default is the duration, so a request sent at the start and unanswered at
+  // the end is a timeout.
+  const out = await runLoad(plan(server.origin, [request('a', '/a'), request('b', '/b')], { duration_s: 1 }));
+  t.equal(out.throughput.requests, 4, `one timeout per connection: ${JSON.stringify(out.throughput)}`);
+  t.same(out.errors, { total: 4, by_status: {}, by_code: { timeout: 4 } });
+  t.equal((out.per_request.a?.requests ?? 0) + (out.per_request.b?.requests ?? 0), 4, 'under their request names');
+  t.ok((out.throughput.in_flight_at_end ?? -1) >= 0 && (out.throughput.in_flight_at_end ?? 5) <= 4, 'any resent since: in flight');
+  t.equal(out.latency_ms.max, 0, 'no answer, no latency');
+  t.same(out.timeline.map((p) => p.errors), [4], 'in the last second too');
+});
+
+t.test('a server slower than the run: requests younger than the timeout are in_flight_at_end', async (t) => {
+  const server = await serve((_req, _body, res) => setTimeout(() => json(res, 200, { ok: true }), 5000).unref());
+  t.teardown(() => server.close());
+  const out = await runLoad(plan(server.origin, [request('a', '/a')], { duration_s: 0.5, timeout_ms: 10_000 }));
+  t.equal(out.throughput.requests, 0);
+  t.equal(out.errors.total, 0);
+  t.equal(out.throughput.in_flight_at_end, 4, 'the 4 requests waiting are visible');
+});
+
+t.test('refused connections: counted under the request meant for the connection', async (t) => {
+  // Answers with `connection: close`, and stops listening once the first 4 connections are in:
+  // every reconnection is refused.
+  let accepted = 0;
+  const sockets = new Set<Socket>();
+  const server = createNetServer((socket) => {
+    sockets.add(socket);
+    if (++accepted === 4) server.close();
+    socket.on('error', () => undefined);
+    socket.on('data', () => socket.end('HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\nok'));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.teardown(() => {
+    for (const s of sockets) s.destroy();
+    server.close();
+  });
+  const origin = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const out = await runLoad(plan(origin, [request('a', '/a', { weight: 3 }), request('b', '/b')], { duration_s: 1 }));
+
+  const socket = out.errors.by_code.socket ?? 0;
+  t.ok(socket >= 4, `${socket} refused attempts`);
+  t.equal(out.errors.by_status['200'], 4);
+  t.equal(out.throughput.requests, 4 + socket);
+  const named = Object.values(out.per_request);
+  t.equal(
+    named.reduce((n, r) => n + r.requests, 0),
+    out.throughput.requests,
+    'per_request adds up to the total',
+  );
+  t.equal(
+    named.reduce((n, r) => n + (r.errors.by_code.socket ?? 0), 0),
+    socket,
+    'every refused attempt under a request name',
+  );
+});
+
+t.test('threads: the count really used is returned, capped at the connections and 2 × the cores', async (t) => {
+  const cores = availableParallelism();
+  t.equal(threadsFor(3, 2), 2, 'one connection each');
+  t.equal(threadsFor(undefined, 8), 1, 'default 1');
+  t.equal(threadsFor(0, 8), 1);
+  t.equal(threadsFor(10_000, 100_000), 2 * cores, 'at most 2 per core');
+  t.equal(threadsFor(2.7, 8), 2);
+
+  const server = await serve((_req, _body, res) => json(res, 200, { ok: true }));
+  t.teardown(() => server.close());
+  const out = await runLoad(plan(server.origin, [request('a', '/a')], { threads: 3, connections: 2, duration_s: 0.5 }));
+  t.equal(out.threads, Math.min(2, 2 * cores));
+  t.equal(server.accepted, 2);
 });
 
 t.test('refused: https, and a target that does not listen', async (t) => {
