@@ -179,7 +179,17 @@ export async function loadScenario(file: string, cwd = process.cwd()): Promise<L
       if (ext === '.ts' || ext === '.mts') {
         if (!existsSync(path)) throw Object.assign(new Error(`Cannot find module '${path}'`), { code: 'ERR_MODULE_NOT_FOUND' });
         const { tsImport } = await import('tsx/esm/api');
-        mod = (await tsImport(pathToFileURL(path).href, import.meta.url)) as { default?: unknown };
+        try {
+          mod = (await tsImport(pathToFileURL(path).href, import.meta.url)) as { default?: unknown };
+        } catch (first) {
+          // tsImport's namespaced loader has failed to open such a file under a parallel test run
+          // (ENOENT on `s.ts?namespace=…`): the plain import is the second way in; its error is not the one to show.
+          try {
+            mod = (await import(pathToFileURL(path).href)) as { default?: unknown };
+          } catch {
+            throw first;
+          }
+        }
       } else {
         mod = (await import(pathToFileURL(path).href)) as { default?: unknown };
       }

@@ -3,7 +3,7 @@
 // (Welch's t on per-second samples, floors, drift, max never judged) case by case.
 import t from 'tap';
 import { compareResults, formatComparison, spread, welch, type Comparison } from '../../../bench/harness/compare.ts';
-import { syntheticResult, type SyntheticOptions } from '../../../bench/harness/fixtures.ts';
+import { syntheticResult, type SyntheticOptions } from './synthetic.ts';
 import type { BenchResult } from '../../../bench/harness/types.ts';
 
 const mix = [{ name: 'list', weight: 3 }, { name: 'create' }];

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import t from 'tap';
 import type { Browser } from 'playwright-core';
-import { syntheticResult } from '../../../bench/harness/fixtures.ts';
+import { syntheticResult } from './synthetic.ts';
 import { escapeHtml, renderReport } from '../../../bench/harness/report.ts';
 import type { BenchResult } from '../../../bench/harness/types.ts';
 import { chromiumAvailable, launch } from '../../helpers/browser.ts';

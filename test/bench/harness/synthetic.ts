@@ -3,7 +3,7 @@
  * per-second timelines, percentiles and per-request figures drawn from a
  * seeded PRNG, so the same options always give the same result.
  */
-import type { BenchResult, ErrorSummary, LatencySummary, TimelinePoint } from './types.ts';
+import type { BenchResult, ErrorSummary, LatencySummary, TimelinePoint } from '../../../bench/harness/index.ts';
 
 export interface SyntheticOptions {
   /** Mean requests per second (default 10,000). */
