@@ -1,6 +1,6 @@
 /**
  * One direction-pair between two threads over a MessagePort, with batching:
- * frames sent in the same tick leave in one message, so many small messages
+ * frames sent in the same turn of the loop leave in one message, so many small messages
  * do not each pay a thread wake-up.
  */
 import type { Frame, TransportHandler } from '../../kernel/index.ts';
@@ -17,7 +17,6 @@ export interface PortLike {
   ref?(): void;
 }
 
-const resolved = Promise.resolve();
 
 /** Most frames in one batch before it is flushed regardless of the tick. */
 const MAX_BATCH = 2048;
@@ -52,7 +51,10 @@ export class PortLink {
     if (this.out.length >= MAX_BATCH) this.flush();
     else if (!this.scheduled) {
       this.scheduled = true;
-      void resolved.then(this.flush); // not queueMicrotask: no AsyncResource per batch
+      // At the end of this turn of the loop (its check phase), not the next microtask: a thread
+      // answering many sockets in one turn (uWS calls back once per request, microtasks drain
+      // after each) sends them all in one message instead of one message and one wake-up each.
+      setImmediate(this.flush);
     }
     return true;
   }
