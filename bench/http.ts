@@ -168,12 +168,22 @@ function worktree(ref: string): { dir: string; remove(): void } {
 async function multicoreRun(): Promise<Record<string, unknown>> {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-bench-http-'));
   const results: Record<string, unknown> = {};
+  // Authenticated reads spread over 32 users, each of its own node (their partitions spread over the workers).
+  const readers = Array.from({ length: 32 }, (_, i) => `bench-reader-${i}`);
+  await ensureUsers(dataDir, readers);
+  const tokens = await Promise.all(readers.map((u) => token(u)));
+  const spreadReads = async (url: string): Promise<LoadRequest[]> => {
+    const out: LoadRequest[] = [];
+    for (const t of tokens) out.push({ path: `/walker/ReadAuth/${await seed(url, t)}`, body: '{}', headers: { authorization: `Bearer ${t}` } });
+    return out;
+  };
   // 1 worker on core 0, the load on core 1.
   serverCores = '0';
   pinSelf('1');
   let svc = await svcServer(root, 'uws', dataDir, 1);
   try {
     results.one_worker_one_load_core = await load(svc.p, svc.url, [ECHO]);
+    results.reads_32_users_one_worker_one_load_core = await load(svc.p, svc.url, await spreadReads(svc.url));
   } finally {
     await svc.p.stop();
   }
@@ -183,6 +193,7 @@ async function multicoreRun(): Promise<Record<string, unknown>> {
   svc = await svcServer(root, 'uws', dataDir, 2);
   try {
     results.two_workers_shared_cores = await load(svc.p, svc.url, [ECHO]);
+    results.reads_32_users_two_workers_shared_cores = await load(svc.p, svc.url, await spreadReads(svc.url));
   } finally {
     await svc.p.stop();
   }
@@ -193,12 +204,12 @@ async function multicoreRun(): Promise<Record<string, unknown>> {
   } finally {
     await raw.stop();
   }
-  const one = results.one_worker_one_load_core as Load;
-  const two = results.two_workers_shared_cores as Load;
+  const scaling = (one: string, two: string) => round((results[one] as Load).cpu_us_per_req / (results[two] as Load).cpu_us_per_req, 2);
   results.prediction = {
     // Throughput per core is 1 / (CPU per request): if a second worker costs no more CPU per request, each added core adds as much.
-    per_added_core_scaling: round(one.cpu_us_per_req / two.cpu_us_per_req, 2),
-    note: 'CPU µs per request with 1 worker / with 2 workers: ≥ 0.8 predicts ≥ 0.8x more throughput per added core when the load has cores of its own',
+    per_added_core_scaling: scaling('one_worker_one_load_core', 'two_workers_shared_cores'),
+    per_added_core_scaling_reads_32_users: scaling('reads_32_users_one_worker_one_load_core', 'reads_32_users_two_workers_shared_cores'),
+    note: 'CPU µs per request with 1 worker / with 2 workers: ≥ 0.8 predicts ≥ 0.8x more throughput per added core when the load has cores of its own. Echo runs on the guest root, one partition on one worker: with 2 workers about half of the requests arrive on the other worker and are forwarded; the reads spread over 32 users, forwarded in the same proportion.',
   };
   rmSync(dataDir, { recursive: true, force: true });
   return results;
