@@ -241,7 +241,7 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     if (this.context.activations?.get(this.rootId) === this) this.context.activations.delete(this.rootId);
   }
 
-  receive(msg: PartitionMsg): Promise<unknown> | Rejection {
+  receive(msg: PartitionMsg): unknown {
     if (this.halted !== undefined) return this.refuse(this.halted);
     if (this.context.guard !== undefined) {
       const refused = this.context.guard();
@@ -256,7 +256,8 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     return rejectWith(reason);
   }
 
-  private async handle(msg: PartitionMsg): Promise<unknown> {
+  /** The answer to `msg`: a value (or a Rejection / Later) when it could be had in this call, else a promise. */
+  private handle(msg: PartitionMsg): unknown {
     // Dropping needs no memory, poisoned or not: it deletes what is stored.
     if (msg.t === 'drop') return this.dropped ? 0 : this.drop();
     if (this.poisoned !== undefined) throw this.poisoned; // restart: memory no longer matches the store
@@ -291,29 +292,72 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     return out;
   }
 
-  private async run(msg: Extract<PartitionMsg, { t: 'spawn' } | { t: 'call' }>): Promise<unknown> {
+  /**
+   * A walker or function run. When it completes in this call (its abilities
+   * all synchronous, its start node in memory) the answer is had without a
+   * promise: no deadline is needed for code that cannot be interrupted anyway.
+   */
+  private run(msg: Extract<PartitionMsg, { t: 'spawn' } | { t: 'call' }>): unknown {
     if (msg.caller.rootId !== this.rootId) {
       return rejectWith(graphError('SVC_ERR_ACCESS_DENIED', 'a run reached the partition of another root'));
     }
     const run = new WalkerRun(this, msg.caller, msg.traceId, msg.requestId, msg.authorization);
     this.currentRun = run;
+    let outcome: unknown;
+    let untracked = false;
+    let later: Promise<unknown> | undefined;
+    try {
+      // Runs are tracked (for `afterCommit`, `findNodes`) only where an outbox takes what they hold or app code asked: tracking costs every promise.
+      run.holdsOutbox = this.context.outbox !== undefined;
+      if (run.holdsOutbox || runTrackingWanted()) outcome = run.enter(() => start(run, msg));
+      else {
+        untrackedRun(1);
+        untracked = true;
+        outcome = start(run, msg);
+      }
+      if (isPromise(outcome)) later = outcome;
+      // An operation an ability did not await lands before the run ends (as it would have, awaited).
+      else if (run.hasUnsettledOps) {
+        const value = outcome;
+        later = run.whenOpsSettled().then(() => value);
+      }
+    } catch (error) {
+      if (untracked) untrackedRun(-1);
+      return this.failedRun(run, error);
+    }
+    if (later !== undefined) return this.finishLater(run, msg, later, untracked);
+    if (untracked) untrackedRun(-1);
+    return this.finish(run, msg, outcome);
+  }
+
+  /** A run that awaited: its deadline, then {@link finish}. */
+  private async finishLater(run: WalkerRun, msg: Extract<PartitionMsg, { t: 'spawn' } | { t: 'call' }>, work: Promise<unknown>, untracked: boolean): Promise<unknown> {
+    let outcome: unknown;
+    try {
+      outcome = await this.withDeadline(work);
+      if (run.hasUnsettledOps) await this.withDeadline(run.whenOpsSettled());
+    } catch (error) {
+      return this.failedRun(run, error);
+    } finally {
+      if (untracked) untrackedRun(-1);
+    }
+    return this.finish(run, msg, outcome);
+  }
+
+  /** A run that failed: memory as it was, and the caller's error (a timed-out run restarts the partition). */
+  private failedRun(run: WalkerRun, error: unknown): Rejection {
+    run.rollback();
+    this.currentRun = null;
+    if (error instanceof RunTimeout) throw error; // the run may still be going: restart with clean memory
+    return rejectWith(asCallerError(error));
+  }
+
+  /** A run's end: its reply, and its changes committed (the reply waits for them to be durable). */
+  private finish(run: WalkerRun, msg: Extract<PartitionMsg, { t: 'spawn' } | { t: 'call' }>, outcome: unknown): unknown {
     let value: RunReply;
     let changes: RunChanges;
     let batch: { upserts: StoredDoc[]; deletes: { id: string; version: number }[] };
     try {
-      // Runs are tracked (for `afterCommit`, `findNodes`) only where an outbox takes what they hold or app code asked: tracking costs every promise.
-      run.holdsOutbox = this.context.outbox !== undefined;
-      const tracked = run.holdsOutbox || runTrackingWanted();
-      let outcome: unknown;
-      if (tracked) outcome = await this.withDeadline(run.enter(() => start(run, msg)));
-      else {
-        untrackedRun(1);
-        try {
-          outcome = await this.withDeadline(start(run, msg));
-        } finally {
-          untrackedRun(-1);
-        }
-      }
       value = { json: msg.sv ? svReplyJson(msg.t, outcome) : reportJson(outcome) };
       changes = run.changes();
       batch = {
@@ -321,10 +365,7 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
         deletes: changes.deletes.map((a) => ({ id: a.id, version: a.version })),
       };
     } catch (error) {
-      run.rollback();
-      this.currentRun = null;
-      if (error instanceof RunTimeout) throw error; // the run may still be going: restart with clean memory
-      return rejectWith(asCallerError(error));
+      return this.failedRun(run, error);
     }
     this.currentRun = null;
     if (batch.upserts.length === 0 && batch.deletes.length === 0) {
@@ -591,8 +632,12 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
 }
 
 /** Start the walker or function of a run message. */
-function start(run: WalkerRun, msg: Extract<PartitionMsg, { t: 'spawn' } | { t: 'call' }>): Promise<unknown> {
-  return msg.t === 'spawn' ? run.spawnWalker(msg.walker, msg.fields, msg.at) : run.callFunction(msg.fn, msg.args);
+function start(run: WalkerRun, msg: Extract<PartitionMsg, { t: 'spawn' } | { t: 'call' }>): unknown {
+  return msg.t === 'spawn' ? run.spawnTop(msg.walker, msg.fields, msg.at) : run.callTop(msg.fn, msg.args);
+}
+
+function isPromise(value: unknown): value is Promise<unknown> {
+  return typeof (value as { then?: unknown } | null)?.then === 'function';
 }
 
 /**

@@ -29,10 +29,37 @@ export abstract class GraphOps extends RunLoading implements GraphRun {
   readonly callerRoot: string;
   protected readonly tx: Transaction;
 
+  /** Changing operations begun and not settled: an ability that did not await one still has it land before the run ends. */
+  private unsettledOps = 0;
+  private opsSettled: { promise: Promise<void>; resolve: () => void } | undefined;
+
   constructor(host: RunHost, callerRoot: string) {
     super(host);
     this.callerRoot = callerRoot;
     this.tx = new Transaction((a) => host.evict(a));
+  }
+
+  /** Some changing operation (connect, disconnect, destroy) is still under way. */
+  get hasUnsettledOps(): boolean {
+    return this.unsettledOps > 0;
+  }
+
+  /** Resolves once no changing operation is under way (its outcome is the operation's caller's business). */
+  whenOpsSettled(): Promise<void> {
+    if (this.unsettledOps === 0) return Promise.resolve();
+    if (this.opsSettled === undefined) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      this.opsSettled = { promise, resolve };
+    }
+    return this.opsSettled.promise;
+  }
+
+  private opSettled(): void {
+    if (--this.unsettledOps > 0 || this.opsSettled === undefined) return;
+    const { resolve } = this.opsSettled;
+    this.opsSettled = undefined;
+    resolve();
   }
 
   /** Foreign copies live in the run: changes to them are allowed while it is open. */
@@ -80,6 +107,15 @@ export abstract class GraphOps extends RunLoading implements GraphRun {
 
   async connect(from: Anchor, to: Anchor, edge: Anchor, direction: 'out' | 'in'): Promise<void> {
     this.open();
+    this.unsettledOps++;
+    try {
+      await this.connectNow(from, to, edge, direction);
+    } finally {
+      this.opSettled();
+    }
+  }
+
+  private async connectNow(from: Anchor, to: Anchor, edge: Anchor, direction: 'out' | 'in'): Promise<void> {
     if (edge.home || !edge.isNew || edge.kind !== 'edge') throw graphError('SVC_ERR_INVALID_FIELDS', 'connect() takes a new edge that is not connected yet');
     if (to.home && to.home !== this.host && to.home !== this) throw graphError('SVC_ERR_ACCESS_DENIED', 'that node belongs to another run');
     if (to === from) throw graphError('SVC_ERR_INVALID_FIELDS', 'a node cannot be connected to itself');
@@ -103,12 +139,28 @@ export abstract class GraphOps extends RunLoading implements GraphRun {
   }
 
   async disconnect(from: Anchor, to: Anchor, type: ArchetypeClass | undefined): Promise<number> {
-    const edges = (await this.edgesOf(from, 'out', type)).filter((e) => e.target === to.id);
-    for (const e of edges) await this.destroy(e);
-    return edges.length;
+    this.open();
+    this.unsettledOps++;
+    try {
+      const edges = (await this.edgesOf(from, 'out', type)).filter((e) => e.target === to.id);
+      for (const e of edges) await this.destroyNow(e);
+      return edges.length;
+    } finally {
+      this.opSettled();
+    }
   }
 
   async destroy(anchor: Anchor): Promise<void> {
+    this.open();
+    this.unsettledOps++;
+    try {
+      await this.destroyNow(anchor);
+    } finally {
+      this.opSettled();
+    }
+  }
+
+  private async destroyNow(anchor: Anchor): Promise<void> {
     this.open();
     if (anchor.deleted) return;
     if (anchor.id === this.host.rootId || anchor.cls.name === 'Root') throw graphError('SVC_ERR_ACCESS_DENIED', 'a root cannot be destroyed');
@@ -118,6 +170,7 @@ export abstract class GraphOps extends RunLoading implements GraphRun {
       // Whoever may destroy a node removes every edge touching it, whoever owns them.
       const edges = await this.anchors(anchor.edges);
       for (const e of edges) if (e && !e.deleted) await this.removeEdge(e, anchor);
+      this.open(); // the run may have ended meanwhile (an operation not awaited): nothing changes after it
       anchor.edges.length = 0;
       anchor.deleted = true;
       return;

@@ -8,6 +8,7 @@
  * commit.
  */
 import { abilitiesOf, matches, type Ability } from './abilities.ts';
+import type { Anchor } from './anchor.ts';
 import { ANCHOR, Node, type Root, viewOf } from './archetype.ts';
 import { validateFields } from './class-info.ts';
 import { graphError } from './errors.ts';
@@ -21,10 +22,8 @@ import { type LogSource, NodeQueue, Signal, STATE, type Walker, type WalkerClass
 
 
 interface Plan {
-  walkerEntry: Ability[];
-  nodeEntry: Ability[];
-  nodeExit: Ability[];
-  walkerExit: Ability[];
+  /** In order: the walker's entry abilities, the node's entry, the node's exit, the walker's exit; `onWalker` when the walker is `this`. */
+  steps: { ability: Ability; onWalker: boolean }[];
 }
 
 const plans = new WeakMap<Function, WeakMap<Function, Plan>>();
@@ -36,20 +35,32 @@ function planFor(walkerCls: Function, walker: object, nodeCls: Function, node: o
   if (!plan) {
     const w = abilitiesOf(walkerCls).filter((a) => matches(a, node));
     const n = abilitiesOf(nodeCls).filter((a) => matches(a, walker));
-    plan = {
-      walkerEntry: w.filter((a) => a.kind === 'entry'),
-      nodeEntry: n.filter((a) => a.kind === 'entry'),
-      nodeExit: n.filter((a) => a.kind === 'exit'),
-      walkerExit: w.filter((a) => a.kind === 'exit'),
-    };
+    const steps = (list: Ability[], kind: 'entry' | 'exit', onWalker: boolean) => list.filter((a) => a.kind === kind).map((ability) => ({ ability, onWalker }));
+    plan = { steps: [...steps(w, 'entry', true), ...steps(n, 'entry', false), ...steps(n, 'exit', false), ...steps(w, 'exit', true)] };
     byNode.set(nodeCls, plan);
   }
   return plan;
 }
 
-function call(ability: Ability, self: unknown, arg: unknown): Promise<unknown> | undefined {
-  const r = ability.fn.call(self, arg);
-  return r instanceof Promise ? r : undefined;
+/**
+ * Run a node's abilities from step `from`: undefined once all ran
+ * synchronously; a promise of the rest from the first that returned one.
+ * Signals (skip, disengage) are thrown, or reject the promise.
+ */
+function visitNode(plan: Plan, walker: Walker, here: Node, from: number): Promise<void> | undefined {
+  const steps = plan.steps;
+  for (let i = from; i < steps.length; i++) {
+    const { ability, onWalker } = steps[i] as Plan['steps'][number];
+    const r: unknown = onWalker ? ability.fn.call(walker, here) : ability.fn.call(here, walker);
+    if (r instanceof Promise) return visitRest(r, plan, walker, here, i + 1);
+  }
+  return undefined;
+}
+
+async function visitRest(r: Promise<unknown>, plan: Plan, walker: Walker, here: Node, from: number): Promise<void> {
+  await r;
+  const more = visitNode(plan, walker, here, from);
+  if (more !== undefined) await more;
 }
 
 /** What a function handler gets: its logger is made when first read. */
@@ -149,6 +160,33 @@ export class WalkerRun extends GraphOps implements LogSource, OutboxRun {
    */
   async spawnWalker(walker: string | WalkerClass, fields: unknown, at?: Node | string, nested = false): Promise<unknown[]> {
     this.open();
+    const made = this.instantiate(walker, fields);
+    const savepoint = nested ? this.tx.savepoint() : undefined;
+    try {
+      const start = at === undefined ? this.rootView() : await this.startNode(at);
+      return await this.walk(made, start);
+    } catch (error) {
+      if (savepoint && !this.closed) this.tx.rollbackTo(savepoint);
+      throw error;
+    }
+  }
+
+  /**
+   * The run's own walker (not nested): its reports, or a promise of them.
+   * With its start node in memory and no ability awaiting, the whole walk
+   * happens in this call — no promise, no microtask (the hot path of a
+   * request). Errors are thrown, or the promise rejects.
+   */
+  spawnTop(walker: string, fields: unknown, at?: string): unknown[] | Promise<unknown[]> {
+    this.open();
+    const made = this.instantiate(walker, fields);
+    if (at === undefined) return this.walk(made, this.rootView());
+    const resident = this.host.resident(at);
+    if (resident === undefined) return this.startNode(at).then((start) => this.walk(made, start));
+    return this.walk(made, this.checkedStart(resident, at));
+  }
+
+  private instantiate(walker: string | WalkerClass, fields: unknown): { instance: Walker; name: string } {
     const cls = typeof walker === 'string' ? this.registry.walker(walker) : walker;
     if (!cls) throw graphError('SVC_ERR_UNKNOWN_WALKER', `no walker named ${String(walker)}`);
     const name = typeof walker === 'string' ? walker : (this.registry.nameOf(cls) ?? cls.name);
@@ -156,33 +194,31 @@ export class WalkerRun extends GraphOps implements LogSource, OutboxRun {
     const values = validateFields(info, fields ?? {}, name);
     const instance = new cls();
     for (const f of info.fields) if (Object.hasOwn(values, f)) (instance as unknown as Record<string, unknown>)[f] = values[f];
-    const savepoint = nested ? this.tx.savepoint() : undefined;
-    try {
-      const start = at === undefined ? this.rootView() : await this.startNode(at);
-      const state = {
-        queue: new NodeQueue(),
-        reports: [] as unknown[],
-        disengaged: false,
-        root: this.rootView(),
-        caller: this.caller,
-        spawn: (w: string | WalkerClass, f: Record<string, unknown>, a: Node | string | undefined) => this.spawnWalker(w, f, a, true),
-        name,
-        traceId: this.traceId,
-        log: undefined,
-        logs: this,
-      };
-      instance[STATE] = state;
-      state.queue.push([start]);
-      await this.execute(instance, state.queue);
-      return state.reports;
-    } catch (error) {
-      if (savepoint && !this.closed) this.tx.rollbackTo(savepoint);
-      throw error;
-    }
+    return { instance, name };
   }
 
-  /** Call a function (by exported name); resolves to its return value. */
-  async callFunction(name: string, args: unknown): Promise<unknown> {
+  /** Walk from `start`: the reports, at once when every ability was synchronous. */
+  private walk({ instance, name }: { instance: Walker; name: string }, start: Node): unknown[] | Promise<unknown[]> {
+    const state = {
+      queue: new NodeQueue(),
+      reports: [] as unknown[],
+      disengaged: false,
+      root: this.rootView(),
+      caller: this.caller,
+      spawn: (w: string | WalkerClass, f: Record<string, unknown>, a: Node | string | undefined) => this.spawnWalker(w, f, a, true),
+      name,
+      traceId: this.traceId,
+      log: undefined,
+      logs: this,
+    };
+    instance[STATE] = state;
+    state.queue.push([start]);
+    const pending = this.execute(instance, state.queue);
+    return pending === undefined ? state.reports : pending.then(() => state.reports);
+  }
+
+  /** The run's own function call: its return value as the handler gives it (a value, or a promise). Errors are thrown. */
+  callTop(name: string, args: unknown): unknown {
     this.open();
     const def = this.registry.fn(name);
     if (!def) throw graphError('SVC_ERR_UNKNOWN_WALKER', `no function named ${name}`);
@@ -193,6 +229,10 @@ export class WalkerRun extends GraphOps implements LogSource, OutboxRun {
   private async startNode(at: Node | string): Promise<Node> {
     if (at instanceof Node) return at;
     const [anchor] = await this.anchors([at]);
+    return this.checkedStart(anchor, at);
+  }
+
+  private checkedStart(anchor: Anchor | undefined, at: string): Node {
     // The same answer whether the node is missing or not readable: its existence is not revealed.
     if (!anchor || anchor.kind !== 'node' || !this.readable(anchor)) {
       throw graphError('SVC_ERR_NODE_NOT_FOUND', `no node ${at} readable by this caller`);
@@ -200,30 +240,48 @@ export class WalkerRun extends GraphOps implements LogSource, OutboxRun {
     return viewOf<Node>(anchor);
   }
 
-  private async execute(walker: Walker, queue: NodeQueue): Promise<void> {
+  /**
+   * Visit the queue's nodes. Synchronous abilities are not awaited: while
+   * none returns a promise, the walk ends in this call (undefined); from the
+   * first one that does, it goes on in {@link executeAsync} (its promise).
+   */
+  private execute(walker: Walker, queue: NodeQueue): Promise<void> | undefined {
     const walkerCls = walker.constructor;
     const state = walker[STATE];
     for (let here = queue.shift(); here && !state.disengaged; here = queue.shift()) {
       if (here[ANCHOR].deleted) continue;
       const plan = planFor(walkerCls, walker, here.constructor, here);
+      let pending: Promise<void> | undefined;
       try {
-        // Synchronous abilities are not awaited: no microtask per ability.
-        for (const a of plan.walkerEntry) {
-          const r = call(a, walker, here);
-          if (r) await r;
+        pending = visitNode(plan, walker, here, 0);
+      } catch (error) {
+        if (error instanceof Signal) {
+          if (error.kind === 'disengage') break;
+          continue;
         }
-        for (const a of plan.nodeEntry) {
-          const r = call(a, here, walker);
-          if (r) await r;
-        }
-        for (const a of plan.nodeExit) {
-          const r = call(a, here, walker);
-          if (r) await r;
-        }
-        for (const a of plan.walkerExit) {
-          const r = call(a, walker, here);
-          if (r) await r;
-        }
+        throw error;
+      }
+      if (pending !== undefined) return this.executeAsync(walker, queue, pending);
+    }
+    return undefined;
+  }
+
+  /** The rest of a walk once an ability awaited: `pending` is the node under way. */
+  private async executeAsync(walker: Walker, queue: NodeQueue, pending: Promise<void>): Promise<void> {
+    const walkerCls = walker.constructor;
+    const state = walker[STATE];
+    try {
+      await pending;
+    } catch (error) {
+      if (!(error instanceof Signal)) throw error;
+      if (error.kind === 'disengage') return;
+    }
+    for (let here = queue.shift(); here && !state.disengaged; here = queue.shift()) {
+      if (here[ANCHOR].deleted) continue;
+      const plan = planFor(walkerCls, walker, here.constructor, here);
+      try {
+        const r = visitNode(plan, walker, here, 0);
+        if (r) await r;
       } catch (error) {
         if (error instanceof Signal) {
           if (error.kind === 'disengage') break;
