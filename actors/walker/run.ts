@@ -266,28 +266,14 @@ export class WalkerRun extends GraphOps implements LogSource, OutboxRun {
     return undefined;
   }
 
-  /** The rest of a walk once an ability awaited: `pending` is the node under way. */
+  /** The rest of a walk once an ability awaited: `pending` is the node under way; {@link execute} goes on from the next. */
   private async executeAsync(walker: Walker, queue: NodeQueue, pending: Promise<void>): Promise<void> {
-    const walkerCls = walker.constructor;
-    const state = walker[STATE];
-    try {
-      await pending;
-    } catch (error) {
-      if (!(error instanceof Signal)) throw error;
-      if (error.kind === 'disengage') return;
-    }
-    for (let here = queue.shift(); here && !state.disengaged; here = queue.shift()) {
-      if (here[ANCHOR].deleted) continue;
-      const plan = planFor(walkerCls, walker, here.constructor, here);
+    for (let node: Promise<void> | undefined = pending; node !== undefined; node = this.execute(walker, queue)) {
       try {
-        const r = visitNode(plan, walker, here, 0);
-        if (r) await r;
+        await node;
       } catch (error) {
-        if (error instanceof Signal) {
-          if (error.kind === 'disengage') break;
-          continue;
-        }
-        throw error;
+        if (!(error instanceof Signal)) throw error;
+        if (error.kind === 'disengage') return;
       }
     }
   }
