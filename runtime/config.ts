@@ -281,6 +281,25 @@ export const SCHEMA = {
     /** Seconds a browser may keep a preflight's answer. */
     max_age: { kind: 'int', default: 600, min: 0, env: ['SVC_MICROSERVICES_CORS_MAX_AGE'] },
   },
+  /** `svc mcp`, the tool-protocol server (seed 001 §2.5); its flags win over these. */
+  mcp: {
+    transport: { kind: 'enum', default: 'stdio', env: ['SVC_MCP_TRANSPORT'], values: ['stdio', 'sse', 'streamable-http'] },
+    port: { kind: 'int', default: 3001, env: ['SVC_MCP_PORT'], min: 0 },
+    host: { kind: 'string', default: '127.0.0.1', env: ['SVC_MCP_HOST'] },
+    /** The bearer token HTTP transports require when bound beyond loopback (they refuse to start without one). */
+    token: { kind: 'string', default: '', env: ['SVC_MCP_TOKEN'] },
+    /** Origins allowed besides the server's own (DNS-rebinding protection). */
+    allowed_origins: { kind: 'list', default: [], env: ['SVC_MCP_ALLOWED_ORIGINS'] },
+    expose_grammar: { kind: 'bool', default: true, env: ['SVC_MCP_EXPOSE_GRAMMAR'] },
+    expose_docs: { kind: 'bool', default: true, env: ['SVC_MCP_EXPOSE_DOCS'] },
+    expose_examples: { kind: 'bool', default: true, env: ['SVC_MCP_EXPOSE_EXAMPLES'] },
+    expose_pitfalls: { kind: 'bool', default: true, env: ['SVC_MCP_EXPOSE_PITFALLS'] },
+    enable_validate: { kind: 'bool', default: true, env: ['SVC_MCP_ENABLE_VALIDATE'] },
+    enable_format: { kind: 'bool', default: true, env: ['SVC_MCP_ENABLE_FORMAT'] },
+    enable_py2svc: { kind: 'bool', default: true, env: ['SVC_MCP_ENABLE_PY2SVC'] },
+    enable_ast: { kind: 'bool', default: false, env: ['SVC_MCP_ENABLE_AST'] },
+    project_root: { kind: 'string', default: '.', env: ['SVC_MCP_PROJECT_ROOT'] },
+  },
   'scale.emailer': {
     provider: { kind: 'string', default: '', env: ['EMAILER_PROVIDER'] },
     from_address: { kind: 'string', default: '', env: ['EMAILER_FROM_ADDRESS'] },

@@ -97,7 +97,7 @@ export interface FunctionDef<A = Record<string, unknown>, R = unknown, Acc exten
  */
 export function fn<P extends TObject, R, const Acc extends Access = 'priv'>(
   options: { access?: Acc; params?: P } & RestSpec,
-  handler: (args: Static<P>, ctx: FnContext) => R | Promise<R>,
+  handler: (args: NoInfer<Static<P>>, ctx: FnContext) => R | Promise<R>,
 ): FunctionDef<Static<P>, R, Acc> {
   const { access = 'priv', params, ...spec } = options;
   const schema = (params ?? Type.Object({})) as TObject;

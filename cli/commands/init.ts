@@ -101,7 +101,7 @@ function typesFor(self: PackageJson): Record<string, string> {
   const dev = self.devDependencies ?? {};
   const runtime = new Set(Object.keys(self.dependencies ?? {}));
   // tsx: to run TypeScript that imports svc outside `svc start` (tests with `svc/testing`, scripts with `svc/client`).
-  const types: Record<string, string> = { '@types/node': dev['@types/node'] ?? '20', typescript: dev.typescript ?? '5', tsx: self.dependencies?.tsx ?? '4' };
+  const types: Record<string, string> = { '@types/node': dev['@types/node'] ?? '20', typescript: dev.typescript ?? self.dependencies?.typescript ?? '5', tsx: self.dependencies?.tsx ?? '4' };
   for (const [name, version] of Object.entries(dev)) {
     // @types/foo types foo, @types/scope__foo types @scope/foo.
     const typed = name.startsWith('@types/') ? name.slice('@types/'.length).replace(/^(.+)__/, '@$1/') : undefined;

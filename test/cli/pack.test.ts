@@ -14,7 +14,7 @@ t.setTimeout(600_000);
 
 const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
 const BIN = join(REPO, 'bin/svc.mjs');
-const repoPackage = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string; devDependencies: Record<string, string> };
+const repoPackage = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { version: string; dependencies: Record<string, string>; devDependencies: Record<string, string> };
 
 /**
  * The environment of a user's shell: no tap loader in NODE_OPTIONS, none of the `npm_*` variables
@@ -124,7 +124,7 @@ t.test('svc init, npm pack, npm install <tarball>, npx svc start app.ts: a proje
     scripts: { start: 'svc start app.ts', dev: 'svc start app.ts --dev' },
     engines: { node: '>=20' },
     dependencies: { svc: /^file:/ },
-    devDependencies: { '@types/node': repoPackage.devDependencies['@types/node'], typescript: repoPackage.devDependencies.typescript },
+    devDependencies: { '@types/node': repoPackage.devDependencies['@types/node'], typescript: repoPackage.dependencies.typescript },
   });
   t.equal(resolve(project, pkg.dependencies.svc.slice('file:'.length)), REPO, 'a checkout: the dependency is its folder');
   const tsconfig = readFileSync(join(project, 'tsconfig.json'), 'utf8');

@@ -127,6 +127,7 @@ export function compileWorker(module: string, app?: string): Promise<string> {
 /** Forget what was built (the sources changed: `svc start --dev`). */
 export function forgetBuilds(): void {
   built.clear();
+  modules.clear();
 }
 
 function toPath(module: string): string {
@@ -140,13 +141,53 @@ async function bundle(path: string, app: string | undefined): Promise<string> {
     `import { runWorker } from ${JSON.stringify(WORKER_MAIN)};`,
     `await runWorker(setupModule, appModule);`,
   ].join('\n');
+  return emit({ stdin: { contents, resolveDir: dirname(app ?? path), sourcefile: 'svc-worker-entry.ts', loader: 'ts' } }, app ?? path);
+}
+
+const modules = new Map<string, Promise<string>>();
+
+/**
+ * Bundle one module of svc as it is (its exports kept) into a JavaScript file
+ * a worker thread can load — for pools that take a file (piscina), where
+ * {@link compileWorker}'s actor runtime is not wanted. Built once per process.
+ *
+ * @example
+ * const pool = new Piscina({ filename: await compileModule(new URL('./tool-worker.ts', import.meta.url).href) });
+ */
+export function compileModule(module: string): Promise<string> {
+  const path = toPath(module);
+  let pending = modules.get(path);
+  if (!pending) {
+    pending = emit({ entryPoints: [path] }, path);
+    modules.set(path, pending);
+    pending.catch(() => modules.delete(path));
+  }
+  return pending;
+}
+
+/**
+ * Bundle a script (TypeScript source; svc's files in, packages out) into
+ * `dir`; the path of the JavaScript file. Nothing is cached: for one-off runs
+ * (the tool server's sandbox), whose folder goes when they end.
+ *
+ * @example
+ * const file = await compileScript(`import * as app from './main.ts'; …`, sandboxDir);
+ */
+export async function compileScript(contents: string, dir: string): Promise<string> {
+  return emit({ stdin: { contents, resolveDir: dir, sourcefile: 'svc-script.ts', loader: 'ts' } }, dir, dir);
+}
+
+type Entry = { stdin: { contents: string; resolveDir: string; sourcefile: string; loader: 'ts' } } | { entryPoints: string[] };
+
+/** Bundle (svc's files in, packages out) and write the file under the cache beside `near` (or into `into`); its path. */
+async function emit(entry: Entry, near: string, into?: string): Promise<string> {
   // Written where it is loaded from (its real path: `node_modules` may be a link), so the source map's paths, relative to
   // `outdir`, resolve to the sources: stacks name `app.ts:12:5`, not a path under the cache.
-  const dir = cacheDir(app ?? path);
+  const dir = into ?? cacheDir(near);
   mkdirSync(dir, { recursive: true });
   const outdir = realpathSync(dir);
   const result = await build({
-    stdin: { contents, resolveDir: dirname(app ?? path), sourcefile: 'svc-worker-entry.ts', loader: 'ts' },
+    ...entry,
     bundle: true,
     platform: 'node',
     format: 'esm',
@@ -165,7 +206,7 @@ async function bundle(path: string, app: string | undefined): Promise<string> {
     logLevel: 'silent',
   });
   const output = result.outputFiles[0]?.text;
-  if (output === undefined) throw new Error(`esbuild produced no output for ${path}`);
+  if (output === undefined) throw new Error(`esbuild produced no output for ${near}`);
   const code = cheapNames(output);
   const file = join(outdir, `${createHash('sha256').update(code).digest('hex').slice(0, 16)}.mjs`);
   if (!existsSync(file)) writeFileSync(file, code);

@@ -1,0 +1,110 @@
+/**
+ * `svc mcp`: the tool-protocol server for AI clients. Flags win over the
+ * `[mcp]` section of svc.toml, which wins over the seed's defaults. With
+ * stdio nothing but protocol messages goes to stdout: logs go to stderr.
+ */
+import { resolve } from 'node:path';
+import { ConfigError, loadConfig } from '../../runtime/index.ts';
+import { createMcpServer, formatInspection, listenMcpHttp, McpConfigError, type McpSettings, ToolPool, useCommandTable } from '../../transports/mcp/index.ts';
+import { ARGUMENT_HELP, buildCli } from '../table.ts';
+
+const TRANSPORTS = ['stdio', 'sse', 'streamable-http'] as const;
+
+function usage(message: string): never {
+  process.stderr.write(`svc mcp: ${message}\n`);
+  process.exit(2);
+}
+
+export async function mcp(flags: Record<string, unknown>): Promise<void> {
+  const given: Record<string, unknown> = {};
+  if (flags.transport !== undefined) {
+    if (!TRANSPORTS.includes(String(flags.transport) as (typeof TRANSPORTS)[number])) usage(`--transport is one of ${TRANSPORTS.join(', ')}, got ${String(flags.transport)}`);
+    given['mcp.transport'] = String(flags.transport);
+  }
+  if (flags.port !== undefined) {
+    const port = Number(flags.port);
+    if (!Number.isInteger(port) || port < 0 || port > 65_535) usage(`--port is a port number, got ${String(flags.port)}`);
+    given['mcp.port'] = port;
+  }
+  if (flags.host !== undefined) {
+    if (typeof flags.host !== 'string' || flags.host === '') usage('--host needs an address');
+    given['mcp.host'] = flags.host;
+  }
+  let config;
+  try {
+    ({ config } = loadConfig({ dir: process.cwd(), profile: flags.profile as string | undefined, env: process.env, flags: given }));
+  } catch (error) {
+    if (error instanceof ConfigError) usage(error.message);
+    throw error;
+  }
+  const m = config.mcp;
+  const settings: McpSettings = {
+    exposeGrammar: m.expose_grammar,
+    exposeDocs: m.expose_docs,
+    exposeExamples: m.expose_examples,
+    exposePitfalls: m.expose_pitfalls,
+    enableValidate: m.enable_validate,
+    enableFormat: m.enable_format,
+    enablePy2svc: m.enable_py2svc,
+    enableAst: m.enable_ast,
+    projectRoot: resolve(m.project_root),
+  };
+  if (flags.inspect) {
+    process.stdout.write(formatInspection(settings));
+    return;
+  }
+  // The CLI's own table (list_commands, get_command, execute_command read it): cli/ hands it over, the tool server does not reach into cli/.
+  useCommandTable({ build: buildCli, argumentHelp: ARGUMENT_HELP });
+  const log = (line: string): void => {
+    process.stderr.write(`${line}\n`);
+  };
+  // Whatever a dependency prints goes to stderr: on stdio, stdout is the protocol's alone.
+  console.log = console.error;
+  console.info = console.error;
+  const pool = await ToolPool.start();
+  if (m.transport === 'stdio') {
+    const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
+    const server = createMcpServer(settings, pool, log);
+    const transport = new StdioServerTransport();
+    const stop = async (): Promise<void> => {
+      await server.close().catch(() => {});
+      await pool.close();
+      process.exit(0);
+    };
+    transport.onclose = () => void stop();
+    process.stdin.once('end', () => void stop());
+    process.once('SIGINT', () => void stop());
+    process.once('SIGTERM', () => void stop());
+    await server.connect(transport);
+    log('svc mcp: serving on stdio');
+    return;
+  }
+  try {
+    const http = await listenMcpHttp({
+      transport: m.transport as 'sse' | 'streamable-http',
+      host: m.host,
+      port: m.port,
+      token: m.token,
+      allowedOrigins: m.allowed_origins,
+      newServer: () => createMcpServer(settings, pool, log),
+      log,
+    });
+    process.stdout.write(`svc mcp: serving ${m.transport} at ${http.url}\n`);
+    const stop = async (): Promise<void> => {
+      await http.close();
+      await pool.close();
+      process.exit(0);
+    };
+    process.once('SIGINT', () => void stop());
+    process.once('SIGTERM', () => void stop());
+  } catch (error) {
+    await pool.close();
+    if (error instanceof McpConfigError) usage(error.message);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EADDRINUSE' || code === 'EACCES') {
+      process.stderr.write(`svc mcp: cannot listen on ${m.host}:${m.port} (${code})\n`);
+      process.exit(1);
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * The table of `svc` commands: every subcommand with its arguments, options,
+ * examples and action, registered on a fresh cac instance and never parsed
+ * here. `cli/index.ts` parses `process.argv` against it; the tool server's
+ * `list_commands` / `get_command` read it (transports/mcp/tools/commands.ts).
+ * Each action loads its `cli/commands/<name>.ts` only when it runs.
+ */
+import { cac, type CAC } from 'cac';
+import { readFileSync } from 'node:fs';
+
+const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
+
+/**
+ * What each command's positional arguments are, by command name then argument
+ * name (cac keeps no help for positionals; `svc <command> --help` shows them
+ * in the usage line only, and `get_command` reports these sentences).
+ *
+ * @example
+ * ARGUMENT_HELP.start?.entry // 'The app module (.ts/.js/.mjs); default main.ts, else app.ts'
+ */
+export const ARGUMENT_HELP: Readonly<Record<string, Readonly<Record<string, string>>>> = {
+  start: { entry: 'The app module (.ts/.js/.mjs); default main.ts, else app.ts' },
+  token: {
+    user_id: "The user's id (a registered user's username or email finds them too); with --create, the new service account's id",
+    entry: 'The app module whose data folder and secret are used; default main.ts, else app.ts',
+  },
+  db: {
+    command: 'inspect, stats, alias, recover-all, quarantine or copy',
+    args: 'The operands of that command (alias add <old> <new>; quarantine list|show|drop <id>)',
+  },
+  bench: {
+    target: 'A URL of a running server, an entry file to start, or compare',
+    rest: 'compare: the two result.json files (before, after)',
+  },
+  init: { dir: 'The folder of the new project (default: the current folder)' },
+};
+
+/**
+ * Build the `svc` command table: a cac instance with every command, its
+ * options, examples and action, plus `--help` and `--version`. Nothing is
+ * parsed and nothing runs until the caller parses argv.
+ *
+ * @example
+ * const cli = buildCli();
+ * cli.parse(process.argv, { run: false });
+ * if (cli.matchedCommand) await cli.runMatchedCommand();
+ */
+export function buildCli(): CAC {
+  const cli = cac('svc');
+
+  const startCommand = cli
+    .command('start [entry]', 'Serve every walker and function of an app (default entry: main.ts, else app.ts)')
+    .option('-p, --port <port>', 'Port, default 8000 ([scale.server] port, SVC_PORT); the next free one if taken; 0: any free port')
+    .option('--host <host>', 'Bind address (default 0.0.0.0)')
+    .option('-f, --faux', 'Print the generated endpoints and exit')
+    .option('-d, --dev', 'Reload on file changes, keeping the port')
+    .option('-n, --no-client', 'Serve the API only (static files from public/ are still served)')
+    .option('--profile <name>', 'Layer svc.<name>.toml; prod also demands real secrets')
+    .option('-a, --api_port <port>', 'Port for the API (overrides --port when set)')
+    .option('-m, --main', 'Treat the entry as the main module (always true; accepted for compatibility)')
+    .option('--workers <n>', 'Worker threads, default 0: one per core (each serves the port on uWebSockets.js; on node:http only the first)')
+    .example('svc start app.ts --port 8000')
+    .example('svc start --dev                 # main.ts (or app.ts) of this folder, reloaded on changes')
+    .action(async (entry: string | undefined, options: Record<string, unknown>) => {
+      const { start } = await import('./commands/start.ts');
+      await start(entry, options);
+    });
+  // cac gives a negated option (`--no-client`) the default true and prints it as "(default: true)": noise, nothing reads it.
+  for (const option of startCommand.options) if (option.negated) delete option.config.default;
+
+  cli
+    .command('token [user_id] [entry]', 'Print a JWT for a user, signed with the server secret (for trying private endpoints)')
+    .option('--username <name>', 'The user with this username or email (refused when nobody has it), instead of a user id')
+    .option('--create', 'Make a service account with this user id when nobody has it (refused otherwise)')
+    .option('--role <role>', 'Role of a new service account (default user)')
+    .option('--days <n>', 'Lifetime in days (default [scale.jwt] exp_delta_days)')
+    .option('--profile <name>', 'Configuration profile')
+    .example('svc token 7c1e…e2 app.ts        # the user with this id (refused when nobody has it)')
+    .example('svc token --username alice app.ts # the user with this username or email')
+    .example('svc token ci-bot --create app.ts  # a service account ci-bot, made when nobody has that id')
+    .example('curl -H "Authorization: Bearer $(npx svc token --username alice app.ts)" …')
+    .action(async (userId: string | undefined, entry: string | undefined, options: Record<string, unknown>) => {
+      const { token } = await import('./commands/token.ts');
+      await token(userId, entry, options);
+    });
+
+  cli
+    .command('db [command] [...args]', 'Operate the stores: inspect, stats, alias add <old> <new>, recover-all, quarantine list|show|drop <id>, copy --from --to')
+    .option('--app <entry>', 'The app entry module: decode documents against its classes (inspect, recover-all); its folder is the project')
+    .option('--db <uri|path>', 'The store to act on (default the configured one: [scale.database] docdb_uri / DOCDB_URI, else the data folder)')
+    .option('--from <uri|path>', 'copy: the source (a URI, a SQLite file, or a data folder; default the configured store)')
+    .option('--to <uri|path>', 'copy: the destination (same forms; default the configured store)')
+    .option('--restart', 'copy: ignore the checkpoint of an interrupted copy and start over')
+    .option('--json', 'Answer with one JSON document on stdout')
+    .option('--profile <name>', 'Configuration profile')
+    .example('svc db stats')
+    .example('svc db inspect --app app.ts')
+    .example('svc db alias add Task Chore && svc db recover-all --app app.ts')
+    .example('svc db copy --to postgres://svc@db/svc   # stop the service first')
+    .action(async (command: string | undefined, args: string[], options: Record<string, unknown>) => {
+      const { db } = await import('./commands/db.ts');
+      await db(command, args, options);
+    });
+
+  cli
+    .command('bench [target] [...rest]', 'Load an app (a URL, or an entry file it starts) with a scenario; write result.json and report.html. compare a.json b.json: what changed beyond noise')
+    .option('--scenario <file>', 'A scenario: .ts/.mts/.js/.mjs (default export), .json or .toml (default: every public walker and function that takes no required field)')
+    .option('--duration <s>', 'Measured seconds (default 10)')
+    .option('--warmup <s>', 'Warm-up seconds before measuring (default 2)')
+    .option('--connections <n>', 'Closed loop: this many connections (default 64)')
+    .option('--rate <r>', 'Open loop: this many requests per second in total (instead of --connections)')
+    .option('--threads <n>', 'Load-generator threads (default 1)')
+    .option('--users <n>', 'Users registered and logged in first; requests are sent as them (the default scenario then loads private endpoints too)')
+    .option('--out <dir>', 'Where result.json and report.html go (default bench-results/<time>)')
+    .option('--timeout <ms>', 'Per-request timeout in milliseconds (default: the run\'s length, at most 30,000)')
+    .option('--admin-token <token>', "An admin token (or SVC_BENCH_ADMIN_TOKEN): the server's /admin/stats and /metrics before and after")
+    .option('--fail-on-regression', 'compare: exit 1 when a figure got worse beyond noise')
+    // bench checks its flags itself: an unknown one is a usage error (exit 2).
+    .allowUnknownOptions()
+    .example('svc bench app.ts --duration 30 --users 20')
+    .example('svc bench http://127.0.0.1:8000 --scenario bench/checkout.ts --rate 2000')
+    .example('svc bench compare bench-results/before/result.json bench-results/after/result.json')
+    .action(async (target: string | undefined, rest: string[], options: Record<string, unknown>) => {
+      const { bench } = await import('./commands/bench.ts');
+      await bench(target, rest, options);
+    });
+
+  cli
+    .command('init [dir]', 'Make a new project in dir (default: the current folder): package.json, app.ts, svc.toml, tsconfig.json, .gitignore')
+    .option('--force', 'Replace files that already exist')
+    .example('svc init ../myapp && cd ../myapp && npm install && npm run dev')
+    .action(async (dir: string | undefined, options: { force?: boolean }) => {
+      const { init } = await import('./commands/init.ts');
+      await init(dir, options);
+    });
+
+  // No cac defaults for --port and --host: a flag wins over svc.toml's [mcp] section, which wins over the built-in
+  // value, so the command must see whether the flag was given.
+  cli
+    .command('mcp', 'Serve the tool-protocol server (MCP) for AI clients: docs, compiler tools, prompts')
+    .option('--transport <name>', 'stdio, sse or streamable-http (default [mcp] transport, stdio)')
+    .option('--port <port>', 'Port for sse and streamable-http (default [mcp] port, 3001)')
+    .option('--host <host>', 'Bind address for sse and streamable-http (default [mcp] host, 127.0.0.1)')
+    .option('--inspect', 'Print resources, tools and prompts, then exit')
+    .option('--profile <name>', 'Configuration profile')
+    .example('svc mcp                                   # stdio, for a client that starts it')
+    .example('svc mcp --transport streamable-http --port 3001   # POST /mcp')
+    .example('svc mcp --transport sse                   # GET /sse, POST /messages/')
+    .example('svc mcp --inspect')
+    .action(async (options: Record<string, unknown>) => {
+      const { mcp } = await import('./commands/mcp.ts');
+      await mcp(options);
+    });
+
+  cli.help();
+  cli.version(version);
+  return cli;
+}

@@ -1,0 +1,123 @@
+// explain_error: every code docs/errors.md documents is explained from that file (not by the
+// fallback), the TypeScript diagnostics svc code meets have svc-specific advice, and messages the
+// running server really answers are recognised.
+import t from 'tap';
+import { readFileSync } from 'node:fs';
+import { testApp } from 'svc/testing';
+import { createResources } from '../../../transports/mcp/resources.ts';
+import { errorCatalogue, explainError, websocketCloseCodes } from '../../../transports/mcp/tools/explain.ts';
+import { ToolInputError } from '../../../transports/mcp/types.ts';
+
+const doc = readFileSync(new URL('../../../docs/errors.md', import.meta.url), 'utf8');
+const uris = new Set(createResources({ grammar: { spec: async () => '', tokens: () => '' } }).list().map((r) => r.uri));
+const FALLBACK = /does not recognise/;
+
+/** The codes of docs/errors.md, found independently of the explainer's parser: table rows and every SVC_ERR_ code named. */
+function documentedCodes(): Set<string> {
+  const codes = new Set<string>();
+  for (const m of doc.matchAll(/^\|\s*`([A-Z][A-Z0-9_]+)`\s*\|\s*\d{3}\s*\|/gm)) codes.add(m[1] as string);
+  for (const m of doc.matchAll(/`(SVC_ERR_[A-Z0-9_]+)`/g)) codes.add(m[1] as string);
+  return codes;
+}
+
+t.test('every code of docs/errors.md is explained from the file', async (t) => {
+  const codes = documentedCodes();
+  t.ok(codes.size >= 90, `${codes.size} codes in docs/errors.md`);
+  t.same([...errorCatalogue().keys()].sort(), [...codes].sort(), 'the explainer parsed exactly the documented codes');
+  for (const code of codes) {
+    const e = explainError({ error_message: `request failed: ${code}` });
+    t.notMatch(e.title, FALLBACK, `${code}: not the fallback`);
+    t.match(e.title, code, `${code}: named in the title`);
+    const row = new RegExp(`^\\|\\s*\`${code}\`\\s*\\|\\s*(\\d{3})\\s*\\|`, 'm').exec(doc);
+    if (row) t.match(e.title, `HTTP ${row[1]}`, `${code}: its status`);
+    t.ok(e.explanation.length > 20 && e.suggestion.length > 20 && e.example.length > 10, `${code}: explanation, suggestion, example`);
+    t.ok(uris.has(e.docs_uri), `${code}: docs_uri ${e.docs_uri} is a resource`);
+  }
+});
+
+t.test('the meaning comes from the file, so it cannot drift', async (t) => {
+  const e = explainError({ error_message: 'SVC_ERR_BAD_WRITE' });
+  t.match(e.explanation, 'the app\'s mistake, not the client\'s');
+  t.match(explainError({ error_message: 'SVC_ERR_NODE_NOT_FOUND' }).title, 'answered as NOT_FOUND');
+  t.match(explainError({ error_message: 'SVC_ERR_GATEWAY_CONFIG' }), { title: /SVC_ERR_GATEWAY_CONFIG \(at start\)/, explanation: /bad options/ });
+  t.match(explainError({ error_message: 'INVALID_TOPIC' }).explanation, /Event streaming/);
+});
+
+t.test('WebSocket close codes', async (t) => {
+  const closes = [...doc.matchAll(/^\|\s*(\d{4})\s*\|/gm)].map((m) => m[1] as string);
+  t.ok(closes.length >= 7);
+  t.same([...websocketCloseCodes().keys()].sort(), [...closes].sort());
+  for (const code of closes) {
+    const e = explainError({ error_message: `WebSocket closed with code ${code}` });
+    t.equal(e.title, `WebSocket close code ${code}`);
+    t.ok(uris.has(e.docs_uri));
+  }
+});
+
+t.test('TypeScript diagnostics, by code number, with svc advice', async (t) => {
+  const cases: [string, RegExp][] = [
+    ["app.ts(3,10): error TS2304: Cannot find name 'Walker'.", /import \{ Walker \} from 'svc'/],
+    ["error TS2322: Type 'string' is not assignable to type 'boolean'.", /static has/],
+    ["error TS2339: Property 'done' does not exist on type 'Node'.", /declare/],
+    ["error TS2345: Argument of type 'Promise<Todo[]>' is not assignable to parameter of type 'Node | readonly Node[]'.", /await/],
+    ['error TS2554: Expected 2 arguments, but got 1.', /fn\(options, handler\)/],
+    ["error TS2551: Property 'outEdge' does not exist on type 'Root'. Did you mean 'outEdges'?", /suggested name/],
+    ["error TS1005: ';' expected.", /TypeScript/],
+    ["error TS7006: Parameter 'here' implicitly has an 'any' type.", /here: Todo/],
+    ["error TS2307: Cannot find module 'svc' or its corresponding type declarations.", /not installed/],
+    ["error TS18048: 'todo' is possibly 'undefined'.", /Check it/],
+    ['error TS2532: Object is possibly \'undefined\'.', /Check it/],
+    ["error TS2564: Property 'title' has no initializer and is not definitely assigned in the constructor.", /declare title/],
+    ["error TS2449: Class 'Visitor' used before its declaration.", /\(\) => Later/],
+    ["error TS2610: 'root' is defined as an accessor in class 'Walker', but is overridden here in 'Share' as an instance property.", /Rename/],
+  ];
+  for (const [message, advice] of cases) {
+    const code = /TS(\d+)/.exec(message)?.[1] as string;
+    const e = explainError({ error_message: message });
+    t.match(e.title, new RegExp(`^TS${code}: `), `TS${code} recognised`);
+    t.notMatch(e.title, /TypeScript error$/, `TS${code} has its own entry`);
+    t.match(e.suggestion, advice, `TS${code}: svc advice`);
+    t.ok(uris.has(e.docs_uri), `TS${code}: docs_uri ${e.docs_uri} is a resource`);
+  }
+  const other = explainError({ error_message: 'error TS9999: something new' });
+  t.match(other.title, /^TS9999: TypeScript error/, 'an unknown TS code still gets a TypeScript answer');
+});
+
+t.test('messages the running server really answers are recognised', async (t) => {
+  const app = await testApp({ entry: new URL('../../../transports/mcp/examples/basic-walker/app.ts', import.meta.url).pathname });
+  t.teardown(() => app.close());
+  const noToken = await app.inject({ method: 'POST', url: '/walker/Greetings' });
+  t.equal(noToken.status, 401);
+  const e401 = explainError({ error_message: `${noToken.status} ${noToken.body}` });
+  t.match(e401, { title: /private walker or function was called without a token/, suggestion: /Authorization: Bearer/, docs_uri: 'svc://docs/tutorial-fullstack-auth' });
+  const wrongType = await app.inject({ method: 'POST', url: '/walker/Greet', body: { name: 5 } });
+  t.match(explainError({ error_message: wrongType.body }).explanation, /never coerced/);
+  const unknownField = await app.inject({ method: 'POST', url: '/walker/Greet', body: { name: 'a', nmae: 'b' } });
+  t.match(explainError({ error_message: unknownField.body }).title, /does not declare/);
+  const missing = await app.inject({ method: 'POST', url: '/walker/Nope' });
+  t.match(explainError({ error_message: missing.body }).title, /No endpoint/);
+  const notJson = await app.inject({ method: 'POST', url: '/walker/Greet', body: '{', headers: { 'content-type': 'application/json' } });
+  t.match(explainError({ error_message: notJson.body }).title, /not JSON/);
+});
+
+t.test('runtime messages of the programming model', async (t) => {
+  const cases: [string, RegExp][] = [
+    ['{"code":"VALIDATION_ERROR","message":"visit() takes nodes"}', /visit\(\) was given/],
+    ['SVC_ERR_BAD_ARCHETYPE: Todo.title is a class field, so writes to it are not seen; declare it with `declare title: …`', /initializer/],
+    ['Todo abc can only change inside a walker run', /outside a walker run/],
+    ['Note.text: 5 does not match its schema', /schema refuses/],
+    ["Error [ERR_MODULE_NOT_FOUND]: Cannot find package 'svc' imported from /x/app.ts", /not installed/],
+    ['svc: another svc process (pid 42) is serving the data in /x/.svc/data', /already served/],
+  ];
+  for (const [message, title] of cases) t.match(explainError({ error_message: message }).title, title, message);
+});
+
+t.test('a bare HTTP status, the fallback, and bad input', async (t) => {
+  t.match(explainError({ error_message: 'the server answered HTTP 403' }).title, /^HTTP 403: most likely FORBIDDEN/);
+  const unknown = explainError({ error_message: 'the moon is made of cheese' });
+  t.match(unknown, { title: FALLBACK, docs_uri: 'svc://guide/pitfalls' });
+  t.ok(uris.has(unknown.docs_uri));
+  t.throws(() => explainError({ error_message: '' }), ToolInputError);
+  t.throws(() => explainError({ error_message: 42 as unknown as string }), ToolInputError);
+  t.throws(() => explainError({ error_message: 'x'.repeat(101 * 1024) }), ToolInputError);
+});

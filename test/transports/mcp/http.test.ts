@@ -1,0 +1,88 @@
+// The HTTP transports' gate: Host and Origin (DNS rebinding), the bearer token, bodies, routes.
+import t from 'tap';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { request } from 'node:http';
+import { createMcpServer, isLoopback, listenMcpHttp, MCP_DEFAULTS, McpConfigError, ToolPool } from '../../../transports/mcp/index.ts';
+
+const TOKEN = 'mcp-test-token-0123456789abcdef';
+const pool = await ToolPool.start();
+t.teardown(() => pool.close());
+
+/** One raw request (node:http lets a test send any Host). */
+function raw(port: number, path: string, options: { method?: string; headers?: Record<string, string>; body?: string }): Promise<{ status: number; body: string; headers: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, method: options.method ?? 'POST', headers: options.headers }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
+    });
+    req.on('error', reject);
+    req.end(options.body);
+  });
+}
+
+const init = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } });
+const jsonHeaders = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+
+t.test('streamable HTTP with a token', async (t) => {
+  const http = await listenMcpHttp({ transport: 'streamable-http', host: '127.0.0.1', port: 0, token: TOKEN, newServer: () => createMcpServer(MCP_DEFAULTS, pool) });
+  t.teardown(() => http.close());
+  const host = `127.0.0.1:${http.port}`;
+  const without = await raw(http.port, '/mcp', { headers: { ...jsonHeaders, host }, body: init });
+  t.equal(without.status, 401, 'no token: 401');
+  t.match(without.headers['www-authenticate'], /Bearer/);
+  const forged = await raw(http.port, '/mcp', { headers: { ...jsonHeaders, host, authorization: `Bearer ${TOKEN.slice(0, -1)}x` }, body: init });
+  t.equal(forged.status, 401, 'a forged token: 401');
+  const notBearer = await raw(http.port, '/mcp', { headers: { ...jsonHeaders, host, authorization: `Basic ${TOKEN}` }, body: init });
+  t.equal(notBearer.status, 401, 'another scheme: 401');
+  const auth = { authorization: `Bearer ${TOKEN}` };
+  const rebound = await raw(http.port, '/mcp', { headers: { ...jsonHeaders, ...auth, host: `evil.example:${http.port}` }, body: init });
+  t.equal(rebound.status, 403, 'a foreign Host: 403');
+  t.match(JSON.parse(rebound.body), { jsonrpc: '2.0', error: { message: /Host/ } });
+  const origin = await raw(http.port, '/mcp', { headers: { ...jsonHeaders, ...auth, host, origin: 'http://evil.example' }, body: init });
+  t.equal(origin.status, 403, 'a foreign Origin: 403');
+  const own = await raw(http.port, '/mcp', { headers: { ...jsonHeaders, ...auth, host: `localhost:${http.port}`, origin: `http://localhost:${http.port}` }, body: init });
+  t.equal(own.status, 200, 'its own Host and Origin: served');
+  t.ok(own.headers['mcp-session-id'], 'a session began');
+  const notJson = await raw(http.port, '/mcp', { headers: { ...jsonHeaders, ...auth, host }, body: '{"jsonrpc":' });
+  t.equal(notJson.status, 400, 'malformed JSON: 400');
+  const big = await raw(http.port, '/mcp', { headers: { ...jsonHeaders, ...auth, host }, body: JSON.stringify({ pad: 'x'.repeat(1024 * 1024 + 10) }) });
+  t.equal(big.status, 413, 'over 1 MB: 413');
+  const unknown = await raw(http.port, '/nope', { headers: { ...auth, host }, method: 'GET' });
+  t.equal(unknown.status, 404, 'unknown route: 404');
+  const noSession = await raw(http.port, '/mcp', { headers: { ...jsonHeaders, ...auth, host, 'mcp-session-id': 'not-a-session' }, body: init });
+  t.equal(noSession.status, 404, 'an unknown session: 404');
+  const first = await raw(http.port, '/mcp', { headers: { ...jsonHeaders, ...auth, host }, body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }) });
+  t.equal(first.status, 400, 'a session starts with initialize');
+
+  // A real client, with the token.
+  const client = new Client({ name: 't', version: '1' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(http.url), { requestInit: { headers: auth } }));
+  t.teardown(() => client.close());
+  const r = await client.callTool({ name: 'search_docs', arguments: { query: 'walker spawn at a node', limit: 3 } });
+  t.notOk(r.isError);
+  t.ok(((r.structuredContent as { results: unknown[] }).results ?? []).length > 0, 'search answers');
+});
+
+t.test('SSE', async (t) => {
+  const http = await listenMcpHttp({ transport: 'sse', host: '127.0.0.1', port: 0, newServer: () => createMcpServer(MCP_DEFAULTS, pool) });
+  t.teardown(() => http.close());
+  const wrongHost = await raw(http.port, '/sse', { method: 'GET', headers: { host: 'attacker.example' } });
+  t.equal(wrongHost.status, 403);
+  const noSession = await raw(http.port, '/messages/?sessionId=nope', { headers: { 'content-type': 'application/json', host: `127.0.0.1:${http.port}` }, body: init });
+  t.equal(noSession.status, 404);
+  const client = new Client({ name: 't', version: '1' });
+  await client.connect(new SSEClientTransport(new URL(http.url)));
+  t.teardown(() => client.close());
+  t.equal((await client.listPrompts()).prompts.length, 9);
+});
+
+t.test('a token is required beyond loopback', async (t) => {
+  t.ok(isLoopback('127.0.0.1') && isLoopback('localhost') && isLoopback('::1') && isLoopback('[::1]'));
+  t.notOk(isLoopback('0.0.0.0') || isLoopback('10.0.0.1') || isLoopback('::'));
+  // Refused before binding anything.
+  await t.rejects(listenMcpHttp({ transport: 'sse', host: '0.0.0.0', port: 0, newServer: () => createMcpServer(MCP_DEFAULTS, pool) }), McpConfigError);
+  await t.rejects(listenMcpHttp({ transport: 'sse', host: '127.0.0.1', port: 0, token: 'short', newServer: () => createMcpServer(MCP_DEFAULTS, pool) }), McpConfigError);
+});

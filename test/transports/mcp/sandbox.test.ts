@@ -1,0 +1,147 @@
+// run_svc and graph_visualize in their sandbox, and the compiler tools' killable pool.
+import t from 'tap';
+import { spawnSync } from 'node:child_process';
+import { ToolInputError, ToolPool, ToolTimeoutError } from '../../../transports/mcp/index.ts';
+import { graphVisualize, isolation, OUTPUT_LIMIT, runSvc } from '../../../transports/mcp/tools/run.ts';
+
+const TODO = `import { Node, Walker, Root, entry, T } from 'svc';
+export class Todo extends Node {
+  static has = T.Object({ title: T.String() });
+  declare title: string;
+}
+export class Main extends Walker {
+  @entry(Root) async make(here: Root) {
+    const a = await here.connect(new Todo({ title: 'a' }));
+    await a.connect(new Todo({ title: 'b "quoted"' }));
+    await here.connect(new Todo({ title: 'c' }));
+    console.log('made three');
+    this.report(a);
+  }
+}
+export class Other extends Walker {
+  static access = 'pub' as const;
+  @entry(Root) hello() { this.report('hi'); }
+}`;
+
+const { netns, cgroup } = isolation();
+
+t.test('run_svc runs a module and its entry point', async (t) => {
+  const main = (await runSvc({ code: TODO })) as { stdout: string; exit_code: number; warnings: string[] };
+  t.equal(main.exit_code, 0);
+  t.match(main.stdout, /made three/);
+  t.match(JSON.parse(main.stdout.split('\n')[1] as string), [{ type: 'Todo', context: { title: 'a' } }], 'Main ran by default; its reports as JSON');
+  const other = (await runSvc({ code: TODO, entrypoint: 'Other' })) as { stdout: string };
+  t.equal(other.stdout.trim(), '["hi"]');
+  const none = (await runSvc({ code: 'export const x = 1;' })) as { stdout: string; exit_code: number; error?: string };
+  t.same([none.stdout, none.exit_code, none.error], ['', 0, undefined], 'no entry point: success, no output');
+  const missing = (await runSvc({ code: TODO, entrypoint: 'Nope' })) as { exit_code: number; error: string };
+  t.equal(missing.exit_code, 1);
+  t.match(missing.error, /Nope/);
+  const broken = (await runSvc({ code: 'export class {' })) as { exit_code: number; error: string };
+  t.equal(broken.exit_code, 1);
+  t.match(broken.error, /does not compile: main\.ts:1:/);
+  await t.rejects(runSvc({ code: 'x'.repeat(101 * 1024) }), ToolInputError, 'over 100 KB refused');
+  await t.rejects(runSvc({ code: TODO, timeout: 0 }), ToolInputError);
+  await t.rejects(runSvc({ code: TODO, entrypoint: 'a; rm -rf /' }), ToolInputError);
+});
+
+t.test('reading outside its folder is denied', async (t) => {
+  const r = (await runSvc({ code: `import { readFileSync } from 'node:fs'; console.log(readFileSync('/etc/hostname', 'utf8'));` })) as { exit_code: number; stderr: string; stdout: string };
+  t.not(r.exit_code, 0);
+  t.match(r.stderr, /ERR_ACCESS_DENIED/);
+  t.equal(r.stdout, '');
+  const env = (await runSvc({ code: `console.log(JSON.stringify(Object.keys(process.env)));` })) as { stdout: string };
+  t.notMatch(env.stdout, /JWT_SECRET|SVC_MCP_TOKEN|npm_/, "the server's environment does not reach the run");
+});
+
+t.test('no network', { skip: netns ? false : 'no network namespace here (unshare -n not permitted)' }, async (t) => {
+  const r = (await runSvc({
+    code: `import { connect } from 'node:net';
+const s = connect(80, '127.0.0.1');
+s.on('connect', () => { console.log('connected'); process.exit(0); });
+s.on('error', (e) => { console.log('refused', e.code); process.exit(3); });`,
+  })) as { exit_code: number; stdout: string; warnings: string[] };
+  t.equal(r.exit_code, 3);
+  t.notMatch(r.stdout, /connected/);
+  t.notOk(r.warnings.some((w) => /network/.test(w)));
+});
+
+t.test('processes: no fork bomb', async (t) => {
+  const r = (await runSvc({ code: `import { spawn } from 'node:child_process'; const go = () => { spawn(process.execPath, ['-e', '1']); setImmediate(go); }; go();`, timeout: 5 })) as { exit_code: number; stderr: string };
+  t.not(r.exit_code, 0);
+  t.match(r.stderr, /ERR_ACCESS_DENIED/, 'starting a process is refused');
+  const w = (await runSvc({ code: `import { Worker } from 'node:worker_threads'; new Worker('1', { eval: true });` })) as { stderr: string };
+  t.match(w.stderr, /ERR_ACCESS_DENIED/, 'starting a thread is refused');
+});
+
+t.test('a memory hog is stopped', async (t) => {
+  const r = (await runSvc({ code: `const keep = []; for (;;) keep.push(new Array(1e6).fill(7));`, timeout: 30 })) as { exit_code: number; error: string };
+  t.not(r.exit_code, 0);
+  t.match(r.error, /memory/);
+});
+
+t.test('cgroup limits where the machine has a writable cgroup', { skip: cgroup ? false : 'no writable cgroup here: the tool says so in warnings' }, async (t) => {
+  const r = (await runSvc({ code: `console.log('ok');` })) as { warnings: string[] };
+  t.same(r.warnings, [], 'no warning: network and cgroup isolation both in place');
+});
+
+t.test('output is capped, with a marker', async (t) => {
+  const r = (await runSvc({ code: `for (let i = 0; i < 20000; i++) console.log('x'.repeat(99));` })) as { stdout: string };
+  t.ok(Buffer.byteLength(r.stdout) < OUTPUT_LIMIT + 200);
+  t.match(r.stdout, /…\[output truncated: \d+ more bytes\]$/);
+});
+
+t.test('killed at its timeout', async (t) => {
+  const started = Date.now();
+  const r = (await runSvc({ code: `for (;;) {}`, timeout: 1 })) as { exit_code: number; error: string };
+  t.equal(r.exit_code, 124);
+  t.match(r.error, /timed out after 1 s/);
+  t.ok(Date.now() - started < 15_000, 'it did not run on');
+});
+
+t.test('graph_visualize', async (t) => {
+  const dot = (await graphVisualize({ code: TODO })) as { graph: string; program_output: string };
+  t.match(dot.graph, /^digraph svc \{/);
+  t.equal((dot.graph.match(/ -> /g) ?? []).length, 3, 'three edges');
+  t.match(dot.program_output, /made three/);
+  const hasDot = spawnSync('dot', ['-V']).status === 0;
+  t.test('graphviz renders the DOT', { skip: hasDot ? false : 'graphviz (dot) is not installed' }, async (t) => {
+    const svg = spawnSync('dot', ['-Tsvg'], { input: dot.graph, encoding: 'utf8' });
+    t.equal(svg.status, 0, svg.stderr);
+    t.match(svg.stdout, /<svg/);
+    t.match(svg.stdout, /b &quot;quoted&quot;|b \\?"quoted/, 'labels escaped and kept');
+  });
+  const json = (await graphVisualize({ code: TODO, format: 'json', depth: 1 })) as { graph: { nodes: { type: string }[]; edges: unknown[] } };
+  t.same(
+    json.graph.nodes.map((n) => n.type),
+    ['Root', 'Todo', 'Todo'],
+    'depth 1: the root and its two children',
+  );
+  const limited = (await graphVisualize({ code: TODO, format: 'json', node_limit: 2, edge_limit: 1 })) as { graph: { nodes: unknown[]; edges: unknown[]; truncated: boolean } };
+  t.equal(limited.graph.nodes.length, 2);
+  t.ok(limited.graph.edges.length <= 1);
+  t.equal(limited.graph.truncated, true);
+  const dfs = (await graphVisualize({ code: TODO, format: 'json', bfs: false })) as { graph: { nodes: { context?: { title?: string } }[] } };
+  t.same(
+    dfs.graph.nodes.map((n) => n.context?.title),
+    [undefined, 'a', 'b "quoted"', 'c'],
+    'depth-first: a child before its sibling',
+  );
+  const failed = (await graphVisualize({ code: 'throw new Error("boom")' })) as { graph: string; error: string };
+  t.match(failed.graph, /Root/, 'always at least a root');
+  t.match(failed.error, /boom/);
+  await t.rejects(graphVisualize({ code: TODO, format: 'svg' as 'dot' }), ToolInputError);
+});
+
+t.test('the compiler pool: a runaway is killed and the pool recovers', async (t) => {
+  const pool = await ToolPool.start({ timeoutMs: 10_000 });
+  t.teardown(() => pool.close());
+  // A first check on a fresh thread builds the TypeScript program: far longer than 20 ms.
+  await t.rejects(pool.run('validate_svc', { code: 'export const a: number = 1;' }, 20), ToolTimeoutError);
+  const ok = await pool.run('format_svc', { code: 'let  a=1' });
+  t.equal(ok.formatted, 'let a = 1;\n', 'the next call is served');
+  const valid = await pool.run('validate_svc', { code: 'export const a: number = 1;' });
+  t.equal(valid.valid, true);
+  await t.rejects(pool.run('format_svc', { code: 'x'.repeat(101 * 1024) }), ToolInputError, 'refused input keeps its kind across the thread');
+  await t.rejects(pool.run('nope', {}), ToolInputError);
+});

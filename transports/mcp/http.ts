@@ -1,0 +1,198 @@
+/**
+ * The tool server over HTTP: SSE (`GET /sse` opens the event stream,
+ * `POST /messages/?sessionId=…` carries the client's messages) or
+ * streamable HTTP (`POST /mcp`, with `GET`/`DELETE /mcp` for the session's
+ * stream and its end). One server instance per connection (an SSE stream, a
+ * streamable-HTTP session).
+ *
+ * Every request is checked before the SDK sees it:
+ * - `Host` must name this server (DNS-rebinding protection: a page on another
+ *   site that resolves its name to 127.0.0.1 sends its own name);
+ * - `Origin`, when sent, must be this server's or one of `allowed_origins`;
+ * - a bearer token, compared in constant time, when one is set — and one must
+ *   be set to bind beyond loopback, since `run_svc` executes code.
+ */
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { isIP } from 'node:net';
+
+/** Largest JSON-RPC body accepted (a 100 KB tool input, escaped, fits with room). */
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+export interface McpHttpOptions {
+  transport: 'sse' | 'streamable-http';
+  host: string;
+  port: number;
+  /** Required when `host` is not a loopback address. */
+  token?: string;
+  /** Origins allowed besides the server's own. */
+  allowedOrigins?: string[];
+  /** A fresh server for each connection. */
+  newServer(): McpServer;
+  log?(line: string): void;
+}
+
+export interface McpHttpServer {
+  port: number;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** The bind address is this machine only. */
+export function isLoopback(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || (isIP(h) === 4 && h.startsWith('127.'));
+}
+
+/** Thrown at start: the settings would expose code execution to the network, or are otherwise unusable. */
+export class McpConfigError extends Error {
+  override name = 'McpConfigError';
+}
+
+function digest(s: string): Buffer {
+  return createHash('sha256').update(s).digest();
+}
+
+/** A JSON-RPC error answer for a request refused before it reached the protocol. */
+function refuse(res: ServerResponse, status: number, message: string, headers: Record<string, string> = {}): void {
+  if (res.headersSent) return;
+  const body = JSON.stringify({ jsonrpc: '2.0', error: { code: -32000, message }, id: null });
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...headers });
+  res.end(body);
+}
+
+async function readJson(req: IncomingMessage): Promise<{ ok: true; value: unknown } | { ok: false; status: number; message: string }> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > MAX_BODY_BYTES) return { ok: false, status: 413, message: `the body is larger than ${MAX_BODY_BYTES} bytes` };
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) return { ok: false, status: 413, message: `the body is larger than ${MAX_BODY_BYTES} bytes` };
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    return { ok: true, value: JSON.parse(Buffer.concat(chunks).toString('utf8')) };
+  } catch {
+    return { ok: false, status: 400, message: 'the body is not JSON' };
+  }
+}
+
+/**
+ * Serve the tool server over HTTP.
+ * @example
+ * const http = await listenMcpHttp({ transport: 'streamable-http', host: '127.0.0.1', port: 3001, newServer: () => createMcpServer(settings, pool) });
+ */
+export async function listenMcpHttp(options: McpHttpOptions): Promise<McpHttpServer> {
+  const loopback = isLoopback(options.host);
+  const token = options.token ?? '';
+  if (!loopback && token === '') {
+    throw new McpConfigError(`svc mcp would listen on ${options.host}, beyond this machine, with no token: set [mcp] token (SVC_MCP_TOKEN); run_svc executes code`);
+  }
+  if (token !== '' && token.length < 16) throw new McpConfigError('[mcp] token must be at least 16 characters');
+  const log = options.log ?? (() => {});
+  const sse = new Map<string, SSEServerTransport>();
+  const sessions = new Map<string, StreamableHTTPServerTransport>();
+  let port = options.port;
+
+  const hostAllowed = (host: string | undefined): boolean => {
+    if (!host) return false;
+    const h = host.toLowerCase();
+    if (loopback) return [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`].includes(h);
+    // Bound to a named address: that name; bound to every address, the token is the gate.
+    const bound = options.host.toLowerCase();
+    return bound === '0.0.0.0' || bound === '::' || h === `${bound}:${port}` || h === bound;
+  };
+  const originAllowed = (origin: string | undefined): boolean => {
+    if (origin === undefined) return true; // not a browser
+    const o = origin.toLowerCase().replace(/\/$/, '');
+    const own = [`http://127.0.0.1:${port}`, `http://localhost:${port}`, `http://[::1]:${port}`];
+    if (!loopback) own.push(`http://${options.host.toLowerCase()}:${port}`, `https://${options.host.toLowerCase()}:${port}`);
+    return own.includes(o) || (options.allowedOrigins ?? []).some((a) => a.toLowerCase().replace(/\/$/, '') === o);
+  };
+  const tokenOk = (header: string | undefined): boolean => {
+    if (token === '') return true;
+    const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
+    // Digests of equal length: the comparison takes the same time whatever the guess.
+    return m !== null && timingSafeEqual(digest(m[1] as string), digest(token));
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    if (!hostAllowed(req.headers.host)) return refuse(res, 403, 'the Host header does not name this server');
+    if (!originAllowed(req.headers.origin)) return refuse(res, 403, 'this Origin may not use the server');
+    if (!tokenOk(req.headers.authorization)) return refuse(res, 401, 'a valid bearer token is required', { 'www-authenticate': 'Bearer realm="svc-mcp"' });
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const method = req.method ?? 'GET';
+    if (options.transport === 'sse') {
+      if (url.pathname === '/sse' && method === 'GET') {
+        const transport = new SSEServerTransport('/messages/', res);
+        sse.set(transport.sessionId, transport);
+        res.on('close', () => sse.delete(transport.sessionId));
+        await options.newServer().connect(transport);
+        return;
+      }
+      if ((url.pathname === '/messages/' || url.pathname === '/messages') && method === 'POST') {
+        const transport = sse.get(url.searchParams.get('sessionId') ?? '');
+        if (!transport) return refuse(res, 404, 'no such session (open GET /sse first)');
+        const body = await readJson(req);
+        if (!body.ok) return refuse(res, body.status, body.message);
+        await transport.handlePostMessage(req, res, body.value);
+        return;
+      }
+      return refuse(res, 404, `no route ${method} ${url.pathname} (SSE: GET /sse, POST /messages/)`);
+    }
+    if (url.pathname !== '/mcp') return refuse(res, 404, `no route ${method} ${url.pathname} (streamable HTTP: POST /mcp)`);
+    const id = req.headers['mcp-session-id'];
+    const existing = typeof id === 'string' ? sessions.get(id) : undefined;
+    if (method === 'POST') {
+      const body = await readJson(req);
+      if (!body.ok) return refuse(res, body.status, body.message);
+      if (existing) return existing.handleRequest(req, res, body.value);
+      if (id !== undefined) return refuse(res, 404, 'no such session');
+      if (!isInitializeRequest(body.value)) return refuse(res, 400, 'no session: the first request initializes one');
+      const transport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (sid) => {
+          sessions.set(sid, transport);
+        },
+      });
+      transport.onclose = () => {
+        if (transport.sessionId) sessions.delete(transport.sessionId);
+      };
+      await options.newServer().connect(transport);
+      return transport.handleRequest(req, res, body.value);
+    }
+    if (method === 'GET' || method === 'DELETE') {
+      if (!existing) return refuse(res, id === undefined ? 400 : 404, id === undefined ? 'the Mcp-Session-Id header is required' : 'no such session');
+      return existing.handleRequest(req, res);
+    }
+    return refuse(res, 405, `${method} is not served on /mcp`, { allow: 'GET, POST, DELETE' });
+  };
+
+  const server: Server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => {
+      log(`svc mcp: ${req.method} ${req.url} failed: ${error instanceof Error ? error.message : String(error)}`);
+      refuse(res, 500, 'internal error');
+    });
+  });
+  await new Promise<void>((done, fail) => {
+    server.once('error', fail);
+    server.listen(options.port, options.host, () => done());
+  });
+  port = (server.address() as { port: number }).port;
+  const shown = options.host.includes(':') ? `[${options.host}]` : options.host;
+  return {
+    port,
+    url: `http://${shown}:${port}${options.transport === 'sse' ? '/sse' : '/mcp'}`,
+    async close() {
+      for (const t of sse.values()) await t.close().catch(() => {});
+      for (const t of sessions.values()) await t.close().catch(() => {});
+      server.closeAllConnections();
+      await new Promise<void>((done) => server.close(() => done()));
+    },
+  };
+}
