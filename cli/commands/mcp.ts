@@ -66,7 +66,11 @@ export async function mcp(flags: Record<string, unknown>): Promise<void> {
     const { StdioServerTransport } = await import('@modelcontextprotocol/sdk/server/stdio.js');
     const server = createMcpServer(settings, pool, log);
     const transport = new StdioServerTransport();
+    let stopping = false;
     const stop = async (): Promise<void> => {
+      // Closing the server closes the transport, whose onclose comes back here: once is enough.
+      if (stopping) return;
+      stopping = true;
       await server.close().catch(() => {});
       await pool.close();
       process.exit(0);

@@ -22,6 +22,10 @@ import { isIP } from 'node:net';
 
 /** Largest JSON-RPC body accepted (a 100 KB tool input, escaped, fits with room). */
 export const MAX_BODY_BYTES = 1024 * 1024;
+/** Connections (SSE streams, streamable-HTTP sessions) open at once; more answer 503. */
+export const MAX_SESSIONS = 256;
+/** A streamable-HTTP session unused this long is closed. */
+export const SESSION_IDLE_MS = 30 * 60_000;
 
 export interface McpHttpOptions {
   transport: 'sse' | 'streamable-http';
@@ -33,6 +37,10 @@ export interface McpHttpOptions {
   allowedOrigins?: string[];
   /** A fresh server for each connection. */
   newServer(): McpServer;
+  /** Close streamable-HTTP sessions idle this long (default {@link SESSION_IDLE_MS}). */
+  sessionIdleMs?: number;
+  /** At most this many connections at once (default {@link MAX_SESSIONS}). */
+  maxSessions?: number;
   log?(line: string): void;
 }
 
@@ -97,6 +105,21 @@ export async function listenMcpHttp(options: McpHttpOptions): Promise<McpHttpSer
   const log = options.log ?? (() => {});
   const sse = new Map<string, SSEServerTransport>();
   const sessions = new Map<string, StreamableHTTPServerTransport>();
+  const lastSeen = new Map<string, number>();
+  const maxSessions = options.maxSessions ?? MAX_SESSIONS;
+  const idleMs = options.sessionIdleMs ?? SESSION_IDLE_MS;
+  // Sessions a client never ends (no DELETE) would stay for the life of the server.
+  const sweeper = setInterval(() => {
+    const now = Date.now();
+    for (const [sid, seen] of lastSeen) {
+      if (now - seen < idleMs) continue;
+      lastSeen.delete(sid);
+      const t = sessions.get(sid);
+      sessions.delete(sid);
+      void t?.close().catch(() => {});
+    }
+  }, Math.max(10, Math.min(60_000, idleMs / 2)));
+  sweeper.unref();
   let port = options.port;
 
   const hostAllowed = (host: string | undefined): boolean => {
@@ -129,6 +152,7 @@ export async function listenMcpHttp(options: McpHttpOptions): Promise<McpHttpSer
     const method = req.method ?? 'GET';
     if (options.transport === 'sse') {
       if (url.pathname === '/sse' && method === 'GET') {
+        if (sse.size >= maxSessions) return refuse(res, 503, `${maxSessions} connections are open: try again later`, { 'retry-after': '5' });
         const transport = new SSEServerTransport('/messages/', res);
         sse.set(transport.sessionId, transport);
         res.on('close', () => sse.delete(transport.sessionId));
@@ -151,23 +175,32 @@ export async function listenMcpHttp(options: McpHttpOptions): Promise<McpHttpSer
     if (method === 'POST') {
       const body = await readJson(req);
       if (!body.ok) return refuse(res, body.status, body.message);
-      if (existing) return existing.handleRequest(req, res, body.value);
+      if (existing) {
+        lastSeen.set(id as string, Date.now());
+        return existing.handleRequest(req, res, body.value);
+      }
       if (id !== undefined) return refuse(res, 404, 'no such session');
       if (!isInitializeRequest(body.value)) return refuse(res, 400, 'no session: the first request initializes one');
+      if (sessions.size >= maxSessions) return refuse(res, 503, `${maxSessions} sessions are open: end one (DELETE /mcp) or try again later`, { 'retry-after': '5' });
       const transport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
         onsessioninitialized: (sid) => {
           sessions.set(sid, transport);
+          lastSeen.set(sid, Date.now());
         },
       });
       transport.onclose = () => {
-        if (transport.sessionId) sessions.delete(transport.sessionId);
+        if (transport.sessionId) {
+          sessions.delete(transport.sessionId);
+          lastSeen.delete(transport.sessionId);
+        }
       };
       await options.newServer().connect(transport);
       return transport.handleRequest(req, res, body.value);
     }
     if (method === 'GET' || method === 'DELETE') {
       if (!existing) return refuse(res, id === undefined ? 400 : 404, id === undefined ? 'the Mcp-Session-Id header is required' : 'no such session');
+      lastSeen.set(id as string, Date.now());
       return existing.handleRequest(req, res);
     }
     return refuse(res, 405, `${method} is not served on /mcp`, { allow: 'GET, POST, DELETE' });
@@ -189,6 +222,7 @@ export async function listenMcpHttp(options: McpHttpOptions): Promise<McpHttpSer
     port,
     url: `http://${shown}:${port}${options.transport === 'sse' ? '/sse' : '/mcp'}`,
     async close() {
+      clearInterval(sweeper);
       for (const t of sse.values()) await t.close().catch(() => {});
       for (const t of sessions.values()) await t.close().catch(() => {});
       server.closeAllConnections();

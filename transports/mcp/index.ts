@@ -4,7 +4,7 @@
  */
 export { createMcpServer, describeMcp, MCP_DEFAULTS, TOOLS } from './server.ts';
 export type { McpSettings } from './server.ts';
-export { listenMcpHttp, isLoopback, McpConfigError, MAX_BODY_BYTES } from './http.ts';
+export { listenMcpHttp, isLoopback, McpConfigError, MAX_BODY_BYTES, MAX_SESSIONS, SESSION_IDLE_MS } from './http.ts';
 export type { McpHttpOptions, McpHttpServer } from './http.ts';
 export { ToolPool, ToolTimeoutError } from './pool.ts';
 export type { ToolPoolOptions } from './pool.ts';

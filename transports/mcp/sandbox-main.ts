@@ -11,9 +11,11 @@ import { Graph, MemoryStore } from '../../actors/anchor/index.ts';
 import { Registry, TRAVERSE_WALKER, type Traversal } from '../../actors/walker/index.ts';
 import { ActorSystem } from '../../kernel/index.ts';
 
-/** What the parent asks (the `SVC_SANDBOX_REQUEST` environment variable, JSON). */
+/** What the parent asks (`request.json` in the run's folder). */
 export interface SandboxRequest {
   entrypoint?: string;
+  /** The entry point's fields (a walker) or arguments (a function). */
+  args?: Record<string, unknown>;
   /** Walk the graph afterwards and write it here. */
   graphFile?: string;
   depth?: number;
@@ -36,10 +38,10 @@ export async function runSandbox(app: Record<string, unknown>, request: SandboxR
   const entry = request.entrypoint ?? ['Main', 'main'].find((n) => registry.walker(n) !== undefined || registry.fn(n) !== undefined);
   if (entry !== undefined) {
     if (registry.walker(entry)) {
-      const { reports } = await graph.spawn(entry, {}, { caller });
+      const { reports } = await graph.spawn(entry, request.args ?? {}, { caller });
       process.stdout.write(`${JSON.stringify(reports)}\n`);
     } else if (registry.fn(entry)) {
-      const { result } = await graph.call(entry, {}, { caller });
+      const { result } = await graph.call(entry, request.args ?? {}, { caller });
       process.stdout.write(`${JSON.stringify(result)}\n`);
     } else {
       throw new Error(`the module exports no walker or function named ${entry}`);

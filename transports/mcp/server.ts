@@ -14,7 +14,7 @@ import { grammarTokens, publicSpec } from './grammar.ts';
 import type { ToolPool } from './pool.ts';
 import { PROMPTS } from './prompts.ts';
 import { createResources } from './resources.ts';
-import { executeCommand, getCommand, listCommands } from './tools/commands.ts';
+import { commandEnv, commandPolicy, executeCommand, getCommand, listCommands } from './tools/commands.ts';
 import { getExample, listExamples } from './tools/examples.ts';
 import { explainError } from './tools/explain.ts';
 import { getResource, searchDocs, understandSvc } from './tools/knowledge.ts';
@@ -61,6 +61,8 @@ interface ToolDef {
   /** Whether the settings offer it. */
   offered(s: McpSettings): boolean;
   run: Runner;
+  /** A result with an `error` key is a failed call (`isError`): not found, refused. False where `error` reports what the code did (run_svc). */
+  failsWithError?: boolean;
 }
 
 const code = z.string().describe('TypeScript source of an svc module (at most 100 KB)');
@@ -170,11 +172,13 @@ export const TOOLS: readonly ToolDef[] = [
     description: 'Run a module in a sandboxed child process (no network, its own folder, capped output, killed on timeout) on the in-memory store; with entrypoint, spawn that walker at the root (or call that function). Returns stdout, stderr, exit_code, and error when it failed.',
     input: {
       code,
-      entrypoint: z.string().optional().describe('A walker or function to run'),
+      entrypoint: z.string().optional().describe('A walker (spawned at the root) or function (called) to run; default: an export named Main or main'),
+      args: z.record(z.string(), z.unknown()).optional().describe("The entry point's fields (a walker) or arguments (a function)"),
       timeout: z.number().int().min(1).max(60).default(10).describe('Seconds before it is killed'),
     },
     offered: always,
-    run: { local: (args: { code: string; entrypoint?: string; timeout: number }) => runSvc(args) },
+    run: { local: (args: { code: string; entrypoint?: string; args?: Record<string, unknown>; timeout: number }) => runSvc(args) },
+    failsWithError: false,
   },
   {
     name: 'graph_visualize',
@@ -187,11 +191,15 @@ export const TOOLS: readonly ToolDef[] = [
       bfs: z.boolean().default(true).describe('Breadth-first (else depth-first)'),
       edge_limit: z.number().int().min(1).max(10_000).default(512),
       node_limit: z.number().int().min(1).max(10_000).default(512),
+      entrypoint: z.string().optional().describe('A walker or function to run first (as run_svc)'),
+      args: z.record(z.string(), z.unknown()).optional().describe("The entry point's fields or arguments"),
+      timeout: z.number().int().min(1).max(60).default(10).describe('Seconds before it is killed'),
     },
     offered: always,
     run: {
-      local: (args: { code: string; format: 'dot' | 'json'; depth: number; bfs: boolean; edge_limit: number; node_limit: number }) => graphVisualize(args),
+      local: (args: { code: string; format: 'dot' | 'json'; depth: number; bfs: boolean; edge_limit: number; node_limit: number; entrypoint?: string; args?: Record<string, unknown>; timeout: number }) => graphVisualize(args),
     },
+    failsWithError: false,
   },
   {
     name: 'understand_svc',
@@ -228,14 +236,22 @@ export const TOOLS: readonly ToolDef[] = [
   {
     name: 'execute_command',
     title: 'Run an svc command',
-    description: 'Run an svc CLI subcommand in the project folder (not mcp). Returns success, exit_code (0 ok, 1 failure, 2 usage error), stdout, stderr, command.',
+    description: 'Run an svc CLI subcommand in the project folder: --help of any, start --faux, init, db stats|inspect|quarantine list|show, bench compare; paths inside the project only (not token, mcp, load runs or store changes). Returns success, exit_code (0 ok, 1 failure, 2 usage error or refused), stdout, stderr, command.',
     input: {
       command: z.string(),
       args: z.array(z.string()).default([]),
       timeout: z.number().int().min(1).max(600).default(30).describe('Seconds before it is killed'),
     },
     offered: always,
-    run: { local: (args: { command: string; args: string[]; timeout: number }, s) => executeCommand({ ...args, projectRoot: s.projectRoot }) },
+    run: {
+      local: (args: { command: string; args: string[]; timeout: number }, s) => {
+        const refused = commandPolicy(args.command, args.args);
+        // Refused like a usage error, without starting anything (mcp itself and unknown commands: executeCommand says so).
+        if (refused !== undefined && args.command !== 'mcp') return { success: false, exit_code: 2, stdout: '', stderr: `${refused}\n`, command: `svc ${[args.command, ...args.args].join(' ')}` };
+        return executeCommand({ ...args, projectRoot: s.projectRoot, env: commandEnv() });
+      },
+    },
+    failsWithError: false,
   },
 ];
 
@@ -283,11 +299,12 @@ export function createMcpServer(settings: McpSettings, pool: ToolPool, log: (lin
   const server = new McpServer({ name: 'svc', version }, { capabilities: { logging: {} }, instructions: 'Tools, docs and prompts for writing svc apps (TypeScript walker services). Read svc://grammar/spec for the API; validate code with validate_svc.' });
   for (const tool of TOOLS) {
     if (!tool.offered(settings)) continue;
-    server.registerTool(tool.name, { title: tool.title, description: tool.description, inputSchema: tool.input }, async (args: Record<string, unknown>) => {
+    // Strict: an argument the tool does not take is an error, not silently dropped (a misspelt option would look applied).
+    server.registerTool(tool.name, { title: tool.title, description: tool.description, inputSchema: z.object(tool.input).strict() }, async (args: Record<string, unknown>) => {
       const started = performance.now();
       try {
         const result = 'pool' in tool.run ? await pool.run(tool.run.pool, args) : await tool.run.local(args as never, settings);
-        return answer(result);
+        return answer(result, tool.failsWithError !== false && typeof result.error === 'string');
       } catch (error) {
         // Refused input, a timeout or a failure: an error result, never a dropped connection.
         const message = error instanceof Error ? error.message : String(error);

@@ -129,7 +129,14 @@ t.test('validateSvc: the language service is made once and reused', async (t) =>
 t.test('validateSvc: filename, imports outside svc, and bad arguments', async (t) => {
   t.same((await validate(walker('this.report(here);'), 'src/app.ts')).errors, []);
   const r = await validate("import { nothing } from 'svc';\nimport { x } from './other.ts';\n");
-  t.match(messages(r.errors), [/^1:10 .*has no exported member 'nothing'/, /^2:19 Cannot find module '\.\/other\.ts'/]);
+  t.match(messages(r.errors), [/^1:10 .*has no exported member 'nothing'/]);
+  t.equal(r.errors.length, 1);
+  // Another module of the app, or a subpath of svc: not checked, said as a warning (a test module, a helper file).
+  t.match(messages(r.warnings), [/^2:19 \.\/other\.ts is not checked/]);
+  const sub = await validate("import { testApp } from 'svc/testing';\nexport const app = testApp;\n");
+  t.equal(sub.valid, true, 'svc/testing: not an error');
+  t.match(messages(sub.warnings), [/svc\/testing is not checked/]);
+  t.match(r.errors[0], { code: 'TS2305' }, "each problem has its code, as explain_error takes it");
   const internal = await validate("import type { WalkerState } from 'svc';\n");
   t.equal(internal.valid, false, 'helper declarations of the spec are not importable');
   for (const filename of ['../x.ts', '/abs.ts', 'x.js', 'x.d.ts', 'svc-spec.d.ts', '']) {
@@ -165,11 +172,19 @@ t.test('svc check: unknown and undeclared fields (errors)', async (t) => {
   t.same((await validate(walker('this.report(this.title + this.root.id + this.caller.rootId); this.visit(await here.out(Todo));'))).errors, [], 'fields, and what Walker declares, are fine');
 });
 
-t.test('svc check: declared properties outside static has and initialized fields (warnings)', async (t) => {
+t.test('svc check: declared properties outside static has (warning) and initialized fields (error)', async (t) => {
   const code = `${IMPORTS}export class Todo extends Node {\n  static has = T.Object({ title: T.String() });\n  declare title: string;\n  declare note: string;\n}\nexport class Bad extends Node {\n  static has = T.Object({ title: T.String() });\n  title = '';\n}\nvoid Edge; void Walker; void Root; void entry; void exit; void fn; void restspec; void HTTPMethod;\n`;
   const r = await validate(code);
-  t.equal(r.valid, true);
-  t.match(messages(r.warnings), [/^5:11 Todo declares note, which is not a field of its static has: svc never stores it/, /^9:3 Bad\.title has an initializer: the own property hides the stored field/]);
+  t.equal(r.valid, false, 'svc refuses such a class at start: an error');
+  t.match(messages(r.warnings), [/^5:11 Todo declares note, which is not a field of its static has: svc never stores it/]);
+  t.match(messages(r.errors), [/^9:3 Bad\.title has an initializer: the own property hides the stored field/]);
+  t.match(r.errors[0], { code: 'svc/field-initializer' });
+});
+
+t.test('validate warns of a graph operation used without await', async (t) => {
+  const r = await validate(walker('const todo = here.connect(new Todo({ title: "a" })); this.report(todo);'));
+  t.match(messages(r.warnings), [/here\.connect\(.*\) is used without await/]);
+  t.match(r.warnings.find((w) => /without await/.test(w.message)), { code: 'await-graph-op' });
 });
 
 t.test('svc check: ability types (errors)', async (t) => {

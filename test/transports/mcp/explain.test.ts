@@ -121,3 +121,12 @@ t.test('a bare HTTP status, the fallback, and bad input', async (t) => {
   t.throws(() => explainError({ error_message: 42 as unknown as string }), ToolInputError);
   t.throws(() => explainError({ error_message: 'x'.repeat(101 * 1024) }), ToolInputError);
 });
+
+t.test("messages as validate_svc and run_svc show them (no TS code in the text)", async (t) => {
+  const { explainError: explain } = await import('../../../transports/mcp/tools/explain.ts');
+  t.match(explain({ error_message: "Property 'name' does not exist on type 'Node'." }).title, /^TS2339/);
+  t.match(explain({ error_message: "Type 'Promise<Tag>' is missing the following properties from type 'Tag': name, id" }).title, /^TS2739.*await/);
+  t.match(explain({ error_message: 'timed out after 3 s: the run was killed' }).title, /timeout/);
+  t.match(explain({ error_message: 'svc/field-initializer' }).title, /initializer/);
+  t.notMatch(explain({ error_message: 'SVC_ERR_ACCESS_DENIED' }).title, /sandbox/, 'an svc code is not the sandbox message');
+});

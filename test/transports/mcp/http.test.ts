@@ -4,9 +4,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { request } from 'node:http';
-import { createMcpServer, isLoopback, listenMcpHttp, MCP_DEFAULTS, McpConfigError, ToolPool } from '../../../transports/mcp/index.ts';
+import { ARGUMENT_HELP, buildCli } from '../../../cli/table.ts';
+import { createMcpServer, isLoopback, listenMcpHttp, MCP_DEFAULTS, McpConfigError, ToolPool, useCommandTable } from '../../../transports/mcp/index.ts';
 
 const TOKEN = 'mcp-test-token-0123456789abcdef';
+useCommandTable({ build: buildCli, argumentHelp: ARGUMENT_HELP });
 const pool = await ToolPool.start();
 t.teardown(() => pool.close());
 
@@ -85,4 +87,63 @@ t.test('a token is required beyond loopback', async (t) => {
   // Refused before binding anything.
   await t.rejects(listenMcpHttp({ transport: 'sse', host: '0.0.0.0', port: 0, newServer: () => createMcpServer(MCP_DEFAULTS, pool) }), McpConfigError);
   await t.rejects(listenMcpHttp({ transport: 'sse', host: '127.0.0.1', port: 0, token: 'short', newServer: () => createMcpServer(MCP_DEFAULTS, pool) }), McpConfigError);
+});
+
+t.test('sessions: idle ones close, and there is a ceiling', async (t) => {
+  const http = await listenMcpHttp({ transport: 'streamable-http', host: '127.0.0.1', port: 0, sessionIdleMs: 200, maxSessions: 2, newServer: () => createMcpServer(MCP_DEFAULTS, pool) });
+  t.teardown(() => http.close());
+  const host = `127.0.0.1:${http.port}`;
+  const open = async () => raw(http.port, '/mcp', { headers: { ...jsonHeaders, host }, body: init });
+  const a = await open();
+  const b = await open();
+  t.equal(a.status, 200);
+  t.equal(b.status, 200);
+  const c = await open();
+  t.equal(c.status, 503, 'a third session over the ceiling: 503');
+  t.equal(c.headers['retry-after'], '5');
+  // Left idle, sessions are closed: polled by asking for a new one (which touches neither), until there is room.
+  const sid = a.headers['mcp-session-id'] as string;
+  let status = 503;
+  for (let i = 0; i < 400 && status === 503; i++) {
+    await new Promise((r) => setTimeout(r, 25));
+    status = (await open()).status;
+  }
+  t.equal(status, 200, 'room again: the idle sessions were closed');
+  const list = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
+  t.equal((await raw(http.port, '/mcp', { headers: { ...jsonHeaders, host, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' }, body: list })).status, 404, 'an expired id answers 404');
+});
+
+t.test('tool calls: unknown arguments, lookups, and what execute_command may run', async (t) => {
+  const http = await listenMcpHttp({ transport: 'streamable-http', host: '127.0.0.1', port: 0, newServer: () => createMcpServer(MCP_DEFAULTS, pool) });
+  t.teardown(() => http.close());
+  const client = new Client({ name: 't', version: '1' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(http.url)));
+  t.teardown(() => client.close());
+  const call = (name: string, args: Record<string, unknown>) => client.callTool({ name, arguments: args });
+  const unknown = await call('run_svc', { code: 'export const a = 1;', argz: { x: 1 } });
+  t.ok(unknown.isError, 'a misspelt argument is an error, not silently dropped');
+  t.match(JSON.stringify(unknown.content), /argz/);
+  t.ok((await call('get_resource', { uri: 'svc://docs/nope' })).isError, 'an unknown resource: isError');
+  t.ok((await call('get_example', { name: 'nope' })).isError, 'an unknown example: isError');
+  const ran = await call('run_svc', { code: 'throw new Error("boom")' });
+  t.notOk(ran.isError, "run_svc's own failure is its result, not a failed call");
+  t.match((ran.structuredContent as { error: string }).error, /boom/);
+  const refusals: [string, string[]][] = [
+    ['token', ['alice', '--create', '--role', 'admin']],
+    ['start', ['app.ts']],
+    ['start', ['--faux', '/tmp/evil.mjs']],
+    ['start', ['--faux', '../outside/app.ts']],
+    ['init', ['x', '--force']],
+    ['db', ['copy', '--to', 'postgres://h/db']],
+    ['bench', ['http://127.0.0.1:1']],
+    ['mcp', []],
+  ];
+  for (const [command, args] of refusals) {
+    const r = (await call('execute_command', { command, args })).structuredContent as { exit_code: number; stdout: string };
+    t.equal(r.exit_code, 2, `svc ${command} ${args.join(' ')}: refused`);
+    t.equal(r.stdout, '', 'nothing ran');
+  }
+  const help = (await call('execute_command', { command: 'start', args: ['--help'] })).structuredContent as { exit_code: number; stdout: string };
+  t.equal(help.exit_code, 0);
+  t.match(help.stdout, /--port/);
 });

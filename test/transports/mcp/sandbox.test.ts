@@ -1,6 +1,10 @@
 // run_svc and graph_visualize in their sandbox, and the compiler tools' killable pool.
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { ToolInputError, ToolPool, ToolTimeoutError } from '../../../transports/mcp/index.ts';
 import { graphVisualize, isolation, OUTPUT_LIMIT, runSvc } from '../../../transports/mcp/tools/run.ts';
 
@@ -23,7 +27,7 @@ export class Other extends Walker {
   @entry(Root) hello() { this.report('hi'); }
 }`;
 
-const { netns, cgroup } = isolation();
+const { namespaces: netns, cgroup, root } = isolation();
 
 t.test('run_svc runs a module and its entry point', async (t) => {
   const main = (await runSvc({ code: TODO })) as { stdout: string; exit_code: number; warnings: string[] };
@@ -97,6 +101,70 @@ t.test('killed at its timeout', async (t) => {
   t.equal(r.exit_code, 124);
   t.match(r.error, /timed out after 1 s/);
   t.ok(Date.now() - started < 15_000, 'it did not run on');
+});
+
+t.test('nothing is read on its behalf while it is prepared', async (t) => {
+  // Only transpiled in the server: an import of a file outside is resolved in the child, under its permissions.
+  const text = (await runSvc({ code: `import s from '/etc/hostname' with { type: 'text' }; console.log('GOT', s);` })) as { stdout: string; exit_code: number };
+  t.notMatch(text.stdout, /GOT/);
+  t.not(text.exit_code, 0);
+  const glob = (await runSvc({ code: 'const x = process.argv[9] ?? "*"; try { await import(`../${x}/main.mjs`); } catch (e) { console.log("refused", e.code); }' })) as { stdout: string };
+  t.notMatch(glob.stdout, /svc-mcp-run-/, 'no other run listed');
+});
+
+t.test('it sees and signals no process of the host', { skip: netns ? false : 'no PID namespace here' }, async (t) => {
+  const r = (await runSvc({ code: `for (const pid of [process.ppid, ${process.pid}]) { try { process.kill(pid, 'SIGKILL'); console.log('killed', pid); } catch (e) { console.log('refused', e.code); } }` })) as { stdout: string };
+  t.notMatch(r.stdout, new RegExp(`killed ${process.pid}`), 'the server survives');
+  t.pass(`this process (${process.pid}) is still here`);
+});
+
+t.test('runs as an unprivileged user, and unix sockets of others are closed to it', { skip: root ? false : 'the server is not root: the run is its own user' }, async (t) => {
+  const who = (await runSvc({ code: 'console.log(process.getuid())' })) as { stdout: string };
+  t.equal(who.stdout.trim(), '65534');
+  const dir = mkdtempSync(join(tmpdir(), 'svc-mcp-sock-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, 'sock');
+  const server = createServer((c) => c.end('secret'));
+  await new Promise<void>((ok) => server.listen(path, ok));
+  t.teardown(() => server.close());
+  const r = (await runSvc({ code: `import { connect } from 'node:net'; const c = connect({ path: ${JSON.stringify(path)} }); c.on('data', (d) => console.log('GOT', String(d))); c.on('error', (e) => console.log('refused', e.code));` })) as { stdout: string };
+  t.notMatch(r.stdout, /GOT/);
+  t.match(r.stdout, /refused/);
+});
+
+t.test('a file larger than 64 MB is refused', async (t) => {
+  const r = (await runSvc({ code: `import { writeFileSync } from 'node:fs'; writeFileSync('big', Buffer.alloc(100 * 1024 * 1024));` })) as { exit_code: number; error: string };
+  t.not(r.exit_code, 0);
+  t.match(r.error, /larger than 64 MB|EFBIG/);
+});
+
+t.test('graph_visualize does not trust a graph the module wrote', async (t) => {
+  const forged = `import { writeFileSync } from 'node:fs';
+const nodes = Array.from({ length: 2000 }, (_, i) => ({ id: 'n' + i, type: 'Fake' }));
+writeFileSync('graph.json', JSON.stringify({ nodes, edges: [], truncated: false }));
+process.exit(0);`;
+  const limited = (await graphVisualize({ code: forged, format: 'json', node_limit: 5 })) as { graph: { nodes: unknown[]; truncated: boolean } };
+  t.equal(limited.graph.nodes.length, 5, 'node_limit applied by the server');
+  t.equal(limited.graph.truncated, true);
+  const huge = (await graphVisualize({ code: `import { writeFileSync } from 'node:fs'; writeFileSync('graph.json', '[' + '0,'.repeat(5e6) + '0]'); process.exit(0);`, format: 'json' })) as { graph: { nodes: { type: string }[] }; error: string };
+  t.match(huge.error, /larger than 8 MB/);
+  t.same(huge.graph.nodes.map((n) => n.type), ['Root'], 'the root alone');
+  const wrong = (await graphVisualize({ code: `import { writeFileSync } from 'node:fs'; writeFileSync('graph.json', '{"nodes": 1}'); process.exit(0);`, format: 'json' })) as { error: string };
+  t.match(wrong.error, /not a graph/);
+});
+
+t.test('run_svc passes args to its entry point', async (t) => {
+  const code = `import { Walker, Root, entry, fn, T } from 'svc';
+export class Greet extends Walker { static has = T.Object({ name: T.String() }); declare name: string; @entry(Root) hi() { this.report('hi ' + this.name); } }
+export const add = fn({ params: T.Object({ a: T.Number(), b: T.Number() }) }, ({ a, b }) => a + b);`;
+  t.equal(((await runSvc({ code, entrypoint: 'Greet', args: { name: 'ada' } })) as { stdout: string }).stdout.trim(), '["hi ada"]');
+  t.equal(((await runSvc({ code, entrypoint: 'add', args: { a: 2, b: 3 } })) as { stdout: string }).stdout.trim(), '5');
+  const missing = (await runSvc({ code, entrypoint: 'Greet' })) as { error: string };
+  t.match(missing.error, /name/);
+  await t.rejects(runSvc({ code, args: { name: 'x' } }), ToolInputError, 'args without an entrypoint');
+  await t.rejects(runSvc({ code, entrypoint: 'Greet', args: [] as unknown as Record<string, unknown> }), ToolInputError);
+  const seeded = (await graphVisualize({ code: TODO.replace('export class Main', 'export class Seed'), entrypoint: 'Seed', format: 'json' })) as { graph: { nodes: unknown[] } };
+  t.equal(seeded.graph.nodes.length, 4, 'graph_visualize runs its entrypoint too');
 });
 
 t.test('graph_visualize', async (t) => {

@@ -407,3 +407,47 @@ class Capped {
     return `${text}${text.endsWith('\n') ? '' : '\n'}[svc mcp: ${this.name} truncated: ${this.dropped} more bytes not shown]\n`;
   }
 }
+
+/**
+ * What `execute_command` lets an AI client run: the CLI's help and version,
+ * and the subcommands that only read or make a project inside
+ * `project_root` — `start --faux` (lists the endpoints; a server it started
+ * would outlive nothing but the timeout), `init` of a folder inside the
+ * project, `db stats|inspect|quarantine list|show`, `bench compare`. Never
+ * `token` (it mints credentials), a load run (it sends traffic anywhere and
+ * runs scenario code), a store-changing `db` command, nor a path outside the
+ * project (absolute, `..`, `~`, a URL). The reason, or undefined when allowed.
+ *
+ * @example commandPolicy('start', ['--faux', 'app.ts']) // undefined
+ * @example commandPolicy('token', ['alice'])           // 'svc token is not run by execute_command: …'
+ */
+export function commandPolicy(command: string, args: readonly string[]): string | undefined {
+  if (args.some((a) => a === '--help' || a === '-h') || (args.length === 0 && command === 'help')) return undefined;
+  for (const a of args) {
+    const value = a.startsWith('-') && a.includes('=') ? a.slice(a.indexOf('=') + 1) : a;
+    if (value.startsWith('/') || value.startsWith('~') || /^[a-z][\w+.-]*:/i.test(value) || value.split(/[\\/]/).includes('..')) {
+      return `${JSON.stringify(a)}: execute_command takes paths inside the project only (no absolute path, no .., no URL)`;
+    }
+  }
+  const [sub] = args;
+  switch (command) {
+    case 'start':
+      return args.includes('--faux') || args.includes('-f') ? undefined : 'svc start runs a server: execute_command runs it only with --faux (print the endpoints); start the app yourself to serve it';
+    case 'init':
+      return args.includes('--force') ? 'svc init --force replaces files: not through execute_command' : undefined;
+    case 'db': {
+      if (args.some((a) => /^--(db|from|to)\b/.test(a))) return 'svc db through execute_command uses the project\'s own store only (no --db, --from, --to)';
+      const readOnly = sub === 'stats' || sub === 'inspect' || (sub === 'quarantine' && (args[1] === 'list' || args[1] === 'show'));
+      return readOnly ? undefined : 'svc db through execute_command only reads: stats, inspect, quarantine list|show';
+    }
+    case 'bench':
+      return sub === 'compare' ? undefined : 'svc bench sends load and runs scenario code: execute_command runs only bench compare';
+    default:
+      return `svc ${command} is not run by execute_command`;
+  }
+}
+
+/** The server's environment without the tool server's own secrets (a command it runs has no use for them). */
+export function commandEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  return Object.fromEntries(Object.entries(env).filter(([k]) => !k.startsWith('SVC_MCP_') && k !== 'NODE_OPTIONS'));
+}

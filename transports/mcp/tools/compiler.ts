@@ -23,9 +23,15 @@
  * - `svc/field-not-in-has` (warning): `declare x` on a node, edge or walker
  *   class when `x` is not in `static has`: a walker never gets it from the
  *   request, a node or edge never stores it.
- * - `svc/field-initializer` (warning): a node or edge field of `static has`
+ * - `svc/field-initializer` (error): a node or edge field of `static has`
  *   given a class-field initializer (`title = ''`): the own property hides
- *   the stored field, writes are never committed.
+ *   the stored field, writes are never committed (svc refuses such an app
+ *   at start).
+ * - `await-graph-op` (warning, also a lint rule): a node method's promise
+ *   (`here.connect(…)`, `out(…)`) used as a value without `await`.
+ * - An import of another module (`./helpers.ts`) or of a subpath of svc
+ *   (`svc/testing`) is a warning, not an error: one module is checked, against
+ *   `'svc'` alone; what it imports from there is not type-checked.
  * - `svc/ability-type` (error): `@entry(X)` / `@exit(X)` where `X` is not a
  *   node, edge or walker class (nor a thunk `() => X` returning one, nor the
  *   name of one); or is one of the wrong side — a walker's abilities react to
@@ -64,6 +70,8 @@ export interface Problem {
   line: number;
   col: number;
   message: string;
+  /** `TS2339` for a TypeScript diagnostic, the rule for an svc check (`svc/unknown-field`): what `explain_error` takes too. */
+  code?: string;
 }
 
 /**
@@ -239,10 +247,19 @@ export async function validateSvc(args: { code: string; filename?: string }): Pr
   for (const d of diagnostics) {
     // 2339: no such property; 2551: no such property, did you mean …
     if ((d.code === 2339 || d.code === 2551) && d.start !== undefined && explained.has(d.start)) continue;
-    const p = { ...at(sf, d.start ?? 0), message: ts.flattenDiagnosticMessageText(d.messageText, '\n') };
+    const message = ts.flattenDiagnosticMessageText(d.messageText, '\n');
+    const p = { ...at(sf, d.start ?? 0), message, code: `TS${d.code}` };
+    // 2307 (cannot find module): another module of the app, or a subpath of svc, is outside what is checked.
+    const module = d.code === 2307 ? /'([^']+)'/.exec(message)?.[1] : undefined;
+    if (module !== undefined && (module.startsWith('.') || module.startsWith('svc/'))) {
+      warnings.push({ ...p, message: `${module} is not checked: validate_svc checks one module against 'svc'; what it imports from ${module} is typed any` });
+      continue;
+    }
     (d.category === ts.DiagnosticCategory.Error ? errors : warnings).push(p);
   }
-  for (const f of findings) (f.severity === 'error' ? errors : warnings).push({ ...at(sf, f.start), message: f.message });
+  for (const f of findings) (f.severity === 'error' ? errors : warnings).push({ ...at(sf, f.start), message: f.message, code: f.rule });
+  // A missing await is the commonest svc mistake and type-checks: say so here too, not only in lint_svc.
+  for (const f of unawaitedGraphOps(sf, program.getTypeChecker())) warnings.push({ ...at(sf, f.start), message: f.message, code: f.rule });
   const byPosition = (a: Problem, b: Problem) => a.line - b.line || a.col - b.col;
   return { valid: errors.length === 0, errors: errors.sort(byPosition), warnings: warnings.sort(byPosition) };
 }
@@ -538,7 +555,7 @@ function checkFields(facts: Facts): Finding[] {
         const why = cls.kind === 'walker' ? 'the request never fills it' : `svc never stores it (it is lost when the ${cls.kind} is loaded again)`;
         out.push({ start: m.name.getStart(), rule: 'svc/field-not-in-has', severity: 'warning', message: `${cls.name} declares ${name}, which is not a field of its static has: ${why}` });
       } else if (!declared && m.initializer && cls.kind !== 'walker' && cls.fields.has(name)) {
-        out.push({ start: m.name.getStart(), rule: 'svc/field-initializer', severity: 'warning', message: `${cls.name}.${name} has an initializer: the own property hides the stored field and writes to it are never committed; write \`declare ${name}: …\` and give a default in the schema` });
+        out.push({ start: m.name.getStart(), rule: 'svc/field-initializer', severity: 'error', message: `${cls.name}.${name} has an initializer: the own property hides the stored field and writes to it are never committed; write \`declare ${name}: …\` and give a default in the schema` });
       }
     }
   }

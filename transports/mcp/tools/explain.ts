@@ -13,6 +13,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import typescript from 'typescript';
 import { PACKAGE_ROOT } from '../catalog.ts';
 import { checkSize, ToolInputError } from '../types.ts';
 
@@ -275,6 +276,16 @@ const RUNTIME: readonly Pattern[] = [
   { re: /no entry file given and no main\.ts/, title: 'No entry file', explanation: '`svc` commands look for main.ts, else app.ts, in the current folder when no entry is named.', suggestion: 'Name the entry (`svc start app.ts`) or run from the project folder.', example: 'npx svc start app.ts', docs: 'svc://docs/cli' },
   { re: /another svc process \(pid \d+\) is serving/, title: 'The data folder is already served', explanation: 'One process serves a data folder; the operating system holds the lock for the life of that process.', suggestion: 'Stop the other process, or give this one its own `SVC_DATA_DIR`. For several processes on one service use a cluster (`KV_URL` + `DOCDB_URI`).', example: 'SVC_DATA_DIR=/tmp/other npx svc start app.ts --port 8001', docs: 'svc://docs/scale' },
   { re: /JWT_SECRET/, title: 'A real JWT secret is required', explanation: 'With `--profile prod` (or NODE_ENV=production) svc refuses to start without `JWT_SECRET`.', suggestion: 'Set `JWT_SECRET` (e.g. `openssl rand -hex 32`) and keep it: tokens are signed with it.', example: 'export JWT_SECRET="$(openssl rand -hex 32)"', docs: 'svc://docs/tutorial-production-local' },
+  { re: /timed out after \d+ s: the run was killed/, title: 'run_svc stopped the run at its timeout', explanation: 'The module (its top level, or the entry point) was still running when `timeout` seconds were up: an endless loop, an await that never settles, or slow work.', suggestion: 'Look for loops without an end and promises nobody resolves; a walker visiting nodes it already visited loops forever (keep a seen set). Raise `timeout` (up to 60 s) only for slow but finite work.', example: EX.awaitAll, docs: 'svc://docs/debugging' },
+  { re: /ran out of memory/, title: 'run_svc stopped the run: out of memory', explanation: 'The run used more than its heap (256 MB) or its cgroup allows.', suggestion: 'Look for data that grows without bound (arrays filled in a loop, a graph built without limit).', example: EX.awaitAll, docs: 'svc://docs/debugging' },
+  { re: /(?<!SVC_)ERR_ACCESS_DENIED|Access to this API has been restricted/, title: 'The sandbox refused an operation', explanation: 'run_svc and graph_visualize run modules with no network, reading only their own folder and svc, writing only their folder, and starting no process or thread.', suggestion: 'Keep the module to graph work; try file, network and process code in your own project with `svc start`.', example: EX.module, docs: 'svc://docs/mcp' },
+  { re: /svc\/unknown-field|svc\/undeclared-field|svc\/field-not-in-has/, title: 'A field is not declared as svc needs it', explanation: 'A node, edge or walker field lives in `static has` (its schema) **and** a `declare` line (its type). A property outside `has` is not stored nor taken from the request; one without `declare` is untyped.', suggestion: 'Add the field to `static has` and `declare` it with the same type.', example: EX.declare, docs: 'svc://docs/foundation' },
+  { re: /svc\/field-initializer|has an initializer: the own property hides/, title: 'A node or edge field has an initializer', explanation: 'A class field (`title = \'\'`) hides the stored value, so svc refuses the class at start (SVC_ERR_BAD_ARCHETYPE).', suggestion: 'Write `declare title: string;` and put the default in the schema: `T.String({ default: \'\' })`.', example: EX.declare, docs: 'svc://docs/foundation' },
+  { re: /svc\/ability-type/, title: 'An ability names a class that cannot be its target', explanation: "A walker's `@entry(X)` reacts to node (or Root) classes, a node's `@entry(X)` to walker classes; X must be a class of that kind.", suggestion: 'Name a node class in a walker ability (`@entry(Todo)`), a walker class in a node ability.', example: EX.awaitAll, docs: 'svc://docs/osp' },
+  { re: /svc\/walker-without-entry/, title: 'A walker with no entry ability does nothing', explanation: 'Spawned, a walker runs its `@entry` abilities for the node it is at; without one it reports nothing.', suggestion: 'Add `@entry(Root) start(here: Root) { … }` (or an ability for the node type it is spawned at).', example: EX.awaitAll, docs: 'svc://docs/osp' },
+  { re: /svc\/public-spawns-private/, title: 'A public endpoint runs a private walker', explanation: 'spawn() does not check access: an anonymous caller of the public walker or function would run the private one, on the shared guest graph.', suggestion: 'Make the spawned walker public on purpose, or the caller private.', example: EX.token, docs: 'svc://docs/advanced' },
+  { re: /svc\/access-value/, title: 'An access level svc does not know', explanation: "`static access` is 'pub', 'priv' or 'protect' (with `as const`); anything else is treated as private.", suggestion: "Write `static access = 'pub' as const;`.", example: EX.token, docs: 'svc://docs/core-concepts' },
+  { re: /await-graph-op|is used without await: its value is a Promise/, title: 'A graph operation was not awaited', explanation: "`here.connect(…)`, `out(…)` and the other node methods return promises; used as values without `await` they are Promises, reported as `{}` and not nodes.", suggestion: 'Await it, in an `async` ability: `const todo = await here.connect(new Todo({ … }))`.', example: EX.awaitAll, docs: 'svc://guide/pitfalls' },
   { re: /cannot reach (PostgreSQL|MongoDB)/i, title: 'The shared database cannot be reached', explanation: 'svc could not connect to `DOCDB_URI` at start (one line, exit 1).', suggestion: 'Check the URI, the network and the database; the password is hidden in the message.', example: "export DOCDB_URI='postgres://svc:secret@db.internal:5432/svc'", docs: 'svc://docs/scale' },
 ];
 
@@ -310,6 +321,9 @@ const TS: Record<number, Diagnostic> = {
   18046: { title: 'Value is of type `unknown`', explanation: 'E.g. the reports of `this.spawn(...)` (`unknown[]`) or `event.data` are not typed.', suggestion: 'Check or cast them: `const [n] = (await this.spawn(Count)) as number[]`.', example: 'const [total] = (await this.spawn(CountTodos)) as number[];', docs: 'svc://docs/walker-responses' },
   18048: { title: 'Value is possibly `undefined`', explanation: 'E.g. `const [todo] = await here.out(Todo, …)` — nothing may match — or an optional field.', suggestion: 'Check it first (`if (!todo) throw new SvcError(\'TODO_NOT_FOUND\', …, { status: 404 })`) or use `?.` / `??`.', example: EX.notFound, docs: 'svc://guide/pitfalls' },
   2532: { title: 'Object is possibly `undefined`', explanation: 'A value that may be missing is used directly — typically the first element of a query result.', suggestion: 'Check it before use, or use `?.` / `??`.', example: EX.notFound, docs: 'svc://guide/pitfalls' },
+  2739: { title: 'A value lacks properties its type needs — often a Promise that was not awaited', explanation: "`Type 'Promise<Todo>' is missing the following properties from type 'Todo'`: a graph operation's result (`here.connect(…)`, `out(…)`) was used without `await`.", suggestion: 'Await it: `const todo = await here.connect(new Todo({ … }))`, in an `async` ability.', example: EX.awaitAll, docs: 'svc://guide/pitfalls' },
+  2740: { title: 'A value lacks properties its type needs — often a Promise that was not awaited', explanation: "`Type 'Promise<…>' is missing the following properties …`: a graph operation's result was used without `await`.", suggestion: 'Await it: `const todos = await here.out(Todo)`.', example: EX.awaitAll, docs: 'svc://guide/pitfalls' },
+  2741: { title: 'A required property is missing', explanation: 'An object lacks a property its type requires — e.g. `new Todo({})` without a field `static has` requires.', suggestion: 'Give every required field (or a default in the schema: `T.String({ default: \'\' })`).', example: EX.declare, docs: 'svc://docs/primitives' },
   2531: { title: 'Object is possibly `null`', explanation: 'A value that may be null (`kv.get(key)` answers `string | null`) is used directly.', suggestion: 'Check it or give a fallback: `Number((await kv.get(k)) ?? \'0\')`.', docs: 'svc://guide/pitfalls' },
 };
 
@@ -327,6 +341,26 @@ function fromTypeScript(code: number, message: string): Explanation {
     example: known?.example ?? EX.module,
     docs_uri: known?.docs ?? 'svc://docs/foundation',
   };
+}
+
+let templates: { re: RegExp; code: number }[] | undefined;
+/**
+ * The TypeScript diagnostic a message is, by the compiler's own message
+ * table (`Property '{0}' does not exist on type '{1}'.` → 2339): messages
+ * shown without their code (validate_svc's, an editor's) are explained too.
+ * Longer templates first, so the most specific wins.
+ */
+function diagnosticCode(message: string): number | undefined {
+  if (!templates) {
+    const table = (typescript as unknown as { Diagnostics: Record<string, { code: number; message: string; category: number }> }).Diagnostics;
+    templates = Object.values(table)
+      .filter((d) => d.category === typescript.DiagnosticCategory.Error && d.message.length > 12)
+      .sort((a, b) => b.message.length - a.message.length)
+      .map((d) => ({ code: d.code, re: new RegExp(`^${d.message.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\\\{\d+\\\}/g, '[^]+?')}`) }));
+  }
+  // The message alone, as a compiler prints it after `error TSxxxx: ` or `file(l,c): `.
+  const text = message.replace(/^.*?\(\d+,\d+\):\s*/, '').trim();
+  return templates.find((t) => t.re.test(text))?.code;
 }
 
 let exportNames: Set<string> | undefined;
@@ -370,6 +404,9 @@ export function explainError(args: { error_message: string }): Explanation {
   for (const p of RUNTIME) {
     if (p.re.test(message)) return { title: p.title, explanation: p.explanation, suggestion: p.suggestion, example: p.example, docs_uri: p.docs };
   }
+
+  const byText = diagnosticCode(message);
+  if (byText !== undefined) return fromTypeScript(byText, message);
 
   const codes = errorCatalogue();
   for (const token of message.match(/[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*/g) ?? []) {
