@@ -22,9 +22,12 @@
  * - `listFiles` lists regular files, sorted as S3 sorts keys (UTF-8 byte
  *   order of the whole path); symbolic links are neither listed nor followed
  *   (no cycles, no escapes); temporary upload files are skipped.
- * - Errors of the file system become storage errors with the cause kept:
- *   permission refused is `STORAGE_CONFIG`, a folder or file in the way is
- *   `INVALID_PATH`, the rest `STORAGE_UNAVAILABLE`. An upload stream's own
+ * - Errors of the file system become storage errors with the cause kept
+ *   (`fsErrorCode` in errors.ts): permission refused is `STORAGE_CONFIG`;
+ *   what the caller's path asks and the file system cannot do (a folder or
+ *   file in the way — a file moved onto its own folder too —, a name too
+ *   long, a loop of links) is `INVALID_PATH`; the rest (EIO, a full disk, …)
+ *   `STORAGE_UNAVAILABLE`. An upload stream's own
  *   error is rethrown as it is. `download` to the app's own destination (a
  *   path or a stream) lets that destination's errors through unchanged.
  */
@@ -37,7 +40,7 @@ import { pathToFileURL } from 'node:url';
 import { SvcError } from '../../kernel/index.ts';
 import { isTempFile, writeAtomic } from './atomic-file.ts';
 import { checkExpiry, checkMetadata } from './checks.ts';
-import { storageError } from './errors.ts';
+import { fsErrorCode, storageError } from './errors.ts';
 import { assertInside, safePrefix, safeRelative } from './paths.ts';
 import { guarded, isSourceFailure, openSource } from './source.ts';
 import type { FileMetadata, Storage, UploadSource } from './types.ts';
@@ -49,16 +52,30 @@ export interface LocalStorageOptions {
   createDirs: boolean;
 }
 
-/** A storage error for a failure of the file system (`what`: the operation and path, for the message). */
+/** A storage error for a failure of the file system (`what`: the operation and path, for the message), classed by {@link fsErrorCode}. */
 function fsFailure(err: unknown, what: string): unknown {
   if (err instanceof SvcError || isSourceFailure(err)) return err;
   const code = (err as NodeJS.ErrnoException | undefined)?.code;
   if (typeof code !== 'string') return err;
-  if (code === 'ENOENT') return storageError('FILE_NOT_FOUND', `${what}: no such file`, { cause: err });
-  if (code === 'EACCES' || code === 'EPERM' || code === 'EROFS') return storageError('STORAGE_CONFIG', `${what}: the storage folder refuses it (${code})`, { cause: err });
-  if (code === 'EISDIR' || code === 'ENOTDIR' || code === 'EEXIST') return storageError('INVALID_PATH', `${what}: a folder or a file is in the way (${code})`, { cause: err });
-  return storageError('STORAGE_UNAVAILABLE', `${what}: the storage folder failed (${code})`, { cause: err });
+  const kind = fsErrorCode(code);
+  const why =
+    kind === 'FILE_NOT_FOUND' ? 'no such file'
+    : kind === 'STORAGE_CONFIG' ? `the storage folder refuses it (${code})`
+    : kind === 'INVALID_PATH' ? `the path cannot be used there: ${PATH_FAULT[code] ?? 'the file system refuses it'} (${code})`
+    : `the storage folder failed (${code})`;
+  return storageError(kind, `${what}: ${why}`, { cause: err });
 }
+
+/** What each path fault of the file system means, for the message. */
+const PATH_FAULT: Record<string, string> = {
+  EISDIR: 'a folder is in the way',
+  ENOTDIR: 'a file is in the way of a folder',
+  EEXIST: 'a file or folder is in the way',
+  ENOTEMPTY: 'a folder is in the way (a file cannot take the place of its own folder)',
+  EINVAL: 'the file system cannot make this move or take this name',
+  ENAMETOOLONG: 'the path is too long for the file system',
+  ELOOP: 'it runs through a loop of symbolic links',
+};
 
 function isMissing(err: unknown): boolean {
   const code = (err as NodeJS.ErrnoException).code;

@@ -15,7 +15,7 @@
  */
 import { realpath } from 'node:fs/promises';
 import { dirname, sep } from 'node:path';
-import { storageError } from './errors.ts';
+import { fsErrorCode, storageError } from './errors.ts';
 
 /** The longest path (bytes, UTF-8) and the longest name of one segment: S3's key limit, and ext4's name limit. */
 export const MAX_PATH_BYTES = 1024;
@@ -95,7 +95,10 @@ export async function assertInside(realBase: string, absolute: string, path: str
         candidate = up;
         continue;
       }
-      throw storageError('STORAGE_UNAVAILABLE', `the storage folder cannot be read at ${shown(path)}`, { cause: err });
+      // A loop of links or a name too long is the path's fault (400); a folder that refuses access, a setting; the rest, an outage.
+      const kind = typeof code === 'string' ? fsErrorCode(code) : 'STORAGE_UNAVAILABLE';
+      if (kind === 'INVALID_PATH') throw storageError(kind, `${shown(path)} cannot be resolved (${code})`, { cause: err });
+      throw storageError(kind === 'STORAGE_CONFIG' ? kind : 'STORAGE_UNAVAILABLE', `the storage folder cannot be read at ${shown(path)} (${code ?? 'error'})`, { cause: err });
     }
     if (real === realBase || real.startsWith(realBase.endsWith(sep) ? realBase : realBase + sep)) return;
     throw storageError('INVALID_PATH', `${shown(path)} leads outside the storage through a symbolic link`);
