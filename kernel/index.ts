@@ -24,6 +24,7 @@ export type { Clock, TimerHandle } from './clock.ts';
 export { SvcError, KERNEL_ERRORS, kernelError, hasCode, encodeError, decodeError } from './errors.ts';
 export type { KernelErrorCode } from './errors.ts';
 export type { Transport, TransportHandler, Frame, FrameTarget, WireError } from './transport.ts';
+export { RESERVED_KEY, mayHoldReservedKey, reservedKeyPath } from './reserved-key.ts';
 export { CompositeTransport } from './composite-transport.ts';
 export { RendezvousPlacement, FunctionPlacement, workerPlacement, threadOf, processOf, fnv1a, MAIN_THREAD, isWorkerNode } from './placement.ts';
 export type { Placement, RendezvousOptions } from './placement.ts';

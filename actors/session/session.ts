@@ -15,7 +15,7 @@
  * a guest the token's user; later ones must be the same user's (4403 otherwise)
  * and replace the current token. A bad one closes the connection (4401).
  */
-import type { ActorLogic, Props } from '../../kernel/index.ts';
+import { type ActorLogic, mayHoldReservedKey, type Props, RESERVED_KEY, reservedKeyPath } from '../../kernel/index.ts';
 
 /** Close codes of a session (WebSocket application range). */
 export const CLOSE = {
@@ -191,6 +191,11 @@ export class Session implements ActorLogic<SessionMsg, void> {
     }
     const f = frame as Record<string, unknown>;
     const id = idOf(f);
+    // `__proto__` would be renamed on its way to the partition's thread: refused, never changed (kernel/reserved-key.ts).
+    const reserved = mayHoldReservedKey(msg.text) ? reservedKeyPath(f, 'frame') : undefined;
+    if (reserved !== undefined) {
+      return this.sink.send(errorFrame('RESERVED_KEY', `${reserved}: a key named ${RESERVED_KEY} cannot be taken (svc would lose or rename it: it names the prototype of a JavaScript object); use another name`, id));
+    }
     const keys = Object.keys(f);
     const control = typeof f.type === 'string' && keys.every((k) => CONTROL_KEYS.has(k)) ? f.type : undefined;
 

@@ -11,12 +11,17 @@
  * because a silent conversion (a Date to a string) would not compare or sort
  * as the caller meant on any backend. So are keys that are empty, start with
  * `$` or hold a `.` (paths could not reach them), and strings or keys holding
- * NUL or a lone surrogate (PostgreSQL cannot store them).
+ * NUL or a lone surrogate (PostgreSQL cannot store them). A key (or a path
+ * segment) `__proto__` is `RESERVED_KEY`: an assignment would make it the
+ * copy's prototype and drop it, msgpackr renames it between threads, and a
+ * query's path could reach `Object.prototype` through it — refused on every
+ * backend rather than stored changed.
  *
  * Ids: a given `_id` must be a string; else one is made, 24 hex digits shaped
  * like MongoDB's ObjectId (see {@link newId}).
  */
 import { randomBytes } from 'node:crypto';
+import { RESERVED_KEY } from '../../kernel/index.ts';
 import { kvstoreError } from './errors.ts';
 import type { Document } from './types.ts';
 
@@ -69,7 +74,13 @@ export function describe(value: unknown): string {
   return name ? `a ${name}` : 'a non-plain object';
 }
 
+/** `RESERVED_KEY` naming where: `__proto__` would be lost in a copy or renamed between threads (kernel/reserved-key.ts). */
+function reserved(path: string): never {
+  throw kvstoreError('RESERVED_KEY', `${path}: a key named ${RESERVED_KEY} cannot be stored (it would be lost or renamed: it names the prototype of a JavaScript object); use another name`, { details: { path } });
+}
+
 function checkKey(key: string, where: string): void {
+  if (key === RESERVED_KEY) reserved(`${where}.${key}`);
   if (key === '' || key.startsWith('$') || key.includes('.') || UNSTORABLE.test(key)) {
     invalid(`${where}: the key ${JSON.stringify(key)} is not allowed (keys are non-empty, do not start with $, hold no "." and no NUL or lone surrogate)`);
   }
@@ -162,6 +173,7 @@ export function parsePath(field: string, where = 'the filter'): string[] {
   // As deep as a document may be: a longer $set path would write what no filter could read back.
   if (path.length > MAX_PATH_SEGMENTS) invalid(`${where}: the field path ${JSON.stringify(field.slice(0, 80))}… has more than ${MAX_PATH_SEGMENTS} segments`);
   for (const segment of path) {
+    if (segment === RESERVED_KEY) reserved(`${where}: the field path ${JSON.stringify(field.slice(0, 80))}`);
     if (segment === '' || segment.startsWith('$') || UNSTORABLE.test(segment)) {
       invalid(`${where}: the field path ${JSON.stringify(field)} is not allowed (an empty segment, a segment starting with $, or NUL)`);
     }

@@ -7,6 +7,7 @@ import { SvcError } from '../../kernel/index.ts';
 export const KVSTORE_ERRORS = {
   NOT_IMPLEMENTED: { status: 501, message: 'this method belongs to another kvstore backend' },
   INVALID_QUERY: { status: 400, message: 'the filter or update is not one the document store understands' },
+  RESERVED_KEY: { status: 400, message: 'a key named __proto__ cannot be stored (it names the prototype of a JavaScript object)' },
   INVALID_NAME: { status: 400, message: 'a database, collection or key name is not allowed' },
   DUPLICATE_KEY: { status: 409, message: 'a document with this _id already exists' },
   RESERVED_COLLECTION: { status: 403, message: "the runtime's own collections (users, tokens, anchors) are not reachable through kvstore unless named explicitly" },

@@ -13,6 +13,7 @@ export const HTTP_ERRORS = {
   METHOD_NOT_ALLOWED: { status: 405, message: 'that method is not served on this path' },
   VALIDATION_ERROR: { status: 400, message: 'the request does not match the declared fields' },
   INVALID_JSON: { status: 400, message: 'the body is not valid JSON' },
+  RESERVED_KEY: { status: 400, message: 'a key named __proto__ cannot be taken (it names the prototype of a JavaScript object)' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'the body is larger than the server accepts' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'send application/json (or multipart/form-data for uploads)' },
   CONFLICT: { status: 409, message: 'a concurrent change conflicted; retry' },

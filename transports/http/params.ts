@@ -14,7 +14,8 @@
  * methods is not read at all.
  */
 import type { TSchema } from 'typebox';
-import { httpError } from './errors.ts';
+import { mayHoldReservedKey, RESERVED_KEY, reservedKeyPath } from '../../kernel/index.ts';
+import { type HttpError, httpError } from './errors.ts';
 import { boundaryOf, type MultipartSource, partsOf } from './multipart.ts';
 import type { EndpointRoute } from './router.ts';
 import type { HttpRequest } from './types.ts';
@@ -68,18 +69,27 @@ function readsAsJson(contentType: string): boolean {
   return type === '' || type === 'application/json' || type === 'text/plain' || type === 'application/x-www-form-urlencoded' || type.endsWith('+json');
 }
 
-/** The parsed JSON body: an object, `{}` when empty. */
+/** `RESERVED_KEY` (400) naming where the key is. */
+export function reservedKey(path: string): HttpError {
+  return httpError('RESERVED_KEY', `${path}: a key named ${RESERVED_KEY} cannot be taken (svc would lose or rename it: it names the prototype of a JavaScript object); use another name`, { path });
+}
+
+/** The parsed JSON body: an object, `{}` when empty; a `__proto__` key anywhere in it is `RESERVED_KEY`. */
 export function jsonBody(body: Buffer): Record<string, unknown> {
   if (body.length === 0) return {};
   let parsed: unknown;
+  const text = body.toString('utf8');
   try {
-    parsed = JSON.parse(body.toString('utf8'));
+    parsed = JSON.parse(text);
   } catch (error) {
     throw httpError('INVALID_JSON', `the body is not valid JSON: ${(error as Error).message}`);
   }
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
     throw httpError('VALIDATION_ERROR', 'the body must be a JSON object of fields');
   }
+  // `__proto__` would be renamed between threads, or lost in a copy: refused, never changed (kernel/reserved-key.ts).
+  const reserved = mayHoldReservedKey(text) ? reservedKeyPath(parsed, 'body') : undefined;
+  if (reserved !== undefined) throw reservedKey(reserved);
   return parsed as Record<string, unknown>;
 }
 

@@ -211,6 +211,35 @@ export function docdbSuite(t: Test, make: (dbName: string) => Promise<DocBackend
     t.equal((await b.find('c', {})).length, 1, 'nothing refused was stored');
   });
 
+  t.test('a key or path segment __proto__ is RESERVED_KEY naming it, everywhere: documents, nested, filters, updates, sorts, indexes', async (t) => {
+    const b = await open(t);
+    // JSON.parse makes __proto__ an own key (an object literal would set the prototype instead).
+    const own = (json: string): Document => JSON.parse(json) as Document;
+    const refusedDocs: [Document, string][] = [
+      [own('{"name":"p","__proto__":{"x":1}}'), 'doc.__proto__'],
+      [own('{"name":"p","a":{"b":[{"__proto__":1}]}}'), 'doc.a.b.0.__proto__'],
+      [own('{"name":"p","\\u005f_proto__":true}'), 'doc.__proto__'],
+    ];
+    for (const [doc, path] of refusedDocs) {
+      await t.rejects(b.insertOne('c', doc), { code: 'RESERVED_KEY', status: 400, message: new RegExp(path.replace(/\./g, '\\.')) }, `insertOne refused: ${path}`);
+      await t.rejects(b.insertMany('c', [{ name: 'fine' }, doc]), { code: 'RESERVED_KEY' }, `insertMany refused: ${path}`);
+      await t.rejects(b.set('c', 'k', doc), { code: 'RESERVED_KEY' }, `set refused: ${path}`);
+    }
+    t.same(await b.find('c', {}), [], 'nothing refused was stored, not even the good half of a batch');
+    const id = await b.insertOne('c', { name: 'q', __proto_: 1, proto: { __proto: 2 } });
+    t.same(await b.get('c', id), { _id: id, name: 'q', __proto_: 1, proto: { __proto: 2 } }, 'names near it are stored as sent');
+    await t.rejects(b.find('c', own('{"__proto__":{"x":1}}')), { code: 'RESERVED_KEY', message: /__proto__/ }, 'a filter key');
+    await t.rejects(b.find('c', { '__proto__.toString': { $exists: true } }), { code: 'RESERVED_KEY' }, 'a filter path through it');
+    await t.rejects(b.find('c', { name: own('{"__proto__":1}') }), { code: 'RESERVED_KEY' }, 'a filter value holding it');
+    await t.rejects(b.updateMany('c', {}, { $set: { 'proto.__proto__': 1 } }), { code: 'RESERVED_KEY' }, 'a $set path');
+    await t.rejects(b.updateMany('c', {}, { $set: { proto: own('{"__proto__":{"polluted":true}}') } }), { code: 'RESERVED_KEY' }, 'a $set value');
+    await t.rejects(b.updateMany('c', {}, own('{"$unset":{"__proto__":""}}') as never), { code: 'RESERVED_KEY' }, 'an $unset path');
+    await t.rejects(b.find('c', {}, { sort: own('{"__proto__":1}') as never }), { code: 'RESERVED_KEY' }, 'a sort path');
+    await t.rejects(b.createIndex('c', '__proto__'), { code: 'RESERVED_KEY' }, 'an index path');
+    t.same(await b.get('c', id), { _id: id, name: 'q', __proto_: 1, proto: { __proto: 2 } }, 'unchanged by the refused updates');
+    t.equal(({} as { polluted?: boolean }).polluted, undefined, 'no prototype was touched');
+  });
+
   t.test('keys that need quoting in SQL reach their fields', async (t) => {
     const b = await open(t);
     const doc = { "it's": 1, 'say "hi"': 2, 'back\\slash': 3, 'with space': { 'and-dash': 4 }, é: 5, '0': 6 };

@@ -40,7 +40,8 @@ t.test('an undeclared field in a JSON body is refused with 400, naming it (and w
   t.equal(fn.status, 400);
   t.equal(fn.json().error.message, 'add: unknown field "c"', 'functions too');
   const proto = await app.inject({ method: 'POST', url: '/walker/Echo', headers: { 'content-type': 'application/json' }, body: '{"msg":"x","__proto__":{"times":5}}' });
-  t.equal(proto.json().error.message, 'Echo: unknown field "__proto__"');
+  t.equal(proto.status, 400);
+  t.match(proto.json().error, { code: 'RESERVED_KEY', message: /^body\.__proto__: / }, 'a __proto__ key is refused as such (kernel/reserved-key.ts), never taken as the prototype');
   const ok = await post('/walker/Echo', { msg: 'hi', times: 2 });
   t.same(ok.json().data.reports, ['hi', 'hi'], 'declared fields only: as before');
 });
