@@ -714,7 +714,7 @@ function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, ro
           hooks: rt.need<HookDispatcher>('hooks'),
           unknownFields: rt.need<UnknownFields>('unknownFields'),
           builtinRoutes,
-          openapi: openApiDocument(routes, { title: boot.title, version: boot.version }, builtinRoutes, { webhook: openApiWebhook(config) }),
+          openapi: openApiDocument(routes, { title: boot.title, version: boot.version }, builtinRoutes, { webhook: openApiWebhook(config), websockets: wsRoutes(registry) }),
           docs: config['scale.server'].docs_enabled ? new Docs(boot.title) : undefined,
           statics: existsSync(publicDir) ? new StaticFiles(publicDir) : undefined,
           requestTimeoutMs: askTimeoutMs(boot),

@@ -96,6 +96,12 @@ export interface OpenApiWebhookOptions {
 export interface OpenApiOptions {
   /** How webhook routes authenticate (default: the `[scale.webhook]` defaults). */
   webhook?: OpenApiWebhookOptions;
+  /**
+   * The app's WebSocket walkers (served at `/ws/<name>`). OpenAPI cannot
+   * describe a WebSocket: they are listed under the document's
+   * `x-svc-websockets` extension, which the microservice gateway routes by.
+   */
+  websockets?: { name: string; access: string; broadcast: boolean }[];
 }
 
 const WEBHOOK_DEFAULTS: OpenApiWebhookOptions = {
@@ -295,6 +301,7 @@ export function openApiDocument(routes: EndpointRoute[], info: { title: string; 
     openapi: '3.1.0',
     info,
     paths,
+    'x-svc-websockets': (options.websockets ?? []).map((w) => ({ path: `/ws/${w.name}`, walker: w.name, access: w.access, broadcast: w.broadcast })),
     components: {
       schemas: { Envelope: ENVELOPE, ErrorEnvelope: ERROR_ENVELOPE, Error: ERROR },
       securitySchemes: { bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' }, ...(routes.some((r) => r.webhook) ? webhookSchemes(webhook) : {}) },

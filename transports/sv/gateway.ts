@@ -10,7 +10,9 @@
  * §1 "Cross-origin behavior") in place of the modules' permissive one.
  * Built-in routes (users, admin, SSO, API keys, health, metrics, docs, graph,
  * static files) and every path no module claims go to the `main` module.
- * WebSocket upgrades are relayed as raw TCP.
+ * WebSocket upgrades are relayed as raw TCP to the module whose document
+ * lists the WebSocket walker (`x-svc-websockets`: OpenAPI cannot describe a
+ * WebSocket, so each module's document lists its own there).
  *
  * Decisions (no spec says otherwise):
  * - CORS with an empty `allow_origins`: the gateway adds no CORS header and
@@ -21,12 +23,16 @@
  * - A WebSocket upgrade whose `Origin` is not in a non-`*` allow list is
  *   refused with 403 (browsers apply no CORS to WebSockets: the allow list is
  *   the only cross-site check there is). No `Origin` (not a browser) passes.
- * - WebSocket walkers are not in a module's OpenAPI document: an upgrade to a
- *   `/ws/…` path no document lists is offered to each module in turn (the
- *   other modules first, `main` last) until one answers other than 404; the
- *   one that accepts (101) is remembered for that path. All 404: 404; all 404
- *   but one unreachable: 502. Two modules with a WebSocket walker of one name
- *   are therefore not detected at start: the first in that order wins.
+ * - Tokens: another module takes main's users on the token's signature alone
+ *   (it never hears of a revocation, a disabled or a deleted user), so main
+ *   (`GET /user/me`) judges every token sent to another module before it is
+ *   relayed: the `Authorization` header of any request, and on a WebSocket
+ *   upgrade the query's `token` as well (each one, when both are sent). A
+ *   token sent later in a WebSocket frame travels inside the relayed bytes:
+ *   the module alone judges it.
+ * - Two modules with a WebSocket walker of one name refuse to start, as two
+ *   modules serving one route do. An upgrade to a `/ws/…` path no module
+ *   lists goes to `main` (which answers 404).
  * - Schema (component) name clashes: see {@link mergeOpenApi}.
  * - `X-Forwarded-For` gets the client's address appended; `X-Forwarded-Proto`
  *   and `X-Forwarded-Host` are kept when a proxy in front set them, else set.
@@ -38,6 +44,7 @@ import { connect as netConnect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import { pipeline } from 'node:stream';
 import { Pool } from 'undici';
+import { bearer } from '../../actors/identity/index.ts';
 import { type ErrorBody, failure, newRequestId } from '../http/index.ts';
 
 /** `[scale.microservices.cors]`. */
@@ -81,6 +88,7 @@ export interface GatewayOptions {
 
 /** A generated endpoint and the module that serves it. */
 export interface GatewayRoute {
+  /** An HTTP method, or `WS` for a WebSocket walker. */
   method: string;
   /** The OpenAPI path template: `/walker/Invoice/{node_id}`. */
   path: string;
@@ -134,8 +142,8 @@ const BUILTIN_PATH = /^\/(user|admin|sso|api-key|healthz|graph)(\/|$)|^\/(health
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'upgrade', 'te', 'trailer', 'expect', 'host', 'http2-settings']);
 const STANDARD_METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'];
 const JSON_TYPE = 'application/json; charset=utf-8';
-/** WebSocket owners found by trying the modules, at most this many remembered. */
-const WS_OWNERS_MAX = 1024;
+/** The document extension where a module lists its WebSocket walkers (transports/http/openapi.ts). */
+const WS_EXTENSION = 'x-svc-websockets';
 
 /** One module: where it is, its pool, its OpenAPI document. */
 interface Upstream {
@@ -262,6 +270,14 @@ function routeTable(upstreams: Map<string, Upstream>, main: string): TableRoute[
       const segments = path.split('/').map((s) => (/^\{[^}]*\}$/.test(s) ? null : s));
       seen.set(keyOf(method, path), { method, path, module: u.name, segments, literals: segments.filter((s) => s !== null).length });
     }
+    // An upgrade is a GET: a WebSocket walker clashes with another module's GET of its path too.
+    for (const path of websocketsOf(u.doc)) {
+      const other = seen.get(keyOf('GET', path));
+      if (other && other.module === u.name) continue;
+      if (other) throw new GatewayError('SVC_ERR_GATEWAY_ROUTE_COLLISION', `WebSocket walker ${path} is served by both ${other.module} and ${u.name}`);
+      const segments = path.split('/');
+      seen.set(keyOf('GET', path), { method: 'WS', path, module: u.name, segments, literals: segments.length });
+    }
   }
   for (const [path, m, op] of operations((upstreams.get(main) as Upstream).doc)) {
     const other = isGenerated(path, op) ? undefined : seen.get(keyOf(m.toUpperCase(), path));
@@ -269,6 +285,18 @@ function routeTable(upstreams: Map<string, Upstream>, main: string): TableRoute[
   }
   // Most literal segments first: `/items/special` wins over `/items/{id}`.
   return [...seen.values()].sort((a, b) => b.literals - a.literals || a.path.localeCompare(b.path) || a.method.localeCompare(b.method));
+}
+
+/** The `/ws/<Name>` paths of the WebSocket walkers a module's document lists (malformed entries are left out). */
+function websocketsOf(doc: Json): string[] {
+  const list: unknown = doc[WS_EXTENSION];
+  if (!Array.isArray(list)) return [];
+  const out: string[] = [];
+  for (const w of list) {
+    const path = (w as { path?: unknown } | null)?.path;
+    if (typeof path === 'string' && /^\/ws\/[^/]+$/.test(path)) out.push(path);
+  }
+  return out;
 }
 
 /** The route table by number of path segments, each list most literal first. */
@@ -286,7 +314,8 @@ function matcher(table: TableRoute[]): Matcher {
 
 /**
  * The module that serves `method path`: the route of that method, else any
- * route of that path (its module answers 405), else `main`.
+ * route of that path (its module answers 405; a WebSocket walker's, for an
+ * upgrade), else `main`.
  */
 function ownerOf(routes: Matcher, method: string, path: string, main: string): { module: string; route?: TableRoute } {
   const parts = path.split('/').map(safeDecode);
@@ -325,9 +354,12 @@ function mergeOpenApi(upstreams: Map<string, Upstream>, table: TableRoute[], mai
   const paths: Json = {};
   const components: Json = {};
   const owned = new Set(table.map((r) => `${r.module} ${r.method} ${r.path}`));
+  const websockets: Json[] = [];
   for (const name of order) {
     const doc = (upstreams.get(name) as Upstream).doc;
     const renames = mergeComponents(components, doc.components ?? {}, name);
+    const listed = new Set(websocketsOf(doc));
+    for (const w of Array.isArray(doc[WS_EXTENSION]) ? (doc[WS_EXTENSION] as Json[]) : []) if (listed.delete(w?.path)) websockets.push({ ...w, module: name });
     for (const [path, m, op] of operations(doc)) {
       const generated = owned.has(`${name} ${m.toUpperCase()} ${path}`);
       if (!generated && (name !== main || isGenerated(path, op))) continue;
@@ -338,7 +370,7 @@ function mergeOpenApi(upstreams: Map<string, Upstream>, table: TableRoute[], mai
     }
   }
   // `/openapi.json` is the gateway's own.
-  return { ...mainDoc, openapi: mainDoc.openapi ?? '3.1.0', info: { ...mainDoc.info, title }, paths, components };
+  return { ...mainDoc, openapi: mainDoc.openapi ?? '3.1.0', info: { ...mainDoc.info, title }, paths, [WS_EXTENSION]: websockets, components };
 }
 
 /** Merge one module's components into `into`; returns the renames (`schemas/Name` → new name). */
@@ -398,7 +430,6 @@ async function serve(o: GatewayOptions, upstreams: Map<string, Upstream>, table:
   const routes = matcher(table);
   const relayed = new Set<Socket>();
   const down = new Set<string>();
-  const wsOwners = new Map<string, string>();
   const say = (line: string) => o.log?.(`gateway: ${line}`);
   const reachable = (name: string, ok: boolean, why?: string) => {
     if (ok && down.delete(name)) say(`module ${name} is reachable again`);
@@ -450,18 +481,6 @@ async function serve(o: GatewayOptions, upstreams: Map<string, Upstream>, table:
     }
     proxy(u, req, res, cors, reachable);
   };
-  /** Relay an upgrade to the module that owns its path (a `/ws/` path no document lists: the module that takes it). */
-  const upgrade = (req: IncomingMessage, socket: Socket, head: Buffer, module: string, route: unknown, path: string): void => {
-    let candidates = [module];
-    if (!route && path.startsWith('/ws/')) {
-      const known = wsOwners.get(path);
-      candidates = known ? [known] : [...[...upstreams.keys()].filter((n) => n !== o.main), o.main];
-    }
-    relay({ relayed, reachable }, candidates.map((n) => upstreams.get(n) as Upstream), req, socket, head, (owner) => {
-      if (!route && path.startsWith('/ws/') && !wsOwners.has(path) && wsOwners.size < WS_OWNERS_MAX) wsOwners.set(path, owner);
-    });
-  };
-
   server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => {
     try {
       onUpgrade(req, socket, head);
@@ -479,26 +498,28 @@ async function serve(o: GatewayOptions, upstreams: Map<string, Upstream>, table:
       socket.end(rawEnvelope(403, 'Forbidden', 'FORBIDDEN', `origin ${origin} is not allowed`, req));
       return;
     }
+    // A WebSocket walker's module; else whoever serves the path (a module's upgrade it will not switch), else main.
     const path = pathOf(req.url ?? '/');
-    const { module, route } = ownerOf(routes, req.method ?? 'GET', path, o.main);
-    // A token in the query of an upgrade to another module is checked by main as a header's is (a token sent
-    // in a frame later is for the module alone to judge: README).
-    const queryToken = o.verifyTokens !== false && module !== o.main ? new URL(req.url ?? '/', 'http://gateway').searchParams.get('token') : null;
-    const authorization = req.headers.authorization ?? (queryToken ? `Bearer ${queryToken}` : undefined);
-    if (o.verifyTokens !== false && module !== o.main && authorization !== undefined) {
-      const main = upstreams.get(o.main) as Upstream;
-      socket.pause();
-      void tokenVerdict(main, authorization, req).then(
-        (refusal) => {
-          if (refusal) return void socket.end(rawEnvelope(refusal.status, refusal.status === 401 ? 'Unauthorized' : 'Forbidden', refusal.code, refusal.message, req));
-          socket.resume();
-          upgrade(req, socket, head, module, route, path);
-        },
-        () => socket.end(rawEnvelope(502, 'Bad Gateway', 'MODULE_UNREACHABLE', `module ${o.main} is unreachable`, req)),
-      );
-      return;
-    }
-    upgrade(req, socket, head, module, route, path);
+    const ws = ownerOf(routes, 'WS', path, o.main);
+    const u = upstreams.get(ws.route?.method === 'WS' ? ws.module : ownerOf(routes, req.method ?? 'GET', path, o.main).module) as Upstream;
+    const tokens = o.verifyTokens !== false && u.name !== o.main ? upgradeTokens(req) : [];
+    if (tokens.length === 0) return relay({ relayed, reachable }, u, req, socket, head);
+    // Main judges every token the module would take (header and query), before a byte reaches the module.
+    const main = upstreams.get(o.main) as Upstream;
+    socket.pause();
+    void Promise.all(tokens.map((authorization) => tokenVerdict(main, authorization, req))).then(
+      (verdicts) => {
+        const refusal = verdicts.find((v) => v !== undefined);
+        if (refusal) return void socket.end(rawEnvelope(refusal.status, refusal.status === 401 ? 'Unauthorized' : 'Forbidden', refusal.code, refusal.message, req));
+        if (socket.destroyed) return;
+        socket.resume();
+        relay({ relayed, reachable }, u, req, socket, head);
+      },
+      (error: unknown) => {
+        reachable(main.name, false, reason(error));
+        socket.end(rawEnvelope(502, 'Bad Gateway', 'MODULE_UNREACHABLE', `module ${o.main} is unreachable (checking the token)`, req));
+      },
+    );
   };
 
   await new Promise<void>((resolve, reject) => {
@@ -653,36 +674,38 @@ interface RelayContext {
 }
 
 /**
- * Relay an upgrade as raw TCP to the first of `candidates` that does not
- * answer 404 (or to the last one): the request head is written again with
- * `X-Forwarded-*` added, the module's answer goes back as it is, then bytes
- * flow both ways until either side closes. `found` is told the module that
- * accepted the upgrade (101). When every module that could be asked
- * answered 404 but one could not be reached, the answer is 502, not 404.
+ * The tokens a module would take from an upgrade, as `Authorization` values
+ * for main to judge: the header as sent, and the query's `token` unless it is
+ * the header's own.
  */
-function relay(ctx: RelayContext, candidates: Upstream[], req: IncomingMessage, client: Socket, head: Buffer, found: (module: string) => void, missed: string[] = []): void {
-  const u = candidates[0] as Upstream;
-  const rest = candidates.slice(1);
+function upgradeTokens(req: IncomingMessage): string[] {
+  const out: string[] = [];
+  const header = req.headers.authorization;
+  if (header !== undefined) out.push(header);
+  let queried: string | null = null;
+  try {
+    queried = new URL(targetOf(req.url ?? '/'), 'http://gateway').searchParams.get('token');
+  } catch {
+    // no query to read: no token there
+  }
+  if (queried && queried !== bearer(header)) out.push(`Bearer ${queried}`);
+  return out;
+}
+
+/**
+ * Relay an upgrade as raw TCP to module `u`: the request head is written
+ * again with `X-Forwarded-*` added, the module's answer goes back as it is;
+ * once it switched (101), bytes flow both ways until either side closes.
+ */
+function relay(ctx: RelayContext, u: Upstream, req: IncomingMessage, client: Socket, head: Buffer): void {
   const tls = u.url.protocol === 'https:';
   const host = u.url.hostname.replace(/^\[|\]$/g, '');
   const port = Number(u.url.port || (tls ? 443 : 80));
   const upstream = tls ? tlsConnect({ host, port, servername: host }) : netConnect({ host, port });
   ctx.relayed.add(upstream);
-  // connecting → (answered: piped | passed on to the next candidate)
-  let state: 'connecting' | 'answering' | 'piped' | 'passed' = 'connecting';
+  // connecting → answering → (piped | done)
+  let state: 'connecting' | 'answering' | 'piped' | 'done' = 'connecting';
   let answer = Buffer.alloc(0);
-  const next = () => {
-    state = 'passed';
-    ctx.relayed.delete(upstream);
-    upstream.destroy();
-    relay(ctx, rest, req, client, head, found, missed);
-  };
-  const unreachable = (names: string[], why: string) => {
-    state = 'passed';
-    ctx.relayed.delete(upstream);
-    upstream.destroy();
-    client.end(rawEnvelope(502, 'Bad Gateway', 'MODULE_UNREACHABLE', `module ${names.join(', module ')} is unreachable${why}`, req));
-  };
   upstream.once(tls ? 'secureConnect' : 'connect', () => {
     state = 'answering';
     const fwd = forwarded(req);
@@ -701,19 +724,15 @@ function relay(ctx: RelayContext, candidates: Upstream[], req: IncomingMessage, 
     upstream.off('data', onData);
     ctx.reachable(u.name, true);
     const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(answer.subarray(0, 32).toString('latin1'))?.[1] ?? 0);
-    if (status === 404 && rest.length > 0) return next();
-    // Nobody has it, but a module that could not be asked might: not a 404.
-    if (status === 404 && missed.length > 0) return unreachable(missed, '');
     if (status !== 101) {
       // Not switched: that one answer goes back and both connections close. Piping on would turn the client's
       // socket into a raw tunnel to the module (its built-in routes, past the gateway's routing and checks).
-      state = 'passed';
+      state = 'done';
       ctx.relayed.delete(upstream);
       upstream.destroy();
       client.end(answer);
       return;
     }
-    found(u.name);
     state = 'piped';
     client.write(answer);
     upstream.pipe(client);
@@ -721,18 +740,19 @@ function relay(ctx: RelayContext, candidates: Upstream[], req: IncomingMessage, 
   };
   upstream.on('data', onData);
   upstream.once('error', (error) => {
-    if (state === 'passed') return;
+    if (state === 'done') return;
     if (state === 'piped' || client.destroyed) return void client.destroy();
+    state = 'done';
     const why = reason(error);
     ctx.reachable(u.name, false, why);
-    missed.push(u.name);
-    if (rest.length > 0) return next();
-    unreachable(missed, `: ${why}`);
+    ctx.relayed.delete(upstream);
+    upstream.destroy();
+    client.end(rawEnvelope(502, 'Bad Gateway', 'MODULE_UNREACHABLE', `module ${u.name} is unreachable: ${why}`, req));
   });
   // A close on either side ends the other once what it was sent is written.
   upstream.once('close', () => {
     ctx.relayed.delete(upstream);
-    if (state !== 'passed') endSoon(client);
+    if (state !== 'done') endSoon(client);
   });
   client.once('close', () => endSoon(upstream));
 }

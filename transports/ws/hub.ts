@@ -242,12 +242,8 @@ export class WsHub {
       // A shared users repository: the session verifies the token synchronously, once its user is known here.
       return (verdict.token !== undefined && (await this.prepare(verdict.token))) || verdict;
     }
-    // One token per connection: the one the hooks judge is the one the session runs as.
-    const header = bearer(req.headers.authorization);
-    if (header !== undefined && verdict.token !== undefined && header !== verdict.token) {
-      return { ok: false, status: 400, code: 'BAD_REQUEST', message: 'two different tokens (Authorization header and ?token=): send one' };
-    }
-    const token = verdict.token ?? header;
+    // One token per connection (upgrade() took it from the header or the query): the one the hooks judge is the one the session runs as.
+    const token = verdict.token;
     const unchecked = token !== undefined && (await this.prepare(token));
     if (unchecked) return unchecked;
     // The walker's own path, whatever percent-encoding reached it: path rules in hooks see what HTTP hooks see.
@@ -303,8 +299,12 @@ export class WsHub {
     return this.o.guest;
   }
 
-  /** Decide on an upgrade to `path?query`. */
-  upgrade(path: string, query: string): Upgrade {
+  /**
+   * Decide on an upgrade to `path?query`. The connection's token is the
+   * `Authorization: Bearer` header's, else the query's `token`; both, and
+   * different, is 400 (one connection runs as one user).
+   */
+  upgrade(path: string, query: string, authorization?: string): Upgrade {
     if (this.draining) return { ok: false, status: 503, code: 'SERVICE_UNAVAILABLE', message: 'the server is shutting down' };
     let name = path.slice('/ws/'.length);
     try {
@@ -314,8 +314,12 @@ export class WsHub {
     }
     const route = this.byName.get(name);
     if (!route) return { ok: false, status: 404, code: 'NOT_FOUND', message: `no WebSocket walker at ${path}` };
-    const token = query ? (new URLSearchParams(query).get('token') ?? undefined) : undefined;
-    return { ok: true, route, token: token === '' ? undefined : token };
+    const queried = query ? new URLSearchParams(query).get('token') || undefined : undefined;
+    const header = bearer(authorization);
+    if (header !== undefined && queried !== undefined && header !== queried) {
+      return { ok: false, status: 400, code: 'BAD_REQUEST', message: 'two different tokens (Authorization header and ?token=): send one' };
+    }
+    return { ok: true, route, token: header ?? queried };
   }
 
   /** A socket is open: its session starts (closing it at once for a bad query token). */

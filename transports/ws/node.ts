@@ -89,7 +89,7 @@ export function attachNode(server: Server, hub: WsHub): void {
       return;
     }
     const query = q < 0 ? '' : url.slice(q + 1);
-    const verdict = hub.upgrade(path, query);
+    const verdict = hub.upgrade(path, query, req.headers.authorization);
     if (!verdict.ok) {
       refuse(socket, verdict.status, verdict.code, verdict.message);
       return;

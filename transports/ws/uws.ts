@@ -72,7 +72,7 @@ export function attachUws(app: TemplatedApp, hub: WsHub): void {
     upgrade: (res, req, context) => {
       const path = req.getUrl();
       const query = req.getQuery() ?? '';
-      const verdict = hub.upgrade(path, query);
+      const verdict = hub.upgrade(path, query, req.getHeader('authorization'));
       if (!verdict.ok) {
         const body = refusal(verdict.code, verdict.message);
         res.cork(() => writeRefusal(res, verdict.status, body));
