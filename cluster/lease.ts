@@ -14,6 +14,10 @@
  * `svc:{<cluster>}:lease-released` (a separate subscriber connection),
  * checking again every `retryMs * 4` anyway (a holder that dies publishes
  * nothing) — until `timeoutMs`, then rejects with `SVC_ERR_LEASE_TIMEOUT`.
+ * Only a holder is waited for, never Redis: with the connection down (or
+ * reconnecting), or a command that fails, the acquire rejects at once with
+ * `SVC_ERR_REDIS_UNREACHABLE` (503) — a request must not spend its life
+ * waiting out an outage (the caller answers, the client retries).
  * Releasing is compare-and-delete plus the PUBLISH, in one script.
  *
  * The script reads the member key without declaring it in KEYS: both keys
@@ -33,7 +37,7 @@
  */
 import type { Redis } from 'ioredis';
 import { SvcError, type ActivationLease } from '../kernel/index.ts';
-import { clusterKey, RedisScript } from './redis.ts';
+import { clusterKey, redisUnreachable, RedisScript } from './redis.ts';
 
 /** KEYS[1] lease; ARGV: processId, member key prefix. → {1, processId} granted, or {0, holder}. */
 const ACQUIRE = new RedisScript(`
@@ -69,7 +73,7 @@ export interface RedisActivationLeaseOptions {
   processId: string;
   /** How often a waiting acquire checks again without a release message (default 25 ms; ×4 while subscribed). */
   retryMs?: number;
-  /** How long an acquire waits at most (default 10 s). */
+  /** How long an acquire waits at most for another process to give the lease back (default 10 s). */
   timeoutMs?: number;
   /** An acquire found the key held by another live process (once per acquire). For stats and tests. */
   onWait?(kind: string, key: string, holder: string): void;
@@ -150,32 +154,33 @@ export class RedisActivationLease implements ActivationLease {
     }
     this.startSubscriber();
     const deadline = Date.now() + this.timeoutMs;
-    let holder: string | undefined;
-    let lastError: unknown;
+    let holder: string;
     let waiting = false;
     for (;;) {
       if (this.closed) throw new SvcError('SVC_ERR_SHUTDOWN', `lease ${id}: closed while waiting`, { status: 503 });
+      // Known down (closed, reconnecting): no command could be sent (no offline queue), and none is waited for.
+      if (this.redis.status !== 'ready') throw redisUnreachable(`lease ${id} cannot be taken: Redis is unreachable (connection ${this.redis.status})`);
       // Listen before asking: a release between the answer and the wait still wakes us.
       const wake = this.listen(id);
       try {
         holder = await this.tryAcquire(id);
-        lastError = undefined;
       } catch (error) {
-        lastError = error;
+        wake.cancel();
+        throw redisUnreachable(`lease ${id} cannot be taken: Redis did not answer${error instanceof Error ? ` (${error.message})` : ''}`, error);
       }
       if (holder === this.processId) {
         wake.cancel();
         this.held.set(id, (this.held.get(id) ?? 0) + 1);
         return;
       }
-      if (!waiting && holder !== undefined && lastError === undefined) {
+      if (!waiting) {
         waiting = true;
         this.options.onWait?.(kind, key, holder);
       }
       const left = deadline - Date.now();
       if (left <= 0) {
         wake.cancel();
-        throw this.timeout(id, holder, lastError);
+        throw this.timeout(id, holder);
       }
       await wake.wait(Math.min(this.subscribed ? this.retryMs * 4 : this.retryMs, left));
     }
@@ -276,9 +281,8 @@ export class RedisActivationLease implements ActivationLease {
     };
   }
 
-  private timeout(id: string, holder: string | undefined, lastError: unknown): SvcError {
-    const why = lastError !== undefined ? `Redis did not answer${lastError instanceof Error ? ` (${lastError.message})` : ''}` : `held by ${holder ?? 'another process'}`;
-    return new SvcError('SVC_ERR_LEASE_TIMEOUT', `lease ${id} not granted within ${this.timeoutMs} ms: ${why}`, { status: 503, cause: lastError });
+  private timeout(id: string, holder: string): SvcError {
+    return new SvcError('SVC_ERR_LEASE_TIMEOUT', `lease ${id} not granted within ${this.timeoutMs} ms: held by ${holder}`, { status: 503 });
   }
 
   /** Subscribe to release messages, once, in the background (until then, waiting acquires poll faster). */

@@ -25,6 +25,14 @@
  * must finish within 5 s. The link is not encrypted: run members on a private
  * network (as their Redis).
  *
+ * Replies travel on the link of the side that answers: a process can answer
+ * only the processes it links to (the members it counts in). What arrives
+ * from another one may be refused (`onBytes` answers false): the connection
+ * is closed, so the sender learns at once. Whenever a connection with a
+ * process drops — its inbound one, or an outbound one that was up — the
+ * owner hears `onLinkDown`: what was in flight on it may be lost, and the
+ * replies a process waits for from that one cannot come back that way.
+ *
  * Wire: every message is `[u32 length][u8 type][payload]`. Types: 0 challenge
  * (32 random bytes), 1 hello (`u16 id length, id, 32-byte nonce, 32-byte mac`),
  * 3 welcome (32-byte mac), 2 data (`16-byte mac, u16 from length, from, u16 to
@@ -58,8 +66,18 @@ export interface ProcessLinksOptions {
   /** Where to listen (the `--host` address). */
   host: string;
   port?: number;
-  /** Bytes from node `from` (another process) for node `to` (of this process). */
-  onBytes(from: string, to: string, bytes: Uint8Array): void;
+  /**
+   * Bytes from node `from` (another process) for node `to` (of this process).
+   * `false`: refused (what it asked cannot be answered): the connection is
+   * closed after them, and the sender hears that its link dropped.
+   */
+  onBytes(from: string, to: string, bytes: Uint8Array): boolean | void;
+  /**
+   * A connection with `process` dropped (its link to this one, or this one's
+   * to it after it was up): frames in flight on it may be lost. Not called
+   * for links this side closes itself (`disconnect`, `close`).
+   */
+  onLinkDown?(process: string, why: string): void;
   onError?(message: string): void;
 }
 
@@ -206,8 +224,11 @@ class Peer {
       clearTimeout(handshake);
       if (this.socket !== socket) return;
       this.socket = undefined;
+      const wasReady = this.ready;
       this.ready = false;
       if (!this.wanted) return;
+      // What was written to it may never have arrived: the asks waiting on those frames must not wait out their deadline.
+      if (wasReady) o.onLinkDown?.(this.id, `the link to ${this.id} at ${this.address} closed`);
       this.counters.reconnects++;
       this.timer = setTimeout(() => this.dial(), this.backoffMs);
       this.backoffMs = Math.min(this.backoffMs * 2, 1000);
@@ -277,7 +298,8 @@ export interface LinkCounters {
 export class ProcessLinks {
   readonly counters: LinkCounters = { reconnects: 0, sent: 0, received: 0 };
   private readonly peers = new Map<string, Peer>();
-  private readonly inbound = new Set<Socket>();
+  /** Inbound connections, with the process each proved it is (undefined while it proves itself). */
+  private readonly inbound = new Map<Socket, string | undefined>();
   private closed = false;
   /** Inbound connections still proving themselves. */
   private pending = 0;
@@ -303,7 +325,7 @@ export class ProcessLinks {
   private accept(socket: Socket): void {
     if (this.closed || this.pending >= MAX_PENDING) return void socket.destroy();
     socket.setNoDelay(true);
-    this.inbound.add(socket);
+    this.inbound.set(socket, undefined);
     this.pending++;
     let proving = true;
     const proved = (): void => {
@@ -331,6 +353,7 @@ export class ProcessLinks {
           throw new Error('bad proof');
         }
         peer = id;
+        this.inbound.set(socket, id);
         key = sessionKey(o.secret, challenge, nonce);
         socket.write(frame(WELCOME, mac(o.secret, 'accept', o.cluster, o.processId, id, challenge, nonce)));
         reader.max = MAX_MESSAGE;
@@ -349,7 +372,8 @@ export class ProcessLinks {
       if (!from.startsWith(`${peer}/`)) throw new Error('a peer spoke for another process');
       // A copy that owns its memory: it is handed on to a worker thread.
       this.counters.received++;
-      o.onBytes(from, to, new Uint8Array(body.subarray(4 + fromLength + toLength)));
+      // Refused: nothing more is read from this connection; closing it tells the sender at once.
+      if (o.onBytes(from, to, new Uint8Array(body.subarray(4 + fromLength + toLength))) === false) throw new Error('refused');
     });
     socket.on('data', (chunk: Buffer) => {
       if (!reader.push(chunk)) socket.destroy();
@@ -357,7 +381,9 @@ export class ProcessLinks {
     socket.on('error', () => undefined);
     socket.on('close', () => {
       proved();
-      this.inbound.delete(socket);
+      // Closed here (disconnect, close) when no longer listed: nobody to tell.
+      const listed = this.inbound.delete(socket);
+      if (peer !== undefined && listed && !this.closed) o.onLinkDown?.(peer, `the link from ${peer} closed`);
     });
     socket.write(frame(CHALLENGE, challenge));
   }
@@ -375,15 +401,28 @@ export class ProcessLinks {
     this.peers.set(id, new Peer(id, address, this.options, this.counters));
   }
 
-  /** The process `id` left the cluster: drop its link and what was queued for it. */
+  /**
+   * The process `id` left the cluster: drop its link both ways (what was
+   * queued for it too). It hears its link dropped, if it is still there.
+   */
   disconnect(id: string): void {
     this.peers.get(id)?.close();
     this.peers.delete(id);
+    for (const [socket, peer] of this.inbound) {
+      if (peer !== id) continue;
+      this.inbound.delete(socket);
+      socket.destroy();
+    }
   }
 
   /** Processes with a link. */
   connected(): string[] {
     return [...this.peers.keys()];
+  }
+
+  /** Whether this side links to the process `id` (so it could answer it). */
+  linked(id: string): boolean {
+    return this.peers.has(id);
   }
 
   /** Send a batch from node `from` (of this process) to node `to` (of the process before its `/`); false when there is no link to it. */
@@ -406,7 +445,8 @@ export class ProcessLinks {
     this.closed = true;
     for (const peer of this.peers.values()) peer.close();
     this.peers.clear();
-    for (const socket of this.inbound) socket.destroy();
+    for (const socket of this.inbound.keys()) socket.destroy();
+    this.inbound.clear();
     await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 }

@@ -14,17 +14,31 @@
  * partitions).
  *
  * Losing the lease (paused past it, or Redis lost its data): the workers stop
- * serving graphs at once (the shared validity), forget every partition they
- * held in memory, and the member joins again; the store's fence refuses
- * whatever a late write of the old incarnation tries.
+ * serving graphs at once (the shared validity, read against the clock before
+ * every run: a member resumed after a pause refuses before any timer of its
+ * own has fired), forget every partition they held in memory, and the member
+ * joins again; the store's fence refuses whatever a late write of the old
+ * incarnation tries. Until it has joined again it counts nobody in: its links
+ * are dropped and every ask its workers still wait on from another process
+ * fails at once with `SVC_ERR_NOT_MEMBER` (the others dropped it: no reply
+ * would come).
+ *
+ * Replies come back over the answering side's own link, so a member answers
+ * only the processes it counts in: an ask from any other (one it dropped, or
+ * one that joined a moment ago) is refused, its link closed, and the sender
+ * fails it at once instead of waiting out its deadline. A link that drops
+ * fails the asks waiting on that process the same way. With Redis known to
+ * be unreachable, a partition's cluster lease is refused at once (no waiting
+ * out an outage): graphs are served until this member's lease lapses, then
+ * answered 503 until Redis is back.
  */
 import { createHmac } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { encodeError, fromReceive, kernelError, processOf, type ActivationLease, type ActorSystem, type Frame } from '../kernel/index.ts';
+import { encodeError, fromReceive, kernelError, processOf, type ActivationLease, type ActorSystem, type Frame, type WireError } from '../kernel/index.ts';
 import { decodeFrames, encodeFrames, type RemoteNode } from '../transports/worker/index.ts';
 import { ProcessLinks } from './link.ts';
 import { Membership, type MemberRecord, type MemberView } from './membership.ts';
-import { connectRedis, redactUrl } from './redis.ts';
+import { connectRedis, redactUrl, redisUnreachable } from './redis.ts';
 import { MemberState } from './state.ts';
 import { clusterError } from './errors.ts';
 import { RedisActivationLease } from './lease.ts';
@@ -33,7 +47,10 @@ import { RedisActivationLease } from './lease.ts';
 export interface MemberPool {
   readonly system: ActorSystem;
   readonly workers: readonly string[];
-  setRemote(nodes: RemoteNode[]): void;
+  /** The nodes of other processes now; asks pending on nodes no longer listed fail (with `error` when given). */
+  setRemote(nodes: RemoteNode[], error?: WireError): void;
+  /** The link with `process` dropped: asks pending on its nodes fail now. */
+  linkLost(process: string, error?: WireError): void;
   deliver(to: string, from: string, bytes: Uint8Array): boolean;
 }
 
@@ -104,6 +121,8 @@ export class ClusterMember {
   private app = '';
   private readonly startedAt = Date.now();
   private rejoining = false;
+  /** Lost its lease and not joined again yet: it counts no other member in (no links, no remote nodes). */
+  private outside = false;
   /** Joins so far: each incarnation is a new member id (`<process>-<n>`); node ids stay `<process>/<thread>`. */
   private incarnation = 1;
   /** The cluster-wide activation leases of this process (held under the member id of the incarnation). */
@@ -130,7 +149,9 @@ export class ClusterMember {
    * themselves; the store's fence keeps the two from losing updates).
    */
   readonly backing: ActivationLease = {
-    acquire: (kind, key) => this.lease.acquire(`${kind}@${this.app}`, key),
+    // Redis known gone (renewals fail, even on a connection that looks open): refused now rather than at the lease's deadline.
+    acquire: (kind, key) =>
+      this.state.redisDown ? Promise.reject(redisUnreachable(`the cluster lease of ${kind}/${key} cannot be taken: Redis is unreachable`)) : this.lease.acquire(`${kind}@${this.app}`, key),
     release: (kind, key) => this.lease.release(`${kind}@${this.app}`, key),
   };
 
@@ -168,6 +189,8 @@ export class ClusterMember {
       secret: options.secret,
       host: isWildcard(options.host) ? options.host || '0.0.0.0' : options.host,
       onBytes: (from, to, bytes) => member?.deliver(from, to, bytes),
+      // Replies that process owed may be lost with the link: the asks waiting on them fail now.
+      onLinkDown: (process) => member?.pool?.linkLost(process),
       onError: (message) => options.log('warn', message),
     });
     member = new ClusterMember(options, redis, subscriber, links);
@@ -187,19 +210,43 @@ export class ClusterMember {
     this.links.send(from, to, bytes);
   }
 
-  private deliver(from: string, to: string, bytes: Uint8Array): void {
+  /** Bytes from another process's node for a worker of this one; false refuses them (their link is closed). */
+  private deliver(from: string, to: string, bytes: Uint8Array): boolean {
     const pool = this.pool;
-    if (!pool || pool.deliver(to, from, bytes)) return;
+    if (!pool) return true;
+    if (!this.links.linked(processOf(from))) return this.deliverUnlinked(pool, from, to, bytes);
+    if (pool.deliver(to, from, bytes)) return true;
     // The thread is gone (a crash; it is being replaced): its asks fail now instead of waiting out their deadline.
     let frames: Frame[];
     try {
       frames = decodeFrames(bytes, (address) => pool.system.refFromAddress(address));
     } catch {
-      return;
+      return true;
     }
     const error = encodeError(kernelError('SVC_ERR_NODE_DOWN', `${to} is not running (it is being replaced)`));
     const replies: Frame[] = frames.filter((f) => f.t === 2).map((f) => ({ t: 3, id: (f as { id: number }).id, ok: false, error }));
     if (replies.length) this.links.send(to, from, encodeFrames(replies));
+    return true;
+  }
+
+  /**
+   * Bytes from a process this member does not count in (it dropped it, or has
+   * not seen it join yet): a reply could not reach it (replies go over our
+   * own link to it, and there is none), so its asks are not run — refused,
+   * which closes its link: it fails them at once instead of waiting out their
+   * deadline, and dials again. Tells and replies need no answer: delivered
+   * (a revocation from a member we have not counted in yet still counts).
+   */
+  private deliverUnlinked(pool: MemberPool, from: string, to: string, bytes: Uint8Array): boolean {
+    let frames: Frame[];
+    try {
+      frames = decodeFrames(bytes, (address) => pool.system.refFromAddress(address));
+    } catch {
+      return false;
+    }
+    const kept = frames.filter((f) => f.t !== 2);
+    if (kept.length) pool.deliver(to, from, kept.length === frames.length ? bytes : encodeFrames(kept));
+    return kept.length === frames.length;
   }
 
   private record(): MemberRecord {
@@ -252,6 +299,8 @@ export class ClusterMember {
     const self = this.options.processId;
     // Links are between processes: a member's process is the one its worker node ids name.
     const before = new Set(this.view.map(processOfMember));
+    // Outside the cluster (lost its lease, joining again) it counts nobody in: the others dropped it.
+    if (this.outside) members = [];
     this.view = members;
     const nodes: RemoteNode[] = [];
     for (const m of members) {
@@ -270,7 +319,8 @@ export class ClusterMember {
       for (const node of m.workers) nodes.push({ node, app: m.app, ...(m.state === 'leaving' ? { leaving: true } : {}) });
     }
     for (const gone of before) if (gone !== self) this.links.disconnect(gone);
-    this.pool?.setRemote(nodes);
+    // Cut off: what its workers wait on from other processes fails now, as "not a member" (503, retry).
+    this.pool?.setRemote(nodes, this.outside ? encodeError(clusterError('SVC_ERR_NOT_MEMBER', 'this member lost its cluster lease before the answer came (it was paused or cut off); retry')) : undefined);
   }
 
   /** This member was declared dead (paused past its lease, or Redis lost its data): forget, then join again. */
@@ -279,6 +329,8 @@ export class ClusterMember {
     this.rejoining = true;
     this.state.validUntil = 0;
     this.state.joined = false;
+    this.outside = true;
+    this.onChange(this.view);
     this.options.log('warn', 'this member lost its lease (paused, or cut off from Redis): dropping every graph it held and joining again');
     try {
       const pool = this.pool;
@@ -297,8 +349,10 @@ export class ClusterMember {
           await new Promise((resolve) => setTimeout(resolve, Math.min(100 * 2 ** attempt, 2000)));
         }
       }
+      this.outside = false;
       this.state.validUntil = this.membership.validUntil();
       this.state.joined = true;
+      this.onChange(this.membership.members());
       // Revocations published while this member counted as gone never reached it: read them again.
       if (pool) await Promise.allSettled(pool.workers.map((node) => pool.system.refFromAddress({ node, path: '/user/http' }).ask({ t: 'revocations' }, 10_000)));
       this.options.log('info', 'joined the cluster again');

@@ -54,7 +54,8 @@ export class RemoteBridge {
     this.transport = transport;
     transport.attach({
       onFrame: (from, frame) => this.onFrame(from, frame),
-      onNodeDown: (node) => this.onNodeDown(node),
+      onNodeDown: (node, error) => this.onNodeDown(node, error),
+      onLinkLost: (node, error) => this.failPending(node, error, (target) => `the link to ${node} dropped before it replied to ${target}`),
       onNodeUp: (node) => this.onNodeUp(node),
       onNodeLeaving: (node) => this.nodeLeaving(node),
       onUndeliverable: (node, frame, error) => this.onUndeliverable(node, frame, error),
@@ -261,15 +262,20 @@ export class RemoteBridge {
     }
   }
 
-  private onNodeDown(node: string): void {
+  private onNodeDown(node: string, error?: unknown): void {
     this.down.add(node);
     for (const placement of this.placements) placement.leave(node);
     this.tellWatchers('down', node);
+    this.failPending(node, error, (target) => `${node} went down before replying to ${target}`);
+  }
+
+  /** Fail every ask waiting on a reply from `node`: with `error` when given, else `SVC_ERR_NODE_DOWN` saying `why`. */
+  private failPending(node: string, error: unknown, why: (target: string) => string): void {
     const pending = this.remoteAsks.get(node);
     this.remoteAsks.delete(node);
     if (!pending) return;
     for (const ask of [...pending.values()]) {
-      ask.reject(kernelError('SVC_ERR_NODE_DOWN', `${node} went down before replying to ${ask.target}`));
+      ask.reject(error ?? kernelError('SVC_ERR_NODE_DOWN', why(ask.target)));
     }
   }
 

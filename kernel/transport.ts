@@ -31,8 +31,16 @@ export type Frame =
 export interface TransportHandler {
   /** A frame arrived from `from`. */
   onFrame(from: string, frame: Frame): void;
-  /** `node` is gone: asks pending on it must fail now. */
-  onNodeDown(node: string): void;
+  /** `node` is gone: asks pending on it must fail now (with `error` when the transport knows why, else `SVC_ERR_NODE_DOWN`). */
+  onNodeDown(node: string, error?: unknown): void;
+  /**
+   * The way to or from `node` broke (a connection between processes dropped):
+   * what was in flight may be lost, so asks pending on it fail now (with
+   * `error`, else `SVC_ERR_NODE_DOWN`) instead of waiting out their deadline.
+   * The node stays up: placement is unchanged, later frames go over a new
+   * connection.
+   */
+  onLinkLost?(node: string, error?: unknown): void;
   /** `node` is reachable (again, or for the first time): placement may give it actors. */
   onNodeUp(node: string): void;
   /** `node` is leaving (a graceful stop): placement gives it no actors, but it still answers what it was sent. */

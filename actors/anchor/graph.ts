@@ -44,7 +44,9 @@ export interface GraphOptions {
    * Asked before a partition handles any message (default none): an error
    * answers that message, and the partition stops after answering (its
    * memory is no longer trusted) — e.g. while this process is not a member
-   * of its cluster.
+   * of its cluster. Asked as well before a request is sent to any partition,
+   * here or in another process: an error answers it at once (a process
+   * that is not a member must not count on the others to answer it).
    */
   guard?: () => Error | undefined;
   /** A fenced partition of this thread claimed its root (publish it: other processes drop their copy). */
@@ -98,6 +100,7 @@ export class Graph {
   readonly store: AnchorStore;
   private readonly system: ActorSystem;
   private readonly timeoutMs: number;
+  private readonly guard: (() => Error | undefined) | undefined;
   /** Live partitions of this thread, by root. */
   private readonly activations = new Map<string, Partition>();
 
@@ -107,6 +110,7 @@ export class Graph {
     this.store = options.store;
     this.kind = options.kind ?? 'partition';
     this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.guard = options.guard;
     const onQuarantine = options.onQuarantine ?? ((id, reason) => console.warn(`[svc] anchor ${id} moved to quarantine: ${reason}`));
     if (options.fenced && !this.store.claim) throw storeError('SVC_ERR_STORE', `a ${this.store.kind} store cannot claim roots: a fenced graph needs one that can`);
     const context: PartitionContext = {
@@ -179,7 +183,19 @@ export class Graph {
 
   /** Create a root's graph now (its root node is stored when the partition starts). */
   async ensureRoot(rootId: string): Promise<void> {
-    await this.partition(rootId).ask({ t: 'touch' }, this.timeoutMs);
+    await this.ask(rootId, { t: 'touch' }, this.timeoutMs);
+  }
+
+  /** Ask a root's partition, wherever it lives; refused at once while the guard says so. */
+  private ask(rootId: string, msg: PartitionMsg, timeoutMs: number): Promise<unknown> {
+    // Read against the clock on every request: a process resumed after a pause refuses before any timer of its own has run.
+    const refused = this.guard?.();
+    if (refused !== undefined) {
+      // As the partition would itself: what this thread holds of the root is no longer trusted.
+      void this.activations.get(rootId)?.halt(refused);
+      return Promise.reject(refused);
+    }
+    return this.partition(rootId).ask(msg, timeoutMs);
   }
 
   /**
@@ -190,7 +206,7 @@ export class Graph {
    */
   async dropRoot(rootId: string): Promise<number> {
     // The store may have to look through every document: far longer than a walker request.
-    return (await this.partition(rootId).ask({ t: 'drop' }, Math.max(this.timeoutMs, 600_000))) as number;
+    return (await this.ask(rootId, { t: 'drop' }, Math.max(this.timeoutMs, 600_000))) as number;
   }
 
   /** A fresh 32-hex-char root id. */
@@ -230,7 +246,7 @@ export class Graph {
 
   /** A run's ask; one sent to another thread or cluster member is told on {@link FORWARD_CHANNEL} with its latency, while someone listens. */
   private askRun(rootId: string, msg: PartitionMsg, timeoutMs: number): Promise<RunReply> {
-    const ask = this.partition(rootId).ask(msg, timeoutMs) as Promise<RunReply>;
+    const ask = this.ask(rootId, msg, timeoutMs) as Promise<RunReply>;
     // Served here (the common case): no placement hashing on the hot path.
     if (!forwards.hasSubscribers || this.system.activation(this.kind, rootId) !== undefined) return ask;
     const self = this.system.nodeId;

@@ -11,7 +11,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
-import { ActorSystem, decodeError, type SystemOptions } from '../../kernel/index.ts';
+import { ActorSystem, decodeError, type SystemOptions, type WireError } from '../../kernel/index.ts';
 import { compileWorker } from './compile.ts';
 import { ThreadTransport } from './thread-transport.ts';
 import type { Control, WorkerBoot } from './protocol.ts';
@@ -89,12 +89,25 @@ export class WorkerPool {
     this.remote = options.remote;
   }
 
-  /** The nodes of other processes, as the cluster sees them now: every worker hears of the change. */
-  setRemote(nodes: RemoteNode[]): void {
+  /**
+   * The nodes of other processes, as the cluster sees them now: every worker
+   * hears of the change (asks pending on nodes no longer listed fail, with
+   * `error` when given).
+   */
+  setRemote(nodes: RemoteNode[], error?: WireError): void {
     this.remote = nodes;
+    this.tellWorkers({ ctl: 'remote', nodes, ...(error ? { error } : {}) });
+  }
+
+  /** The link with the process `process` dropped: every worker fails the asks waiting on its nodes (with `error` when given). */
+  linkLost(process: string, error?: WireError): void {
+    this.tellWorkers({ ctl: 'link-lost', process, ...(error ? { error } : {}) });
+  }
+
+  private tellWorkers(msg: RelayControl): void {
     for (const worker of this.threads.values()) {
       try {
-        worker.postMessage({ ctl: 'remote', nodes } satisfies RelayControl);
+        worker.postMessage(msg);
       } catch {
         // gone
       }

@@ -8,8 +8,11 @@
  * message. The main thread decides which remote nodes exist (it follows the
  * cluster's membership) and tells each worker with a `remote` message; the
  * kernel hears `up` and `down` for them like for threads of its own process.
+ * A `link-lost` message says the connection to or from another process
+ * dropped: the asks waiting on its nodes fail at once (their replies cannot
+ * come back that way), while its nodes stay up.
  */
-import type { Frame, Transport, TransportHandler } from '../../kernel/index.ts';
+import { decodeError, processOf, type Frame, type Transport, type TransportHandler, type WireError } from '../../kernel/index.ts';
 import { decodeFrames, encodeFrames } from '../codec/index.ts';
 import type { PortLike } from './port-link.ts';
 
@@ -26,7 +29,10 @@ export interface RemoteNode {
 export type RelayControl =
   | { ctl: 'relay'; to: string; bytes: Uint8Array }
   | { ctl: 'relayed'; from: string; bytes: Uint8Array }
-  | { ctl: 'remote'; nodes: RemoteNode[] };
+  /** The remote nodes now; asks pending on nodes gone from the list fail with `error` when given (why they are gone). */
+  | { ctl: 'remote'; nodes: RemoteNode[]; error?: WireError }
+  /** The link with `process` dropped: asks pending on its nodes fail (with `error` when given). */
+  | { ctl: 'link-lost'; process: string; error?: WireError };
 
 const resolved = Promise.resolve();
 const MAX_BATCH = 2048;
@@ -63,8 +69,11 @@ export class RelayTransport implements Transport {
     this.handler = handler;
   }
 
-  /** The main thread's view of remote nodes: the kernel hears `down` for the gone, `up` for the new. */
-  setRemote(nodes: readonly RemoteNode[]): void {
+  /**
+   * The main thread's view of remote nodes: the kernel hears `down` for the
+   * gone (their pending asks fail with `error` when given), `up` for the new.
+   */
+  setRemote(nodes: readonly RemoteNode[], error?: WireError): void {
     const next = new Map(nodes.map((n) => [n.node, n]));
     const gone = this.live.filter((n) => !next.has(n));
     const added = [...next.keys()].filter((n) => !this.info.has(n));
@@ -73,9 +82,10 @@ export class RelayTransport implements Transport {
     this.info.clear();
     for (const [node, n] of next) this.info.set(node, n);
     this.live = [...next.keys()].sort();
+    const why = error ? decodeError(error) : undefined;
     for (const node of gone) {
       this.out.delete(node);
-      this.handler?.onNodeDown(node);
+      this.handler?.onNodeDown(node, why);
     }
     for (const node of added) this.handler?.onNodeUp(node);
     for (const node of leaving) this.handler?.onNodeLeaving?.(node);
@@ -145,11 +155,18 @@ export class RelayTransport implements Transport {
     }
   }
 
+  /** The link with `process` dropped: asks waiting on its nodes fail now (with `error` when given); its nodes stay up. */
+  linkLost(process: string, error?: WireError): void {
+    const why = error ? decodeError(error) : undefined;
+    for (const node of this.live) if (processOf(node) === process) this.handler?.onLinkLost?.(node, why);
+  }
+
   /** Handle a control message of the main thread; false when it is not one of the relay's. */
   control(msg: unknown): boolean {
     const c = msg as RelayControl;
     if (c?.ctl === 'relayed') this.receive(c.from, c.bytes);
-    else if (c?.ctl === 'remote') this.setRemote(c.nodes);
+    else if (c?.ctl === 'remote') this.setRemote(c.nodes, c.error);
+    else if (c?.ctl === 'link-lost') this.linkLost(c.process, c.error);
     else return false;
     return true;
   }

@@ -114,13 +114,40 @@ t.test('an acquire gives up after timeoutMs', { skip: skipRedis }, async (t) => 
   t.same(p2.lease.holding(), []);
 });
 
-t.test('Redis down: an acquire keeps trying until its deadline', { skip: skipRedis }, async (t) => {
+t.test('Redis down: an acquire is refused at once (no waiting out an outage), and granted once Redis is back', { skip: skipRedis }, async (t) => {
   const server = await startRedis(t);
-  const p1 = await processLease(t, server, 'p1', { timeoutMs: 200 });
+  const p1 = await processLease(t, server, 'p1'); // the default deadline: 10 s
   const closed = new Promise((resolve) => p1.redis.once('close', resolve));
   await server.stop();
   await closed;
-  await t.rejects(p1.lease.acquire('partition', 'root-a'), { code: 'SVC_ERR_LEASE_TIMEOUT', message: /Redis did not answer/ });
+  const started = Date.now();
+  await t.rejects(p1.lease.acquire('partition', 'root-a'), { code: 'SVC_ERR_REDIS_UNREACHABLE', status: 503, message: /Redis is unreachable/ });
+  t.ok(Date.now() - started < 1000, `refused at once, not after the 10 s deadline (${Date.now() - started} ms)`);
+  t.same(p1.lease.holding(), []);
+  await server.restart();
+  await whenReady(p1.redis, 10_000);
+  await p1.redis.set(member('p1'), '{}', 'PX', 60_000); // an empty Redis: the membership key again
+  await p1.lease.acquire('partition', 'root-a');
+  t.same(p1.lease.holding(), ['partition/root-a']);
+});
+
+t.test('a command that fails while the connection looks up fails the acquire at once', { skip: skipRedis }, async (t) => {
+  const server = await startRedis(t);
+  // A server that stops answering (paused): the connection stays open, the command times out.
+  const redis = openRedis(server.url, { name: 'lease-paused', commandTimeoutMs: 200 });
+  t.teardown(() => redis.disconnect());
+  await whenReady(redis, 5_000);
+  const lease = new RedisActivationLease({ redis, cluster: CLUSTER, processId: 'p1', subscriber: false });
+  t.teardown(() => lease.destroy());
+  const pid = Number((await redis.info('server')).match(/process_id:(\d+)/)?.[1]);
+  process.kill(pid, 'SIGSTOP');
+  try {
+    const started = Date.now();
+    await t.rejects(lease.acquire('partition', 'root-a'), { code: 'SVC_ERR_REDIS_UNREACHABLE', message: /did not answer/ });
+    t.ok(Date.now() - started < 2000, `after one command's timeout, not the lease's deadline (${Date.now() - started} ms)`);
+  } finally {
+    process.kill(pid, 'SIGCONT');
+  }
 });
 
 t.test('a release that cannot reach Redis is retried once it is back', { skip: skipRedis }, async (t) => {

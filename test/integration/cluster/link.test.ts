@@ -6,8 +6,10 @@ import { ProcessLinks } from '../../../cluster/link.ts';
 
 type Got = { from: string; to: string; bytes: number[] };
 
-async function pair(t: { teardown(fn: () => unknown): void }, secrets: [string, string] = ['s3cret', 's3cret']) {
+async function pair(t: { teardown(fn: () => unknown): void }, secrets: [string, string] = ['s3cret', 's3cret'], refuse?: (id: 'a' | 'b', bytes: Uint8Array) => boolean) {
   const got: Record<'a' | 'b', Got[]> = { a: [], b: [] };
+  /** The processes each side heard its link with drop. */
+  const downs: Record<'a' | 'b', string[]> = { a: [], b: [] };
   const errors: string[] = [];
   const waiters: (() => void)[] = [];
   const make = (id: 'a' | 'b', secret: string) =>
@@ -18,6 +20,11 @@ async function pair(t: { teardown(fn: () => unknown): void }, secrets: [string, 
       host: '127.0.0.1',
       onBytes: (from, to, bytes) => {
         got[id].push({ from, to, bytes: [...bytes] });
+        waiters.splice(0).forEach((w) => w());
+        return refuse?.(id, bytes) ? false : undefined;
+      },
+      onLinkDown: (process) => {
+        downs[id].push(process);
         waiters.splice(0).forEach((w) => w());
       },
       onError: (m) => errors.push(m),
@@ -31,7 +38,7 @@ async function pair(t: { teardown(fn: () => unknown): void }, secrets: [string, 
   const until = async (cond: () => boolean) => {
     while (!cond()) await new Promise<void>((r) => waiters.push(r));
   };
-  return { a, b, got, errors, until };
+  return { a, b, got, downs, errors, until };
 }
 
 t.test('frames go both ways, in order, with their nodes', async (t) => {
@@ -47,6 +54,38 @@ t.test('frames go both ways, in order, with their nodes', async (t) => {
   t.same(got.b[0], { from: 'a/w1', to: 'b/w2', bytes: [0, 1, 2] });
   t.same(got.a[0], { from: 'b/w2', to: 'a/w1', bytes: [9] });
   t.equal(a.send('a/w1', 'zz/w1', new Uint8Array([1])), false, 'no link to an unknown process: false');
+});
+
+t.test('bytes refused by the receiver close the link: the sender hears it at once, dials again, and what follows gets through', async (t) => {
+  const { a, b, got, downs, until } = await pair(t, undefined, (id, bytes) => id === 'b' && bytes[0] === 0);
+  a.connect('b', `127.0.0.1:${b.port}`);
+  a.send('a/w1', 'b/w1', new Uint8Array([1]));
+  await until(() => got.b.length === 1);
+  t.same(downs.a, [], 'nothing dropped yet');
+  // Refused, and in the same write another message: nothing after the refusal is read from that connection.
+  a.send('a/w1', 'b/w1', new Uint8Array([0]));
+  a.send('a/w1', 'b/w1', new Uint8Array([2]));
+  await until(() => downs.a.length === 1);
+  t.same(downs.a, ['b'], 'the sender heard its link to b drop');
+  t.same(got.b.map((g) => g.bytes[0]), [1, 0], 'nothing read after the refused message');
+  a.send('a/w1', 'b/w1', new Uint8Array([3]));
+  await until(() => got.b.some((g) => g.bytes[0] === 3));
+  t.pass('a new connection carries what is sent next');
+});
+
+t.test('disconnect drops the link both ways: the other side hears it; the side that dropped it hears nothing', async (t) => {
+  const { a, b, got, downs, until } = await pair(t);
+  a.connect('b', `127.0.0.1:${b.port}`);
+  b.connect('a', `127.0.0.1:${a.port}`);
+  a.send('a/w1', 'b/w1', new Uint8Array([1]));
+  b.send('b/w1', 'a/w1', new Uint8Array([1]));
+  await until(() => got.a.length === 1 && got.b.length === 1);
+  t.ok(b.linked('a') && a.linked('b'));
+  b.disconnect('a');
+  t.notOk(b.linked('a'), 'b no longer links to a');
+  await until(() => downs.a.length >= 1);
+  t.same([...new Set(downs.a)], ['b'], 'a heard its link with b drop');
+  t.same(downs.b, [], 'b closed it itself: nothing to hear');
 });
 
 t.test('a large batch arrives whole', async (t) => {
@@ -106,7 +145,7 @@ t.test('a link comes back after the peer restarts on the same port', async (t) =
     secret: 's3cret',
     host: '127.0.0.1',
     port,
-    onBytes: (from, to, bytes) => got.b.push({ from, to, bytes: [...bytes] }),
+    onBytes: (from, to, bytes) => void got.b.push({ from, to, bytes: [...bytes] }),
   });
   t.teardown(() => again.close());
   const until2 = Date.now() + 5000;

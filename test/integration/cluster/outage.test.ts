@@ -1,0 +1,178 @@
+// A member paused past its lease, and Redis gone: every request is answered at once (503 with Retry-After, or served), never
+// after an ask's 31 s deadline or a lease's 10 s wait; the member serves again once it has joined again.
+import t, { type Test } from 'tap';
+import { skipRedis, startRedis } from '../../helpers/redis.ts';
+import { tokenFor, type Server } from '../../helpers/server.ts';
+import { adminToken, startCluster, walk, waitForMembers } from './helpers.ts';
+
+// Several real processes per test: more than the default per-file time on a loaded 2-core machine.
+t.setTimeout(360_000);
+
+/** What one request got, and how long it took. */
+type Timed = { status: number; code?: string; retryAfter: string | null; value?: unknown; sentAt: number; doneAt: number };
+
+/** POST a walker with a token; gives up after `abortMs` (status 0) so that a hang fails the test without waiting it out. */
+async function timed(url: string, walker: string, token: string, abortMs = 15_000): Promise<Timed> {
+  const sentAt = Date.now();
+  try {
+    const res = await fetch(`${url}/walker/${walker}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+      body: '{}',
+      signal: AbortSignal.timeout(abortMs),
+    });
+    const body = (await res.json().catch(() => undefined)) as { data?: { reports?: unknown[] }; error?: { code?: string } } | undefined;
+    return { status: res.status, code: body?.error?.code, retryAfter: res.headers.get('retry-after'), value: body?.data?.reports?.[0], sentAt, doneAt: Date.now() };
+  } catch {
+    return { status: 0, retryAfter: null, sentAt, doneAt: Date.now() };
+  }
+}
+
+/** Poll `check` until it holds; fails after `ms`. */
+async function eventually(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
+  const until = Date.now() + ms;
+  while (!(await check())) {
+    if (Date.now() > until) throw new Error(`not within ${ms} ms: ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** The member id (`<process>-<incarnation>`) the server runs under now, as `/admin/cluster` shows it. */
+async function memberId(via: Server, of: Server): Promise<string> {
+  const res = await fetch(`${via.url}/admin/cluster`, { headers: { authorization: `Bearer ${await adminToken(via)}` } });
+  const members = ((await res.json()) as { data: { members: { id: string; pid: number }[] } }).data.members;
+  const found = members.find((m) => m.pid === of.proc.pid);
+  if (!found) throw new Error(`no member with pid ${of.proc.pid} in ${JSON.stringify(members)}`);
+  return found.id;
+}
+
+/** A request answered in the way the README promises during an outage: at once, served or 503 with Retry-After. */
+function answered(t: Test, r: Timed, boundMs: number, what: string): void {
+  const ms = r.doneAt - r.sentAt;
+  if (![200, 503].includes(r.status) || ms > boundMs || (r.status === 503 && !r.retryAfter)) {
+    t.fail(`${what}: ${r.status} ${r.code ?? ''} after ${ms} ms (want 200, or 503 with Retry-After, within ${boundMs} ms)`);
+    return;
+  }
+  t.pass(`${what}: ${r.status}${r.code ? ` ${r.code}` : ''} in ${ms} ms`);
+}
+
+t.test('a member paused past its lease answers at once when it resumes, and serves every client again within 3 s', { skip: skipRedis }, async (t) => {
+  const redis = await startRedis(t);
+  const cluster = await startCluster(t, 3, { redis, env: { SVC_CLUSTER_LEASE_MS: '1500' } });
+  const [a, b, c] = cluster.members as [Server, Server, Server];
+  const tokens = await Promise.all(Array.from({ length: 12 }, (_, i) => tokenFor(`pause-user-${i}`, { server: a })));
+  // Every root has a counter at 1, its partition active on whichever member placement gives it.
+  for (const [i, token] of tokens.entries()) t.equal((await walk([a, b, c][i % 3]!.url, 'Bump', {}, token)).status, 200);
+  const key = `svc:{${cluster.name}}:member:${await memberId(a, c)}`;
+  const check = redis.client();
+  t.equal(await check.exists(key), 1, 'C is a member');
+
+  c.proc.kill('SIGSTOP');
+  // Sent while it is stopped: C picks them up when it resumes, with timers that have not fired yet.
+  const held = tokens.map((token) => timed(c.url, 'Read', token));
+  // Past its lease: its membership key expires in Redis, and the others drop it (and their links to it).
+  await eventually(async () => (await check.exists(key)) === 0, 20_000, "C's membership key expires");
+  await Promise.all([waitForMembers(a, 2), waitForMembers(b, 2)]);
+  const resumedAt = Date.now();
+  c.proc.kill('SIGCONT');
+
+  // Roots C held and roots the others hold alike: C answers what it holds at once, instead of an ask's 31 s deadline.
+  for (const [i, r] of (await Promise.all(held)).entries()) {
+    answered(t, { ...r, sentAt: Math.max(r.sentAt, resumedAt) }, 3000, `user ${i}, asked of C while it was stopped`);
+    if (r.status === 200) t.equal(r.value, 1, `user ${i}: the counter`);
+  }
+  // Every client is served through C again within 3 s of the resume; no request in between waits.
+  const servedAfter = await Promise.all(
+    tokens.map(async (token, i) => {
+      for (;;) {
+        const r = await timed(c.url, 'Read', token, 10_000);
+        if (r.status !== 200 && r.status !== 503) {
+          answered(t, r, 2000, `user ${i} through C after the resume`);
+          return Infinity;
+        }
+        if (r.doneAt - r.sentAt > 2000) answered(t, r, 2000, `user ${i} through C after the resume`);
+        if (r.status === 503 && !r.retryAfter) t.fail(`user ${i}: a 503 without Retry-After (${r.code})`);
+        if (r.status === 200) {
+          t.equal(r.value, 1, `user ${i}: served by C again, with the counter the cluster holds`);
+          return r.doneAt - resumedAt;
+        }
+        if (Date.now() - resumedAt > 10_000) return Infinity;
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    }),
+  );
+  const worst = Math.max(...servedAfter);
+  t.comment(`every client served through C again ${Math.min(...servedAfter)}–${worst} ms after SIGCONT (lease 1,500 ms)`);
+  t.ok(worst <= 3000, `every client is served again within 3 s of the resume (${worst} ms)`);
+  await c.waitFor(/joined the cluster again/);
+  t.match(c.output(), /lost its lease/);
+  // And through the others, with the same counters.
+  for (const server of [a, b]) {
+    for (const [i, token] of tokens.entries()) {
+      const r = await timed(server.url, 'Read', token);
+      t.same([r.status, r.value], [200, 1], `user ${i} through ${server === a ? 'A' : 'B'}`);
+    }
+  }
+});
+
+t.test('Redis unreachable: requests are answered at once (503 once a lease lapsed), and served again when Redis is back', { skip: skipRedis }, async (t) => {
+  const redis = await startRedis(t);
+  const cluster = await startCluster(t, 3, { redis, env: { SVC_CLUSTER_LEASE_MS: '1500' } });
+  const members = cluster.members as [Server, Server, Server];
+  const [a] = members;
+  // Warm roots (their partitions active) and cold ones (never asked: a request needs a partition, and so a lease, for them).
+  const warm = await Promise.all(Array.from({ length: 6 }, (_, i) => tokenFor(`warm-user-${i}`, { server: a })));
+  const cold = await Promise.all(Array.from({ length: 24 }, (_, i) => tokenFor(`cold-user-${i}`, { server: a })));
+  for (const [i, token] of warm.entries()) t.equal((await walk(members[i % 3]!.url, 'Bump', {}, token)).status, 200);
+
+  await redis.stop();
+  const stoppedAt = Date.now();
+  // Round after round over every member, warm and cold roots: each answered within 2 s (no 10 s wait for a lease) —
+  // served while the member's lease holds, then 503 — until a whole round is refused (every member's lease lapsed).
+  let next = 0;
+  let rounds = 0;
+  let refusedRound = false;
+  const codes = new Set<string>();
+  while (!refusedRound && Date.now() - stoppedAt < 20_000) {
+    rounds++;
+    const round = await Promise.all(
+      members.flatMap((m, mi) => [
+        timed(m.url, 'Read', warm[(rounds + mi) % warm.length]!, 10_000),
+        timed(m.url, 'Read', cold[next++ % cold.length]!, 10_000),
+      ]),
+    );
+    for (const r of round) {
+      if (r.status !== 200 && r.status !== 503) answered(t, r, 2000, `round ${rounds}`);
+      else if (r.doneAt - r.sentAt > 2000 || (r.status === 503 && !r.retryAfter)) answered(t, r, 2000, `round ${rounds}`);
+      if (r.code) codes.add(r.code);
+    }
+    refusedRound = round.every((r) => r.status === 503);
+    if (round.some((r) => r.status === 0 || r.doneAt - r.sentAt > 2000)) break;
+  }
+  t.ok(refusedRound, `every member refuses at once once its lease lapsed (${rounds} rounds, ${Date.now() - stoppedAt} ms after Redis stopped)`);
+  t.same([...codes].filter((c) => c !== 'SVC_ERR_NOT_MEMBER'), [], `503s say the member is not serving (${[...codes]})`);
+  for (const m of members) t.equal((await fetch(`${m.url}/ready`)).status, 503, 'not ready while Redis is unreachable');
+
+  // Redis back on the same port (empty, as after a crash): each member joins again and serves warm and cold roots.
+  await redis.restart();
+  const restartedAt = Date.now();
+  const back = await Promise.all(
+    members.flatMap((m) =>
+      [warm[0]!, cold[0]!, cold[cold.length - 1]!].map(async (token) => {
+        for (;;) {
+          const r = await timed(m.url, 'Read', token, 10_000);
+          if (r.status !== 200 && (r.status !== 503 || r.doneAt - r.sentAt > 2000 || !r.retryAfter)) {
+            answered(t, r, 2000, 'while Redis comes back');
+            return Infinity;
+          }
+          if (r.status === 200) return r.doneAt - restartedAt;
+          if (Date.now() - restartedAt > 30_000) return Infinity;
+          await new Promise((resolve) => setTimeout(resolve, 25));
+        }
+      }),
+    ),
+  );
+  t.comment(`served again ${Math.min(...back)}–${Math.max(...back)} ms after Redis restarted (reconnect backoff up to 2 s, then a rejoin)`);
+  t.ok(back.every(Number.isFinite), 'every member serves again once Redis is back');
+  for (const m of members) t.equal((await fetch(`${m.url}/ready`)).status, 200, 'ready again');
+});
