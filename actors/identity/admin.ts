@@ -2,8 +2,16 @@
  * The admin's user management (seed 000 §5): list, read, create, edit,
  * delete (with the user's graph) and force a password change. Users are
  * named by username, email or — service accounts have neither — user id.
+ *
+ * Protected accounts — the guest (role `system`, whose root is the shared
+ * graph) and the bootstrap admin — are never deleted, disabled or demoted,
+ * never have a password reset forced on them (the guest has no password; the
+ * bootstrap admin's owner changes theirs with `PUT /user/password`), and
+ * their profile is edited by no one else (the guest's by no one): each of
+ * these is PROTECTED_ACCOUNT (403), refused before anything is written.
  */
 import { randomBytes } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { type Accounts, newIdentity, publicUser } from './accounts.ts';
 import { identityError, invalid, notFound } from './errors.ts';
 import type { IdentityOptions } from './options.ts';
@@ -11,6 +19,11 @@ import { checkPassword } from './passwords.ts';
 import { checkProfile, FIELD_MAX, IDENTITY_BODIES, identityValue } from './schemas.ts';
 import type { Tokens } from './tokens.ts';
 import { normalize, type UserPatch, type UserRecord } from './users-repository.ts';
+
+/** How a protected account is named in a refusal. */
+function protectedName(u: UserRecord): string {
+  return u.role === 'admin' ? 'the bootstrap admin' : 'the guest account';
+}
 
 /**
  * @example
@@ -77,7 +90,13 @@ export class UserAdmin {
       if (u.user_id === actorId && body.status !== 'active') throw invalid('status', 'an admin cannot disable their own account');
       patch.status = body.status;
     }
-    if (body.profile !== undefined) patch.profile = { ...checkProfile(body.profile), ...(u.profile.sso ? { sso: u.profile.sso } : {}) };
+    if (body.profile !== undefined) {
+      const profile = { ...checkProfile(body.profile), ...(u.profile.sso ? { sso: u.profile.sso } : {}) };
+      if (u.protected && u.user_id !== actorId && !isDeepStrictEqual(profile, u.profile)) {
+        throw identityError('PROTECTED_ACCOUNT', `${protectedName(u)} is a protected account: its profile is not edited by ${u.role === 'admin' ? 'another admin' : 'anyone'}`);
+      }
+      patch.profile = profile;
+    }
     // A new role or a disabled account: tokens minted from the old state are void (in the same write).
     if ((patch.role && patch.role !== u.role) || (patch.status && patch.status !== u.status)) await this.tokens.revoke(u.user_id, patch);
     else await this.o.users.update(u.user_id, patch);
@@ -123,6 +142,9 @@ export class UserAdmin {
    */
   async forcePasswordReset(name: string): Promise<{ status: string; api_keys_revoked: number }> {
     const u = await this.byName(name);
+    if (u.protected) {
+      throw identityError('PROTECTED_ACCOUNT', u.password_hash ? `${protectedName(u)} is a protected account: no password reset is forced on it (its owner changes the password with PUT /user/password)` : `${protectedName(u)} is a protected account without a password: there is none to reset`);
+    }
     let revoked = 0;
     for (const k of await this.o.users.apiKeysOf(u.user_id)) if (await this.o.users.deleteApiKey(u.user_id, k.api_key_id)) revoked++;
     await this.tokens.revoke(u.user_id, { must_change_password: true });

@@ -11,7 +11,7 @@ export const IDENTITY_ERRORS = {
   EMAIL_DISABLED: { status: 503, message: 'email is not configured on this server' },
   TOO_MANY_REQUESTS: { status: 429, message: 'too many attempts; wait and retry' },
   PASSWORD_CHANGE_REQUIRED: { status: 403, message: 'change the password first (PUT /user/password)' },
-  PROTECTED_ACCOUNT: { status: 403, message: 'this account cannot be deleted or demoted' },
+  PROTECTED_ACCOUNT: { status: 403, message: 'this account cannot be deleted, disabled or demoted, nor have a password reset forced or its profile edited by another' },
   // Single sign-on (seed 000 §4.4 rules 6–9)
   SSO_NOT_CONFIGURED: { status: 501, message: 'this sign-in provider is not configured on this server (client_id and client_secret)' },
   SSO_INVALID_STATE: { status: 400, message: 'the sign-in is unknown, expired, already finished or was started for another provider: start again' },

@@ -96,7 +96,6 @@ export class GitHubProvider implements SsoProvider {
     try {
       const headers = new Headers({ accept: 'application/vnd.github+json', 'x-github-api-version': '2022-11-28', 'user-agent': 'svc' });
       const res = await oauth.protectedResourceRequest(accessToken, 'GET', new URL(url), headers, null, this.http(url));
-      if (res.status >= 500) throw identityError('SSO_PROVIDER_UNAVAILABLE', `GitHub’s API answered ${res.status} to ${path}`);
       if (res.status !== 200) throw identityError('SSO_EXCHANGE_FAILED', `GitHub’s API answered ${res.status} to ${path}`);
       return await res.json();
     } catch (error) {

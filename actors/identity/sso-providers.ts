@@ -11,7 +11,10 @@
  * `sso.ts`). Only `https` endpoints are spoken to; plain `http` only on a
  * loopback host (127.0.0.0/8, ::1, localhost: tests and local fakes), where
  * oauth4webapi's `allowInsecureRequests` is set for that one request.
- * Every outbound request gives up after `timeoutMs` (SSO_PROVIDER_UNAVAILABLE).
+ * Every outbound request gives up after `timeoutMs`; a provider that answers
+ * 5xx or cannot be reached, at any step (discovery, token exchange,
+ * UserInfo, JWKS, GitHub's API), is down: SSO_PROVIDER_UNAVAILABLE (502),
+ * never a client error (see {@link httpOptions}).
  */
 import * as oauth from 'oauth4webapi';
 import { identityError } from './errors.ts';
@@ -348,9 +351,43 @@ class OidcProvider implements SsoProvider {
 
 // ---- shared with the GitHub preset (sso-github.ts) -------------------------------------------------
 
-/** Outbound request options: a timeout, and plain http only to a loopback host. */
-export function httpOptions(url: string | undefined, timeoutMs: number): { signal: () => AbortSignal; [oauth.allowInsecureRequests]: boolean } {
-  return { signal: () => AbortSignal.timeout(timeoutMs), [oauth.allowInsecureRequests]: isLoopbackHttp(url) };
+/**
+ * Outbound request options: a timeout, plain http only to a loopback host,
+ * and {@link providerFetch} for every request oauth4webapi makes with them.
+ */
+export function httpOptions(url: string | undefined, timeoutMs: number): { signal: () => AbortSignal; [oauth.allowInsecureRequests]: boolean; [oauth.customFetch]: typeof providerFetch } {
+  return { signal: () => AbortSignal.timeout(timeoutMs), [oauth.allowInsecureRequests]: isLoopbackHttp(url), [oauth.customFetch]: providerFetch };
+}
+
+/**
+ * `fetch` to a provider: no answer (refused, reset, timed out) or a 5xx
+ * answer is the provider's outage, SSO_PROVIDER_UNAVAILABLE, whichever step
+ * asked. oauth4webapi reads only 4xx bodies as the provider's word and calls
+ * a 5xx "not a conform response", which would read as the client's fault.
+ */
+async function providerFetch(url: string, init: oauth.CustomFetchOptions<string, unknown>): Promise<Response> {
+  let res: Response;
+  try {
+    res = await fetch(url, init as RequestInit);
+  } catch (error) {
+    const name = (error as { name?: unknown } | null)?.name;
+    throw identityError('SSO_PROVIDER_UNAVAILABLE', name === 'TimeoutError' || name === 'AbortError' ? 'the sign-in provider did not answer in time' : 'the sign-in provider cannot be reached');
+  }
+  if (res.status >= 500) {
+    await res.body?.cancel().catch(() => undefined);
+    throw identityError('SSO_PROVIDER_UNAVAILABLE', `the sign-in provider answered ${res.status} (${stepOf(url)})`);
+  }
+  return res;
+}
+
+/** Which step a provider URL is, for a message (its path's last segment; never a query). */
+function stepOf(url: string): string {
+  try {
+    const path = new URL(url).pathname;
+    return path.endsWith(WELL_KNOWN) ? 'discovery' : (path.split('/').filter(Boolean).pop() ?? '/');
+  } catch {
+    return 'request';
+  }
 }
 
 /**

@@ -22,8 +22,8 @@
  *    any email: linking by an unverified one let strangers into accounts.)
  *
  * Every sign-in writes `profile.sso.<platform>` (display_name, first_name,
- * last_name, picture: those the provider gave), leaving every other key of
- * the profile as it was. A disabled user is refused as `/user/login`
+ * last_name, picture: those the provider gave; no key at all when it gave
+ * none), leaving every other key of the profile as it was. A disabled user is refused as `/user/login`
  * refuses one (INVALID_CREDENTIALS).
  *
  * Browser binding (login CSRF, RFC 6749 §10.12): a sign-in is bound to the
@@ -55,6 +55,7 @@
  * tokens.
  */
 import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import * as oauth from 'oauth4webapi';
 import { identityError, notFound } from './errors.ts';
 import { FIELD_MAX, identityValue } from './schemas.ts';
@@ -315,7 +316,7 @@ export class SsoService {
         const record = userRecord({
           user_id: randomUUID(),
           role: 'user',
-          profile: { sso: { [platform]: who.profile } },
+          profile: withSso({}, platform, who.profile),
           identities: [{ type: 'email', value_raw: email, value_normalized: normalized, verified: true, is_recovery: true }, ssoIdentity(platform, who.subject, this.now())],
         });
         await users.create(record);
@@ -326,7 +327,8 @@ export class SsoService {
     }
     if (!created) {
       const current = (await users.byId(user.user_id)) ?? user;
-      await users.update(user.user_id, { profile: withSso(current.profile, platform, who.profile) });
+      const profile = withSso(current.profile, platform, who.profile);
+      if (!isDeepStrictEqual(profile, current.profile)) await users.update(user.user_id, { profile });
     }
     const fresh = await users.byId(user.user_id);
     if (!fresh) throw identityError('INVALID_CREDENTIALS');
@@ -418,8 +420,13 @@ function isObject(x: unknown): x is Record<string, unknown> {
   return typeof x === 'object' && x !== null && !Array.isArray(x);
 }
 
-/** The profile with `sso.<platform>` replaced, every other key as it was. */
+/**
+ * The profile with `sso.<platform>` replaced by what the provider gave, every
+ * other key as it was: gave nothing, no `sso.<platform>` (nor an `sso` left empty).
+ */
 function withSso(profile: Record<string, unknown>, platform: SsoPlatform, fields: SsoProfile): Record<string, unknown> {
-  const sso = isObject(profile.sso) ? profile.sso : {};
-  return { ...profile, sso: { ...sso, [platform]: { ...fields } } };
+  const { [platform]: _old, ...others } = isObject(profile.sso) ? profile.sso : {};
+  const sso = Object.keys(fields).length > 0 ? { ...others, [platform]: { ...fields } } : others;
+  const { sso: _sso, ...rest } = profile;
+  return Object.keys(sso).length > 0 ? { ...rest, sso } : rest;
 }

@@ -197,6 +197,46 @@ t.test('protected accounts cannot be deleted, disabled or demoted; admins cannot
   t.equal((await login(server.url, 'boss', 'the real chief secret')).status, 200, 'the bootstrap admin is still there');
 });
 
+t.test('protected accounts refuse a forced password reset, and profile edits by another (403 PROTECTED_ACCOUNT): nothing changes', async (t) => {
+  // Another admin, signed in for real.
+  t.equal((await call(server, 'POST', '/admin/users', admin, { username: 'vic_v', password: 'vic has a long one', role: 'admin' })).status, 201);
+  const first = (await login(server.url, 'vic_v', 'vic has a long one')).body.data.token;
+  const vic = (await call(server, 'PUT', '/user/password', first, { current_password: 'vic has a long one', new_password: 'vic changed it already' })).body.data.token as string;
+  const before = { boss: (await call(server, 'GET', '/admin/users/boss', admin)).body.data, guest: (await call(server, 'GET', '/admin/users/__guest__', admin)).body.data };
+  t.match(before.guest, { role: 'system', protected: true });
+  const refusals: [string, string, string][] = [
+    ['__guest__', admin, 'the bootstrap admin'],
+    ['__guest__', vic, 'another admin'],
+    ['boss', vic, 'another admin'],
+  ];
+  for (const [name, token, who] of refusals) {
+    const reset = await call(server, 'POST', `/admin/users/${name}/force-password-reset`, token);
+    t.equal(reset.status, 403, `${who}: a forced reset of ${name}`);
+    t.match(reset.body, { ok: false, error: { code: 'PROTECTED_ACCOUNT', message: /protected account/ } });
+    for (const body of [{ profile: { team: 'red' } }, { status: 'active', profile: { team: 'red' } }]) {
+      const edit = await call(server, 'PUT', `/admin/users/${name}`, token, body);
+      t.equal(edit.status, 403, `${who}: ${JSON.stringify(body)} on ${name}`);
+      t.equal(edit.body.error.code, 'PROTECTED_ACCOUNT');
+    }
+  }
+  const self = await call(server, 'POST', '/admin/users/boss/force-password-reset', admin);
+  t.equal(self.status, 403, 'the bootstrap admin forcing its own reset: it changes its password itself');
+  t.equal(self.body.error.code, 'PROTECTED_ACCOUNT');
+  t.same((await call(server, 'GET', '/admin/users/boss', admin)).body.data, before.boss, 'the bootstrap admin is unchanged (profile, must_change_password, updated_at)');
+  t.same((await call(server, 'GET', '/admin/users/__guest__', vic)).body.data, before.guest, 'the guest is unchanged');
+  t.equal((await call(server, 'GET', '/user/me', admin)).status, 200, 'the bootstrap admin’s token still stands');
+  const next = await login(server.url, 'boss', 'the real chief secret');
+  t.equal(next.status, 200, 'it signs in with its password');
+  t.notOk(next.body.data.must_change_password, 'and is not forced to change it');
+  const same = await call(server, 'PUT', '/admin/users/boss', vic, { profile: before.boss.profile });
+  t.equal(same.status, 200, 'a profile sent as it is changes nothing: not refused');
+  const own = await call(server, 'PUT', '/admin/users/boss', admin, { profile: { team: 'founders' } });
+  t.equal(own.status, 200, 'the bootstrap admin edits its own profile');
+  t.same(own.body.data.profile, { team: 'founders' });
+  const other = await call(server, 'POST', '/admin/users/vic_v/force-password-reset', admin);
+  t.equal(other.status, 200, 'an admin that is not protected: reset as any user');
+});
+
 t.test('delete: the user, their identities, tokens and graph are gone; the name is free again', async (t) => {
   const token = await tokenOf(server.url, 'kim_k');
   for (const title of ['one', 'two', 'three']) t.equal((await call(server, 'POST', '/walker/CreateTodo', token, { title })).status, 200);
