@@ -286,7 +286,7 @@ export const SCHEMA = {
     transport: { kind: 'enum', default: 'stdio', env: ['SVC_MCP_TRANSPORT'], values: ['stdio', 'sse', 'streamable-http'] },
     port: { kind: 'int', default: 3001, env: ['SVC_MCP_PORT'], min: 0 },
     host: { kind: 'string', default: '127.0.0.1', env: ['SVC_MCP_HOST'] },
-    /** The bearer token HTTP transports require when bound beyond loopback (they refuse to start without one). */
+    /** The bearer token every HTTP request needs; unset on loopback, `svc mcp` keeps one in `<project_root>/.svc/mcp_token`; beyond loopback it must be set. */
     token: { kind: 'string', default: '', env: ['SVC_MCP_TOKEN'] },
     /** Origins allowed besides the server's own (DNS-rebinding protection). */
     allowed_origins: { kind: 'list', default: [], env: ['SVC_MCP_ALLOWED_ORIGINS'] },

@@ -2,10 +2,40 @@
  * `svc mcp`: the tool-protocol server for AI clients. Flags win over the
  * `[mcp]` section of svc.toml, which wins over the seed's defaults. With
  * stdio nothing but protocol messages goes to stdout: logs go to stderr.
+ *
+ * Over HTTP every request carries a bearer token, loopback included (any
+ * user of the machine can reach a loopback port, and three tools run code).
+ * With no `[mcp] token` on loopback, one is made once and kept in
+ * `<project_root>/.svc/mcp_token` (mode 0600): its path is printed, never
+ * its value. Beyond loopback the token must be configured.
  */
-import { resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { ConfigError, loadConfig } from '../../runtime/index.ts';
-import { createMcpServer, formatInspection, listenMcpHttp, McpConfigError, type McpSettings, ToolPool, useCommandTable } from '../../transports/mcp/index.ts';
+import { createMcpServer, formatInspection, isLoopback, listenMcpHttp, McpConfigError, type McpSettings, ToolPool, useCommandTable } from '../../transports/mcp/index.ts';
+
+/**
+ * The token of an HTTP server on loopback with none configured: the one kept
+ * in `<projectRoot>/.svc/mcp_token`, made (32 random bytes) when there is none.
+ */
+function loopbackToken(projectRoot: string): { token: string; file: string; made: boolean } {
+  const dir = join(projectRoot, '.svc');
+  const file = join(dir, 'mcp_token');
+  if (existsSync(file)) {
+    const token = readFileSync(file, 'utf8').trim();
+    if (token.length >= 16) {
+      // Readable by others: narrowed to the owner (a token anyone on the machine reads is no gate).
+      if ((statSync(file).mode & 0o077) !== 0) chmodSync(file, 0o600);
+      return { token, file, made: false };
+    }
+  }
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const token = randomBytes(32).toString('base64url');
+  writeFileSync(file, `${token}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return { token, file, made: true };
+}
 import { ARGUMENT_HELP, buildCli } from '../table.ts';
 
 const TRANSPORTS = ['stdio', 'sse', 'streamable-http'] as const;
@@ -84,11 +114,17 @@ export async function mcp(flags: Record<string, unknown>): Promise<void> {
     return;
   }
   try {
+    let token = m.token;
+    if (token === '' && isLoopback(m.host)) {
+      const kept = loopbackToken(settings.projectRoot);
+      token = kept.token;
+      log(`svc mcp: every request needs "Authorization: Bearer <token>": the token is in ${kept.file}${kept.made ? ' (made now)' : ''}; set [mcp] token (SVC_MCP_TOKEN) to choose it`);
+    }
     const http = await listenMcpHttp({
       transport: m.transport as 'sse' | 'streamable-http',
       host: m.host,
       port: m.port,
-      token: m.token,
+      token,
       allowedOrigins: m.allowed_origins,
       newServer: () => createMcpServer(settings, pool, log),
       log,

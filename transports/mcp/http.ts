@@ -9,8 +9,11 @@
  * - `Host` must name this server (DNS-rebinding protection: a page on another
  *   site that resolves its name to 127.0.0.1 sends its own name);
  * - `Origin`, when sent, must be this server's or one of `allowed_origins`;
- * - a bearer token, compared in constant time, when one is set — and one must
- *   be set to bind beyond loopback, since `run_svc` executes code.
+ * - a bearer token, compared in constant time. One is always required:
+ *   `run_svc`, `graph_visualize` and `execute_command` run code, and any user
+ *   of the machine can reach a loopback port. (`svc mcp` makes one on
+ *   loopback when none is configured; beyond loopback it must be configured.)
+ *   stdio needs none: the client started the server as itself.
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
@@ -31,7 +34,7 @@ export interface McpHttpOptions {
   transport: 'sse' | 'streamable-http';
   host: string;
   port: number;
-  /** Required when `host` is not a loopback address. */
+  /** The bearer token every request must carry (at least 16 characters; required). */
   token?: string;
   /** Origins allowed besides the server's own. */
   allowedOrigins?: string[];
@@ -101,6 +104,9 @@ export async function listenMcpHttp(options: McpHttpOptions): Promise<McpHttpSer
   if (!loopback && token === '') {
     throw new McpConfigError(`svc mcp would listen on ${options.host}, beyond this machine, with no token: set [mcp] token (SVC_MCP_TOKEN); run_svc executes code`);
   }
+  if (token === '') {
+    throw new McpConfigError('svc mcp over HTTP needs a token even on loopback: any user of this machine can reach the port, and run_svc, graph_visualize and execute_command run code');
+  }
   if (token !== '' && token.length < 16) throw new McpConfigError('[mcp] token must be at least 16 characters');
   const log = options.log ?? (() => {});
   const sse = new Map<string, SSEServerTransport>();
@@ -138,7 +144,6 @@ export async function listenMcpHttp(options: McpHttpOptions): Promise<McpHttpSer
     return own.includes(o) || (options.allowedOrigins ?? []).some((a) => a.toLowerCase().replace(/\/$/, '') === o);
   };
   const tokenOk = (header: string | undefined): boolean => {
-    if (token === '') return true;
     const m = /^Bearer\s+(\S+)\s*$/i.exec(header ?? '');
     // Digests of equal length: the comparison takes the same time whatever the guess.
     return m !== null && timingSafeEqual(digest(m[1] as string), digest(token));

@@ -14,7 +14,7 @@ import { grammarTokens, publicSpec } from './grammar.ts';
 import type { ToolPool } from './pool.ts';
 import { PROMPTS } from './prompts.ts';
 import { createResources } from './resources.ts';
-import { commandEnv, commandPolicy, executeCommand, getCommand, listCommands } from './tools/commands.ts';
+import { executeCommand, getCommand, listCommands } from './tools/commands.ts';
 import { getExample, listExamples } from './tools/examples.ts';
 import { explainError } from './tools/explain.ts';
 import { getResource, searchDocs, understandSvc } from './tools/knowledge.ts';
@@ -236,21 +236,15 @@ export const TOOLS: readonly ToolDef[] = [
   {
     name: 'execute_command',
     title: 'Run an svc command',
-    description: 'Run an svc CLI subcommand in the project folder: --help of any, start --faux, init, db stats|inspect|quarantine list|show, bench compare; paths inside the project only (not token, mcp, load runs or store changes). Returns success, exit_code (0 ok, 1 failure, 2 usage error or refused), stdout, stderr, command.',
+    description: 'Run an svc CLI subcommand in the project folder, judged as svc parses it: --help of any command (help only), start --faux, init (never --force), db stats|inspect|quarantine list|show, bench compare a.json b.json; no "--"; paths must resolve inside the project; the command gets no secret of the server (not token, mcp, a server, load runs or store changes). Returns success, exit_code (0 ok, 1 failure, 2 usage error or refused), stdout, stderr, command.',
     input: {
       command: z.string(),
       args: z.array(z.string()).default([]),
       timeout: z.number().int().min(1).max(600).default(30).describe('Seconds before it is killed'),
     },
     offered: always,
-    run: {
-      local: (args: { command: string; args: string[]; timeout: number }, s) => {
-        const refused = commandPolicy(args.command, args.args);
-        // Refused like a usage error, without starting anything (mcp itself and unknown commands: executeCommand says so).
-        if (refused !== undefined && args.command !== 'mcp') return { success: false, exit_code: 2, stdout: '', stderr: `${refused}\n`, command: `svc ${[args.command, ...args.args].join(' ')}` };
-        return executeCommand({ ...args, projectRoot: s.projectRoot, env: commandEnv() });
-      },
-    },
+    // Judged (parsed with the CLI's own table, paths inside the project) and run with no secret of the server: tools/command-policy.ts.
+    run: { local: (args: { command: string; args: string[]; timeout: number }, s) => executeCommand({ ...args, projectRoot: s.projectRoot }) },
     failsWithError: false,
   },
 ];

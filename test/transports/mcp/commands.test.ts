@@ -1,10 +1,11 @@
 // list_commands, get_command and execute_command: the command table as tools, and `svc` run as a child
 // process — exit codes normalised (usage errors 2), mcp refused, output capped, a timeout kills the group.
+// What execute_command lets through is tested in command-policy.test.ts.
 import t from 'tap';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ARGUMENT_HELP, buildCli } from '../../../cli/table.ts';
-import { COMMAND_GROUPS, executeCommand, getCommand, listCommands, useCommandTable, type CommandDetail } from '../../../transports/mcp/tools/commands.ts';
+import { COMMAND_GROUPS, executeCommand, getCommand, listCommands, runCommand, useCommandTable, type CommandDetail } from '../../../transports/mcp/tools/commands.ts';
 import { ToolInputError } from '../../../transports/mcp/types.ts';
 
 // Several cases start a real `svc` process: on a busy machine that takes a while.
@@ -128,19 +129,34 @@ t.test('execute_command init --help: success, exit 0, the help on stdout', async
   t.match(r.stdout, /\$ svc init \[dir\]/);
 });
 
-t.test('execute_command: usage errors are 2 (an unknown option, a missing value, bench’s own 2); a failure is 1', async (t) => {
+t.test('running a command: usage errors are 2 (an unknown option, a missing value, bench’s own 2); a failure is 1', async (t) => {
+  // The mechanism under execute_command, unjudged: the exit codes svc gives are normalised.
   const dir = t.testdir({});
   const env = cleanEnv();
   const [unknown, missing, bench, failure] = await Promise.all([
-    executeCommand({ command: 'start', args: ['--nope'], projectRoot: dir, env }),
-    executeCommand({ command: 'start', args: ['--port'], projectRoot: dir, env }),
-    executeCommand({ command: 'bench', args: ['app.ts', '--duration', '-3'], projectRoot: dir, env }),
-    executeCommand({ command: 'start', args: ['missing.ts'], projectRoot: dir, env }),
+    runCommand({ argv: ['start', '--nope'], cwd: dir, env }),
+    runCommand({ argv: ['start', '--port'], cwd: dir, env }),
+    runCommand({ argv: ['bench', 'app.ts', '--duration', '-3'], cwd: dir, env }),
+    runCommand({ argv: ['start', 'missing.ts'], cwd: dir, env }),
   ]);
   t.match(unknown, { success: false, exit_code: 2, stderr: /Unknown option `--nope`/ });
   t.match(missing, { success: false, exit_code: 2, stderr: /value is missing/ });
   t.match(bench, { success: false, exit_code: 2, stderr: /--duration must be a number > 0/ });
   t.match(failure, { success: false, exit_code: 1, stderr: /^svc: / });
+});
+
+t.test('execute_command: cac’s usage errors are refused before anything starts (exit 2); a failure of what ran is 1', async (t) => {
+  const dir = t.testdir({});
+  let spawned = 0;
+  const onSpawn = () => spawned++;
+  const unknown = await executeCommand({ command: 'start', args: ['--faux', '--nope'], projectRoot: dir, onSpawn });
+  t.match(unknown, { success: false, exit_code: 2, stdout: '', stderr: /Unknown option `--nope`/ });
+  const missing = await executeCommand({ command: 'start', args: ['--faux', '--profile'], projectRoot: dir, onSpawn });
+  t.match(missing, { success: false, exit_code: 2, stderr: /value is missing/ });
+  t.equal(spawned, 0, 'nothing was spawned');
+  const failure = await executeCommand({ command: 'start', args: ['missing.ts', '--faux'], projectRoot: dir, env: cleanEnv(), onSpawn });
+  t.match(failure, { success: false, exit_code: 1, stderr: /^svc: /, command: 'svc start missing.ts --faux' });
+  t.equal(spawned, 1, 'that one ran');
 });
 
 t.test('execute_command refuses mcp and commands not in the table (exit 2) without starting anything', async (t) => {
@@ -168,16 +184,15 @@ t.test('execute_command caps each output and says how much it left out', async (
   t.match(marker, /^\d+ more bytes not shown\]\n$/);
 });
 
-t.test('execute_command: at the timeout the command is killed (a server that would run forever)', { skip: noProc }, async (t) => {
+t.test('running a command: at the timeout it is killed (a server that would run forever)', { skip: noProc }, async (t) => {
   const app = readFileSync(new URL('../../../examples/todo/app.ts', import.meta.url), 'utf8');
   const dir = t.testdir({ 'app.ts': app });
   let pid = 0;
   const started = performance.now();
-  const r = await executeCommand({
-    command: 'start',
-    args: ['app.ts', '--port', '0', '--host', '127.0.0.1', '--workers', '1'],
+  const r = await runCommand({
+    argv: ['start', 'app.ts', '--port', '0', '--host', '127.0.0.1', '--workers', '1'],
     timeout: 2,
-    projectRoot: dir,
+    cwd: dir,
     env: cleanEnv(),
     onSpawn: (p) => (pid = p),
   });
@@ -190,18 +205,17 @@ t.test('execute_command: at the timeout the command is killed (a server that wou
   t.notMatch(r.stdout, /0\.0\.0\.0/, 'it never bound every interface');
 });
 
-t.test('execute_command: the timeout kills what the command started too (bench runs the app as a child process)', { skip: noProc }, async (t) => {
+t.test('running a command: the timeout kills what it started too (bench runs the app as a child process)', { skip: noProc }, async (t) => {
   // A public walker that takes no field: bench's default scenario loads it until the run's end (a minute).
   const app = "import { entry, Root, Walker } from 'svc';\nexport class Ping extends Walker {\n  static access = 'pub' as const;\n  @entry(Root) go() {\n    this.report('pong');\n  }\n}\n";
   const dir = t.testdir({ 'app.ts': app, data: {} });
   let pid = 0;
   let most = 0;
   const poll = setInterval(() => (most = Math.max(most, pid ? liveInGroup(pid).length : 0)), 100);
-  const r = await executeCommand({
-    command: 'bench',
-    args: ['app.ts', '--duration', '60', '--warmup', '0'],
+  const r = await runCommand({
+    argv: ['bench', 'app.ts', '--duration', '60', '--warmup', '0'],
     timeout: 10,
-    projectRoot: dir,
+    cwd: dir,
     // A data folder of the test's own: bench removes its temporary one at the end, which a SIGKILL never reaches.
     env: { ...cleanEnv(), SVC_DATA_DIR: join(dir, 'data') },
     onSpawn: (p) => (pid = p),

@@ -69,31 +69,36 @@ t.test('streamable HTTP with a token', async (t) => {
 });
 
 t.test('SSE', async (t) => {
-  const http = await listenMcpHttp({ transport: 'sse', host: '127.0.0.1', port: 0, newServer: () => createMcpServer(MCP_DEFAULTS, pool) });
+  const http = await listenMcpHttp({ transport: 'sse', host: '127.0.0.1', port: 0, token: TOKEN, newServer: () => createMcpServer(MCP_DEFAULTS, pool) });
   t.teardown(() => http.close());
   const wrongHost = await raw(http.port, '/sse', { method: 'GET', headers: { host: 'attacker.example' } });
   t.equal(wrongHost.status, 403);
-  const noSession = await raw(http.port, '/messages/?sessionId=nope', { headers: { 'content-type': 'application/json', host: `127.0.0.1:${http.port}` }, body: init });
+  const noToken = await raw(http.port, '/sse', { method: 'GET', headers: { host: `127.0.0.1:${http.port}` } });
+  t.equal(noToken.status, 401, 'the event stream needs the token too');
+  const noSession = await raw(http.port, '/messages/?sessionId=nope', { headers: { 'content-type': 'application/json', host: `127.0.0.1:${http.port}`, authorization: `Bearer ${TOKEN}` }, body: init });
   t.equal(noSession.status, 404);
   const client = new Client({ name: 't', version: '1' });
-  await client.connect(new SSEClientTransport(new URL(http.url)));
+  await client.connect(new SSEClientTransport(new URL(http.url), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }));
   t.teardown(() => client.close());
   t.equal((await client.listPrompts()).prompts.length, 9);
 });
 
-t.test('a token is required beyond loopback', async (t) => {
+t.test('a token is required, on loopback too', async (t) => {
   t.ok(isLoopback('127.0.0.1') && isLoopback('localhost') && isLoopback('::1') && isLoopback('[::1]'));
   t.notOk(isLoopback('0.0.0.0') || isLoopback('10.0.0.1') || isLoopback('::'));
   // Refused before binding anything.
-  await t.rejects(listenMcpHttp({ transport: 'sse', host: '0.0.0.0', port: 0, newServer: () => createMcpServer(MCP_DEFAULTS, pool) }), McpConfigError);
+  await t.rejects(listenMcpHttp({ transport: 'sse', host: '0.0.0.0', port: 0, newServer: () => createMcpServer(MCP_DEFAULTS, pool) }), { name: 'McpConfigError', message: /beyond this machine/ });
+  // Any user of the machine reaches a loopback port, and three tools run code.
+  await t.rejects(listenMcpHttp({ transport: 'streamable-http', host: '127.0.0.1', port: 0, newServer: () => createMcpServer(MCP_DEFAULTS, pool) }), { name: 'McpConfigError', message: /even on loopback/ });
   await t.rejects(listenMcpHttp({ transport: 'sse', host: '127.0.0.1', port: 0, token: 'short', newServer: () => createMcpServer(MCP_DEFAULTS, pool) }), McpConfigError);
 });
 
 t.test('sessions: idle ones close, and there is a ceiling', async (t) => {
-  const http = await listenMcpHttp({ transport: 'streamable-http', host: '127.0.0.1', port: 0, sessionIdleMs: 200, maxSessions: 2, newServer: () => createMcpServer(MCP_DEFAULTS, pool) });
+  const http = await listenMcpHttp({ transport: 'streamable-http', host: '127.0.0.1', port: 0, token: TOKEN, sessionIdleMs: 200, maxSessions: 2, newServer: () => createMcpServer(MCP_DEFAULTS, pool) });
   t.teardown(() => http.close());
   const host = `127.0.0.1:${http.port}`;
-  const open = async () => raw(http.port, '/mcp', { headers: { ...jsonHeaders, host }, body: init });
+  const auth = { authorization: `Bearer ${TOKEN}` };
+  const open = async () => raw(http.port, '/mcp', { headers: { ...jsonHeaders, ...auth, host }, body: init });
   const a = await open();
   const b = await open();
   t.equal(a.status, 200);
@@ -110,14 +115,14 @@ t.test('sessions: idle ones close, and there is a ceiling', async (t) => {
   }
   t.equal(status, 200, 'room again: the idle sessions were closed');
   const list = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' });
-  t.equal((await raw(http.port, '/mcp', { headers: { ...jsonHeaders, host, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' }, body: list })).status, 404, 'an expired id answers 404');
+  t.equal((await raw(http.port, '/mcp', { headers: { ...jsonHeaders, ...auth, host, 'mcp-session-id': sid, 'mcp-protocol-version': '2025-06-18' }, body: list })).status, 404, 'an expired id answers 404');
 });
 
 t.test('tool calls: unknown arguments, lookups, and what execute_command may run', async (t) => {
-  const http = await listenMcpHttp({ transport: 'streamable-http', host: '127.0.0.1', port: 0, newServer: () => createMcpServer(MCP_DEFAULTS, pool) });
+  const http = await listenMcpHttp({ transport: 'streamable-http', host: '127.0.0.1', port: 0, token: TOKEN, newServer: () => createMcpServer(MCP_DEFAULTS, pool) });
   t.teardown(() => http.close());
   const client = new Client({ name: 't', version: '1' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(http.url)));
+  await client.connect(new StreamableHTTPClientTransport(new URL(http.url), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }));
   t.teardown(() => client.close());
   const call = (name: string, args: Record<string, unknown>) => client.callTool({ name, arguments: args });
   const unknown = await call('run_svc', { code: 'export const a = 1;', argz: { x: 1 } });

@@ -6,10 +6,13 @@ import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
+
+// Each case starts `svc mcp` (seven in all), whose compiler pool warms a TypeScript program: slow on a busy machine.
+t.setTimeout(300_000);
 
 const ROOT = new URL('../../../', import.meta.url).pathname;
 const BIN = join(ROOT, 'bin/svc.mjs');
@@ -17,8 +20,11 @@ const BIN = join(ROOT, 'bin/svc.mjs');
 const project = mkdtempSync(join(tmpdir(), 'svc-mcp-test-'));
 t.teardown(() => rmSync(project, { recursive: true, force: true }));
 
-/** Start `svc mcp` over HTTP; resolves once it prints where it serves. */
-async function serveHttp(t: Test, transport: 'sse' | 'streamable-http', env: Record<string, string> = {}): Promise<{ url: string; proc: ChildProcess }> {
+/**
+ * Start `svc mcp` over HTTP; resolves once it prints where it serves, with the bearer token it requires (with no
+ * [mcp] token on loopback: the one it keeps in the project's .svc/mcp_token).
+ */
+async function serveHttp(t: Test, transport: 'sse' | 'streamable-http', env: Record<string, string> = {}): Promise<{ url: string; proc: ChildProcess; token: string; stderr: () => string }> {
   const proc = spawn(process.execPath, [BIN, 'mcp', '--transport', transport, '--port', '0', '--host', '127.0.0.1'], { cwd: project, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   t.teardown(() => {
     proc.kill('SIGKILL');
@@ -32,7 +38,8 @@ async function serveHttp(t: Test, transport: 'sse' | 'streamable-http', env: Rec
     });
     proc.once('exit', (code) => reject(new Error(`svc mcp exited (${code}): ${stderr}`)));
   });
-  return { url, proc };
+  const token = env.SVC_MCP_TOKEN ?? readFileSync(join(project, '.svc/mcp_token'), 'utf8').trim();
+  return { url, proc, token, stderr: () => stderr };
 }
 
 async function connect(t: Test, transport: Transport): Promise<Client> {
@@ -47,8 +54,9 @@ async function clientOver(t: Test, kind: Kind, env: Record<string, string> = {})
   if (kind === 'stdio') {
     return connect(t, new StdioClientTransport({ command: process.execPath, args: [BIN, 'mcp'], cwd: project, env: { ...(process.env as Record<string, string>), ...env }, stderr: 'ignore' }));
   }
-  const { url } = await serveHttp(t, kind, env);
-  return connect(t, kind === 'sse' ? new SSEClientTransport(new URL(url)) : new StreamableHTTPClientTransport(new URL(url)));
+  const { url, token } = await serveHttp(t, kind, env);
+  const requestInit = { headers: { authorization: `Bearer ${token}` } };
+  return connect(t, kind === 'sse' ? new SSEClientTransport(new URL(url), { requestInit }) : new StreamableHTTPClientTransport(new URL(url), { requestInit }));
 }
 
 const text = (r: Record<string, unknown>): Record<string, unknown> => JSON.parse(((r.content as { type: string; text: string }[])[0] as { text: string }).text);
@@ -94,6 +102,26 @@ t.test('every transport sees the same lists and results', async (t) => {
   const kinds = Object.keys(seen);
   t.equal(kinds.length, 3);
   for (const k of kinds.slice(1)) t.same(seen[k], seen[kinds[0] as string], `${k} = ${kinds[0]}`);
+});
+
+t.test('HTTP on loopback with no [mcp] token: one is made, kept 0600 in .svc/mcp_token, its path logged, and required', async (t) => {
+  const { url, token, stderr } = await serveHttp(t, 'streamable-http');
+  const file = join(project, '.svc/mcp_token');
+  t.ok(token.length >= 32, 'a long random token');
+  t.equal(statSync(file).mode & 0o777, 0o600, 'readable by its owner only');
+  t.match(stderr(), file, 'where it is kept is logged');
+  t.notOk(stderr().includes(token), 'its value is not');
+  const init = { jsonrpc: '2.0', id: 1, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } } };
+  const post = (headers: Record<string, string>) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers }, body: JSON.stringify(init) });
+  const without = await post({});
+  t.equal(without.status, 401, 'a client without it (any local user) is refused');
+  await without.body?.cancel();
+  const withIt = await post({ authorization: `Bearer ${token}` });
+  t.equal(withIt.status, 200, 'with it: served');
+  await withIt.body?.cancel();
+  // A second start keeps the same token (a client's configuration stays valid).
+  const again = await serveHttp(t, 'sse');
+  t.equal(again.token, token);
 });
 
 t.test('enable_ast offers get_ast: 19 tools', async (t) => {

@@ -23,9 +23,9 @@
 import type { CAC, Command } from 'cac';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ToolInputError, type ToolResult } from '../types.ts';
+import { judgeCommand } from './command-policy.ts';
 
 /** Where the table is written: the `source` of every command and argument. */
 const TABLE_FILE = 'cli/table.ts';
@@ -76,9 +76,6 @@ function commandTable(): CommandTable {
   if (!table) throw new Error('the svc command table was not given to the tool server (useCommandTable)');
   return table;
 }
-
-/** Commands `execute_command` never runs: `mcp` is the tool server itself (it would hold the child open forever). */
-const NOT_EXECUTABLE = new Set(['mcp']);
 
 /**
  * Most bytes kept of each of stdout and stderr; past it a marker says how much was left out.
@@ -196,25 +193,21 @@ export async function getCommand({ name }: { name: string }): Promise<CommandDet
 }
 
 /**
- * Run `svc <command> ...args` (this checkout's `bin/svc.mjs` under the same
- * Node) in `projectRoot` (default the current folder), as the leader of its
- * own process group, stdin closed. At `timeout` seconds (1–600, default 30)
- * the whole group is killed with SIGKILL and stderr says so; once the command
- * exits, anything it left running in its group is killed too. Each of stdout
- * and stderr keeps at most {@link MAX_OUTPUT_BYTES}, then a marker.
- *
- * `exit_code`: 0 success; 2 a usage error (a command not in the table, `mcp`,
- * an unknown option or a missing value — cac's errors, which `svc` itself
- * exits 1 on — or the command's own exit code 2); 1 anything else (a failure,
- * a signal, the timeout). A command not in the table and `mcp` are refused
- * without starting anything. Throws `ToolInputError` for malformed arguments.
- * `env`, `onSpawn` (the child's pid, which is also its group's id) and
- * `maxOutputBytes` are for tests.
+ * The `execute_command` tool: judge `svc <command> ...args` against the
+ * policy (tools/command-policy.ts: parsed with the CLI's own table; `--`
+ * refused; help is pure help; `start --faux`, `init` without `--force`, the
+ * reading `db` commands and `bench compare` only; every path inside the
+ * project), then run what was judged with {@link runCommand}, in the real
+ * project folder (`projectRoot`, default the current folder), with an
+ * environment holding no secret of the server. A refusal is a usage error
+ * (exit 2) and starts nothing. Throws `ToolInputError` for malformed
+ * arguments. `onSpawn` and `maxOutputBytes` are for tests; `env` is the
+ * environment the allowlisted variables are taken from (default the server's).
  *
  * @example
  * await executeCommand({ command: 'init', args: ['--help'] });
  * // { success: true, exit_code: 0, stdout: 'svc/0.1.0\n\nUsage:\n  $ svc init [dir]…', stderr: '', command: 'svc init --help' }
- * await executeCommand({ command: 'start', args: ['--nope'] }); // exit_code 2, stderr 'svc: Unknown option `--nope`\n'
+ * await executeCommand({ command: 'init', args: ['x', '--force=true'] }); // exit_code 2, stderr 'svc init --force replaces files: …'
  */
 export async function executeCommand({
   command,
@@ -235,17 +228,58 @@ export async function executeCommand({
 }): Promise<CommandRun> {
   if (typeof command !== 'string') throw new ToolInputError('command must be a string');
   if (!Array.isArray(args) || !args.every((a) => typeof a === 'string')) throw new ToolInputError('args must be a list of strings');
+  checkTimeout(timeout);
+  const line = `svc ${[command, ...args].map(quote).join(' ')}`;
+  const verdict = judgeCommand(commandTable().build(), command, args, projectRoot, env);
+  if (!verdict.ok) return { success: false, exit_code: 2, stdout: '', stderr: `${verdict.reason}\n`, command: line };
+  const run = await runCommand({ argv: verdict.argv, timeout, cwd: verdict.cwd, env: verdict.env, onSpawn, maxOutputBytes });
+  // Help runs as `svc <command> --help` alone: the line shown is what ran.
+  return verdict.help ? run : { ...run, command: line };
+}
+
+function checkTimeout(timeout: unknown): void {
   if (typeof timeout !== 'number' || !Number.isFinite(timeout) || timeout < 1 || timeout > 600) {
     throw new ToolInputError(`timeout must be a number of seconds from 1 to 600, got ${JSON.stringify(timeout)}`);
   }
-  const line = `svc ${[command, ...args].map(quote).join(' ')}`;
-  const refuse = (stderr: string): CommandRun => ({ success: false, exit_code: 2, stdout: '', stderr, command: line });
-  if (NOT_EXECUTABLE.has(command)) return refuse(`svc ${command} is not run by execute_command: it is the tool server itself (start it from the client's configuration)\n`);
-  if (!commandNames().includes(command)) return refuse(`svc: unknown command ${JSON.stringify(command)}; execute_command runs ${commandNames().filter((n) => !NOT_EXECUTABLE.has(n)).join(', ')}\n`);
+}
 
+/**
+ * Run `svc ...argv` (this checkout's `bin/svc.mjs` under the same Node) in
+ * `cwd`, with exactly `env`, as the leader of its own process group, stdin
+ * closed — unjudged: {@link executeCommand} is the tool, this is its
+ * mechanism. At `timeout` seconds (1–600) the whole group is killed with
+ * SIGKILL and stderr says so; once the command exits, anything it left
+ * running in its group is killed too. Each of stdout and stderr keeps at
+ * most `maxOutputBytes` ({@link MAX_OUTPUT_BYTES}), then a marker.
+ *
+ * `exit_code`: 0 success; 2 a usage error (cac's errors, which `svc` itself
+ * exits 1 on, or the command's own exit code 2); 1 anything else (a failure,
+ * a signal, the timeout). `onSpawn` gets the child's pid (its group's id).
+ *
+ * @example
+ * await runCommand({ argv: ['start', '--nope'], cwd: '/proj', env: { PATH: process.env.PATH } });
+ * // { success: false, exit_code: 2, stdout: '', stderr: 'svc: Unknown option `--nope`\n', command: 'svc start --nope' }
+ */
+export async function runCommand({
+  argv,
+  timeout = 30,
+  cwd,
+  env,
+  onSpawn,
+  maxOutputBytes = MAX_OUTPUT_BYTES,
+}: {
+  argv: readonly string[];
+  timeout?: number;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  onSpawn?: ((pid: number) => void) | undefined;
+  maxOutputBytes?: number;
+}): Promise<CommandRun> {
+  checkTimeout(timeout);
+  const line = `svc ${argv.map(quote).join(' ')}`;
   return new Promise<CommandRun>((done) => {
-    const child = spawn(process.execPath, [BIN, command, ...args], {
-      cwd: resolve(projectRoot),
+    const child = spawn(process.execPath, [BIN, ...argv], {
+      cwd,
       env,
       detached: true,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -406,48 +440,4 @@ class Capped {
     if (this.dropped === 0) return text;
     return `${text}${text.endsWith('\n') ? '' : '\n'}[svc mcp: ${this.name} truncated: ${this.dropped} more bytes not shown]\n`;
   }
-}
-
-/**
- * What `execute_command` lets an AI client run: the CLI's help and version,
- * and the subcommands that only read or make a project inside
- * `project_root` — `start --faux` (lists the endpoints; a server it started
- * would outlive nothing but the timeout), `init` of a folder inside the
- * project, `db stats|inspect|quarantine list|show`, `bench compare`. Never
- * `token` (it mints credentials), a load run (it sends traffic anywhere and
- * runs scenario code), a store-changing `db` command, nor a path outside the
- * project (absolute, `..`, `~`, a URL). The reason, or undefined when allowed.
- *
- * @example commandPolicy('start', ['--faux', 'app.ts']) // undefined
- * @example commandPolicy('token', ['alice'])           // 'svc token is not run by execute_command: …'
- */
-export function commandPolicy(command: string, args: readonly string[]): string | undefined {
-  if (args.some((a) => a === '--help' || a === '-h') || (args.length === 0 && command === 'help')) return undefined;
-  for (const a of args) {
-    const value = a.startsWith('-') && a.includes('=') ? a.slice(a.indexOf('=') + 1) : a;
-    if (value.startsWith('/') || value.startsWith('~') || /^[a-z][\w+.-]*:/i.test(value) || value.split(/[\\/]/).includes('..')) {
-      return `${JSON.stringify(a)}: execute_command takes paths inside the project only (no absolute path, no .., no URL)`;
-    }
-  }
-  const [sub] = args;
-  switch (command) {
-    case 'start':
-      return args.includes('--faux') || args.includes('-f') ? undefined : 'svc start runs a server: execute_command runs it only with --faux (print the endpoints); start the app yourself to serve it';
-    case 'init':
-      return args.includes('--force') ? 'svc init --force replaces files: not through execute_command' : undefined;
-    case 'db': {
-      if (args.some((a) => /^--(db|from|to)\b/.test(a))) return 'svc db through execute_command uses the project\'s own store only (no --db, --from, --to)';
-      const readOnly = sub === 'stats' || sub === 'inspect' || (sub === 'quarantine' && (args[1] === 'list' || args[1] === 'show'));
-      return readOnly ? undefined : 'svc db through execute_command only reads: stats, inspect, quarantine list|show';
-    }
-    case 'bench':
-      return sub === 'compare' ? undefined : 'svc bench sends load and runs scenario code: execute_command runs only bench compare';
-    default:
-      return `svc ${command} is not run by execute_command`;
-  }
-}
-
-/** The server's environment without the tool server's own secrets (a command it runs has no use for them). */
-export function commandEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(env).filter(([k]) => !k.startsWith('SVC_MCP_') && k !== 'NODE_OPTIONS'));
 }

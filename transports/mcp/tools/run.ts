@@ -28,6 +28,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { transform } from 'esbuild';
 import { compileModule } from '../../worker/index.ts';
 import { checkSize, ToolInputError, type ToolResult } from '../types.ts';
+import { RUN_FOLDER_PREFIX } from './command-policy.ts';
 
 const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 const SANDBOX_ENTRY = join(PACKAGE_ROOT, 'transports/mcp/sandbox-entry.ts');
@@ -226,7 +227,7 @@ async function sandboxed(code: string, request: { entrypoint?: string; args?: un
   if (request.args !== undefined && request.entrypoint === undefined) throw new ToolInputError('args needs an entrypoint to give them to');
   if (!Number.isInteger(timeoutS) || timeoutS < 1 || timeoutS > 60) throw new ToolInputError('timeout is a whole number of seconds from 1 to 60');
   if (request.entrypoint !== undefined && !/^[A-Za-z_$][\w$]*$/.test(request.entrypoint)) throw new ToolInputError('entrypoint is the name of an exported walker or function');
-  const dir = mkdtempSync(join(tmpdir(), 'svc-mcp-run-'));
+  const dir = mkdtempSync(join(tmpdir(), RUN_FOLDER_PREFIX));
   const warnings: string[] = [];
   let js: string;
   try {
