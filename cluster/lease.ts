@@ -110,6 +110,9 @@ export class RedisActivationLease implements ActivationLease {
   private readonly firstSubscribe: Promise<void>;
   private onFirstSubscribe: () => void = () => undefined;
   private closed = false;
+  /** Bumped by {@link RedisActivationLease.interrupt}: acquires begun before fail with `interruption`. */
+  private generation = 0;
+  private interruption: Error | undefined;
 
   constructor(options: RedisActivationLeaseOptions) {
     this.options = options;
@@ -154,10 +157,12 @@ export class RedisActivationLease implements ActivationLease {
     }
     this.startSubscriber();
     const deadline = Date.now() + this.timeoutMs;
+    const generation = this.generation;
     let holder: string;
     let waiting = false;
     for (;;) {
       if (this.closed) throw new SvcError('SVC_ERR_SHUTDOWN', `lease ${id}: closed while waiting`, { status: 503 });
+      if (this.generation !== generation) throw this.interruption as Error;
       // Known down (closed, reconnecting): no command could be sent (no offline queue), and none is waited for.
       if (this.redis.status !== 'ready') throw redisUnreachable(`lease ${id} cannot be taken: Redis is unreachable (connection ${this.redis.status})`);
       // Listen before asking: a release between the answer and the wait still wakes us.
@@ -168,10 +173,14 @@ export class RedisActivationLease implements ActivationLease {
         wake.cancel();
         throw redisUnreachable(`lease ${id} cannot be taken: Redis did not answer${error instanceof Error ? ` (${error.message})` : ''}`, error);
       }
-      if (holder === this.processId) {
+      if (holder === this.processId && this.generation === generation) {
         wake.cancel();
         this.held.set(id, (this.held.get(id) ?? 0) + 1);
         return;
+      }
+      if (this.generation !== generation) {
+        wake.cancel();
+        throw this.interruption as Error;
       }
       if (!waiting) {
         waiting = true;
@@ -209,6 +218,17 @@ export class RedisActivationLease implements ActivationLease {
   async close(): Promise<void> {
     await this.releaseAll();
     this.destroy();
+  }
+
+  /**
+   * Fail every acquire under way with `error`, now (this process lost its
+   * membership: what it waits for was asked under an id that is dead). Later
+   * acquires go on as usual.
+   */
+  interrupt(error: Error): void {
+    this.generation++;
+    this.interruption = error;
+    for (const wakers of this.waiters.values()) for (const wake of wakers) wake();
   }
 
   /** Forced: stop at once, leases left in Redis (taken over once our membership lapses). */

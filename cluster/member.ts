@@ -290,7 +290,8 @@ export class ClusterMember {
     this.state.joined = true;
     // The workers read the lease's validity from shared memory: kept fresh here, well inside a heartbeat.
     this.ticker = setInterval(() => {
-      if (this.membership) this.state.validUntil = this.membership.validUntil();
+      // Not while it is joining again: it serves only once it counts the others in again.
+      if (this.membership && !this.outside) this.state.validUntil = this.membership.validUntil();
     }, Math.max(10, Math.floor(this.options.leaseMs / 20)));
     this.onChange(this.membership.members());
   }
@@ -331,6 +332,8 @@ export class ClusterMember {
     this.state.joined = false;
     this.outside = true;
     this.onChange(this.view);
+    // Activations waiting for a lease held by another member: they would wait up to its deadline for nothing.
+    this.lease.interrupt(clusterError('SVC_ERR_NOT_MEMBER', 'this member lost its cluster lease while a graph waited to start here; retry'));
     this.options.log('warn', 'this member lost its lease (paused, or cut off from Redis): dropping every graph it held and joining again');
     try {
       const pool = this.pool;

@@ -1,6 +1,7 @@
 import t, { type Test } from 'tap';
 import type { Redis } from 'ioredis';
 import { RedisActivationLease, type RedisActivationLeaseOptions } from '../../../cluster/lease.ts';
+import { SvcError } from '../../../kernel/index.ts';
 import { openRedis, whenReady } from '../../../cluster/redis.ts';
 import { deferred } from '../../helpers/latch.ts';
 import { skipRedis, startRedis, type RedisServer } from '../../helpers/redis.ts';
@@ -196,6 +197,22 @@ t.test('destroy rejects waiting acquires', { skip: skipRedis }, async (t) => {
   await p2.waiting;
   p2.lease.destroy();
   await t.rejects(second, { code: 'SVC_ERR_SHUTDOWN' });
+});
+
+t.test('interrupt fails the acquires under way at once (the process lost its membership); later ones go on', { skip: skipRedis }, async (t) => {
+  const server = await startRedis(t);
+  const p1 = await processLease(t, server, 'p1');
+  const p2 = await processLease(t, server, 'p2');
+  await p1.lease.acquire('partition', 'a');
+  const second = p2.lease.acquire('partition', 'a');
+  await p2.waiting;
+  const started = Date.now();
+  p2.lease.interrupt(new SvcError('SVC_ERR_NOT_MEMBER', 'lost its lease', { status: 503 }));
+  await t.rejects(second, { code: 'SVC_ERR_NOT_MEMBER' });
+  t.ok(Date.now() - started < 1000, 'at once, not at the deadline');
+  t.same(p2.lease.holding(), []);
+  await p2.lease.acquire('partition', 'b');
+  t.same(p2.lease.holding(), ['partition/b'], 'an acquire after the interruption is granted');
 });
 
 t.test('without a subscriber, waiting acquires poll', { skip: skipRedis }, async (t) => {
