@@ -149,6 +149,12 @@ export const SCHEMA = {
     consumer_name: { kind: 'string', default: '', env: ['SVC_EVENTS_CONSUMER_NAME'] },
     /** Published events kept in memory while the streams cannot be reached; past it they are dropped and counted. */
     buffer_size: { kind: 'int', default: 10_000, min: 0, env: ['SVC_EVENTS_BUFFER_SIZE'] },
+    /** Bytes of those events, for the whole process (its worker threads share it); past it they are dropped and counted. */
+    buffer_bytes: { kind: 'int', default: 64 * 1024 * 1024, min: 0, env: ['SVC_EVENTS_BUFFER_BYTES'] },
+    /** The largest event published (its CloudEvents JSON, in bytes); a larger one is refused with EVENT_TOO_LARGE (413). */
+    max_event_bytes: { kind: 'int', default: 1024 * 1024, min: 1, env: ['SVC_EVENTS_MAX_EVENT_BYTES'] },
+    /** Streams are also trimmed to this many bytes of payloads, oldest entries first (0: entries only). */
+    max_stream_bytes: { kind: 'int', default: 256 * 1024 * 1024, min: 0, env: ['SVC_EVENTS_MAX_STREAM_BYTES'] },
   },
   'scale.events.retry': {
     max_attempts: { kind: 'int', default: 3, min: 1, env: ['SVC_EVENTS_RETRY_MAX_ATTEMPTS'] },

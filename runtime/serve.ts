@@ -85,6 +85,7 @@ import {
   redactUrl,
   RedisRateLimiter,
   RedisStreams,
+  sharedByteBudget,
   type StreamBackend,
 } from '../cluster/index.ts';
 import { bindData, closeData, type DataBinding } from '../actors/data/index.ts';
@@ -136,6 +137,8 @@ export interface ServeBoot {
   schemaReady?: boolean;
   /** Events on memory streams: served by the main thread to every worker (else this thread keeps its own). */
   memoryEventsOnMain?: boolean;
+  /** The process's byte budget of buffered events (`[scale.events] buffer_bytes`), one counter shared by every thread (else each keeps its own). */
+  eventsBuffer?: SharedArrayBuffer;
   /** The main thread answers for its own metrics (password hashing, cluster membership and links, the process): scrapes ask it. */
   mainMetrics?: boolean;
   /** The main thread starts the siblings of `sv` calls for every worker (`/user/sv`); else this thread starts its own. */
@@ -1133,11 +1136,15 @@ function eventsModule(system: ActorSystem, boot: ServeBoot, subscriptions: AppSu
           group: events.consumer_group,
           prefix: events.stream_prefix,
           maxLen: events.max_len,
+          maxStreamBytes: events.max_stream_bytes,
+          maxEventBytes: events.max_event_bytes,
           visibilityMs: events.visibility_timeout_seconds * 1000,
           retry: { maxAttempts: retry.max_attempts, backoffSeconds: retry.backoff_seconds, deadLetterSuffix: retry.dead_letter_suffix },
           consumerName: consumerName(boot, thread),
           source: `/svc/${encodeURIComponent(boot.title)}`,
           bufferLimit: events.buffer_size,
+          bufferBytes: events.buffer_bytes,
+          ...(boot.eventsBuffer ? { bufferBudget: sharedByteBudget(events.buffer_bytes, boot.eventsBuffer, Number(/\d+/.exec(thread)?.[0] ?? 0)) } : {}),
           log: (level, message, extra) => log[level]({ events: broker?.kind, ...extra }, message),
         }),
       );

@@ -9,8 +9,8 @@
  * Inside an event handler it carries the handled event's trace id.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { Broker, checkData, checkTopic, Event } from '../../cluster/index.ts';
-import { afterCommit, inWalkerRun } from '../walker/index.ts';
+import { Broker, checkTopic, Event } from '../../cluster/index.ts';
+import { afterCommit, callingRun, inWalkerRun } from '../walker/index.ts';
 import type { SpawnAsOptions } from './subscription.ts';
 
 /** What the runtime of this thread binds. */
@@ -54,6 +54,8 @@ export interface OutboxEvent {
  * Publish `event` on `topic`, fire-and-forget. In a walker or function run it
  * is sent once the run commits (never if it fails); elsewhere at once. Broker
  * errors are logged and counted, the event kept in a bounded local buffer.
+ * An event larger than `max_event_bytes` is refused with `EVENT_TOO_LARGE`
+ * (413 when a walker lets it through), in a run before anything commits.
  *
  * @example
  * publish('orders', new Event({ data: { id: order.id }, eventType: 'order.placed' }));
@@ -63,9 +65,9 @@ export function publish(topic: string, event: Event): void {
   if (!(event instanceof Event)) throw new TypeError('publish(topic, new Event({ data }))');
   const bound = current();
   if (!bound || bound.broker.kind === 'disabled') return;
-  // In a run the event leaves after the commit: its data is checked now, while the run can still fail.
+  // In a run the event leaves after the commit: it is checked now (JSON, size), while the run can still fail.
   if (inWalkerRun()) {
-    checkData(topic, event);
+    bound.broker.prepare(topic, event, callingRun()?.run?.traceId);
     if (afterCommit({ kind: EVENT_OUTBOX_KIND, data: { topic, event } satisfies OutboxEvent })) return;
   }
   bound.broker.publish(topic, event, handling.getStore()?.traceId);

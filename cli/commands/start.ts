@@ -19,7 +19,7 @@ import { DataLockError, lockDataFolder } from '../data-lock.ts';
 import { bootstrapAccounts, openUsersRepository, Passwords, serveUsersWriter, ThreadHasher } from '../../actors/identity/index.ts';
 import { openAnchorStore, redactUri, serveStoreWriter, takeServingLock } from '../../actors/anchor/index.ts';
 import { serveActivationLeases, threadOf } from '../../kernel/index.ts';
-import { ClusterMember, MemoryStreams, redactUrl, serveMemoryStreams } from '../../cluster/index.ts';
+import { ClusterMember, MemoryStreams, redactUrl, serveMemoryStreams, sharedBudgetMemory } from '../../cluster/index.ts';
 import { randomBytes } from 'node:crypto';
 import { Socket } from 'node:net';
 import { checkModuleName, GatewayError, PARENT_FD_VARIABLE, ServiceStarter, serveServiceStarter, startGateway, urlVariable } from '../../transports/sv/index.ts';
@@ -329,6 +329,8 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     activationLeases: true,
     schemaReady: shared,
     memoryEventsOnMain: memoryEvents !== undefined,
+    // One byte budget of buffered events for every worker thread (and for the workers of a --dev reload).
+    eventsBuffer: sharedBudgetMemory(),
     mainMetrics: mainMetrics !== undefined,
     svStarterOnMain: true,
     ...(cluster ? { cluster } : {}),

@@ -57,8 +57,8 @@ export class ActorStreams implements StreamBackend {
     return this.system.refFromAddress({ node: this.node, path: `/user/${EVENTS_MEMORY_ACTOR}` }).ask({ op, args } satisfies StreamsMsg, timeoutMs) as Promise<T>;
   }
 
-  add(stream: string, payload: string, maxLen: number): Promise<string> {
-    return this.ask('add', [stream, payload, maxLen]);
+  add(stream: string, payload: string, maxLen: number, maxBytes = 0): Promise<string> {
+    return this.ask('add', [stream, payload, maxLen, maxBytes]);
   }
   ensureGroup(stream: string, group: string, startFrom: StartFrom): Promise<boolean> {
     return this.ask('ensureGroup', [stream, group, startFrom]);

@@ -41,6 +41,10 @@ export interface BrokerOptions {
   prefix?: string;
   /** `MAXLEN ~` of every stream (default 100,000). */
   maxLen?: number;
+  /** The payload bytes one stream keeps at most: the oldest entries past it are dropped (default 256 MiB; 0: no byte limit). */
+  maxStreamBytes?: number;
+  /** The largest event (its CloudEvents JSON, UTF-8 bytes) that is published; a larger one is refused with `EVENT_TOO_LARGE` (default 1 MiB). */
+  maxEventBytes?: number;
   /** Entries pending longer than this are claimed from the consumer that holds them (default 30 s). */
   visibilityMs?: number;
   retry?: Partial<RetrySettings>;
@@ -50,6 +54,14 @@ export interface BrokerOptions {
   source?: string;
   /** Events kept while the streams cannot be reached (default 10,000); past it, new ones are dropped and counted. */
   bufferLimit?: number;
+  /**
+   * Bytes of events kept while the streams cannot be reached (default 64 MiB);
+   * past it, new ones are dropped and counted. With `bufferBudget`, the budget
+   * of the whole process, shared by its threads.
+   */
+  bufferBytes?: number;
+  /** A byte budget shared with the brokers of other threads (see {@link sharedByteBudget}); default: this broker's own. */
+  bufferBudget?: ByteBudget;
   clock?: Clock;
   log?: BrokerLog;
 }
@@ -61,7 +73,11 @@ export interface BrokerCounters {
   publish_failures: number;
   /** Events in the local buffer now. */
   buffered: number;
-  /** Events dropped because the buffer was full. */
+  /** Bytes of the events in the local buffer now. */
+  buffered_bytes: number;
+  /** Events refused because they were larger than `max_event_bytes`. */
+  refused: number;
+  /** Events dropped because the buffer was full (by count or by bytes), or published after the broker closed. */
   dropped: number;
   delivered: number;
   handled: number;
@@ -70,6 +86,90 @@ export interface BrokerCounters {
 }
 
 export const DEFAULT_RETRY: RetrySettings = { maxAttempts: 3, backoffSeconds: [1, 5, 30], deadLetterSuffix: '.dlq' };
+
+const MIB = 1024 * 1024;
+/** Defaults of the byte bounds (documented in the README and `runtime/config.ts`). */
+export const DEFAULT_MAX_EVENT_BYTES = MIB;
+export const DEFAULT_BUFFER_BYTES = 64 * MIB;
+export const DEFAULT_MAX_STREAM_BYTES = 256 * MIB;
+/** A refusal is logged at most this often (the count of those in between is in the line). */
+const REFUSAL_LOG_MS = 10_000;
+
+/** Bytes that may be taken while they fit, and given back. */
+export interface ByteBudget {
+  readonly limit: number;
+  /** Take `bytes` if they fit under the limit; whether they were taken. */
+  take(bytes: number): boolean;
+  give(bytes: number): void;
+}
+
+/** Threads of one process that a shared byte budget tells apart (a thread's slot is its number, modulo this). */
+const BUDGET_SLOTS = 64;
+
+/**
+ * Memory for a byte budget that every thread of a process shares: one
+ * counter per thread slot (BigInt64) and the slot's epoch (Int32). Made once
+ * by the main thread and handed to each worker (see {@link sharedByteBudget}).
+ *
+ * @example
+ * const memory = sharedBudgetMemory(); // in the boot data of every worker
+ */
+export function sharedBudgetMemory(): SharedArrayBuffer {
+  return new SharedArrayBuffer(BUDGET_SLOTS * 8 + BUDGET_SLOTS * 4);
+}
+
+/**
+ * A byte budget: what every holder of `memory` takes, together, stays within
+ * `limit` (Atomics: a thread adds to its own slot, then reads the sum; over
+ * the limit it takes its bytes back). `slot` is the thread's number: a thread
+ * that replaces one that died claims the slot afresh — what the dead one held
+ * died with it — and the one before it, should it still be closing, can no
+ * longer touch it (the slot's epoch changed). Without `memory`, a budget of
+ * this broker only.
+ *
+ * @example
+ * const budget = sharedByteBudget(64 * 1024 * 1024, memory, 2); // worker w2
+ */
+export function sharedByteBudget(limit: number, memory?: SharedArrayBuffer, slot = 0): ByteBudget {
+  const shared = memory ?? sharedBudgetMemory();
+  const bytes = new BigInt64Array(shared, 0, BUDGET_SLOTS);
+  const epochs = new Int32Array(shared, BUDGET_SLOTS * 8, BUDGET_SLOTS);
+  const i = Math.abs(Math.trunc(slot)) % BUDGET_SLOTS;
+  const epoch = Atomics.add(epochs, i, 1) + 1;
+  Atomics.store(bytes, i, 0n);
+  const mine = (): boolean => Atomics.load(epochs, i) === epoch;
+  const sum = (): number => {
+    let n = 0n;
+    for (let k = 0; k < BUDGET_SLOTS; k++) n += Atomics.load(bytes, k);
+    return Number(n);
+  };
+  return {
+    limit,
+    take(n) {
+      if (!mine()) return false;
+      Atomics.add(bytes, i, BigInt(n));
+      if (sum() <= limit) return true;
+      Atomics.sub(bytes, i, BigInt(n));
+      return false;
+    },
+    give(n) {
+      if (mine()) Atomics.sub(bytes, i, BigInt(n));
+    },
+  };
+}
+
+/** The UTF-8 bytes of `text` when they may be over `max`, else 0 (a UTF-16 unit is at most 3 bytes: short texts are not measured). */
+function bytesOver(text: string, max: number): number {
+  if (text.length * 3 <= max) return 0;
+  const bytes = Buffer.byteLength(text);
+  return bytes > max ? bytes : 0;
+}
+
+/** A published event waiting in the local buffer: its stream key and its payload as UTF-8 (its true size in memory). */
+interface Buffered {
+  stream: string;
+  bytes: Buffer;
+}
 
 const TOPIC = /^[^\s\u0000-\u001f]{1,200}$/;
 
@@ -133,9 +233,15 @@ export class Broker {
   readonly source: string;
   readonly clock: Clock;
   readonly log: BrokerLog;
-  readonly counters: BrokerCounters = { published: 0, publish_failures: 0, buffered: 0, dropped: 0, delivered: 0, handled: 0, retried: 0, dead_lettered: 0 };
+  readonly maxStreamBytes: number;
+  readonly maxEventBytes: number;
+  readonly counters: BrokerCounters = { published: 0, publish_failures: 0, buffered: 0, buffered_bytes: 0, dropped: 0, refused: 0, delivered: 0, handled: 0, retried: 0, dead_lettered: 0 };
   private readonly bufferLimit: number;
-  private buffer: { stream: string; payload: string }[] = [];
+  private readonly budget: ByteBudget;
+  private buffer: Buffered[] = [];
+  /** Refusals not logged yet, and when the last line was. */
+  private refusedSince = 0;
+  private refusalLoggedAt = -Infinity;
   private flushing = false;
   private flushTimer: TimerHandle | undefined;
   private flushDelayMs = 250;
@@ -161,6 +267,10 @@ export class Broker {
     this.consumerName = options.consumerName ?? 'svc';
     this.source = options.source ?? 'svc';
     this.bufferLimit = options.bufferLimit ?? 10_000;
+    this.budget = options.bufferBudget ?? sharedByteBudget(options.bufferBytes ?? DEFAULT_BUFFER_BYTES);
+    this.maxEventBytes = options.maxEventBytes ?? DEFAULT_MAX_EVENT_BYTES;
+    this.maxStreamBytes = options.maxStreamBytes ?? DEFAULT_MAX_STREAM_BYTES;
+    if (!(this.maxEventBytes >= 1)) throw new TypeError('the event broker: the largest event must be at least 1 byte');
     this.clock = options.clock ?? realClock;
     this.log = options.log ?? ((level, message, extra) => console[level === 'info' ? 'log' : level](`[svc events] ${message}`, extra ?? ''));
   }
@@ -171,10 +281,47 @@ export class Broker {
   }
 
   /**
+   * The wire form of `event` on `topic`, its empty fields filled first (type =
+   * topic, id, time, source, `traceId`): what {@link publish} would send. Throws
+   * `EVENT_TOO_LARGE` (413, counted in `refused` and logged, at most once per
+   * 10 s, with its topic and size — never its content) when it is larger than
+   * `maxEventBytes`, and a TypeError when its data cannot be written as JSON.
+   * Called by `publish()` in a walker run, so that the run fails at once.
+   */
+  prepare(topic: string, event: Event, traceId?: string): string {
+    checkTopic(topic);
+    if (!(event instanceof Event)) throw new TypeError('publish(topic, new Event({ data }))');
+    stamp(event, topic, { source: this.source, traceId });
+    let payload: string;
+    try {
+      payload = encodeEvent(event);
+    } catch {
+      checkData(topic, event); // throws the clear error
+      throw new TypeError(`publish('${topic}'): the event cannot be written as JSON`);
+    }
+    const over = bytesOver(payload, this.maxEventBytes);
+    if (over > 0) this.refuse(topic, over);
+    return payload;
+  }
+
+  private refuse(topic: string, bytes: number): never {
+    this.counters.refused++;
+    this.refusedSince++;
+    const now = this.clock.now();
+    if (now - this.refusalLoggedAt >= REFUSAL_LOG_MS) {
+      this.log('warn', `an event of ${bytes} bytes published on ${topic} was refused: larger than max_event_bytes (${this.maxEventBytes})`, { broker: this.kind, topic, bytes, max_event_bytes: this.maxEventBytes, refused_since_last_line: this.refusedSince });
+      this.refusalLoggedAt = now;
+      this.refusedSince = 0;
+    }
+    throw new SvcError('EVENT_TOO_LARGE', `the event is ${bytes} bytes as CloudEvents JSON; events on this server are at most ${this.maxEventBytes} bytes ([scale.events] max_event_bytes): publish a reference to the data (a store() path, a document id) instead`, { status: 413, details: { topic, bytes, max_event_bytes: this.maxEventBytes } });
+  }
+
+  /**
    * Send `event` to `topic`, fire-and-forget. Fields left empty are filled
-   * (type = topic, id, time, source, trace id). While the streams cannot be
-   * reached the event waits in a bounded local buffer and is sent, in order,
-   * once they can. A no-op on a disabled broker.
+   * (type = topic, id, time, source, trace id). An event larger than
+   * `maxEventBytes` is refused (`EVENT_TOO_LARGE`). While the streams cannot be
+   * reached the event waits in a local buffer bounded by count and by bytes,
+   * and is sent, in order, once they can. A no-op on a disabled broker.
    */
   publish(topic: string, event: Event, traceId?: string): void {
     checkTopic(topic);
@@ -189,28 +336,21 @@ export class Broker {
       }
       return;
     }
-    stamp(event, topic, { source: this.source, traceId });
-    let payload: string;
-    try {
-      payload = encodeEvent(event);
-    } catch {
-      checkData(topic, event); // throws the clear error
-      throw new TypeError(`publish('${topic}'): the event cannot be written as JSON`);
-    }
-    const item = { stream: this.key(topic), payload };
+    const payload = this.prepare(topic, event, traceId);
+    const stream = this.key(topic);
     // Behind a non-empty buffer: queued, so events leave in the order they were published.
     if (this.buffer.length > 0) {
-      this.enqueue(item);
+      this.enqueue(stream, payload);
       return;
     }
-    const sent = this.streams.add(item.stream, item.payload, this.maxLen).then(
+    const sent = this.streams.add(stream, payload, this.maxLen, this.maxStreamBytes).then(
       () => {
         this.counters.published++;
       },
       (error: unknown) => {
         this.counters.publish_failures++;
         this.noteOutage(error);
-        this.enqueue(item);
+        this.enqueue(stream, payload);
       },
     );
     this.sending.add(sent);
@@ -222,7 +362,7 @@ export class Broker {
     checkTopic(topic);
     if (!this.streams) return '';
     stamp(event, topic, { source: this.source, traceId });
-    const id = await this.streams.add(this.key(topic), encodeEvent(event), this.maxLen);
+    const id = await this.streams.add(this.key(topic), encodeEvent(event), this.maxLen, this.maxStreamBytes);
     this.counters.published++;
     return id;
   }
@@ -233,18 +373,34 @@ export class Broker {
     this.log('warn', 'the event streams cannot be reached: published events wait in a local buffer', { broker: this.kind, err: error instanceof Error ? error.message : String(error) });
   }
 
-  private enqueue(item: { stream: string; payload: string }): void {
-    if (this.buffer.length >= this.bufferLimit) {
+  /**
+   * Keep an event until the streams can be reached, as UTF-8 bytes (what it
+   * costs in memory, whatever its characters), within `bufferLimit` events and
+   * the byte budget; past either it is dropped, counted and said once per outage.
+   */
+  private enqueue(stream: string, payload: string): void {
+    const bytes = Buffer.from(payload);
+    if (this.buffer.length >= this.bufferLimit || !this.budget.take(bytes.length)) {
       this.counters.dropped++;
       if (!this.overflowLogged) {
         this.overflowLogged = true;
-        this.log('error', `the local event buffer is full (${this.bufferLimit}): events published from now on are dropped until the streams can be reached`, { broker: this.kind });
+        this.log('error', `the local event buffer is full (${this.buffer.length} events, ${this.counters.buffered_bytes} bytes; at most ${this.bufferLimit} events and ${this.budget.limit} bytes per process): events published from now on are dropped until the streams can be reached`, { broker: this.kind });
       }
       return;
     }
-    this.buffer.push(item);
+    this.buffer.push({ stream, bytes });
     this.counters.buffered = this.buffer.length;
+    this.counters.buffered_bytes += bytes.length;
     this.scheduleFlush();
+  }
+
+  /** The oldest buffered event has been sent (or given up at close): its bytes go back to the budget. */
+  private unbuffer(): void {
+    const item = this.buffer.shift();
+    if (!item) return;
+    this.budget.give(item.bytes.length);
+    this.counters.buffered = this.buffer.length;
+    this.counters.buffered_bytes -= item.bytes.length;
   }
 
   private scheduleFlush(): void {
@@ -263,17 +419,16 @@ export class Broker {
     let sent = 0;
     try {
       while (this.buffer.length > 0 && !this.closed) {
-        const item = this.buffer[0] as { stream: string; payload: string };
+        const item = this.buffer[0] as Buffered;
         try {
-          await this.streams.add(item.stream, item.payload, this.maxLen);
+          await this.streams.add(item.stream, item.bytes.toString('utf8'), this.maxLen, this.maxStreamBytes);
         } catch (error) {
           this.counters.publish_failures++;
           this.noteOutage(error);
           this.flushDelayMs = Math.min(this.flushDelayMs * 2, 5_000);
           return this.buffer.length;
         }
-        this.buffer.shift();
-        this.counters.buffered = this.buffer.length;
+        this.unbuffer();
         this.counters.published++;
         sent++;
       }
@@ -423,6 +578,8 @@ export class Broker {
     await this.flush().catch(() => undefined);
     this.closed = true;
     if (this.buffer.length > 0) this.log('error', `${this.buffer.length} published event${this.buffer.length === 1 ? '' : 's'} could not be sent before the broker closed`, { broker: this.kind });
+    // What is left is given up: its bytes go back to the process's budget (a --dev reload starts new brokers).
+    while (this.buffer.length > 0) this.unbuffer();
     await this.streams?.close();
   }
 }

@@ -9,5 +9,5 @@ export type { StreamBackend, StreamEntry, StreamInfo, GroupInfo, StartFrom } fro
 export { MemoryStreams, compareIds } from './memory-streams.ts';
 export { RedisStreams } from './redis-streams.ts';
 export { ActorStreams, serveMemoryStreams, servesMemoryStreams, EVENTS_MEMORY_ACTOR } from './actor-streams.ts';
-export { Broker, SubscriptionRunner, DEFAULT_RETRY, checkTopic, checkRetry, checkData } from './broker.ts';
-export type { BrokerOptions, BrokerCounters, BrokerKind, BrokerLog, RetrySettings, RunnerSpec } from './broker.ts';
+export { Broker, SubscriptionRunner, DEFAULT_RETRY, DEFAULT_BUFFER_BYTES, DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_STREAM_BYTES, checkTopic, checkRetry, checkData, sharedBudgetMemory, sharedByteBudget } from './broker.ts';
+export type { BrokerOptions, BrokerCounters, BrokerKind, BrokerLog, ByteBudget, RetrySettings, RunnerSpec } from './broker.ts';

@@ -1,6 +1,6 @@
 /**
  * Streams in memory, with the semantics of Redis Streams (consumer groups,
- * pending entries, claims, trimming): the broker of a single process without
+ * pending entries, claims, trimming by entries and by bytes): the broker of a single process without
  * `url` or `kv_url`. Nothing survives the process. In `svc start` one
  * instance lives on the main thread and the worker threads reach it through
  * an actor ({@link serveMemoryStreams}, {@link ActorStreams}).
@@ -31,6 +31,8 @@ interface Group {
 interface Stream {
   ids: string[];
   payloads: Map<string, string>;
+  /** UTF-8 bytes of the payloads kept. */
+  bytes: number;
   groups: Map<string, Group>;
   /** Readers blocked until something is appended. */
   waiters: Set<() => void>;
@@ -58,7 +60,7 @@ export class MemoryStreams implements StreamBackend {
   private stream(name: string): Stream {
     let s = this.data.get(name);
     if (!s) {
-      s = { ids: [], payloads: new Map(), groups: new Map(), waiters: new Set() };
+      s = { ids: [], payloads: new Map(), bytes: 0, groups: new Map(), waiters: new Set() };
       this.data.set(name, s);
     }
     return s;
@@ -73,14 +75,21 @@ export class MemoryStreams implements StreamBackend {
     return `${this.lastMs}-${this.seq}`;
   }
 
-  async add(name: string, payload: string, maxLen: number): Promise<string> {
+  async add(name: string, payload: string, maxLen: number, maxBytes = 0): Promise<string> {
     if (this.closed) throw new Error('the memory streams are closed');
     const s = this.stream(name);
     const id = this.nextId();
     s.ids.push(id);
     s.payloads.set(id, payload);
-    if (maxLen > 0 && s.ids.length > maxLen) {
-      for (const gone of s.ids.splice(0, s.ids.length - maxLen)) s.payloads.delete(gone);
+    s.bytes += Buffer.byteLength(payload);
+    // The oldest go first, past maxLen entries or maxBytes bytes; the new entry always stays.
+    let drop = maxLen > 0 && s.ids.length > maxLen ? s.ids.length - maxLen : 0;
+    let bytes = s.bytes;
+    for (let i = 0; i < drop; i++) bytes -= Buffer.byteLength(s.payloads.get(s.ids[i] as string) as string);
+    while (maxBytes > 0 && bytes > maxBytes && drop < s.ids.length - 1) bytes -= Buffer.byteLength(s.payloads.get(s.ids[drop++] as string) as string);
+    if (drop > 0) {
+      for (const gone of s.ids.splice(0, drop)) s.payloads.delete(gone);
+      s.bytes = bytes;
     }
     const waiters = [...s.waiters];
     s.waiters.clear();

@@ -1,7 +1,8 @@
 /**
  * The {@link StreamBackend} on Redis Streams: durable, shared by every
  * process of the cluster. Each operation is one Redis command (or a short
- * loop of them): `XADD … MAXLEN ~`, `XGROUP CREATE … MKSTREAM`,
+ * loop of them): `XADD … MAXLEN ~` (with a byte limit, a Lua script that
+ * also drops the oldest entries past it: see `ADD_WITHIN_BYTES`), `XGROUP CREATE … MKSTREAM`,
  * `XREADGROUP`, `XACK`, `XAUTOCLAIM`, `XCLAIM … JUSTID`, `XINFO`, `SCAN`.
  *
  * Connections. Ordinary commands share one client from {@link openRedis}: no
@@ -29,7 +30,7 @@
  * for (const entry of await streams.read('svc:{prod}:events:orders', 'billing', processId, 100, 5_000)) handle(entry);
  */
 import type { Redis } from 'ioredis';
-import { openRedis, redisUnreachable, whenReady } from '../redis.ts';
+import { openRedis, RedisScript, redisUnreachable, whenReady } from '../redis.ts';
 import type { StartFrom, StreamBackend, StreamEntry, StreamInfo } from './streams.ts';
 
 export interface RedisStreamsOptions {
@@ -43,6 +44,70 @@ export interface RedisStreamsOptions {
 
 /** The field holding an entry's payload. */
 const FIELD = 'e';
+
+/**
+ * The key of a stream's byte account: a hash of `a` (UTF-8 bytes ever
+ * appended: the end offset of the newest entry) and `s` (the offset where the
+ * oldest entry kept starts, or an earlier one). A space cannot be in a topic,
+ * so no topic's stream has this name; `SCAN … TYPE stream` does not list it.
+ */
+function bytesKey(stream: string): string {
+  return `${stream} bytes`;
+}
+
+/**
+ * XADD trimmed by entries (`MAXLEN ~`) and by bytes, in one step. Each entry
+ * carries `c`, its end offset in the account. The bytes kept are at most
+ * `a - s`; while that is over the limit, the oldest entry is read (its start
+ * is `c` less its payload's length) and deleted, until the rest fits — each
+ * entry is read once, when it is dropped, so the cost per append stays
+ * constant. Entries appended by others (no `c`) are not accounted: byte
+ * trimming stops at one (`MAXLEN` still bounds them). An account lost while
+ * its stream lives (a key deleted by hand) goes on from the newest entry's `c`.
+ */
+const ADD_WITHIN_BYTES = new RedisScript(`
+local function field(fields, name)
+  for i = 1, #fields, 2 do if fields[i] == name then return fields[i + 1] end end
+  return nil
+end
+-- Offsets as integer text (Lua 5.1 would write a large number as 1e+15).
+local function int(n) return string.format('%.0f', n) end
+local payload, maxLen, maxBytes = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local size = string.len(payload)
+local total = redis.call('HINCRBY', KEYS[2], 'a', size)
+if total == size and redis.call('XLEN', KEYS[1]) > 0 then
+  local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
+  local c = last and field(last[2], 'c')
+  if c then
+    total = tonumber(c) + size
+    redis.call('HSET', KEYS[2], 'a', int(total))
+  end
+end
+local id
+if maxLen > 0 then
+  id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxLen, '*', '${FIELD}', payload, 'c', int(total))
+else
+  id = redis.call('XADD', KEYS[1], '*', '${FIELD}', payload, 'c', int(total))
+end
+local start = tonumber(redis.call('HGET', KEYS[2], 's') or '0')
+if total - start > maxBytes then
+  while true do
+    local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)[1]
+    if not first or first[1] == id then break end
+    local c = field(first[2], 'c')
+    if not c then break end
+    local begins = tonumber(c) - string.len(field(first[2], '${FIELD}') or '')
+    if total - begins <= maxBytes then
+      start = begins
+      break
+    end
+    redis.call('XDEL', KEYS[1], first[1])
+    start = tonumber(c)
+  end
+  redis.call('HSET', KEYS[2], 's', int(start))
+end
+return id
+`);
 /** How long a command waits for a fresh connection to become ready the first time. */
 const FIRST_READY_MS = 5_000;
 /** A blocking read's command timeout beyond its block time. */
@@ -76,9 +141,13 @@ export class RedisStreams implements StreamBackend {
     this.redis.options.enableAutoPipelining = true;
   }
 
-  async add(stream: string, payload: string, maxLen: number): Promise<string> {
-    const trim = Number.isFinite(maxLen) && maxLen > 0 ? ['MAXLEN', '~', Math.floor(maxLen)] : [];
-    return String(await this.call('XADD', stream, ...trim, '*', FIELD, payload));
+  async add(stream: string, payload: string, maxLen: number, maxBytes = 0): Promise<string> {
+    const len = Number.isFinite(maxLen) && maxLen > 0 ? Math.floor(maxLen) : 0;
+    if (!(Number.isFinite(maxBytes) && maxBytes > 0)) {
+      return String(await this.call('XADD', stream, ...(len > 0 ? ['MAXLEN', '~', len] : []), '*', FIELD, payload));
+    }
+    await this.ready(this.redis);
+    return String(await ADD_WITHIN_BYTES.run(this.redis, [stream, bytesKey(stream)], [payload, len, Math.floor(maxBytes)]));
   }
 
   async ensureGroup(stream: string, group: string, startFrom: StartFrom): Promise<boolean> {

@@ -7,7 +7,9 @@
  * {@link RedisStreams} (durable, shared by every process).
  *
  * Entry ids are Redis stream ids (`<ms>-<seq>`), ordered; a payload is the
- * event's CloudEvents JSON, stored as one field (`e`).
+ * event's CloudEvents JSON, stored as one field (`e`). A stream is bounded
+ * twice: by entries (`maxLen`) and by the bytes of its payloads (`maxBytes`),
+ * since an entry count alone lets a stream of large events grow without bound.
  */
 
 /** One entry of a stream, as a consumer reads it. */
@@ -42,10 +44,12 @@ export interface StreamBackend {
   readonly kind: 'memory' | 'redis';
   /**
    * Append `payload` to `stream` (made if missing), trimming it to about
-   * `maxLen` entries (`MAXLEN ~`; the memory store trims exactly). Resolves to
-   * the new entry's id.
+   * `maxLen` entries (`MAXLEN ~`; the memory store trims exactly) and, when
+   * `maxBytes` > 0, dropping its oldest entries until the payloads it keeps
+   * (the new one included) come to at most `maxBytes` bytes of UTF-8 — the
+   * new entry itself is always kept. Resolves to the new entry's id.
    */
-  add(stream: string, payload: string, maxLen: number): Promise<string>;
+  add(stream: string, payload: string, maxLen: number, maxBytes?: number): Promise<string>;
   /** Make `group` on `stream` (and the stream) unless it exists; `startFrom` applies only when it is made. Resolves whether it was made. */
   ensureGroup(stream: string, group: string, startFrom: StartFrom): Promise<boolean>;
   /**

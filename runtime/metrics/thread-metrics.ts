@@ -172,14 +172,14 @@ export class ThreadMetrics {
 
     const events = new Counter({
       name: `${ns}_events_total`,
-      help: 'Event streaming: events published, failed to publish, dropped, delivered, handled, retried and dead-lettered',
+      help: 'Event streaming: events published, failed to publish, dropped (buffer full), refused (over max_event_bytes), delivered, handled, retried and dead-lettered',
       labelNames: ['outcome'],
       registers: reg,
       collect: () => {
         const b = sources.broker?.();
         events.reset();
         if (!b || b.kind === 'disabled') return;
-        for (const [outcome, n] of Object.entries(b.counters as Record<string, number>)) if (outcome !== 'buffered') events.inc({ outcome }, n);
+        for (const [outcome, n] of Object.entries(b.counters as Record<string, number>)) if (outcome !== 'buffered' && outcome !== 'buffered_bytes') events.inc({ outcome }, n);
       },
     });
     new Gauge({
@@ -188,6 +188,14 @@ export class ThreadMetrics {
       registers: reg,
       collect() {
         this.set((sources.broker?.()?.counters as { buffered?: number } | undefined)?.buffered ?? 0);
+      },
+    });
+    new Gauge({
+      name: `${ns}_events_buffered_bytes`,
+      help: 'Bytes of the published events held in memory while the broker cannot be reached',
+      registers: reg,
+      collect() {
+        this.set((sources.broker?.()?.counters as { buffered_bytes?: number } | undefined)?.buffered_bytes ?? 0);
       },
     });
     if (sources.lag) {

@@ -281,6 +281,35 @@ export function streamsConformance(t: Test, name: string, make: () => Promise<St
       t.equal(kept.at(-1)?.payload, 'e999', 'the newest are kept');
     });
 
+    t.test('add with maxBytes keeps the newest entries whose payloads fit in it, the new one always', async (t) => {
+      const b = await open(t);
+      const s = unique('bytes');
+      const kib = (n: number, tag: string) => `${tag}:`.padEnd(n * 1024, 'x');
+      // 40 entries of 10 KiB under 100 KiB: the newest 10 stay (exactly: their bytes, not their count, decide).
+      for (let i = 0; i < 40; i++) await b.add(s, kib(10, `a${i}`), 10_000, 100 * 1024);
+      await b.ensureGroup(s, 'g', 'earliest');
+      let kept = await b.read(s, 'g', 'c', 1000, 0);
+      t.same(kept.map((e) => e.payload.slice(0, 4).replace(/[:x]+$/, '')), Array.from({ length: 10 }, (_, i) => `a${30 + i}`), 'the newest ten (100 KiB) kept');
+      // Small ones after: as many as fit with what is kept.
+      for (let i = 0; i < 300; i++) await b.add(s, `small-${i}`.padEnd(100, '.'), 10_000, 100 * 1024);
+      kept = [...kept, ...(await b.read(s, 'g', 'c', 1000, 0))];
+      const info = await b.info(s);
+      const all = await b.claim(s, 'g', 'c2', 0, 10_000);
+      const bytes = all.reduce((n, e) => n + Buffer.byteLength(e.payload), 0);
+      t.ok(bytes <= 100 * 1024, `what is kept fits (${bytes} bytes in ${info?.length} entries)`);
+      t.ok(bytes > 100 * 1024 - 10 * 1024, `and no more than one entry's worth was dropped beyond it (${bytes})`);
+      t.equal(all.at(-1)?.payload.startsWith('small-299'), true, 'the newest is kept');
+      // One entry bigger than the limit is kept alone: an add never drops what it adds.
+      await b.add(s, kib(150, 'huge'), 10_000, 100 * 1024);
+      t.equal((await b.info(s))?.length, 1, 'only the one over the limit');
+      await b.add(s, kib(1, 'next'), 10_000, 100 * 1024);
+      t.equal((await b.info(s))?.length, 1, 'the next one replaces it');
+      // Multi-byte characters count by their UTF-8 bytes.
+      const u = unique('utf8');
+      for (let i = 0; i < 10; i++) await b.add(u, 'é'.repeat(1000), 10_000, 5_000);
+      t.equal((await b.info(u))?.length, 2, '2,000 bytes each: two fit in 5,000');
+    });
+
     t.test('info: undefined for a missing stream; else length and groups (name, pending, consumers, lag)', async (t) => {
       const b = await open(t);
       const s = unique('info');

@@ -3,7 +3,7 @@
 // trimming; the CloudEvents wire form; a disabled broker; publishing while the streams fail.
 import t from 'tap';
 import { ManualClock } from '../../../kernel/index.ts';
-import { Broker, decodeEvent, encodeEvent, Event, MemoryStreams, stamp, type StreamBackend, SubscriptionRunner } from '../../../cluster/index.ts';
+import { Broker, decodeEvent, encodeEvent, Event, MemoryStreams, sharedBudgetMemory, sharedByteBudget, stamp, type StreamBackend, SubscriptionRunner } from '../../../cluster/index.ts';
 
 const quiet = () => undefined;
 
@@ -219,4 +219,80 @@ t.test('pull after the streams restarted empty: the group is made again, from th
   t.equal(await broker.ack(got[0] as Event), true);
   inner = new MemoryStreams();
   t.equal(await broker.ack(got[0] as Event), false, 'an ack whose group is gone finds nothing pending');
+});
+
+t.test('an event larger than max_event_bytes is refused (EVENT_TOO_LARGE, 413), counted, and logged at most once per 10 s without its content', async (t) => {
+  const clock = new ManualClock();
+  const lines: { message: string; extra: unknown }[] = [];
+  const broker = new Broker({ streams: new MemoryStreams({ clock }), clock, maxEventBytes: 2_000, log: (_level, message, extra) => void lines.push({ message, extra }) });
+  const secret = 'the-secret-payload-'.repeat(200);
+  for (let i = 0; i < 3; i++) t.throws(() => broker.publish('big', new Event({ data: { secret } })), { code: 'EVENT_TOO_LARGE', status: 413, details: { topic: 'big', max_event_bytes: 2_000 } });
+  t.throws(() => broker.prepare('big', new Event({ data: 'é'.repeat(950) })), { code: 'EVENT_TOO_LARGE' }, 'measured in UTF-8 bytes (1,900 for 950 é: with the envelope over 2,000, while 950 characters would not be)');
+  broker.publish('big', new Event({ data: 'x'.repeat(1_500) }));
+  t.equal(broker.counters.refused, 4);
+  t.equal(lines.length, 1, 'one line for the four refusals within 10 s');
+  t.match(lines[0]?.message, /of \d+ bytes published on big was refused: larger than max_event_bytes \(2000\)/);
+  t.notMatch(JSON.stringify(lines), /secret/, 'never the content');
+  clock.advance(10_000);
+  t.throws(() => broker.publish('big', new Event({ data: { secret } })), { code: 'EVENT_TOO_LARGE' });
+  t.equal(lines.length, 2);
+  t.match(lines[1]?.extra, { refused_since_last_line: 4 });
+  await broker.flush();
+  const [topic] = await broker.topics();
+  t.equal(topic?.length, 1, 'only the one within the limit was sent');
+});
+
+t.test('the outage buffer is bounded by bytes: past them events are dropped and counted; what was kept is sent in order once the streams work', async (t) => {
+  const clock = new ManualClock();
+  const inner = new MemoryStreams({ clock });
+  let down = true;
+  const streams: StreamBackend = Object.assign(Object.create(inner) as StreamBackend, {
+    add: (s: string, p: string, m: number, b?: number) => (down ? Promise.reject(new Error('ECONNREFUSED')) : inner.add(s, p, m, b)),
+  });
+  const lines: string[] = [];
+  const broker = new Broker({ streams, clock, bufferBytes: 10_000, log: (level, message) => void lines.push(`${level} ${message}`) });
+  await broker.ensureGroup('o', broker.group, 'earliest');
+  // About 3 KB each: three fit in 10,000 bytes, the rest do not.
+  for (let i = 0; i < 8; i++) broker.publish('o', new Event({ data: { i, pad: 'p'.repeat(3_000) } }));
+  await clock.advanceAsync(0);
+  t.equal(broker.counters.buffered, 3);
+  t.ok(broker.counters.buffered_bytes > 9_000 && broker.counters.buffered_bytes <= 10_000, `${broker.counters.buffered_bytes} bytes held`);
+  t.equal(broker.counters.dropped, 5, 'past the bytes: dropped and counted');
+  t.match(lines.join('\n'), /buffer is full \(3 events, \d+ bytes; at most 10000 events and 10000 bytes per process\)/);
+  down = false;
+  await until(clock, () => broker.counters.buffered === 0);
+  t.equal(broker.counters.buffered_bytes, 0);
+  t.same((await broker.consume('o', 10, 0)).map((e) => (e.data as { i: number }).i), [0, 1, 2], 'all that was kept, in order');
+  down = true;
+  for (let i = 0; i < 3; i++) broker.publish('o', new Event({ data: { i, pad: 'p'.repeat(3_000) } }));
+  await clock.advanceAsync(0);
+  t.equal(broker.counters.buffered, 3, 'the bytes sent were given back: three fit again');
+});
+
+t.test('a shared byte budget: brokers of several threads stay within it together; a thread that replaces a dead one starts afresh', async (t) => {
+  const memory = sharedBudgetMemory();
+  const w1 = sharedByteBudget(1_000, memory, 1);
+  const w2 = sharedByteBudget(1_000, memory, 2);
+  t.ok(w1.take(600));
+  t.notOk(w2.take(600), 'the other thread’s bytes count');
+  t.ok(w2.take(400));
+  t.notOk(w1.take(1));
+  w1.give(600);
+  t.ok(w2.take(500));
+  // w2 dies holding 900 bytes; its replacement claims the slot: those bytes died with it.
+  const w2again = sharedByteBudget(1_000, memory, 2);
+  t.ok(w2again.take(1_000));
+  w2.give(900);
+  t.notOk(w2.take(1), 'the dead one can no longer touch the slot');
+  w2again.give(1_000);
+  t.ok(w1.take(1_000), 'and the replacement’s give counted');
+});
+
+t.test('streams are trimmed by bytes too (max_stream_bytes): the oldest entries go first', async (t) => {
+  const clock = new ManualClock();
+  const broker = new Broker({ streams: new MemoryStreams({ clock }), maxStreamBytes: 20_000, clock, log: quiet });
+  for (let i = 0; i < 30; i++) await broker.append('fat', new Event({ data: { i, pad: 'p'.repeat(1_800) } }));
+  const [topic] = await broker.topics();
+  t.ok((topic?.length ?? 0) >= 9 && (topic?.length ?? 0) <= 10, `about 20,000 bytes of 2 KB events kept (${topic?.length})`);
+  t.same((await broker.consume('fat', 100, 0, 'earliest')).map((e) => (e.data as { i: number }).i).at(-1), 29, 'the newest kept');
 });
