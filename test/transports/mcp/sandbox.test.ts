@@ -1,11 +1,11 @@
-// run_svc and graph_visualize in their sandbox, and the compiler tools' killable pool.
+// run_svc and graph_visualize in their sandbox (the compiler tools' killable pool: pool.test.ts).
 import t from 'tap';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ToolInputError, ToolPool, ToolTimeoutError } from '../../../transports/mcp/index.ts';
+import { ToolInputError } from '../../../transports/mcp/index.ts';
 import { graphVisualize, isolation, OUTPUT_LIMIT, runSvc } from '../../../transports/mcp/tools/run.ts';
 
 const TODO = `import { Node, Walker, Root, entry, T } from 'svc';
@@ -199,17 +199,4 @@ t.test('graph_visualize', async (t) => {
   t.match(failed.graph, /Root/, 'always at least a root');
   t.match(failed.error, /boom/);
   await t.rejects(graphVisualize({ code: TODO, format: 'svg' as 'dot' }), ToolInputError);
-});
-
-t.test('the compiler pool: a runaway is killed and the pool recovers', async (t) => {
-  const pool = await ToolPool.start({ timeoutMs: 10_000 });
-  t.teardown(() => pool.close());
-  // A first check on a fresh thread builds the TypeScript program: far longer than 20 ms.
-  await t.rejects(pool.run('validate_svc', { code: 'export const a: number = 1;' }, 20), ToolTimeoutError);
-  const ok = await pool.run('format_svc', { code: 'let  a=1' });
-  t.equal(ok.formatted, 'let a = 1;\n', 'the next call is served');
-  const valid = await pool.run('validate_svc', { code: 'export const a: number = 1;' });
-  t.equal(valid.valid, true);
-  await t.rejects(pool.run('format_svc', { code: 'x'.repeat(101 * 1024) }), ToolInputError, 'refused input keeps its kind across the thread');
-  await t.rejects(pool.run('nope', {}), ToolInputError);
 });

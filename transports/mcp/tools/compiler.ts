@@ -200,6 +200,18 @@ export async function languageService(): Promise<ts.LanguageService> {
   return (await snippetService()).ls;
 }
 
+let warmed = false;
+
+/**
+ * Whether this thread's language service is built and has checked a module
+ * (a call now pays no warm-up).
+ *
+ * @example await warmUp(); isWarm() // true
+ */
+export function isWarm(): boolean {
+  return warmed;
+}
+
 /**
  * Build the spec and the language service and check a small module, so
  * that the first real call is warm (the first check costs seconds). Call it
@@ -239,6 +251,7 @@ export async function validateSvc(args: { code: string; filename?: string }): Pr
   const { program, sf, file } = svc.load(code, filename);
   // TypeScript first: the svc checks then read types the full check has already resolved.
   const diagnostics = [...svc.ls.getSyntacticDiagnostics(file), ...svc.ls.getSemanticDiagnostics(file)];
+  warmed = true;
   const findings = safeSvcChecks(sf, program);
   // Where an svc check explains a missing property, TypeScript's own error there is the same problem said less well.
   const explained = new Set(findings.filter((f) => f.rule === 'svc/unknown-field' || f.rule === 'svc/undeclared-field').map((f) => f.start));
