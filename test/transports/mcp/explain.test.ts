@@ -130,3 +130,43 @@ t.test("messages as validate_svc and run_svc show them (no TS code in the text)"
   t.match(explain({ error_message: 'svc/field-initializer' }).title, /initializer/);
   t.notMatch(explain({ error_message: 'SVC_ERR_ACCESS_DENIED' }).title, /sandbox/, 'an svc code is not the sandbox message');
 });
+
+t.test("the code first: the server's own SVC_ERR_BAD_WRITE is the app's mistake, not a client's wrong JSON type", async (t) => {
+  // An app whose walker writes a number into a string field: the server answers its own envelope.
+  const dir = t.testdir({
+    'app.ts': `import { entry, Node, Root, T, Walker } from 'svc';
+export class Bookmark extends Node {
+  static has = T.Object({ title: T.String() });
+  declare title: string;
+}
+export class Save extends Walker {
+  static access = 'pub' as const;
+  @entry(Root) async save(here: Root) {
+    this.report(await here.connect(new Bookmark({ title: 5 as unknown as string })));
+  }
+}
+`,
+  });
+  const app = await testApp({ entry: `${dir}/app.ts` });
+  t.teardown(() => app.close());
+  const res = await app.inject({ method: 'POST', url: '/walker/Save', body: {} });
+  t.equal(res.status, 500);
+  const envelope = res.body as string;
+  t.match(envelope, /SVC_ERR_BAD_WRITE/);
+  t.match(envelope, /must be a string/, 'its message reads like a client type error');
+  const bookmark = 'new Bookmark: field "title" must be a string';
+  for (const message of [envelope, `${res.status} ${envelope}`, JSON.stringify({ code: 'SVC_ERR_BAD_WRITE', message: bookmark }), `SVC_ERR_BAD_WRITE: ${bookmark}`]) {
+    const e = explainError({ error_message: message });
+    t.match(e.title, /^SVC_ERR_BAD_WRITE \(HTTP 500\)/, `by its code: ${message.slice(0, 60)}`);
+    t.notMatch(e.title, /wrong JSON type/);
+    t.match(e.explanation, "the app's mistake, not the client's");
+    t.match(e.suggestion, /Your code wrote a value/);
+  }
+  t.match(explainError({ error_message: JSON.stringify({ code: 'SVC_ERR_BAD_WRITE', message: bookmark }) }).explanation, /Message: new Bookmark: field "title" must be a string/, 'the message is kept');
+  // The same words under the client's code are the client's wrong type; without any code, the words decide.
+  t.match(explainError({ error_message: JSON.stringify({ ok: false, error: { code: 'VALIDATION_ERROR', message: 'title: must be a string' } }) }).title, /wrong JSON type/);
+  t.match(explainError({ error_message: 'title: must be a string' }).title, /wrong JSON type/);
+  // A code the message's words belong to still refines it; one they do not belong to does not.
+  t.match(explainError({ error_message: JSON.stringify({ code: 'SVC_ERR_BAD_WRITE', message: 'Note.text: 5 does not match its schema' }) }).title, /schema refuses/);
+  t.match(explainError({ error_message: JSON.stringify({ code: 'EXECUTION_ERROR', message: 'visit() takes nodes' }) }).title, /^EXECUTION_ERROR/);
+});

@@ -1,11 +1,13 @@
 /**
  * `explain_error`: what an error means in svc terms and how to fix it. It
- * recognises, in this order: a TypeScript diagnostic (`TS2339`, by its code
- * number), a runtime message svc prints (`visit() takes nodes`, `needs a
- * bearer token`, …), any error code of `docs/errors.md` — parsed from the
- * shipped file at first use, so a code added there is explained at once — a
- * WebSocket close code, a bare HTTP status; anything else gets a general
- * answer.
+ * recognises, in this order: an error code of `docs/errors.md` — parsed from
+ * the shipped file at first use, so a code added there is explained at once —
+ * given as a JSON envelope's `code` or written in the text, refined only by a
+ * runtime message raised under that same code; a TypeScript diagnostic
+ * (`TS2339`, by its code number); a runtime message svc prints (`visit()
+ * takes nodes`, `needs a bearer token`, …); a TypeScript message without its
+ * code; a WebSocket close code; a bare HTTP status; anything else gets a
+ * general answer.
  *
  * @example
  * explainError({ error_message: '{"code":"UNAUTHORIZED","message":"walker ListTodos needs a bearer token"}' });
@@ -240,13 +242,13 @@ function sectionAdvice(entry: CatalogueEntry): Advice {
   return { suggestion: 'Fix the request as the message says; the same request gives the same answer.', docs: ERRORS_URI };
 }
 
-function fromCatalogue(entry: CatalogueEntry): Explanation {
+function fromCatalogue(entry: CatalogueEntry, message?: string): Explanation {
   const advice = ADVICE[entry.code] ?? sectionAdvice(entry);
   const wire = ON_THE_WIRE[entry.code];
   const status = entry.status === null ? 'at start' : `HTTP ${entry.status}`;
   return {
     title: `${entry.code} (${status}${wire ? `, answered as ${wire}` : ''})`,
-    explanation: `${entry.meaning}${entry.section ? ` [${entry.section}]` : ''}`,
+    explanation: `${entry.meaning}${entry.section ? ` [${entry.section}]` : ''}${message ? ` Message: ${plain(message).slice(0, 500)}` : ''}`,
     suggestion: advice.suggestion,
     example: advice.example ?? EX.throwOwn,
     docs_uri: advice.docs ?? ERRORS_URI,
@@ -255,23 +257,26 @@ function fromCatalogue(entry: CatalogueEntry): Explanation {
 
 // ---------------------------------------------------------------- runtime messages
 
-type Pattern = { re: RegExp; title: string; explanation: string; suggestion: string; example: string; docs: string };
+/** A runtime message svc prints; `codes`: the error codes it is raised (or answered) under, when it has any. */
+type Pattern = { re: RegExp; codes?: readonly string[]; title: string; explanation: string; suggestion: string; example: string; docs: string };
+
+const FIELDS = ['VALIDATION_ERROR', 'SVC_ERR_INVALID_FIELDS'] as const;
 
 const RUNTIME: readonly Pattern[] = [
-  { re: /needs a bearer token|private walkers need a token/i, title: 'A private walker or function was called without a token', explanation: 'Walkers and functions are private unless declared `pub`; without `Authorization: Bearer <token>` they answer 401 UNAUTHORIZED.', suggestion: ADVICE.UNAUTHORIZED?.suggestion ?? '', example: EX.token, docs: 'svc://docs/tutorial-fullstack-auth' },
-  { re: /visit\(\) takes nodes/, title: 'visit() was given something that is not a node', explanation: 'Usually a Promise: `this.visit(here.out(Todo))` without `await`.', suggestion: 'Await the query: `this.visit(await here.out(Todo))`, and make the ability `async`.', example: EX.awaitAll, docs: 'svc://guide/pitfalls' },
-  { re: /is a class field, so writes to it are not seen/, title: 'A node or edge field has an initializer', explanation: 'A class field (`title = \'\'`) hides the stored value, so svc refuses the class at start (SVC_ERR_BAD_ARCHETYPE).', suggestion: 'Write `declare title: string;` and put the default in the schema: `T.String({ default: \'\' })`.', example: EX.declare, docs: 'svc://docs/foundation' },
-  { re: /a name reserved by svc/, title: 'A field takes a reserved name', explanation: 'A `has` field may not start with `_` nor take the name of a base member (`id`, `connect`, `out`, `in`, `destroy` on nodes; `report`, `visit`, `root`, `caller`, `log` on walkers).', suggestion: 'Rename the field (e.g. `id` → `ref`, `root` → `rootId`).', example: EX.declare, docs: 'svc://docs/foundation' },
-  { re: /two different classes are named/, title: 'Two classes share one name', explanation: 'Stored documents are typed by class name, so every node and edge class needs a unique one.', suggestion: 'Rename one class (and `svc db alias add Old New` if documents were stored under the old name).', example: EX.declare, docs: 'svc://docs/code-organization' },
-  { re: /can only change inside a walker run|needs a node that belongs to a walker run|needs a walker run|is not running/, title: 'Graph work outside a walker run', explanation: 'Nodes change only inside the run that loaded them; this ran before it started or after it ended (SVC_ERR_NOT_IN_RUN).', suggestion: ADVICE.SVC_ERR_NOT_IN_RUN?.suggestion ?? '', example: EX.notInRun, docs: 'svc://docs/concurrency' },
-  { re: /unknown field \\?"/, title: 'The request carries a field the endpoint does not declare', explanation: 'svc refuses undeclared fields (400 VALIDATION_ERROR), often a typo of a declared one.', suggestion: 'Fix the field name, or declare it in `static has` (or `params`). `[scale.server] strict_fields = false` accepts and ignores unknown fields.', example: EX.fields, docs: 'svc://docs/primitives' },
-  { re: /must be an? (number|integer|boolean|string|array|object)/, title: 'A field has the wrong JSON type', explanation: 'JSON bodies are validated, never coerced: "3" is not a number and "true" is not a boolean. Only path and query strings are converted.', suggestion: 'Send the declared JSON type (3, true), converting form input on the client.', example: EX.fields, docs: 'svc://docs/primitives' },
-  { re: /missing required field \\?"/, title: 'A required field is missing', explanation: 'The body lacks a field the schema requires.', suggestion: 'Send it, or give it a default in the schema (`T.String({ default: \'\' })`) or make it `T.Optional(...)`.', example: EX.fields, docs: 'svc://docs/primitives' },
-  { re: /does not match its schema/, title: 'Your code wrote a value its schema refuses', explanation: 'An assignment to a node or edge field, or `new Node({...})`, with a value the `has` schema does not allow: SVC_ERR_BAD_WRITE (500), nothing committed.', suggestion: ADVICE.SVC_ERR_BAD_WRITE?.suggestion ?? '', example: EX.badWrite, docs: 'svc://docs/primitives' },
-  { re: /no (WRITE|CONNECT) access to that/, title: 'No grant for that change', explanation: 'The node belongs to another root, which has not granted the level this change needs (403 FORBIDDEN).', suggestion: ADVICE.FORBIDDEN?.suggestion ?? '', example: EX.grant, docs: 'svc://docs/osp' },
-  { re: /no node [0-9a-f]{32} readable/, title: 'The node does not exist or may not be read', explanation: 'Spawning at a node the caller may not read answers 404, exactly like a missing node.', suggestion: ADVICE.SVC_ERR_NODE_NOT_FOUND?.suggestion ?? '', example: EX.notFound, docs: 'svc://docs/osp' },
-  { re: /no route (GET|POST|PUT|PATCH|DELETE) /, title: 'No endpoint at that method and path', explanation: 'Nothing the app exports is served there.', suggestion: ADVICE.NOT_FOUND?.suggestion ?? '', example: EX.module, docs: 'svc://docs/debugging' },
-  { re: /not valid JSON|the body is not valid JSON/, title: 'The body is not JSON', explanation: 'Walkers and functions read a JSON object body (400 INVALID_JSON).', suggestion: ADVICE.INVALID_JSON?.suggestion ?? '', example: EX.fields, docs: 'svc://docs/walker-responses' },
+  { re: /needs a bearer token|private walkers need a token/i, codes: ['UNAUTHORIZED'], title: 'A private walker or function was called without a token', explanation: 'Walkers and functions are private unless declared `pub`; without `Authorization: Bearer <token>` they answer 401 UNAUTHORIZED.', suggestion: ADVICE.UNAUTHORIZED?.suggestion ?? '', example: EX.token, docs: 'svc://docs/tutorial-fullstack-auth' },
+  { re: /visit\(\) takes nodes/, codes: FIELDS, title: 'visit() was given something that is not a node', explanation: 'Usually a Promise: `this.visit(here.out(Todo))` without `await`.', suggestion: 'Await the query: `this.visit(await here.out(Todo))`, and make the ability `async`.', example: EX.awaitAll, docs: 'svc://guide/pitfalls' },
+  { re: /is a class field, so writes to it are not seen/, codes: ['SVC_ERR_BAD_ARCHETYPE'], title: 'A node or edge field has an initializer', explanation: 'A class field (`title = \'\'`) hides the stored value, so svc refuses the class at start (SVC_ERR_BAD_ARCHETYPE).', suggestion: 'Write `declare title: string;` and put the default in the schema: `T.String({ default: \'\' })`.', example: EX.declare, docs: 'svc://docs/foundation' },
+  { re: /a name reserved by svc/, codes: ['SVC_ERR_BAD_ARCHETYPE'], title: 'A field takes a reserved name', explanation: 'A `has` field may not start with `_` nor take the name of a base member (`id`, `connect`, `out`, `in`, `destroy` on nodes; `report`, `visit`, `root`, `caller`, `log` on walkers).', suggestion: 'Rename the field (e.g. `id` → `ref`, `root` → `rootId`).', example: EX.declare, docs: 'svc://docs/foundation' },
+  { re: /two different classes are named/, codes: ['SVC_ERR_BAD_ARCHETYPE'], title: 'Two classes share one name', explanation: 'Stored documents are typed by class name, so every node and edge class needs a unique one.', suggestion: 'Rename one class (and `svc db alias add Old New` if documents were stored under the old name).', example: EX.declare, docs: 'svc://docs/code-organization' },
+  { re: /can only change inside a walker run|needs a node that belongs to a walker run|needs a walker run|is not running/, codes: ['SVC_ERR_NOT_IN_RUN'], title: 'Graph work outside a walker run', explanation: 'Nodes change only inside the run that loaded them; this ran before it started or after it ended (SVC_ERR_NOT_IN_RUN).', suggestion: ADVICE.SVC_ERR_NOT_IN_RUN?.suggestion ?? '', example: EX.notInRun, docs: 'svc://docs/concurrency' },
+  { re: /unknown field \\?"/, codes: FIELDS, title: 'The request carries a field the endpoint does not declare', explanation: 'svc refuses undeclared fields (400 VALIDATION_ERROR), often a typo of a declared one.', suggestion: 'Fix the field name, or declare it in `static has` (or `params`). `[scale.server] strict_fields = false` accepts and ignores unknown fields.', example: EX.fields, docs: 'svc://docs/primitives' },
+  { re: /must be an? (number|integer|boolean|string|array|object)/, codes: FIELDS, title: 'A field has the wrong JSON type', explanation: 'JSON bodies are validated, never coerced: "3" is not a number and "true" is not a boolean. Only path and query strings are converted.', suggestion: 'Send the declared JSON type (3, true), converting form input on the client.', example: EX.fields, docs: 'svc://docs/primitives' },
+  { re: /missing required field \\?"/, codes: FIELDS, title: 'A required field is missing', explanation: 'The body lacks a field the schema requires.', suggestion: 'Send it, or give it a default in the schema (`T.String({ default: \'\' })`) or make it `T.Optional(...)`.', example: EX.fields, docs: 'svc://docs/primitives' },
+  { re: /does not match its schema/, codes: ['SVC_ERR_BAD_WRITE'], title: 'Your code wrote a value its schema refuses', explanation: 'An assignment to a node or edge field, or `new Node({...})`, with a value the `has` schema does not allow: SVC_ERR_BAD_WRITE (500), nothing committed.', suggestion: ADVICE.SVC_ERR_BAD_WRITE?.suggestion ?? '', example: EX.badWrite, docs: 'svc://docs/primitives' },
+  { re: /no (WRITE|CONNECT) access to that/, codes: ['FORBIDDEN', 'SVC_ERR_ACCESS_DENIED'], title: 'No grant for that change', explanation: 'The node belongs to another root, which has not granted the level this change needs (403 FORBIDDEN).', suggestion: ADVICE.FORBIDDEN?.suggestion ?? '', example: EX.grant, docs: 'svc://docs/osp' },
+  { re: /no node [0-9a-f]{32} readable/, codes: ['NOT_FOUND', 'SVC_ERR_NODE_NOT_FOUND'], title: 'The node does not exist or may not be read', explanation: 'Spawning at a node the caller may not read answers 404, exactly like a missing node.', suggestion: ADVICE.SVC_ERR_NODE_NOT_FOUND?.suggestion ?? '', example: EX.notFound, docs: 'svc://docs/osp' },
+  { re: /no route (GET|POST|PUT|PATCH|DELETE) /, codes: ['NOT_FOUND'], title: 'No endpoint at that method and path', explanation: 'Nothing the app exports is served there.', suggestion: ADVICE.NOT_FOUND?.suggestion ?? '', example: EX.module, docs: 'svc://docs/debugging' },
+  { re: /not valid JSON|the body is not valid JSON/, codes: ['INVALID_JSON'], title: 'The body is not JSON', explanation: 'Walkers and functions read a JSON object body (400 INVALID_JSON).', suggestion: ADVICE.INVALID_JSON?.suggestion ?? '', example: EX.fields, docs: 'svc://docs/walker-responses' },
   { re: /Cannot find (package|module) 'svc'|ERR_MODULE_NOT_FOUND[^\n]*'svc'/, title: 'svc is not installed in this project', explanation: 'The project has no `svc` dependency, so `import … from \'svc\'` cannot resolve. svc is not on the npm registry under that name.', suggestion: 'Install it from a checkout (`npx svc init` there makes a project that depends on it, or `npm install <path to the checkout or svc-x.y.z.tgz>`).', example: 'npm install ../svc   # a checkout, or the tarball `npm pack` made there', docs: 'svc://docs/install' },
   { re: /no entry file given and no main\.ts/, title: 'No entry file', explanation: '`svc` commands look for main.ts, else app.ts, in the current folder when no entry is named.', suggestion: 'Name the entry (`svc start app.ts`) or run from the project folder.', example: 'npx svc start app.ts', docs: 'svc://docs/cli' },
   { re: /another svc process \(pid \d+\) is serving/, title: 'The data folder is already served', explanation: 'One process serves a data folder; the operating system holds the lock for the life of that process.', suggestion: 'Stop the other process, or give this one its own `SVC_DATA_DIR`. For several processes on one service use a cluster (`KV_URL` + `DOCDB_URI`).', example: 'SVC_DATA_DIR=/tmp/other npx svc start app.ts --port 8001', docs: 'svc://docs/scale' },
@@ -382,6 +387,33 @@ function svcExports(): Set<string> {
 
 // ---------------------------------------------------------------- the tool
 
+/**
+ * The error code a message carries, and the envelope's own message when it
+ * is one: the `code` of a JSON envelope (`{"code", "message"}` or svc's
+ * `{"ok": false, "error": {"code", "message"}}`, after a status or other
+ * text too), else a code of docs/errors.md written in the text — unless the
+ * text is a TypeScript diagnostic (`TS2339`), whose own code explains it.
+ */
+function errorCode(message: string): { code: string; message?: string } | undefined {
+  const open = message.indexOf('{');
+  const close = message.lastIndexOf('}');
+  if (open !== -1 && close > open) {
+    try {
+      const body = JSON.parse(message.slice(open, close + 1)) as { code?: unknown; message?: unknown; error?: { code?: unknown; message?: unknown } };
+      const envelope = typeof body?.error === 'object' && body.error !== null ? body.error : body;
+      if (typeof envelope?.code === 'string') return { code: envelope.code, ...(typeof envelope.message === 'string' ? { message: envelope.message } : {}) };
+    } catch {
+      // Not JSON after all: the text is read below.
+    }
+  }
+  const quoted = /"code"\s*:\s*"([A-Z][A-Z0-9_]*)"/.exec(message)?.[1];
+  if (quoted) return { code: quoted };
+  if (/\bTS\d{4,5}\b/.test(message)) return undefined;
+  const codes = errorCatalogue();
+  const token = (message.match(/[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*/g) ?? []).find((t) => codes.has(t));
+  return token === undefined ? undefined : { code: token };
+}
+
 const STATUS_CODE: Record<string, string> = { '400': 'VALIDATION_ERROR', '401': 'UNAUTHORIZED', '403': 'FORBIDDEN', '404': 'NOT_FOUND', '405': 'METHOD_NOT_ALLOWED', '409': 'CONFLICT', '413': 'PAYLOAD_TOO_LARGE', '415': 'UNSUPPORTED_MEDIA_TYPE', '429': 'TOO_MANY_REQUESTS', '500': 'EXECUTION_ERROR', '503': 'SERVICE_UNAVAILABLE', '504': 'TIMEOUT' };
 
 /**
@@ -397,22 +429,28 @@ export function explainError(args: { error_message: string }): Explanation {
   const message = args?.error_message;
   if (typeof message !== 'string' || message.trim() === '') throw new ToolInputError('error_message must be a non-empty string');
   checkSize(message, 'error_message');
+  const codes = errorCatalogue();
+  const asPattern = (p: Pattern): Explanation => ({ title: p.title, explanation: p.explanation, suggestion: p.suggestion, example: p.example, docs_uri: p.docs });
+
+  // The code first: it says whose mistake it is. A message's words refine it only through patterns raised under that
+  // code (`must be a string` is the client's wrong JSON under VALIDATION_ERROR, the app's own write under SVC_ERR_BAD_WRITE).
+  const coded = errorCode(message);
+  const entry = coded ? codes.get(coded.code) : undefined;
+  if (coded && entry) {
+    const text = coded.message ?? message;
+    const refined = RUNTIME.find((p) => p.codes?.includes(coded.code) && p.re.test(text));
+    return refined ? asPattern(refined) : fromCatalogue(entry, coded.message);
+  }
 
   const ts = /\bTS(\d{4,5})\b/.exec(message);
   if (ts) return fromTypeScript(Number(ts[1]), message);
 
   for (const p of RUNTIME) {
-    if (p.re.test(message)) return { title: p.title, explanation: p.explanation, suggestion: p.suggestion, example: p.example, docs_uri: p.docs };
+    if (p.re.test(message)) return asPattern(p);
   }
 
   const byText = diagnosticCode(message);
   if (byText !== undefined) return fromTypeScript(byText, message);
-
-  const codes = errorCatalogue();
-  for (const token of message.match(/[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*/g) ?? []) {
-    const entry = codes.get(token);
-    if (entry) return fromCatalogue(entry);
-  }
 
   if (/close|websocket|\bws\b|socket/i.test(message)) {
     for (const [code, meaning] of websocketCloseCodes()) {
