@@ -116,7 +116,13 @@ export async function mcp(flags: Record<string, unknown>): Promise<void> {
   try {
     let token = m.token;
     if (token === '' && isLoopback(m.host)) {
-      const kept = loopbackToken(settings.projectRoot);
+      let kept: ReturnType<typeof loopbackToken>;
+      try {
+        kept = loopbackToken(settings.projectRoot);
+      } catch (error) {
+        // Not the listen error below (EACCES there means the port): say which file, and the way around it.
+        throw new McpConfigError(`cannot keep a token in ${join(settings.projectRoot, '.svc', 'mcp_token')} (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}): set [mcp] token (SVC_MCP_TOKEN), or make the folder writable`);
+      }
       token = kept.token;
       log(`svc mcp: every request needs "Authorization: Bearer <token>": the token is in ${kept.file}${kept.made ? ' (made now)' : ''}; set [mcp] token (SVC_MCP_TOKEN) to choose it`);
     }
