@@ -61,6 +61,8 @@ export const SCHEMA = {
     workers: { kind: 'int', default: 0, env: ['SVC_WORKERS'], min: 0 },
     transport: { kind: 'enum', default: 'auto', env: ['SVC_TRANSPORT'], values: ['auto', 'uws', 'node'] },
     shutdown_timeout_ms: { kind: 'int', default: 10_000, env: ['SVC_SHUTDOWN_TIMEOUT_MS'], min: 0 },
+    /** Started by npm (npx, npm exec, npm start): drain once npm is gone (cli/launcher.ts). */
+    watch_launcher: { kind: 'bool', default: true, env: ['SVC_WATCH_LAUNCHER'] },
     body_timeout_ms: { kind: 'int', default: 60_000, env: ['SVC_BODY_TIMEOUT_MS'], min: 1 },
     max_connections: { kind: 'int', default: 10_000, env: ['SVC_MAX_CONNECTIONS'], min: 1 },
     trusted_proxies: { kind: 'list', default: [], env: ['SVC_TRUSTED_PROXIES'] },

@@ -26,6 +26,7 @@ import { checkModuleName, GatewayError, PARENT_FD_VARIABLE, ServiceStarter, serv
 import { existsSync } from 'node:fs';
 import { resolve as resolvePath } from 'node:path';
 import type { HttpControl, RouteSummary, ServeBoot, SvcConfig } from '../../runtime/index.ts';
+import { watchLauncher } from '../launcher.ts';
 
 export interface StartFlags {
   port?: number | string;
@@ -485,8 +486,15 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
     }
   }, () => stopping);
   if (parentFd) watchParent(Number(parentFd), () => shutdown('the process that started this one is gone'));
+  // Under npx / npm exec / npm start: drained when npm is gone (SIGKILL reaches no handler; cli/launcher.ts).
+  else sayWatching(watchLauncher((why) => shutdown(why), { enabled: server.watch_launcher }));
   // Last: signals are handled and, with --dev, changes watched from the moment a user or a test reads this line.
   say(`Server ready at http://${host}:${chosen}`);
+}
+
+/** The start log's line on a launcher watch (cli/launcher.ts). */
+function sayWatching(watch: { watching: string } | undefined): void {
+  if (watch) say(`svc: started by npm: drains when ${watch.watching} is gone (watch_launcher = false: never)`);
 }
 
 /**
@@ -744,5 +752,6 @@ async function runGateway(o: { entry: string; projectRoot: string; config: SvcCo
   };
   process.on('SIGINT', () => stop('SIGINT'));
   process.on('SIGTERM', () => stop('SIGTERM'));
+  sayWatching(watchLauncher((why) => stop(why), { enabled: server.watch_launcher }));
   say(`Server ready at http://${server.host}:${gateway.port}`);
 }
