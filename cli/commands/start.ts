@@ -166,7 +166,8 @@ async function run(entryArg: string | undefined, flags: StartFlags): Promise<voi
   }
   const moduleName = relative(process.cwd(), entry).replace(/\.[mc]?[jt]s$/, '') || basename(entry);
   // Microservice mode: this process is the gateway; every module (the entry first) runs as its own process.
-  if (config['scale.microservices'].enabled && !parentFd) return runGateway({ entry, projectRoot, config, profile, production, workers });
+  // `--faux` starts nothing, in either mode: it prints the entry's endpoints below.
+  if (config['scale.microservices'].enabled && !parentFd && !flags.faux) return runGateway({ entry, projectRoot, config, profile, production, workers });
 
   // Syntax errors surface here, with file and line.
   await compileWorker(SERVE_WORKER, entry);

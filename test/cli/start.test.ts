@@ -64,6 +64,11 @@ t.test('--faux prints the generated endpoints and exits', async (t) => {
   t.match(r.stdout, /POST \/walker\/Whoami\s+walker Whoami\s+\(token\)/);
   t.match(r.stdout, /POST \/function\/add\s+function add/);
   t.notMatch(r.stdout, /Server ready/);
+  // Microservice mode changes nothing: no gateway and no module process is started, the entry's endpoints are printed.
+  const micro = await svc(['start', entry, '--faux'], { env: { SVC_MICROSERVICES_ENABLED: 'true' } });
+  t.equal(micro.code, 0, micro.stderr);
+  t.match(micro.stdout, /POST \/walker\/Echo\s+walker Echo/);
+  t.notMatch(micro.stdout + micro.stderr, /gateway|Server ready/i);
 });
 
 t.test('main.ts in the current folder is the default entry; --host is the bind address', async (t) => {
