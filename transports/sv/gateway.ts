@@ -682,12 +682,12 @@ function upgradeTokens(req: IncomingMessage): string[] {
   const out: string[] = [];
   const header = req.headers.authorization;
   if (header !== undefined) out.push(header);
-  let queried: string | null = null;
-  try {
-    queried = new URL(targetOf(req.url ?? '/'), 'http://gateway').searchParams.get('token');
-  } catch {
-    // no query to read: no token there
-  }
+  // Read exactly as the modules read it (transports/ws): all the target holds after its first `?`, as it
+  // was sent. A URL parser would stop at a `#` (a fragment), where a module reads on: `?#&token=…` hid a
+  // revoked token from main that the module then took.
+  const target = req.url ?? '/';
+  const q = target.indexOf('?');
+  const queried = q < 0 ? null : new URLSearchParams(target.slice(q + 1)).get('token');
   if (queried && queried !== bearer(header)) out.push(`Bearer ${queried}`);
   return out;
 }

@@ -6,6 +6,8 @@
 // routed to the module whose document lists them (`x-svc-websockets`).
 import t, { type Test } from 'tap';
 import WebSocket from 'ws';
+import { randomBytes } from 'node:crypto';
+import { connect } from 'node:net';
 import { type Gateway, GatewayError, startGateway } from '../../../transports/sv/gateway.ts';
 import { startApp, type InProcessServer } from '../../helpers/app.ts';
 import { bearer, register, tokenOf } from '../../helpers/identity.ts';
@@ -181,4 +183,42 @@ t.test('a disabled user’s and a deleted user’s tokens are refused on a modul
   t.equal((await post(`${gw.url}/admin/users/dave`, undefined, bearer(admin), 'DELETE')).status, 200);
   t.equal((await refused(t, `/ws/VaultWs?token=${dave}`)).status, 401, 'deleted, ?token=');
   t.equal((await refused(t, '/ws/VaultWs', bearer(dave))).status, 401, 'deleted, header');
+});
+
+/** An upgrade written by hand (a client library would drop or refuse a `#`): the status line and what followed. */
+function rawUpgrade(url: string, target: string): Promise<{ status: number; text: string }> {
+  const { port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect(Number(port), '127.0.0.1', () => {
+      socket.write(`GET ${target} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: ${randomBytes(16).toString('base64')}\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+    });
+    let text = '';
+    socket.on('data', (d: Buffer) => {
+      text += d.toString('latin1');
+      const end = text.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(text)?.[1]);
+      // A switched socket stays open: what was answered is enough.
+      if (status === 101) socket.destroy();
+      else if (!socket.readableEnded) socket.once('end', () => resolve({ status, text }));
+      if (status === 101) resolve({ status, text });
+    });
+    socket.on('error', reject);
+  });
+}
+
+t.test('a # in the upgrade target does not hide the query token from main (the module reads past it)', async (t) => {
+  await register(gw.url, 'hugo');
+  const old = await tokenOf(gw.url, 'hugo');
+  const changed = await post(`${gw.url}/user/password`, { current_password: 'correct horse battery staple', new_password: 'a brand new secret phrase' }, bearer(old), 'PUT');
+  t.equal(changed.status, 200);
+  // The module alone reads the token after the `#` (and would take it: it never hears of the revocation).
+  t.equal((await rawUpgrade(vault.url, `/ws/VaultWs?#&token=${old}`)).status, 101, 'directly, the module switches with it');
+  for (const target of [`/ws/VaultWs?#&token=${old}`, `/ws/VaultWs?x=1#&token=${old}`]) {
+    const r = await rawUpgrade(gw.url, target);
+    t.equal(r.status, 401, `${target.replace(old, '…')}: refused by main`);
+    t.match(r.text, /UNAUTHORIZED/);
+  }
+  const fresh = changed.body.data.token as string;
+  t.equal((await rawUpgrade(gw.url, `/ws/VaultWs?#&token=${fresh}`)).status, 101, 'a good token there is served');
 });
