@@ -207,7 +207,8 @@ export function applyUpdate<D extends Document>(doc: D, update: Update | Checked
     let node = root;
     for (let i = 0; i < path.length - 1; i++) {
       const seg = path[i] as string;
-      const next = node[seg];
+      // Own fields only: `constructor.q` must not find Object.prototype's constructor on the way.
+      const next = Object.hasOwn(node, seg) ? node[seg] : undefined;
       if (next === undefined) node[seg] = {};
       else if (isPlainObject(next)) node[seg] = { ...next };
       else invalid(`cannot set ${path.join('.')}: ${path.slice(0, i + 1).join('.')} holds ${Array.isArray(next) ? 'an array' : next === null ? 'null' : `a ${typeof next}`}, not an object`);
@@ -220,12 +221,12 @@ export function applyUpdate<D extends Document>(doc: D, update: Update | Checked
     const chain: Record<string, unknown>[] = [root];
     let reachable = true;
     for (let i = 0; i < path.length - 1 && reachable; i++) {
-      const next = node[path[i] as string];
+      const next = Object.hasOwn(node, path[i] as string) ? node[path[i] as string] : undefined;
       if (!isPlainObject(next)) reachable = false;
       else node = next;
       chain.push(node);
     }
-    if (!reachable || !(path[path.length - 1] as string in node)) continue;
+    if (!reachable || !Object.hasOwn(node, path[path.length - 1] as string)) continue;
     // Copy the objects along the path (they may be shared with `doc`), then delete.
     let parent = root;
     for (let i = 0; i < path.length - 1; i++) {

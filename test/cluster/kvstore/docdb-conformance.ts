@@ -417,6 +417,11 @@ export function docdbSuite(t: Test, make: (dbName: string) => Promise<DocBackend
     t.same(await b.get('c', 'u2'), { _id: 'u2', n: 2, o: { b: { c: 'deep' } }, flag: true, tags: ['y'] });
     t.equal(await b.updateOne('c', { _id: 'u3' }, { $set: { o: null } }), 1);
     t.same(await b.get('c', 'u3'), { _id: 'u3', n: 2, o: null, flag: true, tags: ['y'] });
+    // Names an Object has by inheritance are fields like any other: created along a path, unset only when there.
+    t.equal(await b.updateOne('c', { _id: 'u1' }, { $set: { 'constructor.q': 1, 'toString.r': 2 }, $unset: { hasOwnProperty: '' } }), 1);
+    t.same(await b.get('c', 'u1'), { _id: 'u1', n: 1, o: {}, flag: true, tags: ['y'], constructor: { q: 1 }, toString: { r: 2 } });
+    t.equal(await b.updateOne('c', { _id: 'u1' }, { $unset: { 'constructor.q': '' } }), 1);
+    t.same(await b.get('c', 'u1'), { _id: 'u1', n: 1, o: {}, flag: true, tags: ['y'], constructor: {}, toString: { r: 2 } });
   });
 
   t.test('updates refused: replacement documents, other operators, _id, overlapping paths, a path through a non-object', async (t) => {
