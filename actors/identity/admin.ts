@@ -83,23 +83,24 @@ export class UserAdmin {
     if (body.role !== undefined) {
       if (u.protected && body.role !== u.role) throw identityError('PROTECTED_ACCOUNT');
       if (u.user_id === actorId && body.role !== u.role) throw invalid('role', 'an admin cannot change their own role');
-      patch.role = body.role;
+      if (body.role !== u.role) patch.role = body.role;
     }
     if (body.status !== undefined) {
       if (u.protected && body.status !== 'active') throw identityError('PROTECTED_ACCOUNT');
       if (u.user_id === actorId && body.status !== 'active') throw invalid('status', 'an admin cannot disable their own account');
-      patch.status = body.status;
+      if (body.status !== u.status) patch.status = body.status;
     }
     if (body.profile !== undefined) {
       const profile = { ...checkProfile(body.profile), ...(u.profile.sso ? { sso: u.profile.sso } : {}) };
       if (u.protected && u.user_id !== actorId && !isDeepStrictEqual(profile, u.profile)) {
         throw identityError('PROTECTED_ACCOUNT', `${protectedName(u)} is a protected account: its profile is not edited by ${u.role === 'admin' ? 'another admin' : 'anyone'}`);
       }
-      patch.profile = profile;
+      if (!isDeepStrictEqual(profile, u.profile)) patch.profile = profile;
     }
-    // A new role or a disabled account: tokens minted from the old state are void (in the same write).
-    if ((patch.role && patch.role !== u.role) || (patch.status && patch.status !== u.status)) await this.tokens.revoke(u.user_id, patch);
-    else await this.o.users.update(u.user_id, patch);
+    // Only what changes is written: resending the account as it is changes nothing (`updated_at` included).
+    // A new role or status: tokens minted from the old state are void (in the same write).
+    if (patch.role !== undefined || patch.status !== undefined) await this.tokens.revoke(u.user_id, patch);
+    else if (patch.profile !== undefined) await this.o.users.update(u.user_id, patch);
     return this.getUser(name);
   }
 

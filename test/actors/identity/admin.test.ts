@@ -230,6 +230,11 @@ t.test('protected accounts refuse a forced password reset, and profile edits by 
   t.notOk(next.body.data.must_change_password, 'and is not forced to change it');
   const same = await call(server, 'PUT', '/admin/users/boss', vic, { profile: before.boss.profile });
   t.equal(same.status, 200, 'a profile sent as it is changes nothing: not refused');
+  for (const [name, token, body] of [['__guest__', vic, { profile: {}, status: 'active' }], ['boss', vic, { status: 'active', role: 'admin' }]] as const) {
+    t.equal((await call(server, 'PUT', `/admin/users/${name}`, token, body)).status, 200, `${name} resent as it is`);
+  }
+  t.same((await call(server, 'GET', '/admin/users/boss', admin)).body.data, before.boss, 'resending changes nothing, updated_at included');
+  t.same((await call(server, 'GET', '/admin/users/__guest__', vic)).body.data, before.guest, 'nor for the guest');
   const own = await call(server, 'PUT', '/admin/users/boss', admin, { profile: { team: 'founders' } });
   t.equal(own.status, 200, 'the bootstrap admin edits its own profile');
   t.same(own.body.data.profile, { team: 'founders' });
