@@ -373,7 +373,8 @@ async function providerFetch(url: string, init: oauth.CustomFetchOptions<string,
     const name = (error as { name?: unknown } | null)?.name;
     throw identityError('SSO_PROVIDER_UNAVAILABLE', name === 'TimeoutError' || name === 'AbortError' ? 'the sign-in provider did not answer in time' : 'the sign-in provider cannot be reached');
   }
-  if (res.status >= 500) {
+  // 429: the provider sheds load (it asks us to come back later) — an outage for the client, as a 5xx is.
+  if (res.status >= 500 || res.status === 429) {
     await res.body?.cancel().catch(() => undefined);
     throw identityError('SSO_PROVIDER_UNAVAILABLE', `the sign-in provider answered ${res.status} (${stepOf(url)})`);
   }
@@ -455,6 +456,9 @@ export function failure(error: unknown, phase: 'discovery' | 'callback' | 'excha
   if (name === 'TimeoutError' || name === 'AbortError') return identityError('SSO_PROVIDER_UNAVAILABLE', 'the sign-in provider did not answer in time');
   if (error instanceof TypeError && error.message === 'fetch failed') return identityError('SSO_PROVIDER_UNAVAILABLE', 'the sign-in provider cannot be reached');
   if (phase === 'discovery') return identityError('SSO_PROVIDER_UNAVAILABLE', `the provider’s discovery document could not be used: ${clean(error instanceof Error ? error.message : String(error), 200)}`);
+  // The provider's own word that it is down (RFC 6749 §4.1.2.1 on the redirect; also seen in token answers): an outage, not a refusal.
+  const said = error instanceof oauth.AuthorizationResponseError || error instanceof oauth.ResponseBodyError ? error.error : undefined;
+  if (said === 'temporarily_unavailable' || said === 'server_error') return identityError('SSO_PROVIDER_UNAVAILABLE', `the sign-in provider is unavailable (it said ${said})`);
   if (error instanceof oauth.AuthorizationResponseError) {
     return identityError('SSO_PROVIDER_ERROR', `the provider refused the sign-in (${clean(error.error, 64)}${error.error_description ? `: ${clean(error.error_description, 200)}` : ''})`);
   }

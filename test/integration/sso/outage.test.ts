@@ -26,7 +26,7 @@ function claimsOf(login: string): Record<string, unknown> {
 }
 
 /** What the server in front of the provider does with a request to `path`: pass it on, answer a status, or drop it. */
-type Fault = number | 'drop';
+type Fault = number | 'drop' | { status: number; json: Record<string, unknown> };
 const faults = new Map<string, Fault>();
 const hits = new Map<string, number>();
 let issuer = '';
@@ -44,6 +44,7 @@ t.before(async () => {
     if (fault !== undefined) hits.set(path, (hits.get(path) ?? 0) + 1);
     if (fault === 'drop') return void req.socket.destroy();
     if (typeof fault === 'number') return void res.writeHead(fault, { 'content-type': 'text/html' }).end(`<html><body>${fault}: the provider is down</body></html>`);
+    if (fault !== undefined) return void res.writeHead(fault.status, { 'content-type': 'application/json' }).end(JSON.stringify(fault.json));
     if (provider) provider(req, res);
     else res.writeHead(503).end();
   });
@@ -193,6 +194,26 @@ t.test('the token endpoint answering 503 or 500, or dropping the connection: 502
     t.match(answer, { status: 502, body: unavailable }, `token endpoint ${fault}`);
     t.notMatch(JSON.stringify(answer.body), /secret|code_verifier|<html/i, 'no secret and no provider page in the answer');
   }
+});
+
+t.test('a provider that says it is overloaded or down (429, temporarily_unavailable, server_error): 502 SSO_PROVIDER_UNAVAILABLE', async (t) => {
+  const saying = (error: string) => ({ status: 400, json: { error, error_description: 'come back later' } });
+  for (const fault of [429, saying('temporarily_unavailable'), saying('server_error')]) {
+    t.match(await signInWhile(t, '/token', fault), { status: 502, body: unavailable }, `token endpoint ${JSON.stringify(fault)}`);
+  }
+  t.match(await signInWhile(t, '/me', 429), { status: 502, body: unavailable }, 'UserInfo 429');
+  // On the redirect back (RFC 6749 §4.1.2.1): the provider's error codes for its own trouble.
+  for (const error of ['temporarily_unavailable', 'server_error']) {
+    const jar = new Jar();
+    const started = await begin(jar);
+    if (!('location' in started)) return void t.fail('the sign-in did not start');
+    const state = new URL(started.location).searchParams.get('state') as string;
+    const res = await hop(`${svc.url}/sso/oidc/callback?${new URLSearchParams({ error, state, iss: issuer })}`, jar);
+    t.equal(res.status, 502, `the callback with error=${error}`);
+    t.match(await res.json(), unavailable);
+  }
+  // A refusal it means stays the client's.
+  t.match(await signInWhile(t, '/token', saying('invalid_grant')), { status: 400, body: { error: { code: 'SSO_EXCHANGE_FAILED' } } }, 'invalid_grant: 400');
 });
 
 t.test('UserInfo answering 503, or dropping the connection: 502 SSO_PROVIDER_UNAVAILABLE', async (t) => {
