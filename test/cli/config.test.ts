@@ -69,7 +69,7 @@ t.test('[scale.events] and [scale.events.retry]: the seed’s defaults, the file
     'svc.toml': '[scale.events]\nenabled = true\nconsumer_group = "shop"\nvisibility_timeout_seconds = 2.5\n[scale.events.retry]\nmax_attempts = 5\nbackoff_seconds = [0.5, 2]\ndead_letter_suffix = ".dead"\n',
   });
   const defaults = loadConfig({ dir: mkdtempSync(join(tmpdir(), 'svc-config-')) }).config;
-  t.same(defaults['scale.events'], { enabled: false, url: '', consumer_group: 'svc-scale', serializer: 'json', visibility_timeout_seconds: 30, max_len: 100_000, concurrency: 1, stream_prefix: 'svc:events:', consumer_name: '', buffer_size: 10_000 });
+  t.same(defaults['scale.events'], { enabled: false, url: '', consumer_group: 'svc-scale', serializer: 'json', visibility_timeout_seconds: 30, max_len: 100_000, concurrency: 1, stream_prefix: 'svc:events:', consumer_name: '', buffer_size: 10_000, buffer_bytes: 64 * 1024 * 1024, max_event_bytes: 1024 * 1024, max_stream_bytes: 256 * 1024 * 1024 });
   t.same(defaults['scale.events.retry'], { max_attempts: 3, backoff_seconds: [1, 5, 30], dead_letter_suffix: '.dlq' });
   const { config, warnings } = loadConfig({ dir });
   t.same(warnings, []);
