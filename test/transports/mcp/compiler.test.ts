@@ -145,6 +145,43 @@ t.test('validateSvc: filename, imports outside svc, and bad arguments', async (t
   await t.rejects(validateSvc({ code: 42 as unknown as string }), { name: 'ToolInputError' });
 });
 
+t.test('the compiler tools read nothing of the machine: a path imported is "not checked", whether it exists or not', async (t) => {
+  const dir = t.testdir({
+    'secret.ts': "export const API_KEY = 'sk-live-0123456789';\nexport const config = { password: 'hunter2-secret' };\n",
+    'data.json': '{"privateKeyName": "hunter3"}\n',
+  });
+  const secret = join(dir, 'secret.ts');
+  const leaks = /sk-live|hunter|privateKeyName|password/;
+  const probes = [
+    `import { API_KEY } from '${secret}';\nconst leak: typeof API_KEY = 0;\nexport {};\n`,
+    `import { config } from '${secret}';\nconst leak: number = config;\nexport {};\n`,
+    `import j from '${join(dir, 'data.json')}' with { type: 'json' };\nconst leak: number = j;\nexport {};\n`,
+    // svc's own sources are not readable either (only its generated public spec).
+    `import * as m from '${join(REPO_ROOT, 'transports/mcp/tools/command-policy.ts')}';\nconst leak: number = m;\nexport {};\n`,
+  ];
+  for (const code of probes) {
+    const r = await validate(code);
+    t.notMatch(JSON.stringify(r), leaks, `nothing of the file: ${code.split('\n')[0]}`);
+    t.equal(r.valid, true, 'the import is outside what is checked, not an error');
+    t.match(messages(r.warnings), [/^1:\d+ \/.* is not checked: validate_svc checks one module against 'svc'/]);
+    t.notMatch(JSON.stringify(await lint(code)), leaks, 'lint_svc neither');
+  }
+  // Whether a path exists cannot be told from the answer.
+  const there = await validate(`import x from '${secret}';\nexport { x };\n`);
+  const missing = await validate(`import x from '${join(dir, 'nope.ts')}';\nexport { x };\n`);
+  t.same(JSON.parse(JSON.stringify(missing).replaceAll(join(dir, 'nope.ts'), secret)), there, 'an existing file and a missing one answer alike');
+  const ref = await validate(`/// <reference path="${secret}" />\nconst n: number = API_KEY;\nexport {};\n`);
+  t.notMatch(JSON.stringify(ref), leaks);
+  t.match(messages(ref.errors), [/File '.*secret\.ts' not found/, /Cannot find name 'API_KEY'/], 'a referenced file is not read');
+  // What the spec is made of still checks: typebox's types, Node's, TypeScript's lib files.
+  const typebox = await validate("import { Type } from 'typebox';\nimport { Value } from 'typebox/value';\nconst s: number = Type.String();\nexport { s, Value };\n");
+  t.match(messages(typebox.errors), [/^3:7 Type 'TString' is not assignable to type 'number'/]);
+  const node = await validate("import { readFileSync } from 'node:fs';\nconst n: number = readFileSync('x', 'utf8');\nexport { n };\n");
+  t.match(messages(node.errors), [/^2:7 Type 'string' is not assignable to type 'number'/]);
+  const dom = await validate('/// <reference lib="dom" />\nconst d: number = document;\nexport { d };\n');
+  t.match(messages(dom.errors), [/Type 'Document' is not assignable to type 'number'/]);
+});
+
 t.test('svc check: a walker without an entry ability (warning)', async (t) => {
   const idle = `${IMPORTS}export class Idle extends Walker {\n  @exit(Root) bye() {}\n}\nvoid Node; void Edge; void entry; void fn; void restspec; void T; void HTTPMethod;\n`;
   const r = await validate(idle);

@@ -29,9 +29,13 @@
  *   at start).
  * - `await-graph-op` (warning, also a lint rule): a node method's promise
  *   (`here.connect(…)`, `out(…)`) used as a value without `await`.
- * - An import of another module (`./helpers.ts`) or of a subpath of svc
- *   (`svc/testing`) is a warning, not an error: one module is checked, against
- *   `'svc'` alone; what it imports from there is not type-checked.
+ * - An import of another module (`./helpers.ts`), of a subpath of svc
+ *   (`svc/testing`), of a package or of any path is a warning, not an error:
+ *   one module is checked, against `'svc'` alone; what it imports from there
+ *   is not type-checked. Nothing of the machine is read for it: the compiler
+ *   reads the spec, TypeScript's lib files and the declarations the spec is
+ *   made of (typebox, Node's types), nothing else (tools/compiler-files.ts) —
+ *   `import … from '/etc/…'` is "not checked" whether the file exists or not.
  * - `svc/ability-type` (error): `@entry(X)` / `@exit(X)` where `X` is not a
  *   node, edge or walker class (nor a thunk `() => X` returning one, nor the
  *   name of one); or is one of the wrong side — a walker's abilities react to
@@ -51,10 +55,11 @@
  *   private without a word); a warning when it is not a literal, or when it
  *   is on a node or edge class (where svc never reads it).
  */
-import { join, posix } from 'node:path';
+import { dirname, join, posix } from 'node:path';
 import ts from 'typescript';
 import { publicSpec, REPO_ROOT } from '../grammar.ts';
 import { checkSize, ToolInputError, type ToolResult } from '../types.ts';
+import { CompilerFiles } from './compiler-files.ts';
 
 /** Where the snippet and the spec live for the compiler: a folder of the package that is never written (the files are in memory). */
 const DIR = join(REPO_ROOT, '.svc-mcp');
@@ -117,7 +122,12 @@ function checkOptions(): ts.CompilerOptions {
   };
 }
 
-/** A language service over two in-memory files, the spec and the snippet; everything else is read from disk once. */
+/**
+ * A language service over two in-memory files, the spec and the snippet.
+ * What it reads from disk goes through {@link CompilerFiles}: the files the
+ * spec's own program needs (learnt while that program is built, before any
+ * snippet is in it), read once; nothing else of the machine.
+ */
 class SnippetService {
   readonly ls: ts.LanguageService;
   private snippet = join(DIR, 'snippet.ts');
@@ -126,28 +136,32 @@ class SnippetService {
 
   constructor(spec: string) {
     const options = checkOptions();
+    const files = new CompilerFiles(dirname(ts.getDefaultLibFilePath(options)));
     this.texts.set(SPEC_FILE, { text: spec, version: 1 });
     const cache = ts.createModuleResolutionCache(DIR, (f) => f, options);
     const host: ts.LanguageServiceHost = {
       getCompilationSettings: () => options,
-      getScriptFileNames: () => [SPEC_FILE, this.snippet],
+      // Until the files are locked, the program is the spec's alone: what it reads is what may be read.
+      getScriptFileNames: () => (files.isLocked ? [SPEC_FILE, this.snippet] : [SPEC_FILE]),
       getScriptVersion: (f) => String(this.texts.get(f)?.version ?? 0),
       getScriptSnapshot: (f) => {
         const mem = this.texts.get(f);
         if (mem) return ts.ScriptSnapshot.fromString(mem.text);
         if (!this.disk.has(f)) {
-          const text = ts.sys.readFile(f);
-          this.disk.set(f, text === undefined ? undefined : ts.ScriptSnapshot.fromString(text));
+          const text = files.readFile(f);
+          // Not remembered when absent: a client could fill the map with names.
+          if (text === undefined) return undefined;
+          this.disk.set(f, ts.ScriptSnapshot.fromString(text));
         }
         return this.disk.get(f);
       },
       getCurrentDirectory: () => DIR,
       getDefaultLibFileName: (o) => ts.getDefaultLibFilePath(o),
-      fileExists: (f) => this.texts.has(f) || ts.sys.fileExists(f),
-      readFile: (f) => this.texts.get(f)?.text ?? ts.sys.readFile(f),
-      directoryExists: (d) => d === DIR || (ts.sys.directoryExists?.(d) ?? false),
-      getDirectories: (d) => ts.sys.getDirectories(d),
-      realpath: (p) => ts.sys.realpath?.(p) ?? p,
+      fileExists: (f) => this.texts.has(f) || files.fileExists(f),
+      readFile: (f) => this.texts.get(f)?.text ?? files.readFile(f),
+      directoryExists: (d) => d === DIR || files.directoryExists(d),
+      getDirectories: (d) => files.getDirectories(d),
+      realpath: (p) => (this.texts.has(p) ? p : files.realpath(p)),
       useCaseSensitiveFileNames: () => ts.sys.useCaseSensitiveFileNames,
       // `svc` is the spec's ambient module, never svc's own sources (which `import 'svc'` finds inside the package).
       resolveModuleNameLiterals: (literals, containing, _ref, opts, sf) =>
@@ -158,6 +172,9 @@ class SnippetService {
         ),
     };
     this.ls = ts.createLanguageService(host, ts.createDocumentRegistry());
+    // The spec's program, built on the disk as it is; then only what it read stays readable.
+    this.ls.getProgram();
+    files.lock();
   }
 
   /** Make `code` the snippet (named `filename`) and return the program that has it. */
@@ -262,9 +279,10 @@ export async function validateSvc(args: { code: string; filename?: string }): Pr
     if ((d.code === 2339 || d.code === 2551) && d.start !== undefined && explained.has(d.start)) continue;
     const message = ts.flattenDiagnosticMessageText(d.messageText, '\n');
     const p = { ...at(sf, d.start ?? 0), message, code: `TS${d.code}` };
-    // 2307 (cannot find module): another module of the app, or a subpath of svc, is outside what is checked.
+    // 2307 (cannot find module): another module of the app, a subpath of svc, a package or a path is outside what is
+    // checked (nothing but svc's spec and the declarations it is made of is read). Node's own modules are all known.
     const module = d.code === 2307 ? /'([^']+)'/.exec(message)?.[1] : undefined;
-    if (module !== undefined && (module.startsWith('.') || module.startsWith('svc/'))) {
+    if (module !== undefined && !module.startsWith('node:')) {
       warnings.push({ ...p, message: `${module} is not checked: validate_svc checks one module against 'svc'; what it imports from ${module} is typed any` });
       continue;
     }
