@@ -131,6 +131,28 @@ t.test("messages as validate_svc and run_svc show them (no TS code in the text)"
   t.notMatch(explain({ error_message: 'SVC_ERR_ACCESS_DENIED' }).title, /sandbox/, 'an svc code is not the sandbox message');
 });
 
+t.test('a message built to make the TypeScript templates backtrack is answered at once (it froze the server for 36 s)', async (t) => {
+  // TS2713's template, its placeholders filled with one character and its middle repeated without its end: a regular
+  // expression of lazy gaps per template tried every way to split it.
+  const template = "Cannot access '{0}.{1}' because '{0}' is a type, but not a namespace. Did you mean to retrieve the type of the property '{1}' in '{0}' with '{0}[\"{1}\"]'?";
+  const parts = template.split(/\{\d+\}/);
+  const attack = (m: number) => `${parts[0]}x${parts.slice(1, -1).map((p) => `${p}x`).join('').repeat(m)}`;
+  for (const m of [55, 700]) {
+    const input = attack(m);
+    const started = performance.now();
+    const e = explainError({ error_message: input });
+    const ms = performance.now() - started;
+    t.ok(ms < 2000, `${input.length} characters answered in ${ms.toFixed(0)} ms`);
+    t.match(e.title, FALLBACK, 'not a message TypeScript prints');
+  }
+  // The same template, whole: still recognised without its code.
+  const real = "Cannot access 'Todo.title' because 'Todo' is a type, but not a namespace. Did you mean to retrieve the type of the property 'title' in 'Todo' with 'Todo[\"title\"]'?";
+  t.match(explainError({ error_message: real }).title, /^TS2713/);
+  t.match(explainError({ error_message: `app.ts(3,7): ${real}` }).title, /^TS2713/, 'after a file(line,col) prefix');
+  t.match(explainError({ error_message: "Property 'x' does not exist on type 'Root'." }).title, /^TS2339/, 'a placeholder at the end of a piece');
+  t.match(explainError({ error_message: "Cannot find name 'Walker'." }).title, /^TS2304/);
+});
+
 t.test("the code first: the server's own SVC_ERR_BAD_WRITE is the app's mistake, not a client's wrong JSON type", async (t) => {
   // An app whose walker writes a number into a string field: the server answers its own envelope.
   const dir = t.testdir({

@@ -348,7 +348,37 @@ function fromTypeScript(code: number, message: string): Explanation {
   };
 }
 
-let templates: { re: RegExp; code: number }[] | undefined;
+/**
+ * The most characters of a message the patterns look at: what identifies an
+ * error is at its start (a stack or a dump after it is not read), and every
+ * pattern's cost is bounded by it.
+ */
+const EXAMINED_CHARS = 8 * 1024;
+
+let templates: { pieces: string[]; code: number }[] | undefined;
+
+/**
+ * Whether `text` starts as the template whose literal pieces (the text
+ * between its `{0}`, `{1}`… placeholders) are `pieces`: the first piece at
+ * the start, each later one after at least one character of placeholder.
+ * Linear: each piece is looked for once, at its earliest place after the
+ * previous one (the earliest place leaves the most room for the rest, so
+ * nothing is ever tried again — a regular expression of lazy gaps
+ * backtracked exponentially on a repeated pattern).
+ */
+function startsAsTemplate(text: string, pieces: readonly string[]): boolean {
+  const [first = '', ...rest] = pieces;
+  if (!text.startsWith(first)) return false;
+  let at = first.length;
+  for (const piece of rest) {
+    // A placeholder takes at least one character.
+    const found = text.indexOf(piece, at + 1);
+    if (found === -1 || found < at + 1) return false;
+    at = found + piece.length;
+  }
+  return true;
+}
+
 /**
  * The TypeScript diagnostic a message is, by the compiler's own message
  * table (`Property '{0}' does not exist on type '{1}'.` → 2339): messages
@@ -361,11 +391,11 @@ function diagnosticCode(message: string): number | undefined {
     templates = Object.values(table)
       .filter((d) => d.category === typescript.DiagnosticCategory.Error && d.message.length > 12)
       .sort((a, b) => b.message.length - a.message.length)
-      .map((d) => ({ code: d.code, re: new RegExp(`^${d.message.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/\\\{\d+\\\}/g, '[^]+?')}`) }));
+      .map((d) => ({ code: d.code, pieces: d.message.split(/\{\d+\}/) }));
   }
   // The message alone, as a compiler prints it after `error TSxxxx: ` or `file(l,c): `.
-  const text = message.replace(/^.*?\(\d+,\d+\):\s*/, '').trim();
-  return templates.find((t) => t.re.test(text))?.code;
+  const text = message.replace(/^[^\n]*?\(\d+,\d+\):\s*/, '').trim();
+  return templates.find((t) => startsAsTemplate(text, t.pieces))?.code;
 }
 
 let exportNames: Set<string> | undefined;
@@ -437,24 +467,26 @@ export function explainError(args: { error_message: string }): Explanation {
   const coded = errorCode(message);
   const entry = coded ? codes.get(coded.code) : undefined;
   if (coded && entry) {
-    const text = coded.message ?? message;
+    const text = (coded.message ?? message).slice(0, EXAMINED_CHARS);
     const refined = RUNTIME.find((p) => p.codes?.includes(coded.code) && p.re.test(text));
     return refined ? asPattern(refined) : fromCatalogue(entry, coded.message);
   }
 
-  const ts = /\bTS(\d{4,5})\b/.exec(message);
-  if (ts) return fromTypeScript(Number(ts[1]), message);
+  // What the patterns read: the message's start (EXAMINED_CHARS), so that none of them costs more than that.
+  const head = message.slice(0, EXAMINED_CHARS);
+  const ts = /\bTS(\d{4,5})\b/.exec(head);
+  if (ts) return fromTypeScript(Number(ts[1]), head);
 
   for (const p of RUNTIME) {
-    if (p.re.test(message)) return asPattern(p);
+    if (p.re.test(head)) return asPattern(p);
   }
 
-  const byText = diagnosticCode(message);
-  if (byText !== undefined) return fromTypeScript(byText, message);
+  const byText = diagnosticCode(head);
+  if (byText !== undefined) return fromTypeScript(byText, head);
 
-  if (/close|websocket|\bws\b|socket/i.test(message)) {
+  if (/close|websocket|\bws\b|socket/i.test(head)) {
     for (const [code, meaning] of websocketCloseCodes()) {
-      if (new RegExp(`\\b${code}\\b`).test(message)) {
+      if (new RegExp(`\\b${code}\\b`).test(head)) {
         return {
           title: `WebSocket close code ${code}`,
           explanation: meaning,
@@ -466,7 +498,7 @@ export function explainError(args: { error_message: string }): Explanation {
     }
   }
 
-  const status = /\b(?:HTTP\/\d(?:\.\d)?\s+|status(?: code)?\s*:?\s*)?([45]\d\d)\b/.exec(message)?.[1];
+  const status = /\b(?:HTTP\/\d(?:\.\d)?\s+|status(?: code)?\s*:?\s*)?([45]\d\d)\b/.exec(head)?.[1];
   const byStatus = status ? codes.get(STATUS_CODE[status] ?? '') : undefined;
   if (byStatus) {
     const answer = fromCatalogue(byStatus);
@@ -475,7 +507,7 @@ export function explainError(args: { error_message: string }): Explanation {
 
   return {
     title: 'An error svc does not recognise',
-    explanation: `No svc error code, TypeScript diagnostic or known runtime message was found in: ${plain(message).slice(0, 300)}`,
+    explanation: `No svc error code, TypeScript diagnostic or known runtime message was found in: ${plain(head).slice(0, 300)}`,
     suggestion: 'Check the module with `validate_svc`; search the docs with the message\'s key words (`search_docs`); compare with svc://guide/pitfalls. Errors svc answers over HTTP carry a `code` in the envelope — pass that code for a precise explanation.',
     example: EX.module,
     docs_uri: 'svc://guide/pitfalls',
