@@ -192,3 +192,50 @@ export class Save extends Walker {
   t.match(explainError({ error_message: JSON.stringify({ code: 'SVC_ERR_BAD_WRITE', message: 'Note.text: 5 does not match its schema' }) }).title, /schema refuses/);
   t.match(explainError({ error_message: JSON.stringify({ code: 'EXECUTION_ERROR', message: 'visit() takes nodes' }) }).title, /^EXECUTION_ERROR/);
 });
+
+t.test("without its code, the runtime's own BAD_WRITE message is still the app's write; a client's field message stays the client's", async (t) => {
+  // A real app: one walker builds a node with a wrong field (the runtime's message), another takes a string (the client's).
+  const dir = t.testdir({
+    'app.ts': `import { entry, Node, Root, T, Walker } from 'svc';
+export class Bookmark extends Node {
+  static has = T.Object({ title: T.String() });
+  declare title: string;
+}
+export class Save extends Walker {
+  static access = 'pub' as const;
+  @entry(Root) async save(here: Root) {
+    this.report(await here.connect(new Bookmark({ title: 5 as unknown as string })));
+  }
+}
+export class Name extends Walker {
+  static access = 'pub' as const;
+  static has = T.Object({ title: T.String() });
+  declare title: string;
+  @entry(Root) go() {
+    this.report(this.title);
+  }
+}
+`,
+  });
+  const app = await testApp({ entry: `${dir}/app.ts` });
+  t.teardown(() => app.close());
+  const messageOf = (body: unknown) => (JSON.parse(body as string) as { error: { code: string; message: string } }).error;
+  const write = messageOf((await app.inject({ method: 'POST', url: '/walker/Save', body: {} })).body);
+  const client = messageOf((await app.inject({ method: 'POST', url: '/walker/Name', body: { title: 5 } })).body);
+  t.match(write, { code: 'SVC_ERR_BAD_WRITE', message: 'new Bookmark: field "title" must be a string' });
+  t.match(client, { code: 'VALIDATION_ERROR', message: 'Name: field "title" must be a string' });
+
+  // The messages alone, as a log line or a copy without the envelope shows them.
+  const runtime = [write.message, `Error: ${write.message}`, 'new Bookmark: missing required field "title"', 'new Bookmark takes an object of fields', 'Bookmark no longer fits its schema: title must be string', 'Bookmark holds a value that is not JSON (a function, BigInt, Date, undefined or a cycle)'];
+  for (const message of runtime) {
+    const e = explainError({ error_message: message });
+    t.match(e.title, /^SVC_ERR_BAD_WRITE \(HTTP 500\)/, `the app's write: ${message}`);
+    t.match(e.explanation, "the app's mistake, not the client's");
+    t.notMatch(e.title, /wrong JSON type|required field is missing/);
+  }
+  for (const message of [client.message, 'Name: missing required field "title"', 'title: must be a string']) {
+    t.notMatch(explainError({ error_message: message }).title, /SVC_ERR_BAD_WRITE/, `the client's: ${message}`);
+  }
+  t.match(explainError({ error_message: client.message }).title, /wrong JSON type/);
+  t.match(explainError({ error_message: 'Name: missing required field "title"' }).title, /required field is missing/);
+});

@@ -441,8 +441,27 @@ function errorCode(message: string): { code: string; message?: string } | undefi
   if (/\bTS\d{4,5}\b/.test(message)) return undefined;
   const codes = errorCatalogue();
   const token = (message.match(/[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*/g) ?? []).find((t) => codes.has(t));
-  return token === undefined ? undefined : { code: token };
+  if (token !== undefined) return { code: token };
+  const head = message.slice(0, EXAMINED_CHARS);
+  const form = RUNTIME_FORMS.find((f) => f.re.test(head));
+  return form && { code: form.code, message: head };
 }
+
+/**
+ * Messages in a shape only the runtime gives them, with the code it raises
+ * them under: read as that code when the code was left out (a log line, a
+ * message copied without its envelope). The graph's write checks
+ * (actors/walker/archetype.ts, transaction.ts) say `new Bookmark: field
+ * "title" must be a string` (the app's own `new Bookmark({…})`),
+ * `new Bookmark takes an object of fields`, `Bookmark no longer fits its
+ * schema: …`, `Bookmark holds a value that is not JSON (…)`: the app's
+ * write, SVC_ERR_BAD_WRITE. A client's fields are told `Greet: field "name"
+ * must be a string` (VALIDATION_ERROR) — never after `new `.
+ */
+const RUNTIME_FORMS: readonly { re: RegExp; code: string }[] = [
+  { re: /(?:^|[\s"'`:({[])new [A-Za-z_$][\w$]*(?:: | takes an object of fields)/, code: 'SVC_ERR_BAD_WRITE' },
+  { re: / no longer fits its schema: | holds a value that is not JSON \(a function/, code: 'SVC_ERR_BAD_WRITE' },
+];
 
 const STATUS_CODE: Record<string, string> = { '400': 'VALIDATION_ERROR', '401': 'UNAUTHORIZED', '403': 'FORBIDDEN', '404': 'NOT_FOUND', '405': 'METHOD_NOT_ALLOWED', '409': 'CONFLICT', '413': 'PAYLOAD_TOO_LARGE', '415': 'UNSUPPORTED_MEDIA_TYPE', '429': 'TOO_MANY_REQUESTS', '500': 'EXECUTION_ERROR', '503': 'SERVICE_UNAVAILABLE', '504': 'TIMEOUT' };
 
