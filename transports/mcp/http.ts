@@ -128,19 +128,22 @@ export async function listenMcpHttp(options: McpHttpOptions): Promise<McpHttpSer
   sweeper.unref();
   let port = options.port;
 
+  // The bound address as a Host header names it (an IPv6 address in brackets).
+  const bound = options.host.toLowerCase().replace(/^\[|\]$/g, '');
+  const boundHost = bound.includes(':') ? `[${bound}]` : bound;
   const hostAllowed = (host: string | undefined): boolean => {
     if (!host) return false;
     const h = host.toLowerCase();
-    if (loopback) return [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`].includes(h);
+    // On loopback: the usual names of this machine, and the address bound (127.0.0.2 is loopback too).
+    if (loopback) return [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `${boundHost}:${port}`].includes(h);
     // Bound to a named address: that name; bound to every address, the token is the gate.
-    const bound = options.host.toLowerCase();
-    return bound === '0.0.0.0' || bound === '::' || h === `${bound}:${port}` || h === bound;
+    return bound === '0.0.0.0' || bound === '::' || h === `${boundHost}:${port}` || h === boundHost;
   };
   const originAllowed = (origin: string | undefined): boolean => {
     if (origin === undefined) return true; // not a browser
     const o = origin.toLowerCase().replace(/\/$/, '');
-    const own = [`http://127.0.0.1:${port}`, `http://localhost:${port}`, `http://[::1]:${port}`];
-    if (!loopback) own.push(`http://${options.host.toLowerCase()}:${port}`, `https://${options.host.toLowerCase()}:${port}`);
+    const own = [`http://127.0.0.1:${port}`, `http://localhost:${port}`, `http://[::1]:${port}`, `http://${boundHost}:${port}`];
+    if (!loopback) own.push(`https://${boundHost}:${port}`);
     return own.includes(o) || (options.allowedOrigins ?? []).some((a) => a.toLowerCase().replace(/\/$/, '') === o);
   };
   const tokenOk = (header: string | undefined): boolean => {

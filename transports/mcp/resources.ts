@@ -61,8 +61,8 @@ type Group = keyof Exposure;
 type Entry = { info: ResourceInfo; group: Group; load: () => Promise<string> | string };
 
 const MARKDOWN = 'text/markdown';
-/** `svc://<group>/<name>` after decoding: plain names only. */
-const SHAPE = /^([a-z]+)\/([A-Za-z0-9][A-Za-z0-9._-]*)$/;
+/** `svc://<group>/<name>` after decoding: plain names only; the group is the URI's authority, of any case (as the scheme). */
+const SHAPE = /^([A-Za-z]+)\/([A-Za-z0-9][A-Za-z0-9._-]*)$/;
 
 /** Read a shipped page once; later reads come from memory. */
 const pageTexts = new Map<string, Promise<string>>();
@@ -138,6 +138,7 @@ function buildEntries(grammar: GrammarProvider): Map<string, Entry> {
  *
  * @example
  * canonicalUri('svc://docs/%6Fsp')          // 'svc://docs/osp'
+ * canonicalUri('SVC://DOCS/osp')            // 'svc://docs/osp' (scheme and authority are case-insensitive; the name is not)
  * canonicalUri('svc://docs/../../etc/passwd') // throws ToolInputError
  */
 export function canonicalUri(uri: string): string {

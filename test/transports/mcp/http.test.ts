@@ -83,6 +83,33 @@ t.test('SSE', async (t) => {
   t.equal((await client.listPrompts()).prompts.length, 9);
 });
 
+t.test('bound to another loopback address (127.0.0.2), that address is a Host and an Origin of the server', { skip: process.platform === 'linux' ? false : 'binds 127.0.0.2 (all of 127/8 is loopback on Linux)' }, async (t) => {
+  const http = await listenMcpHttp({ transport: 'streamable-http', host: '127.0.0.2', port: 0, token: TOKEN, newServer: () => createMcpServer(MCP_DEFAULTS, pool) });
+  t.teardown(() => http.close());
+  t.equal(http.url, `http://127.0.0.2:${http.port}/mcp`);
+  const send = (headers: Record<string, string>) =>
+    new Promise<number>((resolve, reject) => {
+      const req = request({ host: '127.0.0.2', port: http.port, path: '/mcp', method: 'POST', headers: { ...jsonHeaders, authorization: `Bearer ${TOKEN}`, ...headers } }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('error', reject);
+      req.end(init);
+    });
+  t.equal(await send({ host: `127.0.0.2:${http.port}` }), 200, 'its own address: served');
+  t.equal(await send({ host: `127.0.0.2:${http.port}`, origin: `http://127.0.0.2:${http.port}` }), 200, 'and as an Origin');
+  t.equal(await send({ host: `localhost:${http.port}` }), 200, 'localhost still');
+  t.equal(await send({ host: `127.0.0.3:${http.port}` }), 403, 'another address: 403');
+  t.equal(await send({ host: `evil.example:${http.port}` }), 403, 'a foreign name: 403');
+  // And a real client, at the URL the server gives.
+  const client = new Client({ name: 't', version: '1' });
+  await client.connect(new StreamableHTTPClientTransport(new URL(http.url), { requestInit: { headers: { authorization: `Bearer ${TOKEN}` } } }));
+  t.teardown(() => client.close());
+  const r = await client.callTool({ name: 'get_resource', arguments: { uri: 'SVC://DOCS/osp' } });
+  t.notOk(r.isError, 'SVC://DOCS/osp: scheme and authority of any case');
+  t.equal((r.structuredContent as { uri: string }).uri, 'svc://docs/osp');
+});
+
 t.test('a token is required, on loopback too', async (t) => {
   t.ok(isLoopback('127.0.0.1') && isLoopback('localhost') && isLoopback('::1') && isLoopback('[::1]'));
   t.notOk(isLoopback('0.0.0.0') || isLoopback('10.0.0.1') || isLoopback('::'));

@@ -128,6 +128,12 @@ t.test('URIs that try to leave the table are refused with a ToolInputError', asy
   await t.rejects(resources.read('svc://docs/nonsense'), { message: /unknown resource/ });
   t.equal(canonicalUri('svc://docs/%6Fsp'), 'svc://docs/osp', 'an escaped plain name is fine');
   t.equal((await resources.read('svc://docs/%6Fsp')).uri, 'svc://docs/osp');
+  // A URI's scheme and authority are case-insensitive (RFC 3986); its path is not.
+  for (const uri of ['SVC://DOCS/osp', 'Svc://Docs/osp', 'svc://DOCS/osp']) {
+    t.equal(canonicalUri(uri), 'svc://docs/osp', `${uri}: the same resource`);
+    t.equal((await resources.read(uri)).uri, 'svc://docs/osp');
+  }
+  await t.rejects(resources.read('svc://docs/OSP'), { message: /unknown resource svc:\/\/docs\/OSP/ }, 'the name keeps its case');
 });
 
 t.test('expose flags remove their group, and reading one of its URIs is refused', async (t) => {
