@@ -7,6 +7,12 @@ import { buildCli } from './table.ts';
 
 const cli = buildCli();
 
+// `svc start` under npm: the chain up to npm noted first thing, before the server's slow start (cli/launcher.ts).
+if (process.argv[2] === 'start') {
+  const { recordLauncher, startedByNpm } = await import('./launcher.ts');
+  if (startedByNpm()) recordLauncher();
+}
+
 // cac reads `--duration -3` as a missing value: bench says what is wrong with it (a usage error, exit 2).
 if (process.argv[2] === 'bench') {
   const { negativeFlag } = await import('./commands/bench.ts');

@@ -53,15 +53,30 @@ function parentOf(pid: number): number | undefined {
 
 /** Whether `pid`'s command line is npm's (npm sets its title to `npm exec …`; else node runs npm-cli.js or npx-cli.js). */
 function isNpm(pid: number): boolean {
-  let args: string[];
-  try {
-    args = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
-  } catch {
-    return false;
-  }
+  const args = argsOf(pid);
   const first = args[0] ?? '';
   if (/^(npm|npx)( |$)/.test(first) || /(^|\/)(npm|npx)$/.test(first)) return true;
   return args.slice(0, 3).some((a) => /(^|\/)(npm|npx)-cli\.js$/.test(a) || /\/bin\/(npm|npx)$/.test(a));
+}
+
+/** The command line of `pid` (empty when it is gone). */
+function argsOf(pid: number): string[] {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Whether npm went before it could be recorded: this process runs under
+ * npm's `sh -c` wrapper, and that shell was already handed to PID 1 (npm
+ * killed while the server was starting). Under npm as PID 1 (a container's
+ * `npm start`) the chain is found instead.
+ */
+function wrapperOrphaned(start = process.ppid): boolean {
+  const [shell, flag] = argsOf(start);
+  return /(^|\/)(sh|bash|dash)$/.test(shell ?? '') && flag === '-c' && parentOf(start) === 1;
 }
 
 /**
@@ -73,9 +88,10 @@ function isNpm(pid: number): boolean {
  */
 export function launcherChain(start = process.ppid): number[] | undefined {
   const chain: number[] = [];
-  for (let pid = start, depth = 0; pid > 1 && depth < MAX_DEPTH; depth++) {
+  for (let pid = start, depth = 0; pid >= 1 && depth < MAX_DEPTH; depth++) {
     chain.push(pid);
     if (isNpm(pid)) return chain;
+    if (pid === 1) return undefined;
     const up = parentOf(pid);
     if (up === undefined) return undefined;
     pid = up;
@@ -91,25 +107,53 @@ function intact(chain: readonly number[]): boolean {
   return parentOf(chain[chain.length - 1] as number) !== undefined;
 }
 
+/** The chain as it was when the command began (see {@link recordLauncher}). */
+let recorded: { chain: number[] | undefined; parent: number; orphaned: boolean } | undefined;
+
 /**
- * When this process was started by npm, call `gone` (once) when npm is gone.
- * Returns what is watched (for the start log) and a way to stop, or
- * undefined when nothing is watched.
+ * Note the chain up to the launcher now, as the command begins: a server
+ * takes a while to start, and npm killed meanwhile would leave a chain that
+ * no longer leads to it (its `sh -c` reparented), so it would never be seen
+ * to go. Called first thing by `svc start`; {@link watchLauncher} uses it.
+ *
+ * @example
+ * recordLauncher();
+ */
+export function recordLauncher(): void {
+  recorded ??= { chain: launcherChain(), parent: process.ppid, orphaned: wrapperOrphaned() };
+}
+
+/**
+ * When this process was started by npm, call `gone` (once) when npm is gone
+ * — at once when it went while the server was starting. Returns what is
+ * watched (for the start log) and a way to stop, or undefined when nothing
+ * is watched.
  *
  * @example
  * const watch = watchLauncher((why) => shutdown(why), { enabled: config['scale.server'].watch_launcher });
  */
 export function watchLauncher(gone: (why: string) => void, options: { enabled?: boolean; env?: NodeJS.ProcessEnv } = {}): { watching: string; stop(): void } | undefined {
   if (options.enabled === false || !startedByNpm(options.env ?? process.env)) return undefined;
-  const chain = launcherChain();
-  const parent = process.ppid;
+  recordLauncher();
+  const { chain, parent, orphaned } = recorded as NonNullable<typeof recorded>;
   const launcher = chain?.at(-1);
-  const check = chain ? () => intact(chain) : () => process.ppid === parent;
-  const timer = setInterval(() => {
-    if (check()) return;
+  const check = orphaned ? () => false : chain ? () => intact(chain) : () => process.ppid === parent;
+  let stopped = false;
+  const tick = (): void => {
+    if (stopped || check()) return;
+    stopped = true;
     clearInterval(timer);
-    gone(chain ? `its launcher (npm, pid ${launcher}) is gone` : `its parent (pid ${parent}) is gone`);
-  }, POLL_MS);
+    gone(orphaned ? 'its launcher (npm) was gone before it started' : chain ? `its launcher (npm, pid ${launcher}) is gone` : `its parent (pid ${parent}) is gone`);
+  };
+  const timer = setInterval(tick, POLL_MS);
   timer.unref();
-  return { watching: chain ? `npm (pid ${launcher})` : `the parent (pid ${parent})`, stop: () => clearInterval(timer) };
+  // The first look now (on the next turn, once the caller has logged what it watches): npm may have gone during the start.
+  setImmediate(tick).unref();
+  return {
+    watching: orphaned ? 'npm (already gone)' : chain ? `npm (pid ${launcher})` : `the parent (pid ${parent})`,
+    stop: () => {
+      stopped = true;
+      clearInterval(timer);
+    },
+  };
 }

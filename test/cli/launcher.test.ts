@@ -136,3 +136,36 @@ t.test('only a server started by npm is watched', async (t) => {
     t.match(cmdline(chain?.at(-1) ?? 0), /npm|npx/);
   }
 });
+
+t.test('npx svc start, npx killed while the server is still starting: it drains as soon as it is up', { skip: existsSync('/proc/self/stat') ? false : 'needs /proc' }, async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-npx-early-'));
+  const npx = spawn('npx', ['svc', 'start', ENTRY, '--host', '127.0.0.1', '--port', '0', '--workers', '1'], {
+    cwd: ROOT,
+    env: { ...process.env, SVC_DATA_DIR: dataDir, JWT_SECRET: TEST_SECRET, SVC_TRANSPORT: transport(), SVC_ACCESS_LOG: 'false' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  for (const stream of [npx.stdout, npx.stderr]) stream.on('data', (d: Buffer) => (out += d));
+  const npxPid = npx.pid as number;
+  // The moment the server process exists (long before it serves), npx goes.
+  let server: number | undefined;
+  const started = Date.now();
+  while (server === undefined) {
+    server = descendants(npxPid).find((pid) => /bin\/svc(\.mjs)? start/.test(cmdline(pid)) && /node/.test(cmdline(pid)));
+    if (Date.now() - started > 60_000) throw new Error(`no server process under npx after 60 s:\n${out}`);
+    if (server === undefined) await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+  npx.kill('SIGKILL');
+  const killed = Date.now();
+  t.teardown(() => {
+    if (stateOf(server as number) && stateOf(server as number) !== 'Z') process.kill(server as number, 'SIGKILL');
+  });
+  for (;;) {
+    const state = stateOf(server);
+    if (state === undefined || state === 'Z') break;
+    if (Date.now() - killed > 60_000) throw new Error(`the server (pid ${server}) still runs 60 s after npx was killed during its start`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  t.pass(`the server exited ${Date.now() - killed} ms after npx was killed during its start`);
+  t.equal(await lockFree(join(dataDir, 'anchor_store.db')), true, 'the data folder lock is released');
+});
