@@ -126,8 +126,8 @@ export function buildCli(): CAC {
     });
 
   cli
-    .command('init [dir]', 'Make a new project in dir (default: the current folder): package.json, app.ts, svc.toml, tsconfig.json, .gitignore')
-    .option('--force', 'Replace files that already exist')
+    .command('init [dir]', 'Make a new project in dir, a new or empty folder (default: the current folder): package.json, app.ts, svc.toml, tsconfig.json, .gitignore')
+    .option('--force', 'Write into a folder that is not empty, replacing files that already exist')
     .example('svc init ../myapp && cd ../myapp && npm install && npm run dev')
     .action(async (dir: string | undefined, options: { force?: boolean }) => {
       const { init } = await import('./commands/init.ts');

@@ -2,14 +2,18 @@
  * `svc init [dir]`: a new project that runs as written — `package.json`
  * (scripts `start` and `dev`, a dependency on this svc), `app.ts` (a node type
  * and two walkers), a commented `svc.toml`, a `tsconfig.json` for editor types
- * and a `.gitignore`. Existing files are left alone unless `--force`.
+ * and a `.gitignore`. The folder is a new one, or an empty one (a lone `.git`
+ * counts as empty): a folder that holds anything else is somebody's — a
+ * project's `src/`, an installed package — and one that holds files of the
+ * scaffold would lose them. Both are refused unless `--force` (which writes
+ * the files into it, replacing those of the same names).
  *
  * svc is not on a package registry under its own name (an unrelated package
  * has it), so the dependency names where this svc comes from: the checkout
  * (`file:<path>`), or — when this svc is itself installed — the spec the
  * installing project used, rebased to the new folder.
  */
-import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -214,7 +218,8 @@ const TOML = `# svc.toml: settings of \`svc start\`, read from beside the entry 
 
 /**
  * Write a new project into `dir` (default: the current folder) and say what
- * to do next. Refuses to replace existing files unless `force`.
+ * to do next. Refuses, unless `force`, a folder that holds files of the
+ * scaffold (naming them) or anything else but a `.git`.
  *
  * @example
  * await init('../myapp', {}) // then: cd ../myapp && npm install && npm run dev
@@ -228,6 +233,11 @@ export async function init(dir: string | undefined, flags: { force?: boolean }):
     const existing = Object.keys(files).filter((name) => existsSync(resolve(target, name)));
     if (existing.length > 0 && !flags.force) {
       throw new InitError(`not overwriting ${existing.join(', ')} in ${target} (use --force to replace ${existing.length === 1 ? 'it' : 'them'})`);
+    }
+    const held = existsSync(target) ? readdirSync(target).filter((name) => name !== '.git').sort() : [];
+    if (held.length > 0 && !flags.force) {
+      const shown = held.length > 5 ? `${held.slice(0, 5).join(', ')} and ${held.length - 5} more` : held.join(', ');
+      throw new InitError(`${target} is not empty (it holds ${shown}): svc init makes a project in a new or empty folder (use --force to add the files to it anyway)`);
     }
     mkdirSync(target, { recursive: true });
     for (const [name, text] of Object.entries(files)) writeFileSync(resolve(target, name), text);

@@ -89,6 +89,24 @@ t.test('paths resolve inside the project: symlinks and /proc followed, no "..", 
   t.match(outsideProject(join(tmpdir(), `${RUN_FOLDER_PREFIX}x`, 'evil.mjs'), tmpdir()), /run_svc folder/);
 });
 
+t.test('init makes a new folder of the project: not in node_modules nor a dot-folder, not named like a file', async (t) => {
+  mkdirSync(join(project, 'node_modules/tool/lib'), { recursive: true });
+  mkdirSync(join(project, '.hidden'), { recursive: true });
+  t.teardown(() => {
+    for (const p of ['node_modules', '.hidden']) rmSync(join(project, p), { recursive: true, force: true });
+  });
+  const refused: [string, string[], RegExp][] = [
+    ['init', ['node_modules/tool/lib'], /in node_modules: svc init does not write into installed packages/],
+    ['init', ['node_modules/new-one'], /in node_modules/],
+    ['init', ['.hidden/x'], /dot-folder/],
+    ['init', ['.git'], /dot-folder/],
+    ['init', ['main.ts'], /named like a file/],
+    ['init', ['src/app.mjs'], /named like a file/],
+  ];
+  for (const [command, args, reason] of refused) t.match(judge(command, args), { ok: false, reason }, `svc ${command} ${args.join(' ')}: refused`);
+  for (const args of [['fresh-one'], ['apps/my.app']]) t.match(judge('init', args), { ok: true }, `svc init ${args.join(' ')}: runs`);
+});
+
 t.test('the environment: an allowlist, no secret', async (t) => {
   const env = commandEnv({ PATH: '/bin', HOME: '/h', LC_ALL: 'C', JWT_SECRET: 's', SVC_MCP_TOKEN: 't', DB_PASSWORD: 'p', MY_API_KEY: 'k', DOCDB_URI: 'postgres://u:p@h/d', NODE_OPTIONS: '--require x' }, { SVC_X: '1' });
   t.same(env, { PATH: '/bin', HOME: '/h', LC_ALL: 'C', SVC_X: '1' });
@@ -169,6 +187,27 @@ t.test('the exploits, over streamable HTTP against svc mcp', async (t) => {
     const made = await exec('init', ['fresh']);
     t.equal(made.exit_code, 0, 'init of a new folder inside the project runs');
     t.ok(existsSync(join(project, 'fresh/app.ts')));
+  });
+
+  t.test('init into a folder that exists, into an installed package, as a file name', async (t) => {
+    mkdirSync(join(project, 'src'), { recursive: true });
+    writeFileSync(join(project, 'src/main.ts'), '// the project\'s own code\n');
+    mkdirSync(join(project, 'node_modules/typescript/lib'), { recursive: true });
+    writeFileSync(join(project, 'node_modules/typescript/lib/tsc.js'), '// a package\n');
+    t.teardown(() => {
+      rmSync(join(project, 'src'), { recursive: true, force: true });
+      rmSync(join(project, 'node_modules'), { recursive: true, force: true });
+      rmSync(join(project, 'main.ts'), { recursive: true, force: true });
+    });
+    const src = await exec('init', ['src']);
+    t.match(src, { exit_code: 1, stderr: /src is not empty \(it holds main\.ts\)/ }, 'svc init itself refuses a folder that holds files');
+    t.notOk(existsSync(join(project, 'src/package.json')), 'no package.json added to src/');
+    const pkg = await exec('init', ['node_modules/typescript/lib']);
+    t.match(pkg, { exit_code: 2, stderr: /in node_modules/ }, 'refused before anything runs');
+    t.notOk(existsSync(join(project, 'node_modules/typescript/lib/package.json')), 'the package is untouched');
+    const named = await exec('init', ['main.ts']);
+    t.match(named, { exit_code: 2, stderr: /named like a file/ });
+    t.notOk(existsSync(join(project, 'main.ts')), 'no folder named main.ts');
   });
 
   t.test('start app.ts --faux --no-faux', async (t) => {

@@ -25,6 +25,11 @@
  *   does not exist yet, its nearest existing ancestor), no `..` segment, no
  *   URL, not into the project's `.svc/` (its generated secrets) nor into a
  *   `run_svc` folder.
+ * - `init`'s folder is a new one of the project's: not under `node_modules`
+ *   nor a dot-folder (it would write a package.json into an installed
+ *   package), not named like a module or data file (`init main.ts` made a
+ *   folder that hid the default entry). `svc init` itself refuses a folder
+ *   that exists and holds anything (cli/commands/init.ts).
  * - The child's environment is built from an allowlist (PATH, HOME, locale,
  *   time zone, temp folder, terminal and Node's CA file), never the server's
  *   environment minus a denylist: no secret of the server reaches it.
@@ -55,14 +60,18 @@ const NEVER: Readonly<Record<string, string>> = {
 /** How an option's parsed value is judged: a flag (true/false), a plain name, a path inside the project. */
 type Kind = 'flag' | 'name' | 'path';
 
+/** What a command does with a path: reads it (`read`), or makes a new project folder there (`folder`). */
+type Use = 'read' | 'folder';
+
 interface Rule {
   /** The options taken, by cac's name for them (camelCase of the long form); any other is refused. */
   options: Readonly<Record<string, Kind>>;
   /** The reason to refuse, judging the parsed options and operands; undefined when allowed. */
   judge(options: Readonly<Record<string, string | number | boolean>>, operands: readonly string[]): string | undefined;
-  /** The operands that are paths. */
+  /** The operands that are paths, and what the command does with them. */
   paths(operands: readonly string[]): readonly string[];
-  /** Paths the command reads when none is given (its default entry), relative to the project. */
+  use: Use;
+  /** Modules the command loads when none is given (its default entry), relative to the project. */
   defaults?(options: Readonly<Record<string, string | number | boolean>>, operands: readonly string[]): readonly string[];
   /** Environment the command runs with besides the allowlisted one. */
   env?: Readonly<Record<string, string>>;
@@ -73,6 +82,7 @@ const RULES: Readonly<Record<string, Rule>> = {
     options: { faux: 'flag', profile: 'name', main: 'flag' },
     judge: (o) => (o.faux === true ? undefined : 'svc start runs a server: execute_command runs it only with --faux (print the endpoints); start the app yourself to serve it'),
     paths: (operands) => operands,
+    use: 'read',
     defaults: (_o, operands) => (operands.length === 0 ? ['main.ts', 'app.ts'] : []),
     // svc.toml may turn microservice mode on, where start would run a gateway before it looks at --faux.
     env: { SVC_MICROSERVICES_ENABLED: 'false' },
@@ -81,6 +91,7 @@ const RULES: Readonly<Record<string, Rule>> = {
     options: { force: 'flag' },
     judge: (o) => (o.force === true ? 'svc init --force replaces files: not through execute_command' : undefined),
     paths: (operands) => operands,
+    use: 'folder',
   },
   db: {
     options: { app: 'path', json: 'flag', profile: 'name' },
@@ -91,12 +102,14 @@ const RULES: Readonly<Record<string, Rule>> = {
       return 'svc db through execute_command only reads: stats, inspect, quarantine list, quarantine show <id>';
     },
     paths: () => [],
+    use: 'read',
     defaults: (o) => (o.app === undefined ? ['main.ts'] : []),
   },
   bench: {
     options: { failOnRegression: 'flag' },
     judge: (_o, operands) => judgeBench(operands),
     paths: (operands) => operands.slice(1),
+    use: 'read',
   },
 };
 
@@ -191,9 +204,14 @@ export function judgeCommand(cli: CAC, command: string, args: readonly string[],
   const reason = rule.judge(options, operands);
   if (reason !== undefined) return refuse(reason);
 
-  const paths = [...rule.paths(operands), ...Object.entries(options).filter(([name]) => rule.options[name] === 'path').map(([, v]) => String(v))];
-  for (const path of paths) {
-    const wrong = outsideProject(path, root);
+  const paths: [string, Use][] = [
+    ...rule.paths(operands).map((p): [string, Use] => [p, rule.use]),
+    ...Object.entries(options)
+      .filter(([name]) => rule.options[name] === 'path')
+      .map(([, v]): [string, Use] => [String(v), 'read']),
+  ];
+  for (const [path, use] of paths) {
+    const wrong = outsideProject(path, root, false, use);
     if (wrong !== undefined) return refuse(wrong);
   }
   for (const path of rule.defaults?.(options, operands) ?? []) {
@@ -240,14 +258,21 @@ function within(path: string, folder: string): boolean {
 
 let runFolders: string | undefined;
 
+/** Names a new project folder does not take: a module's or a data file's (`init main.ts` would hide the entry). */
+const FILE_LIKE = /\.(?:[cm]?[jt]s|tsx|jsx|json|toml)$/i;
+
 /**
  * Why `raw` (a path as the command would read it, relative to `root`, the
  * real project folder) is not inside the project, or undefined when it is.
  * `optional`: a path that does not exist is fine as it is (a default entry).
+ * `use`: what the command does with it — a new `folder` is not under
+ * `node_modules` or a dot-folder nor named like a file; judged where the path
+ * really is.
  *
  * @example outsideProject('/proc/4242/cwd/evil.mjs', '/proj') // '"/proc/4242/cwd/evil.mjs" is /tmp/svc-mcp-run-x/evil.mjs, outside the project …'
+ * @example outsideProject('node_modules/typescript/lib', '/proj', false, 'folder') // '… in node_modules: …'
  */
-export function outsideProject(raw: string, root: string, optional = false): string | undefined {
+export function outsideProject(raw: string, root: string, optional = false, use: Use = 'read'): string | undefined {
   const shown = JSON.stringify(raw);
   if (raw.includes('\0')) return `${shown}: a path holds no NUL byte`;
   if (/^[a-z][\w+.-]*:/i.test(raw)) return `${shown}: execute_command takes paths inside the project, not URLs`;
@@ -289,5 +314,11 @@ export function outsideProject(raw: string, root: string, optional = false): str
   }
   const inTmp = within(full, runFolders) ? relative(runFolders, full).split(sep)[0] : undefined;
   if (inTmp?.startsWith(RUN_FOLDER_PREFIX) && !within(root, join(runFolders, inTmp))) return `${where} in a run_svc folder: refused`;
+  if (use === 'read') return undefined;
+  const segments = relative(root, full).split(sep).filter((s) => s !== '');
+  if (segments.includes('node_modules')) return `${where} in node_modules: svc init does not write into installed packages`;
+  const dotted = segments.find((s) => s.startsWith('.'));
+  if (dotted !== undefined) return `${where} in ${JSON.stringify(dotted)}, a dot-folder: execute_command makes new folders of the project only`;
+  if (use === 'folder' && FILE_LIKE.test(segments.at(-1) ?? '')) return `${where} named like a file: svc init makes a project folder, not ${JSON.stringify(segments.at(-1))}`;
   return undefined;
 }
