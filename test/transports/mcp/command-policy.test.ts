@@ -89,13 +89,24 @@ t.test('paths resolve inside the project: symlinks and /proc followed, no "..", 
   t.match(outsideProject(join(tmpdir(), `${RUN_FOLDER_PREFIX}x`, 'evil.mjs'), tmpdir()), /run_svc folder/);
 });
 
-t.test('init makes a new folder of the project: not in node_modules nor a dot-folder, not named like a file', async (t) => {
+t.test('a module to load is the project\'s own source; init makes a new folder of the project', async (t) => {
   mkdirSync(join(project, 'node_modules/tool/lib'), { recursive: true });
+  writeFileSync(join(project, 'node_modules/tool/index.js'), '// a package\n');
   mkdirSync(join(project, '.hidden'), { recursive: true });
+  writeFileSync(join(project, '.hidden/app.ts'), '// not the project\'s source\n');
+  writeFileSync(join(project, 'notes.txt'), 'not a module\n');
+  symlinkSync(join(project, 'node_modules/tool/index.js'), join(project, 'entry.js'));
   t.teardown(() => {
-    for (const p of ['node_modules', '.hidden']) rmSync(join(project, p), { recursive: true, force: true });
+    for (const p of ['node_modules', '.hidden', 'notes.txt', 'entry.js']) rmSync(join(project, p), { recursive: true, force: true });
   });
   const refused: [string, string[], RegExp][] = [
+    ['start', ['node_modules/tool/index.js', '--faux'], /in node_modules: execute_command loads the project's own modules only/],
+    ['start', [join(project, 'node_modules/tool/index.js'), '--faux'], /in node_modules/],
+    ['start', ['entry.js', '--faux'], /is .*node_modules\/tool\/index\.js, which is in node_modules/],
+    ['start', ['.hidden/app.ts', '--faux'], /dot-folder/],
+    ['start', ['notes.txt', '--faux'], /not a module/],
+    ['db', ['inspect', '--app', 'node_modules/tool/index.js'], /in node_modules/],
+    ['db', ['stats', '--app=.hidden/app.ts'], /dot-folder/],
     ['init', ['node_modules/tool/lib'], /in node_modules: svc init does not write into installed packages/],
     ['init', ['node_modules/new-one'], /in node_modules/],
     ['init', ['.hidden/x'], /dot-folder/],
@@ -104,7 +115,14 @@ t.test('init makes a new folder of the project: not in node_modules nor a dot-fo
     ['init', ['src/app.mjs'], /named like a file/],
   ];
   for (const [command, args, reason] of refused) t.match(judge(command, args), { ok: false, reason }, `svc ${command} ${args.join(' ')}: refused`);
-  for (const args of [['fresh-one'], ['apps/my.app']]) t.match(judge('init', args), { ok: true }, `svc init ${args.join(' ')}: runs`);
+  for (const [command, args] of [['start', ['app.ts', '--faux']], ['db', ['inspect', '--app', 'app.ts']], ['init', ['fresh-one']], ['init', ['apps/my.app']]] as [string, string[]][]) {
+    t.match(judge(command, args), { ok: true }, `svc ${command} ${args.join(' ')}: runs`);
+  }
+  // The entry a command picks by itself, when it is a link into a package.
+  symlinkSync(join(project, 'node_modules/tool/index.js'), join(project, 'main.ts'));
+  t.teardown(() => rmSync(join(project, 'main.ts'), { force: true }));
+  t.match(judge('start', ['--faux']), { ok: false, reason: /^the default "main\.ts" is .*, which is in node_modules/ });
+  t.match(judge('db', ['stats']), { ok: false, reason: /^the default "main\.ts" .*node_modules/ });
 });
 
 t.test('the environment: an allowlist, no secret', async (t) => {
@@ -208,6 +226,18 @@ t.test('the exploits, over streamable HTTP against svc mcp', async (t) => {
     const named = await exec('init', ['main.ts']);
     t.match(named, { exit_code: 2, stderr: /named like a file/ });
     t.notOk(existsSync(join(project, 'main.ts')), 'no folder named main.ts');
+  });
+
+  t.test("start and db --app load the project's own modules only, never a package's", async (t) => {
+    const marker = join(outside, 'package-ran');
+    mkdirSync(join(project, 'node_modules/tool'), { recursive: true });
+    writeFileSync(join(project, 'node_modules/tool/index.js'), `import { writeFileSync } from 'node:fs';\nwriteFileSync(${JSON.stringify(marker)}, 'ran');\n`);
+    t.teardown(() => rmSync(join(project, 'node_modules'), { recursive: true, force: true }));
+    const start = await exec('start', ['node_modules/tool/index.js', '--faux']);
+    t.match(start, { exit_code: 2, stdout: '', stderr: /in node_modules: execute_command loads the project's own modules only/ });
+    const db = await exec('db', ['inspect', '--app', 'node_modules/tool/index.js']);
+    t.match(db, { exit_code: 2, stderr: /in node_modules/ });
+    t.notOk(existsSync(marker), "the package's code never ran");
   });
 
   t.test('start app.ts --faux --no-faux', async (t) => {

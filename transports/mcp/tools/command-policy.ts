@@ -25,6 +25,11 @@
  *   does not exist yet, its nearest existing ancestor), no `..` segment, no
  *   URL, not into the project's `.svc/` (its generated secrets) nor into a
  *   `run_svc` folder.
+ * - A module the command loads (`start`'s entry, `db --app`, the entry a
+ *   command picks by itself) is the project's own source: where it really is
+ *   (symlinks followed), not under `node_modules` (a package's code: a build
+ *   tool, a server), not in a dot-folder (`.svc`, `.git`, …), and a `.ts`,
+ *   `.mts`, `.js` or `.mjs` file.
  * - `init`'s folder is a new one of the project's: not under `node_modules`
  *   nor a dot-folder (it would write a package.json into an installed
  *   package), not named like a module or data file (`init main.ts` made a
@@ -37,7 +42,7 @@
 import type { CAC, Command } from 'cac';
 import { lstatSync, realpathSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { basename, dirname, isAbsolute, join, relative, resolve, sep } from 'node:path';
+import { basename, dirname, extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 
 /** The prefix of a `run_svc` folder in the temporary folder (tools/run.ts makes them). */
 export const RUN_FOLDER_PREFIX = 'svc-mcp-run-';
@@ -57,11 +62,15 @@ const NEVER: Readonly<Record<string, string>> = {
   mcp: 'svc mcp is the tool server itself: not run by execute_command (start it from the client\'s configuration)',
 };
 
-/** How an option's parsed value is judged: a flag (true/false), a plain name, a path inside the project. */
-type Kind = 'flag' | 'name' | 'path';
+/** How an option's parsed value is judged: a flag (true/false), a plain name, a path inside the project, a module of the project to load. */
+type Kind = 'flag' | 'name' | 'path' | 'module';
 
-/** What a command does with a path: reads it (`read`), or makes a new project folder there (`folder`). */
-type Use = 'read' | 'folder';
+/**
+ * What a command does with a path: reads it (`read`), loads it as a module
+ * (`module`: the project's own source only), or makes a new project folder
+ * there (`folder`).
+ */
+type Use = 'read' | 'module' | 'folder';
 
 interface Rule {
   /** The options taken, by cac's name for them (camelCase of the long form); any other is refused. */
@@ -82,7 +91,7 @@ const RULES: Readonly<Record<string, Rule>> = {
     options: { faux: 'flag', profile: 'name', main: 'flag' },
     judge: (o) => (o.faux === true ? undefined : 'svc start runs a server: execute_command runs it only with --faux (print the endpoints); start the app yourself to serve it'),
     paths: (operands) => operands,
-    use: 'read',
+    use: 'module',
     defaults: (_o, operands) => (operands.length === 0 ? ['main.ts', 'app.ts'] : []),
     // svc.toml may turn microservice mode on, where start would run a gateway before it looks at --faux.
     env: { SVC_MICROSERVICES_ENABLED: 'false' },
@@ -94,7 +103,7 @@ const RULES: Readonly<Record<string, Rule>> = {
     use: 'folder',
   },
   db: {
-    options: { app: 'path', json: 'flag', profile: 'name' },
+    options: { app: 'module', json: 'flag', profile: 'name' },
     judge: (_o, [sub, ...rest]) => {
       if ((sub === 'stats' || sub === 'inspect') && rest.length === 0) return undefined;
       if (sub === 'quarantine' && rest[0] === 'list' && rest.length === 1) return undefined;
@@ -207,16 +216,16 @@ export function judgeCommand(cli: CAC, command: string, args: readonly string[],
   const paths: [string, Use][] = [
     ...rule.paths(operands).map((p): [string, Use] => [p, rule.use]),
     ...Object.entries(options)
-      .filter(([name]) => rule.options[name] === 'path')
-      .map(([, v]): [string, Use] => [String(v), 'read']),
+      .filter(([name]) => rule.options[name] === 'path' || rule.options[name] === 'module')
+      .map(([name, v]): [string, Use] => [String(v), rule.options[name] === 'module' ? 'module' : 'read']),
   ];
   for (const [path, use] of paths) {
     const wrong = outsideProject(path, root, false, use);
     if (wrong !== undefined) return refuse(wrong);
   }
   for (const path of rule.defaults?.(options, operands) ?? []) {
-    // The entry a command picks by itself is the project's own, but a link out of the project is not.
-    const wrong = outsideProject(path, root, true);
+    // The entry a command picks by itself is the project's own, but a link out of the project (or into a package) is not.
+    const wrong = outsideProject(path, root, true, 'module');
     if (wrong !== undefined) return refuse(`the default ${wrong}`);
   }
   return { ok: true, argv: [command, ...args], help: false, env: commandEnv(env, rule.env), cwd: root };
@@ -258,6 +267,8 @@ function within(path: string, folder: string): boolean {
 
 let runFolders: string | undefined;
 
+/** The extensions of a module a command may load (the project's own source). */
+const MODULE_EXTENSIONS = new Set(['.ts', '.mts', '.js', '.mjs']);
 /** Names a new project folder does not take: a module's or a data file's (`init main.ts` would hide the entry). */
 const FILE_LIKE = /\.(?:[cm]?[jt]s|tsx|jsx|json|toml)$/i;
 
@@ -265,12 +276,13 @@ const FILE_LIKE = /\.(?:[cm]?[jt]s|tsx|jsx|json|toml)$/i;
  * Why `raw` (a path as the command would read it, relative to `root`, the
  * real project folder) is not inside the project, or undefined when it is.
  * `optional`: a path that does not exist is fine as it is (a default entry).
- * `use`: what the command does with it — a new `folder` is not under
- * `node_modules` or a dot-folder nor named like a file; judged where the path
- * really is.
+ * `use`: what the command does with it — a `module` to load must be the
+ * project's own source (not under `node_modules`, not in a dot-folder, a
+ * `.ts`/`.mts`/`.js`/`.mjs` file), a new `folder` not under `node_modules` or
+ * a dot-folder nor named like a file; judged where the path really is.
  *
  * @example outsideProject('/proc/4242/cwd/evil.mjs', '/proj') // '"/proc/4242/cwd/evil.mjs" is /tmp/svc-mcp-run-x/evil.mjs, outside the project …'
- * @example outsideProject('node_modules/typescript/lib', '/proj', false, 'folder') // '… in node_modules: …'
+ * @example outsideProject('node_modules/tshy/dist/esm/index.js', '/proj', false, 'module') // '… is in node_modules: …'
  */
 export function outsideProject(raw: string, root: string, optional = false, use: Use = 'read'): string | undefined {
   const shown = JSON.stringify(raw);
@@ -316,9 +328,16 @@ export function outsideProject(raw: string, root: string, optional = false, use:
   if (inTmp?.startsWith(RUN_FOLDER_PREFIX) && !within(root, join(runFolders, inTmp))) return `${where} in a run_svc folder: refused`;
   if (use === 'read') return undefined;
   const segments = relative(root, full).split(sep).filter((s) => s !== '');
-  if (segments.includes('node_modules')) return `${where} in node_modules: svc init does not write into installed packages`;
+  if (segments.includes('node_modules')) {
+    return use === 'module'
+      ? `${where} in node_modules: execute_command loads the project's own modules only, not a package's code`
+      : `${where} in node_modules: svc init does not write into installed packages`;
+  }
   const dotted = segments.find((s) => s.startsWith('.'));
-  if (dotted !== undefined) return `${where} in ${JSON.stringify(dotted)}, a dot-folder: execute_command makes new folders of the project only`;
+  if (dotted !== undefined) return `${where} in ${JSON.stringify(dotted)}, a dot-folder: execute_command ${use === 'module' ? 'loads the project\'s own source only' : 'makes new folders of the project only'}`;
+  if (use === 'module' && segments.length > 0 && !MODULE_EXTENSIONS.has(extname(full))) {
+    return `${where} not a module: execute_command loads .ts, .mts, .js or .mjs files of the project only`;
+  }
   if (use === 'folder' && FILE_LIKE.test(segments.at(-1) ?? '')) return `${where} named like a file: svc init makes a project folder, not ${JSON.stringify(segments.at(-1))}`;
   return undefined;
 }
