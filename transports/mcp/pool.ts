@@ -22,7 +22,7 @@ import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { compileModule } from '../worker/index.ts';
 import type { TaskOutcome } from './tool-worker.ts';
-import { TOOL_TIMEOUT_MS, ToolInputError, type ToolResult } from './types.ts';
+import { TOOL_TIMEOUT_MS, ToolBusyError, ToolInputError, type ToolResult } from './types.ts';
 
 /** Calls that may wait for a thread (beyond those running); more are refused with {@link ToolBusyError}. */
 export const MAX_QUEUE = 16;
@@ -30,11 +30,6 @@ export const MAX_QUEUE = 16;
 /** A compiler tool that ran out of time (its thread was terminated). */
 export class ToolTimeoutError extends Error {
   override name = 'ToolTimeoutError';
-}
-
-/** The pool's queue is full: the call was refused without waiting. */
-export class ToolBusyError extends Error {
-  override name = 'ToolBusyError';
 }
 
 /**

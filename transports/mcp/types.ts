@@ -18,6 +18,11 @@ export class ToolInputError extends Error {
   override name = 'ToolInputError';
 }
 
+/** A tool's queue is full (the compiler pool's, execute_command's): the call was refused without waiting. */
+export class ToolBusyError extends Error {
+  override name = 'ToolBusyError';
+}
+
 /**
  * Refuse a text input larger than {@link MAX_INPUT_BYTES}.
  * @example checkSize(args.code, 'code');

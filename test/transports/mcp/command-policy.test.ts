@@ -130,11 +130,11 @@ t.test('the environment: an allowlist, no secret', async (t) => {
   t.same(env, { PATH: '/bin', HOME: '/h', LC_ALL: 'C', SVC_X: '1' });
 });
 
-/** `svc mcp` over streamable HTTP in `project`, with `env` added to this process's; a connected SDK client. */
-async function serve(t: Test, env: Record<string, string>): Promise<{ client: Client; proc: ChildProcess }> {
+/** `svc mcp` over streamable HTTP in `cwd` (default the project), with `env` added to this process's; a connected SDK client. */
+async function serve(t: Test, env: Record<string, string>, cwd = project): Promise<{ client: Client; proc: ChildProcess }> {
   const token = 'policy-test-token-0123456789abcdef';
   const proc = spawn(process.execPath, [BIN, 'mcp', '--transport', 'streamable-http', '--port', '0', '--host', '127.0.0.1'], {
-    cwd: project,
+    cwd,
     env: { ...process.env, ...env, SVC_MCP_TOKEN: token },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -319,4 +319,64 @@ console.log('stopped');`;
     t.match(r, { exit_code: 0, command: 'svc token --help', stdout: /\$ svc token \[user_id\] \[entry\]/ });
     t.notMatch(r.stdout, /eyJ/);
   });
+});
+
+t.test('execute_command runs two commands at a time, four wait, more are refused as busy', async (t) => {
+  // A project whose app, as start --faux loads it, counts the loads running at once, then waits for the test's `go`.
+  const busy = join(base, 'busy');
+  mkdirSync(busy);
+  writeFileSync(
+    join(busy, 'app.ts'),
+    `import { appendFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { entry, Root, Walker } from 'svc';
+mkdirSync('running', { recursive: true });
+const me = 'running/' + process.pid;
+writeFileSync(me, '');
+appendFileSync('seen.log', readdirSync('running').length + '\\n');
+while (!existsSync('go')) await new Promise((resolve) => setTimeout(resolve, 20));
+rmSync(me);
+export class Ping extends Walker {
+  static access = 'pub' as const;
+  @entry(Root) go() {
+    this.report('pong');
+  }
+}
+`,
+  );
+  const { client } = await serve(t, {}, busy);
+  type Answer = { isError?: boolean; structuredContent?: Run & { error?: string } };
+  const answers: Answer[] = [];
+  let settle: () => void = () => {};
+  const twoAnswered = new Promise<void>((resolve) => (settle = resolve));
+  const calls = Array.from({ length: 8 }, () =>
+    (client.callTool({ name: 'execute_command', arguments: { command: 'start', args: ['app.ts', '--faux'], timeout: 120 } }, undefined, { timeout: 300_000 }) as Promise<Answer>).then((r) => {
+      answers.push(r);
+      if (answers.length === 2) settle();
+      return r;
+    }),
+  );
+  const seen = () => (existsSync(join(busy, 'seen.log')) ? readFileSync(join(busy, 'seen.log'), 'utf8').trim().split('\n').filter(Boolean).map(Number) : []);
+  try {
+    // The two over the queue are answered at once, while the first two wait for `go`.
+    const deadline = new Promise<'late'>((resolve) => setTimeout(() => resolve('late'), 60_000).unref());
+    t.not(await Promise.race([twoAnswered, deadline]), 'late', 'two calls were answered while the others ran or waited');
+    t.equal(answers.length, 2, 'only those');
+    for (const a of answers) {
+      t.equal(a.isError, true, 'an error result');
+      t.match(a.structuredContent?.error, /execute_command is busy: 2 commands are running and 4 waiting/);
+    }
+    // Both running commands have loaded the app and wait for `go`.
+    const running = () => (existsSync(join(busy, 'running')) ? readdirSync(join(busy, 'running')).length : 0);
+    const until = performance.now() + 120_000;
+    while (running() < 2 && performance.now() < until) await new Promise((resolve) => setTimeout(resolve, 50));
+    t.equal(running(), 2, 'two loads of the app are running');
+  } finally {
+    writeFileSync(join(busy, 'go'), '');
+  }
+  const all = await Promise.all(calls);
+  const ran = all.filter((a) => !a.isError);
+  t.equal(ran.length, 6, 'the two running and the four waiting all ran');
+  for (const a of ran) t.match(a.structuredContent, { exit_code: 0, stdout: /\/walker\/Ping/ });
+  t.equal(seen().length, 6, 'six loads of the app');
+  t.ok(Math.max(...seen()) <= 2, `never more than two at once (seen: ${seen().join(' ')})`);
 });

@@ -24,7 +24,7 @@ import type { CAC, Command } from 'cac';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { ToolInputError, type ToolResult } from '../types.ts';
+import { ToolBusyError, ToolInputError, type ToolResult } from '../types.ts';
 import { judgeCommand } from './command-policy.ts';
 
 /** Where the table is written: the `source` of every command and argument. */
@@ -82,6 +82,41 @@ function commandTable(): CommandTable {
  * @example '…\n[svc mcp: stdout truncated: 52311 more bytes not shown]\n'
  */
 export const MAX_OUTPUT_BYTES = 1024 * 1024;
+
+/**
+ * Commands `execute_command` runs at once in this process (every session of
+ * the server shares them); more wait their turn in a short queue.
+ * @example MAX_RUNNING_COMMANDS // 2
+ */
+export const MAX_RUNNING_COMMANDS = 2;
+
+/**
+ * Commands that may wait for a turn; past them a call is refused at once
+ * with `ToolBusyError` (an error result "execute_command is busy …").
+ * @example MAX_WAITING_COMMANDS // 4
+ */
+export const MAX_WAITING_COMMANDS = 4;
+
+let runningCommands = 0;
+const waitingCommands: (() => void)[] = [];
+
+/** A turn to run a command (its release hands the turn to the next one waiting), or ToolBusyError when the queue is full. */
+async function commandTurn(): Promise<() => void> {
+  const release = (): void => {
+    const next = waitingCommands.shift();
+    if (next) next();
+    else runningCommands--;
+  };
+  if (runningCommands < MAX_RUNNING_COMMANDS) {
+    runningCommands++;
+    return release;
+  }
+  if (waitingCommands.length >= MAX_WAITING_COMMANDS) {
+    throw new ToolBusyError(`execute_command is busy: ${MAX_RUNNING_COMMANDS} commands are running and ${MAX_WAITING_COMMANDS} waiting; try again when one has finished`);
+  }
+  await new Promise<void>((go) => waitingCommands.push(go));
+  return release;
+}
 
 /**
  * One row of `list_commands`.
@@ -200,8 +235,10 @@ export async function getCommand({ name }: { name: string }): Promise<CommandDet
  * project), then run what was judged with {@link runCommand}, in the real
  * project folder (`projectRoot`, default the current folder), with an
  * environment holding no secret of the server. A refusal is a usage error
- * (exit 2) and starts nothing. Throws `ToolInputError` for malformed
- * arguments. `onSpawn` and `maxOutputBytes` are for tests; `env` is the
+ * (exit 2) and starts nothing. At most {@link MAX_RUNNING_COMMANDS} run at
+ * once in the process and {@link MAX_WAITING_COMMANDS} wait (their `timeout`
+ * counts from their start); past that, `ToolBusyError` at once. Throws
+ * `ToolInputError` for malformed arguments. `onSpawn` and `maxOutputBytes` are for tests; `env` is the
  * environment the allowlisted variables are taken from (default the server's).
  *
  * @example
@@ -232,7 +269,15 @@ export async function executeCommand({
   const line = `svc ${[command, ...args].map(quote).join(' ')}`;
   const verdict = judgeCommand(commandTable().build(), command, args, projectRoot, env);
   if (!verdict.ok) return { success: false, exit_code: 2, stdout: '', stderr: `${verdict.reason}\n`, command: line };
-  const run = await runCommand({ argv: verdict.argv, timeout, cwd: verdict.cwd, env: verdict.env, onSpawn, maxOutputBytes });
+  // Each command is a process (a server's worth of memory for start --faux): a client sending many at once would
+  // start them all, so they take turns.
+  const release = await commandTurn();
+  let run: CommandRun;
+  try {
+    run = await runCommand({ argv: verdict.argv, timeout, cwd: verdict.cwd, env: verdict.env, onSpawn, maxOutputBytes });
+  } finally {
+    release();
+  }
   // Help runs as `svc <command> --help` alone: the line shown is what ran.
   return verdict.help ? run : { ...run, command: line };
 }
