@@ -6,11 +6,27 @@
  * package's folder. The file is written under the nearest `node_modules/.cache`
  * so the app's bare imports resolve exactly as the module's own would; svc's
  * own files keep resolving theirs from svc's folder (see {@link ownFiles}).
+ *
+ * Decisions:
+ * - An app with no `node_modules` in or above its folder has its bundle in a
+ *   folder of this user's under the system's temporary folder (mode 0700,
+ *   checked to be this user's own: a planted file there would run as the
+ *   server), never in svc's own folder; its bare imports are resolved from
+ *   svc's folder at bundle time, as they were when the bundle sat there.
+ * - A folder of app bundles is bounded: past {@link KEPT_BUNDLES}, bundles
+ *   not used for {@link BUNDLE_IDLE_MS} are removed when another is written
+ *   (each dev reload, each distinct entry wrote 3–4 MB that stayed forever).
+ *   A bundle is touched when used, and one removed while a process still
+ *   needs it (a worker replaced later) is written again from that process's
+ *   memory ({@link restoreBundle}).
+ * - svc's own modules (the tool server's threads) are bundled into a folder
+ *   of their own (`svc-modules`), which app bundles never prune.
  */
 import { build, type Plugin } from 'esbuild';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { existsSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
+import { tmpdir } from 'node:os';
 import { dirname, extname, isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
@@ -57,14 +73,23 @@ const LOADERS: Record<string, 'ts' | 'js'> = { '.ts': 'ts', '.mts': 'ts', '.cts'
  * and files beside a module (`hash-thread.mjs`, the admin portal) are found.
  */
 function ownFiles(): Plugin {
+  // Whether an app's folder has packages of its own, asked once per folder and build.
+  const packagesOf = new Map<string, string | undefined>();
+  const nodeModulesOf = (dir: string): string | undefined => {
+    if (!packagesOf.has(dir)) packagesOf.set(dir, nodeModulesFrom(dir));
+    return packagesOf.get(dir);
+  };
   return {
     name: 'svc-own-files',
     setup(b) {
       b.onResolve({ filter: /^[^./#]/ }, async (args) => {
         // The nested b.resolve below comes back through here: esbuild's own resolver answers it.
         if (isAbsolute(args.path) || isBuiltin(args.path) || (args.pluginData as Resolving | undefined)?.[RESOLVING]) return undefined;
-        if (!isOwnFile(args.importer)) return { path: args.path, external: true };
-        const found = await b.resolve(args.path, { kind: args.kind, importer: args.importer, resolveDir: args.resolveDir, pluginData: { [RESOLVING]: true } satisfies Resolving });
+        const own = isOwnFile(args.importer);
+        // An app with no node_modules in or above its folder: its bundle is not beside it, and its packages are svc's.
+        if (!own && nodeModulesOf(args.resolveDir) !== undefined) return { path: args.path, external: true };
+        const from = own ? { importer: args.importer, resolveDir: args.resolveDir } : { resolveDir: PACKAGE_ROOT };
+        const found = await b.resolve(args.path, { kind: args.kind, ...from, pluginData: { [RESOLVING]: true } satisfies Resolving });
         // Not installed (an optional peer): left to fail, or not, when the worker imports it, as before bundling.
         if (found.errors.length > 0 || found.external || !isAbsolute(found.path)) return { path: args.path, external: true };
         return { path: pathToFileURL(found.path).href, external: true };
@@ -95,11 +120,104 @@ export function cheapNames(code: string): string {
   return code.replace(NAME_HELPER, (_, t: string) => `var __name = (${t}, value) => ${t}.prototype === undefined ? ${t} : __defProp(${t}, "name", { value, configurable: true });`);
 }
 
-function cacheDir(from: string): string {
-  for (let dir = dirname(from); ; dir = dirname(dir)) {
-    if (existsSync(join(dir, 'node_modules'))) return join(dir, 'node_modules', '.cache', 'svc-workers');
-    if (dirname(dir) === dir) return join(PACKAGE_ROOT, 'node_modules', '.cache', 'svc-workers');
+/**
+ * App bundles a folder keeps whatever their age; beyond them, those unused
+ * for {@link BUNDLE_IDLE_MS} are removed when a bundle is written there.
+ * @example KEPT_BUNDLES // 8
+ */
+export const KEPT_BUNDLES = 8;
+/**
+ * How long a bundle unused (not written, loaded or asked for) is kept beyond
+ * {@link KEPT_BUNDLES}: a process starting workers from it touches it first.
+ * @example BUNDLE_IDLE_MS // 600000
+ */
+export const BUNDLE_IDLE_MS = 10 * 60_000;
+const BUNDLE_NAME = /^[0-9a-f]{16}\.mjs$/;
+
+/** The nearest `node_modules` folder in or above `dir`, if any. */
+function nodeModulesFrom(dir: string): string | undefined {
+  for (let at = dir; ; at = dirname(at)) {
+    if (existsSync(join(at, 'node_modules'))) return join(at, 'node_modules');
+    if (dirname(at) === at) return undefined;
   }
+}
+
+let privateDir: string | undefined;
+
+/**
+ * This user's folder of bundles under the system's temporary folder: made
+ * 0700; one that is not a plain folder of this user's, closed to others (a
+ * shared /tmp where someone made it first), is not used — a fresh one is.
+ */
+function privateTempDir(): string {
+  if (privateDir && existsSync(privateDir)) return privateDir;
+  const uid = process.getuid?.();
+  const dir = join(tmpdir(), `svc-workers-${uid ?? 'user'}`);
+  try {
+    mkdirSync(dir, { mode: 0o700 });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+  }
+  const st = lstatSync(dir);
+  const ours = st.isDirectory() && !st.isSymbolicLink() && (uid === undefined || (st.uid === uid && (st.mode & 0o077) === 0));
+  privateDir = ours ? dir : mkdtempSync(`${dir}-`);
+  return privateDir;
+}
+
+/** Where the bundle of `from` (an app's module, or one of svc's) is written: `svc-workers` or `svc-modules` under the nearest `node_modules/.cache`. */
+function cacheDir(from: string, kind: 'svc-workers' | 'svc-modules'): string {
+  const modules = nodeModulesFrom(dirname(from));
+  return modules === undefined ? join(privateTempDir(), kind) : join(modules, '.cache', kind);
+}
+
+/** The bundles written by this process, by file: what {@link restoreBundle} writes back. */
+const written = new Map<string, string>();
+
+/**
+ * Make sure a bundle this process built is on disk (written again from
+ * memory when another process pruned it) and mark it used. Call it before
+ * starting a thread from the file.
+ *
+ * @example
+ * restoreBundle(this.entry); new Worker(this.entry, { workerData });
+ */
+export function restoreBundle(file: string): void {
+  const code = written.get(file);
+  try {
+    if (existsSync(file)) {
+      const now = new Date();
+      utimesSync(file, now, now);
+      return;
+    }
+    if (code === undefined) return;
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, code);
+  } catch {
+    // A folder that cannot be written: the thread's start reports what is missing.
+  }
+}
+
+/** Remove, beyond the {@link KEPT_BUNDLES} most recently used, the bundles of `dir` unused for {@link BUNDLE_IDLE_MS}. */
+function prune(dir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((n) => BUNDLE_NAME.test(n));
+  } catch {
+    return;
+  }
+  if (names.length <= KEPT_BUNDLES) return;
+  const bundles: { file: string; used: number }[] = [];
+  for (const name of names) {
+    const file = join(dir, name);
+    try {
+      bundles.push({ file, used: statSync(file).mtimeMs });
+    } catch {
+      // Removed meanwhile by another process.
+    }
+  }
+  bundles.sort((a, b) => b.used - a.used);
+  const idleSince = Date.now() - BUNDLE_IDLE_MS;
+  for (const { file, used } of bundles.slice(KEPT_BUNDLES)) if (used < idleSince) rmSync(file, { force: true });
 }
 
 const built = new Map<string, Promise<string>>();
@@ -121,13 +239,15 @@ export function compileWorker(module: string, app?: string): Promise<string> {
     built.set(key, pending);
     pending.catch(() => built.delete(key));
   }
-  return pending;
+  // Built earlier by this process: still there (another may have pruned it), and marked used.
+  return pending.then((file) => (restoreBundle(file), file));
 }
 
 /** Forget what was built (the sources changed: `svc start --dev`). */
 export function forgetBuilds(): void {
   built.clear();
   modules.clear();
+  written.clear();
 }
 
 function toPath(module: string): string {
@@ -141,7 +261,7 @@ async function bundle(path: string, app: string | undefined): Promise<string> {
     `import { runWorker } from ${JSON.stringify(WORKER_MAIN)};`,
     `await runWorker(setupModule, appModule);`,
   ].join('\n');
-  return emit({ stdin: { contents, resolveDir: dirname(app ?? path), sourcefile: 'svc-worker-entry.ts', loader: 'ts' } }, app ?? path);
+  return emit({ stdin: { contents, resolveDir: dirname(app ?? path), sourcefile: 'svc-worker-entry.ts', loader: 'ts' } }, app ?? path, 'svc-workers');
 }
 
 const modules = new Map<string, Promise<string>>();
@@ -158,7 +278,7 @@ export function compileModule(module: string): Promise<string> {
   const path = toPath(module);
   let pending = modules.get(path);
   if (!pending) {
-    pending = emit({ entryPoints: [path] }, path);
+    pending = emit({ entryPoints: [path] }, path, 'svc-modules');
     modules.set(path, pending);
     pending.catch(() => modules.delete(path));
   }
@@ -174,16 +294,16 @@ export function compileModule(module: string): Promise<string> {
  * const file = await compileScript(`import * as app from './main.ts'; …`, sandboxDir);
  */
 export async function compileScript(contents: string, dir: string): Promise<string> {
-  return emit({ stdin: { contents, resolveDir: dir, sourcefile: 'svc-script.ts', loader: 'ts' } }, dir, dir);
+  return emit({ stdin: { contents, resolveDir: dir, sourcefile: 'svc-script.ts', loader: 'ts' } }, dir, 'svc-workers', dir);
 }
 
 type Entry = { stdin: { contents: string; resolveDir: string; sourcefile: string; loader: 'ts' } } | { entryPoints: string[] };
 
 /** Bundle (svc's files in, packages out) and write the file under the cache beside `near` (or into `into`); its path. */
-async function emit(entry: Entry, near: string, into?: string): Promise<string> {
+async function emit(entry: Entry, near: string, kind: 'svc-workers' | 'svc-modules', into?: string): Promise<string> {
   // Written where it is loaded from (its real path: `node_modules` may be a link), so the source map's paths, relative to
   // `outdir`, resolve to the sources: stacks name `app.ts:12:5`, not a path under the cache.
-  const dir = into ?? cacheDir(near);
+  const dir = into ?? cacheDir(near, kind);
   mkdirSync(dir, { recursive: true });
   const outdir = realpathSync(dir);
   const result = await build({
@@ -209,6 +329,13 @@ async function emit(entry: Entry, near: string, into?: string): Promise<string> 
   if (output === undefined) throw new Error(`esbuild produced no output for ${near}`);
   const code = cheapNames(output);
   const file = join(outdir, `${createHash('sha256').update(code).digest('hex').slice(0, 16)}.mjs`);
-  if (!existsSync(file)) writeFileSync(file, code);
+  if (into !== undefined) {
+    writeFileSync(file, code);
+    return file;
+  }
+  if (kind === 'svc-workers') written.set(file, code);
+  if (existsSync(file)) restoreBundle(file);
+  else writeFileSync(file, code);
+  if (kind === 'svc-workers') prune(outdir);
   return file;
 }

@@ -9,6 +9,6 @@ export { PortLink } from './port-link.ts';
 export type { PortLike } from './port-link.ts';
 export { encodeFrames, decodeFrames } from '../codec/index.ts';
 export type { WorkerSetup } from './protocol.ts';
-export { compileWorker, compileModule, compileScript, forgetBuilds, cheapNames } from './compile.ts';
+export { compileWorker, compileModule, compileScript, forgetBuilds, cheapNames, restoreBundle, KEPT_BUNDLES, BUNDLE_IDLE_MS } from './compile.ts';
 export { RelayTransport } from './relay.ts';
 export type { RemoteNode, RelayControl } from './relay.ts';

@@ -12,7 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import { ActorSystem, decodeError, type SystemOptions, type WireError } from '../../kernel/index.ts';
-import { compileWorker } from './compile.ts';
+import { compileWorker, restoreBundle } from './compile.ts';
 import { ThreadTransport } from './thread-transport.ts';
 import type { Control, WorkerBoot } from './protocol.ts';
 import type { RelayControl, RemoteNode } from './relay.ts';
@@ -177,6 +177,8 @@ export class WorkerPool {
       system: { askTimeoutMs: options.system?.askTimeoutMs, stopTimeoutMs: options.system?.stopTimeoutMs },
       ...(this.remote ? { remote: this.remote } : {}),
     };
+    // The bundle may have been pruned by another process since it was built (a thread replaced days later).
+    restoreBundle(this.entry);
     const worker = new Worker(this.entry, { workerData: boot, transferList: Object.values(peers), execArgv: this.execArgv });
     this.threads.set(node, worker);
     return this.watch(node, worker);

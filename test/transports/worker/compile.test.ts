@@ -1,6 +1,16 @@
+// The worker bundles: esbuild's name helper made cheap; where a bundle is written (beside the app's packages, or a
+// private temporary folder when it has none — never svc's own folder) and how many a folder keeps.
 import t from 'tap';
 import { build } from 'esbuild';
-import { cheapNames } from '../../../transports/worker/index.ts';
+import { createHash } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { BUNDLE_IDLE_MS, cheapNames, compileWorker, KEPT_BUNDLES } from '../../../transports/worker/index.ts';
+import { runSvc } from '../../helpers/server.ts';
+
+const PACKAGE_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
 // Two modules each declaring a top-level `Counter`: bundled together, esbuild renames one (`Counter2`).
 const files: Record<string, string> = {
@@ -44,4 +54,113 @@ t.test('the keepNames helper is found and made cheap for arrow functions', async
 
 t.test('code without the helper is left as it is', async (t) => {
   t.equal(cheapNames('const a = 1;\n'), 'const a = 1;\n');
+});
+
+// ---- where bundles are written, and how many stay
+
+const uid = process.getuid?.();
+const realTmp = realpathSync(tmpdir());
+/** A folder in or above the temporary folder that has node_modules (then no app there is without packages). */
+const packagesOverTmp = (() => {
+  for (let at = realTmp; ; at = dirname(at)) {
+    if (existsSync(join(at, 'node_modules'))) return `${at} has node_modules: no folder without packages here`;
+    if (dirname(at) === at) return false;
+  }
+})();
+const inSvc = (file: string) => file.startsWith(`${realpathSync(PACKAGE_ROOT)}/`);
+const appWith = (marker: string) =>
+  `import { entry, Root, Walker } from 'svc';\nimport { Type } from 'typebox';\nexport const marker = ${JSON.stringify(marker)};\nexport const schema = Type.String();\nexport class Ping extends Walker {\n  static access = 'pub' as const;\n  @entry(Root) go() {\n    this.report('pong');\n  }\n}\n`;
+
+t.test('an app with no node_modules in or above its folder: its bundle goes to a private temporary folder, not into svc', { skip: process.platform === 'win32' ? 'POSIX modes' : packagesOverTmp }, async (t) => {
+  const dir = mkdtempSync(join(realTmp, 'svc-compile-nm-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const marker = `no-packages-${process.pid}-${Date.now()}`;
+  writeFileSync(join(dir, 'app.ts'), appWith(marker));
+  const file = await compileWorker(join(dir, 'app.ts'));
+  t.equal(dirname(file), join(realTmp, `svc-workers-${uid}`, 'svc-workers'), 'the user\'s folder under the temporary folder');
+  t.notOk(inSvc(file), 'nothing written into svc\'s own folder');
+  t.equal(statSync(dirname(dirname(file))).mode & 0o777, 0o700, 'closed to other users');
+  const code = readFileSync(file, 'utf8');
+  t.ok(code.includes(marker), 'the app is in it');
+  t.match(code, /from "file:\/\/\/[^"]*\/node_modules\/typebox\//, 'its package import resolved from svc\'s folder');
+  t.notMatch(code, /from "typebox"/, 'not left bare (nothing would find it from there)');
+  // And a real `svc start --faux` loads it from there.
+  const r = await runSvc(['start', 'app.ts', '--faux'], { cwd: dir, clean: true });
+  t.equal(r.code, 0, r.stderr);
+  t.match(r.stdout, /POST \/walker\/Ping/);
+  const svcCache = join(PACKAGE_ROOT, 'node_modules/.cache/svc-workers');
+  const inSvcCache = existsSync(svcCache) ? readdirSync(svcCache).filter((n) => readFileSync(join(svcCache, n), 'utf8').includes(marker)) : [];
+  t.same(inSvcCache, [], 'no bundle of the app in svc\'s node_modules/.cache');
+});
+
+t.test('a temporary folder someone else made first (open to others, or a link) is not used', { skip: uid === undefined ? 'POSIX users' : packagesOverTmp }, async (t) => {
+  const appDir = mkdtempSync(join(realTmp, 'svc-compile-planted-'));
+  const tmp = mkdtempSync(join(realTmp, 'svc-compile-tmp-'));
+  t.teardown(() => {
+    rmSync(appDir, { recursive: true, force: true });
+    rmSync(tmp, { recursive: true, force: true });
+  });
+  writeFileSync(join(appDir, 'app.ts'), appWith(`planted-${Date.now()}`));
+  const planted = join(tmp, `svc-workers-${uid}`);
+  mkdirSync(join(planted, 'svc-workers'), { recursive: true });
+  chmodSync(planted, 0o777);
+  const saved = process.env.TMPDIR;
+  process.env.TMPDIR = tmp;
+  t.teardown(() => {
+    if (saved === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = saved;
+  });
+  // A module instance of its own, which has not picked its folder yet.
+  const fresh = (await import(`${new URL('../../../transports/worker/compile.ts', import.meta.url).href}?planted`)) as typeof import('../../../transports/worker/compile.ts');
+  const file = await fresh.compileWorker(join(appDir, 'app.ts'));
+  t.notOk(file.startsWith(`${planted}/`), 'the folder open to others is not used');
+  t.match(dirname(dirname(file)), new RegExp(`^${tmp}/svc-workers-${uid}-\\w+$`), 'a fresh one of its own');
+  t.equal(statSync(dirname(dirname(file))).mode & 0o777, 0o700);
+  t.same(readdirSync(join(planted, 'svc-workers')), [], 'nothing written into the planted one');
+  // A link in its place (to a folder closed to others, say the planter's): not followed.
+  const tmp2 = mkdtempSync(join(realTmp, 'svc-compile-tmp-'));
+  const target = mkdtempSync(join(realTmp, 'svc-compile-target-'));
+  t.teardown(() => {
+    rmSync(tmp2, { recursive: true, force: true });
+    rmSync(target, { recursive: true, force: true });
+  });
+  symlinkSync(target, join(tmp2, `svc-workers-${uid}`));
+  process.env.TMPDIR = tmp2;
+  const fresh2 = (await import(`${new URL('../../../transports/worker/compile.ts', import.meta.url).href}?linked`)) as typeof import('../../../transports/worker/compile.ts');
+  const linked = await fresh2.compileWorker(join(appDir, 'app.ts'));
+  t.match(dirname(dirname(linked)), new RegExp(`^${tmp2}/svc-workers-${uid}-\\w+$`), 'a link is not used either');
+  t.same(readdirSync(target), [], 'nothing written through it');
+});
+
+t.test(`a bundle folder keeps ${KEPT_BUNDLES} bundles and those used in the last ${BUNDLE_IDLE_MS / 60_000} minutes; a pruned bundle comes back when asked for`, async (t) => {
+  const dir = t.testdir({ node_modules: {} });
+  const cache = join(dir, 'node_modules/.cache/svc-workers');
+  const bundles = () => (existsSync(cache) ? readdirSync(cache).filter((n) => n.endsWith('.mjs')) : []);
+  const old = (file: string, minutes: number) => {
+    const at = new Date(Date.now() - minutes * 60_000);
+    utimesSync(file, at, at);
+  };
+  const files: string[] = [];
+  const total = KEPT_BUNDLES + 2;
+  for (let i = 0; i < total; i++) {
+    writeFileSync(join(dir, `app${i}.ts`), appWith(`app-${i}`));
+    const file = await compileWorker(join(dir, `app${i}.ts`));
+    t.equal(dirname(file), realpathSync(cache), 'under the app\'s node_modules/.cache, as before');
+    files.push(file);
+    // Last used an hour ago, the earliest first.
+    old(file, 60 + total - i);
+  }
+  t.equal(bundles().length, KEPT_BUNDLES, `${total} written, ${KEPT_BUNDLES} kept`);
+  t.notOk(existsSync(files[0] as string), 'the least recently used is gone');
+  t.ok(existsSync(files[total - 1] as string), 'the newest is there');
+  // This process still needs app0's bundle (a worker replaced later): asked for again, it is written back as it was.
+  const again = await compileWorker(join(dir, 'app0.ts'));
+  t.equal(again, files[0]);
+  t.ok(existsSync(again), 'written again');
+  t.equal(createHash('sha256').update(readFileSync(again, 'utf8')).digest('hex').slice(0, 16), basename(again, '.mjs'), 'the same bundle');
+  // Bundles used recently are never removed, however many there are.
+  for (const f of bundles()) utimesSync(join(cache, f), new Date(), new Date());
+  writeFileSync(join(dir, 'late.ts'), appWith('late'));
+  await compileWorker(join(dir, 'late.ts'));
+  t.equal(bundles().length, KEPT_BUNDLES + 2, 'all used within the last minutes: none removed');
 });
