@@ -27,7 +27,15 @@
  * only the processes it counts in: an ask from any other (one it dropped, or
  * one that joined a moment ago) is refused, its link closed, and the sender
  * fails it at once instead of waiting out its deadline. A link that drops
- * fails the asks waiting on that process the same way. With Redis known to
+ * fails the asks waiting on that process the same way. And a member runs no
+ * ask it reads while it is not serving — its lease lapsed by the clock, or it
+ * is joining again — even from a member it counts in: bytes that waited in
+ * its socket through a pause were failed by their sender once the lease
+ * lapsed (and maybe retried elsewhere), so they are answered
+ * `SVC_ERR_NODE_DOWN`, not run. What its threads already had when it lost
+ * the lease (queued, waiting for a partition to start, in a run) fails at
+ * once and stores nothing; a batch that reaches the database after the
+ * lease's end is refused by its fence. With Redis known to
  * be unreachable, a partition's cluster lease is refused at once (no waiting
  * out an outage): graphs are served until this member's lease lapses, then
  * answered 503 until Redis is back.
@@ -112,8 +120,11 @@ function isWildcard(host: string): boolean {
  */
 export class ClusterMember {
   readonly state = new MemberState();
-  /** For metrics: lease renewals Redis took, and those it did not (unreachable, or the lease was lost); times this member rejoined. */
-  readonly counters = { lease_renewals: 0, lease_failures: 0 };
+  /**
+   * For metrics: lease renewals Redis took, and those it did not (unreachable, or the lease was lost); asks of other
+   * members it answered "not run" because it was not serving.
+   */
+  readonly counters = { lease_renewals: 0, lease_failures: 0, refused_asks: 0 };
   private membership: Membership | undefined;
   private pool: MemberPool | undefined;
   private view: MemberView[] = [];
@@ -210,11 +221,25 @@ export class ClusterMember {
     this.links.send(from, to, bytes);
   }
 
+  /**
+   * Whether this member may run what another process asks of it now: its
+   * lease valid by the clock (0 while it is joining again) and not joining
+   * again. The others declare it down only once its key expired in Redis,
+   * which is at least a tenth of the lease after its own view of the lease
+   * ends (`Membership.validUntil`): whatever they failed as sent to a member
+   * that is down arrived, or is read, when this says no.
+   */
+  private serving(): boolean {
+    return !this.rejoining && Date.now() <= this.state.validUntil;
+  }
+
   /** Bytes from another process's node for a worker of this one; false refuses them (their link is closed). */
   private deliver(from: string, to: string, bytes: Uint8Array): boolean {
     const pool = this.pool;
     if (!pool) return true;
-    if (!this.links.linked(processOf(from))) return this.deliverUnlinked(pool, from, to, bytes);
+    const linked = this.links.linked(processOf(from));
+    // Judged when read, against the clock: bytes that waited in a socket while this process was paused come after its lease.
+    if (!linked || !this.serving()) return this.deliverRefusing(pool, from, to, bytes, linked);
     if (pool.deliver(to, from, bytes)) return true;
     // The thread is gone (a crash; it is being replaced): its asks fail now instead of waiting out their deadline.
     let frames: Frame[];
@@ -230,23 +255,35 @@ export class ClusterMember {
   }
 
   /**
-   * Bytes from a process this member does not count in (it dropped it, or has
-   * not seen it join yet): a reply could not reach it (replies go over our
-   * own link to it, and there is none), so its asks are not run — refused,
-   * which closes its link: it fails them at once instead of waiting out their
-   * deadline, and dials again. Tells and replies need no answer: delivered
-   * (a revocation from a member we have not counted in yet still counts).
+   * Bytes whose asks this member must not run: they come from a process it
+   * does not count in (it dropped it, or has not seen it join yet), or this
+   * member is not serving (its lease lapsed by the clock — bytes read after a
+   * pause — or it is joining again; the sender may have failed them already,
+   * and a client retried). Asks are answered `SVC_ERR_NODE_DOWN` ("not run")
+   * over this member's link to the sender; with no link to answer on (replies
+   * go over our own link), refused, which closes the sender's link: it fails
+   * them at once instead of waiting out their deadline, and dials again.
+   * Replies and tells to named actors need no answer and change no graph:
+   * delivered (a revocation from a member not counted in yet still counts);
+   * a tell to a graph's partition only while serving (it would start one).
    */
-  private deliverUnlinked(pool: MemberPool, from: string, to: string, bytes: Uint8Array): boolean {
+  private deliverRefusing(pool: MemberPool, from: string, to: string, bytes: Uint8Array, linked: boolean): boolean {
     let frames: Frame[];
     try {
       frames = decodeFrames(bytes, (address) => pool.system.refFromAddress(address));
     } catch {
       return false;
     }
-    const kept = frames.filter((f) => f.t !== 2);
+    const serving = this.serving();
+    const kept = frames.filter((f) => f.t === 3 || (f.t === 1 && (serving || typeof f.to === 'string')));
     if (kept.length) pool.deliver(to, from, kept.length === frames.length ? bytes : encodeFrames(kept));
-    return kept.length === frames.length;
+    const asks = frames.filter((f) => f.t === 2);
+    if (asks.length === 0) return true;
+    if (!linked) return false;
+    this.counters.refused_asks += asks.length;
+    const error = encodeError(kernelError('SVC_ERR_NODE_DOWN', `${to} is not serving (its cluster lease lapsed, or it is joining the cluster again): the request was not run`));
+    this.links.send(to, from, encodeFrames(asks.map((f) => ({ t: 3, id: (f as { id: number }).id, ok: false, error }))));
+    return true;
   }
 
   private record(): MemberRecord {

@@ -112,6 +112,8 @@ export class ActorCell<M = unknown, R = unknown> {
   private selfStopped = false;
   private idleTimer: TimerHandle | null = null;
   private lastActive = 0;
+  /** Why it was destroyed ({@link destroy}): what it still had, or gets from now on, fails with this. */
+  private stopReason: Error | undefined;
   private cachedLabel: ActorLabel | undefined;
 
   constructor(
@@ -226,7 +228,9 @@ export class ActorCell<M = unknown, R = unknown> {
 
   private dead(msg: unknown, reply: Reply | undefined, reason: DeadLetterReason, code: Parameters<typeof kernelError>[0]): void {
     this.host.deadLetters.publish(this.path, msg, reason);
-    reply?.reject(kernelError(code, `${this.path}: ${reason}`));
+    if (!reply) return;
+    const stopped = reason === 'stopped' || reason === 'forced-stop';
+    reply.reject(stopped && this.stopReason !== undefined ? this.stopReason : kernelError(code, `${this.path}: ${reason}`));
   }
 
   private schedule(): void {
@@ -323,7 +327,7 @@ export class ActorCell<M = unknown, R = unknown> {
     this.inFlight = false;
     const reply = this.inFlightReply;
     this.inFlightReply = undefined;
-    reply?.reject(kernelError('SVC_ERR_ACTOR_STOPPED', `${this.path} stopped while handling this message`));
+    reply?.reject(this.stopReason ?? kernelError('SVC_ERR_ACTOR_STOPPED', `${this.path} stopped while handling this message`));
   }
 
   // ---- lifecycle ----------------------------------------------------------
@@ -473,8 +477,20 @@ export class ActorCell<M = unknown, R = unknown> {
     return this.termination?.promise;
   }
 
-  /** Forced stop: nothing more is processed. */
-  destroy(): Promise<void> {
+  /**
+   * Forced stop: nothing more is processed, now — also when a graceful stop
+   * is under way (its deadline becomes now), or the actor has not started
+   * yet. With `reason`, what it still had (queued, in its handler, waiting
+   * for it to start) and what reaches it from now on fails with `reason`
+   * instead of `SVC_ERR_ACTOR_STOPPED`.
+   */
+  destroy(reason?: Error): Promise<void> {
+    if (reason !== undefined) this.stopReason ??= reason;
+    if (this.termination !== null && this.status === 'stopping' && !this.drainFinished) {
+      this.stopUntil = this.host.clock.now();
+      this.forceStop();
+      return this.termination.promise;
+    }
     return this.stopGracefully(0);
   }
 

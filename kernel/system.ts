@@ -217,6 +217,21 @@ export class ActorSystem implements RefHost {
     return this.kinds.get(kind)?.get(key)?.ref as LocalRef<M, R> | undefined;
   }
 
+  /**
+   * Stop every activation of `kind` in this thread at once — those running,
+   * those still waiting to start (for a lease, say) and those stopping
+   * gracefully: nothing more is processed, and every message they had
+   * (queued, in a handler, waiting for the start) fails with `reason`. For a
+   * thread that must let go of what it holds now (its process lost its
+   * place in a cluster). The next message for a key activates it afresh.
+   *
+   * @example
+   * await system.stopActivations('partition', new SvcError('SVC_ERR_NOT_MEMBER', 'lease lost', { status: 503 }));
+   */
+  stopActivations(kind: string, reason: Error): Promise<void> {
+    return this.kinds.get(kind)?.destroyAll(reason) ?? Promise.resolve();
+  }
+
   /** Live local activations of a kind. */
   activationCount(kind: string): number {
     return this.kinds.get(kind)?.size ?? 0;

@@ -69,6 +69,15 @@ export class KindActivations {
     return n;
   }
 
+  /**
+   * Destroy every activation here now — started or not, stopping included:
+   * what they had queued, were handling or waited to start with fails with
+   * `reason`. Resolves once all have stopped.
+   */
+  destroyAll(reason: Error): Promise<void> {
+    return Promise.all([...this.live.values()].map((cell) => cell.destroy(reason))).then(() => undefined);
+  }
+
   /** The live activation for `key`, if any. */
   get(key: string): ActorCell | undefined {
     const cell = this.live.get(key);

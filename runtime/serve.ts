@@ -76,6 +76,7 @@ import {
   Broker,
   CLUSTER_ACTOR,
   type ClusterAsk,
+  clusterError,
   type Event,
   Invalidation,
   MemberState,
@@ -478,7 +479,8 @@ function graphModule(system: ActorSystem, boot: ServeBoot, registry: Registry, f
           ...(boot.activationLeases ? { lease: remoteLeases(system, MAIN_THREAD) } : {}),
           // A cluster member: each activation claims its root in the store (a late write of a former owner is refused),
           // and nothing is served once this member's lease may have lapsed.
-          ...(member ? { fenced: true, guard: () => member.guard(), onClaim: (rootId: string) => void rt.find<Invalidation>('invalidation')?.publish({ t: 'claim', root: rootId }) } : {}),
+          // Its batches carry the lease's end: one that waited (a pause) until after it is refused by the store.
+          ...(member ? { fenced: true, guard: () => member.guard(), fenceUntil: () => member.validUntil, onClaim: (rootId: string) => void rt.find<Invalidation>('invalidation')?.publish({ t: 'claim', root: rootId }) } : {}),
           // The run deadline is the request timeout: a run the client stopped waiting for is dropped, not committed.
           runTimeoutMs: server.request_timeout_ms,
           timeoutMs: askTimeoutMs(boot),
@@ -1047,7 +1049,11 @@ function controlModule(system: ActorSystem, describe: () => RouteSummary[], fing
           if (msg.t === 'describe') return describe();
           if (msg.t === 'fingerprint') return fingerprint;
           if (msg.t === 'listen') return listen();
-          if (msg.t === 'forget') return rt.need<Graph>('graph').dropActivations().then(() => true);
+          if (msg.t === 'forget') {
+            // At once: what its partitions had (queued, waiting for a lease, in a run) fails, and nothing of it is stored.
+            const lost = clusterError('SVC_ERR_NOT_MEMBER', 'this member lost its cluster lease before the request was run (it was paused or cut off); nothing was stored — retry');
+            return rt.need<Graph>('graph').dropActivations(lost).then(() => true);
+          }
           if (msg.t === 'revocations') return rt.need<() => Promise<void>>('reloadRevocations')().then(() => true);
           if (msg.t === 'leaving') {
             for (const node of msg.nodes) system.nodeLeaving(node);

@@ -49,6 +49,14 @@ export interface GraphOptions {
    * that is not a member must not count on the others to answer it).
    */
   guard?: () => Error | undefined;
+  /**
+   * Until when (a `Date.now()` instant) this process may write the roots it
+   * claims — a cluster member's lease (default: no end). Fenced batches carry
+   * it, and a store refuses one that reaches the database later
+   * (`SVC_ERR_FENCED`): a batch that waited while its process was paused is
+   * never written after others may have taken its root over.
+   */
+  fenceUntil?: () => number;
   /** A fenced partition of this thread claimed its root (publish it: other processes drop their copy). */
   onClaim?: (rootId: string) => void;
   /**
@@ -124,6 +132,7 @@ export class Graph {
     if (options.fenced) context.fenced = true;
     if (options.onClaim) context.onClaim = options.onClaim;
     if (options.guard) context.guard = options.guard;
+    if (options.fenceUntil) context.fenceUntil = options.fenceUntil;
     if (options.logger) context.logger = options.logger;
     if (options.outbox) context.outbox = options.outbox;
     this.system.defineKind<PartitionMsg, unknown>(this.kind, {
@@ -168,17 +177,21 @@ export class Graph {
   }
 
   /**
-   * Stop every partition of this thread: what they hold in memory is
-   * forgotten (this process lost its place in the cluster). Messages already
-   * queued are answered with `reason` (default `SVC_ERR_FENCED`); the next
-   * message for a root activates a fresh partition. Resolves once all have
-   * stopped.
+   * Stop every partition of this thread now: what they hold in memory is
+   * forgotten (this process lost its place in the cluster). Every request
+   * they have — queued, waiting for the partition to start (for its lease),
+   * or in a run, which then stores nothing — is answered with `reason`
+   * (default `SVC_ERR_FENCED`) at once, not after the stop deadline; the
+   * next message for a root activates a fresh partition. Resolves once all
+   * have stopped.
    *
    * @example
    * membership.on('lost', () => void graph.dropActivations());
    */
   async dropActivations(reason: Error = storeError('SVC_ERR_FENCED', 'this process let go of the graphs it held; nothing was stored — retry')): Promise<void> {
-    await Promise.all([...this.activations.values()].map((p) => p.halt(reason)));
+    // First: a run that resumes while its partition is torn down must not commit.
+    for (const partition of this.activations.values()) partition.abandon(reason);
+    await this.system.stopActivations(this.kind, reason);
   }
 
   /** Create a root's graph now (its root node is stored when the partition starts). */

@@ -4,7 +4,7 @@
  * as objects, as a document database takes them — and what comes back is a copy.
  */
 import { storeError } from './errors.ts';
-import type { AnchorStore, BodyForm, CommitBatch, QuarantineEntry, StoredDoc, StoreStats } from './store.ts';
+import { fenceLapsed, type AnchorStore, type BodyForm, type CommitBatch, type QuarantineEntry, type StoredDoc, type StoreStats } from './store.ts';
 
 /**
  * @example
@@ -105,7 +105,7 @@ export class MemoryStore implements AnchorStore {
       chain?.break(error);
       return error;
     };
-    if (batch.fence && (this.owners.get(batch.fence.root) ?? 0) !== batch.fence.token) {
+    if (batch.fence && ((this.owners.get(batch.fence.root) ?? 0) !== batch.fence.token || fenceLapsed(batch.fence))) {
       const error = storeError('SVC_ERR_FENCED');
       chain?.break(error);
       throw error;

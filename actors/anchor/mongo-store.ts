@@ -35,7 +35,7 @@ import {
 } from 'mongodb';
 import { SvcError } from '../../kernel/index.ts';
 import { storeError } from './errors.ts';
-import type { AnchorStore, CommitBatch, CommitChain, QuarantineEntry, StoreStats, StoredDoc } from './store.ts';
+import { fenceLapsed, type AnchorStore, type CommitBatch, type CommitChain, type QuarantineEntry, type StoreStats, type StoredDoc } from './store.ts';
 
 export interface MongoStoreOptions {
   /** The database (default: the one the URI names, else `svc_db`). */
@@ -241,7 +241,7 @@ function toDoc(row: Omit<AnchorRow, 'seq'>): StoredDoc {
  * `tokens` (root → owner token), or undefined when it can.
  */
 function refusalOf(batch: CommitBatch, versions: ReadonlyMap<string, number>, tokens: ReadonlyMap<string, number>): SvcError | undefined {
-  if (batch.fence && (tokens.get(batch.fence.root) ?? 0) !== batch.fence.token) return storeError('SVC_ERR_FENCED');
+  if (batch.fence && ((tokens.get(batch.fence.root) ?? 0) !== batch.fence.token || fenceLapsed(batch.fence))) return storeError('SVC_ERR_FENCED');
   // The batch's own earlier writes count for its later ones.
   const mine = new Map<string, number | undefined>();
   const have = (id: string) => (mine.has(id) ? mine.get(id) : versions.get(id));

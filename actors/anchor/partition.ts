@@ -82,6 +82,8 @@ export interface PartitionContext {
   fenced?: boolean;
   /** Asked before every message: an error answers it, and the activation stops (its memory is no longer trusted). */
   guard?: () => Error | undefined;
+  /** Until when (a `Date.now()` instant) this process may write the roots it claimed: every batch's fence carries it. */
+  fenceUntil?: () => number;
   /** A fenced activation claimed its root (the others may drop what they hold of it). */
   onClaim?: (rootId: string) => void;
   /** The live activations of the thread, by root (kept by the partitions themselves). */
@@ -230,7 +232,8 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     const root = new Anchor(this.rootId, 'node', Root, this.rootId, 0, privateAccess(), {}, [], undefined, undefined);
     root.home = this;
     const batch: CommitBatch = { upserts: [encode(root, this.registry.module, this.context.store.bodyForm)], deletes: [] };
-    if (this.fence) batch.fence = this.fence;
+    const fence = this.fenceNow();
+    if (fence) batch.fence = fence;
     await this.context.store.commit(batch);
     root.version = 1;
     root.isNew = false;
@@ -392,13 +395,21 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
         ),
       );
     }
+    // Stopping (its process let go of its graphs), or no longer allowed to serve (its cluster lease lapsed while the run
+    // went on): nothing is stored, the caller hears why — the owner that takes the root over runs it again on a retry.
+    const refused = this.halted ?? this.context.guard?.();
+    if (refused !== undefined) {
+      void this.halt(refused);
+      return this.failedRun(run, refused);
+    }
     // Memory moves on now; the caller hears back once the store has it.
     for (const a of changes.deletes) if (a.root === this.rootId) this.pendingDeletes.add(a.id);
     for (const a of changes.upserts) if (a.kind === 'edge' && a.isNew && a.root === this.rootId) this.pendingEdges.set(a.id, a);
     run.committed(changes);
     this.unsettled++;
     const commit: CommitBatch = { ...batch, chain: this.chain };
-    if (this.fence) commit.fence = this.fence;
+    const fence = this.fenceNow();
+    if (fence) commit.fence = fence;
     const durable = this.context.store.commit(commit).then(
       () => {
         this.settle(changes);
@@ -511,6 +522,22 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
     const current = this.context.activations === undefined || this.context.activations.get(this.rootId) === this;
     // At once: from now on a new message for the root goes to the next activation, not to this one.
     return this.ctx !== undefined && current ? this.ctx.stop() : Promise.resolve();
+  }
+
+  /** The fence a batch carries now: the claim's token, and until when this process may write (a store refuses it later). */
+  private fenceNow(): Fence | undefined {
+    const fence = this.fence;
+    const until = this.context.fenceUntil;
+    return fence === undefined || until === undefined ? fence : { ...fence, until: until() };
+  }
+
+  /**
+   * This activation is being stopped by force (its thread lets go of every
+   * graph it held): a run still under way stores nothing, its caller gets
+   * `reason`.
+   */
+  abandon(reason: Error): void {
+    this.halted ??= reason;
   }
 
   /**

@@ -18,7 +18,7 @@ import type { SvcError } from '../../kernel/index.ts';
 import { graphError } from '../walker/index.ts';
 import { storeError } from './errors.ts';
 import { PgPool, withSchemaLock } from './pg.ts';
-import type { AnchorStore, CommitBatch, CommitChain, QuarantineEntry, StoredDoc, StoreStats } from './store.ts';
+import { fenceLapsed, type AnchorStore, type CommitBatch, type CommitChain, type QuarantineEntry, type StoredDoc, type StoreStats } from './store.ts';
 
 const COLUMNS = 'id, root, kind, arch_module, arch_type, fingerprint, format_version, version, source, target';
 const SELECT = `${COLUMNS}, body::text AS body`;
@@ -271,6 +271,13 @@ export class PgStore implements AnchorStore {
         const chain = p.batch.chain;
         if (chain?.broken) {
           p.reject(chain.refusal());
+          continue;
+        }
+        // Its writer's ownership ended while it waited for this flush (the database would take it: checked here, last).
+        if (fenceLapsed(p.batch.fence)) {
+          const failure = storeError('SVC_ERR_FENCED');
+          chain?.break(failure);
+          p.reject(failure);
           continue;
         }
         let json = `{"u":[${p.batch.upserts.map(docJson).join(',')}],"d":${JSON.stringify(p.batch.deletes.map((d) => ({ id: d.id, version: d.version })))}`;

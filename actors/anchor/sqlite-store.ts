@@ -13,7 +13,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { SvcError } from '../../kernel/index.ts';
 import { storeError } from './errors.ts';
-import type { AnchorStore, CommitBatch, QuarantineEntry, StoredDoc, StoreStats } from './store.ts';
+import { fenceLapsed, type AnchorStore, type CommitBatch, type QuarantineEntry, type StoredDoc, type StoreStats } from './store.ts';
 
 export interface SqliteStoreOptions {
   /** `NORMAL` (default): durable across process crashes; `FULL`: across power loss. */
@@ -220,7 +220,7 @@ export class SqliteStore implements AnchorStore {
       // Inside the batch's savepoint of a write transaction: no claim can come between this check and the writes.
       if (!this.owners) throw new Error('this store is read only');
       const have = (this.owners.token.get(batch.fence.root) as { token: number } | undefined)?.token ?? 0;
-      if (have !== batch.fence.token) throw new Fenced();
+      if (have !== batch.fence.token || fenceLapsed(batch.fence)) throw new Fenced();
     }
     for (const doc of batch.upserts) {
       const row = { ...doc, source: doc.source ?? null, target: doc.target ?? null, body: typeof doc.body === 'string' ? doc.body : JSON.stringify(doc.body) };

@@ -48,8 +48,10 @@ export interface CommitBatch {
   chain?: CommitChain;
   /**
    * Ownership: applied only if `root`'s owner token ({@link AnchorStore.claim})
-   * is still `token`, checked in the same transaction as the writes; otherwise
-   * `SVC_ERR_FENCED` and nothing is applied. A root never claimed has token 0.
+   * is still `token`, checked in the same transaction as the writes, and —
+   * when the fence has an `until` — only while `Date.now()` has not passed it
+   * when the store applies (or sends) the batch; otherwise `SVC_ERR_FENCED`
+   * and nothing is applied. A root never claimed has token 0.
    */
   fence?: Fence;
 }
@@ -58,6 +60,18 @@ export interface CommitBatch {
 export interface Fence {
   root: string;
   token: number;
+  /**
+   * The `Date.now()` instant the writer's ownership ends (a cluster member's
+   * lease): a batch that reaches the database later — it waited in a queue
+   * while its process was paused — is refused, as if another had claimed
+   * the root (others may take it over once the lease lapsed).
+   */
+  until?: number;
+}
+
+/** Whether a fence's ownership has ended by the clock (see {@link Fence.until}). */
+export function fenceLapsed(fence: Fence | undefined): boolean {
+  return fence?.until !== undefined && Date.now() > fence.until;
 }
 
 /**

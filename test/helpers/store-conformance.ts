@@ -157,6 +157,22 @@ export function storeConformance(t: Test, open: () => Promise<AnchorStore>, prob
     await store.commit({ upserts: [doc()], deletes: [] }); // no fence: not checked
   });
 
+  t.test('fence: past its `until` (the writer\'s lease lapsed while the batch waited) a batch is SVC_ERR_FENCED, breaks its chain, and nothing is applied', { skip: !probe.claims }, async (t) => {
+    const store = await open();
+    t.teardown(() => store.close());
+    const root = '9'.repeat(32);
+    const token = await store.claim!(root);
+    const a = doc({ root });
+    await store.commit({ upserts: [a], deletes: [], fence: { root, token, until: Date.now() + 60_000 } });
+    t.equal((await store.get([a.id])).length, 1, 'within its until, the owner commits');
+    const chain = new CommitChain();
+    const late = doc({ root });
+    await t.rejects(store.commit({ upserts: [late, { ...a, version: 2 }], deletes: [], chain, fence: { root, token, until: Date.now() - 1 } }), { code: 'SVC_ERR_FENCED', status: 503 });
+    t.same(await store.get([late.id]), [], 'nothing of it is written');
+    t.equal((await store.get([a.id]))[0]?.version, 1, 'nor an update');
+    await t.rejects(store.commit({ upserts: [doc({ root })], deletes: [], chain, fence: { root, token } }), 'the batches after it on its chain are refused too');
+  });
+
   t.test('fence: a fenced batch breaks its chain; the later batches are refused and not applied', { skip: !probe.claims }, async (t) => {
     const store = await open();
     t.teardown(() => store.close());

@@ -111,3 +111,45 @@ t.test('a crashing activation is restarted by its kind guardian and keeps servin
   t.equal(system.activation('fragile', 'x')?.cell.incarnations, 2);
   await system.shutdown();
 });
+
+t.test('stopActivations fails at once what every activation had — waiting for its lease, in a handler, queued, stopping — with the reason given', async (t) => {
+  const system = new ActorSystem();
+  const lease = deferred<void>();
+  const slow = deferred<number>();
+  const released: string[] = [];
+  let started = 0;
+  system.defineKind<{ type: 'slow' } | { type: 'get' }, number>('account', {
+    // 'waiting' never gets its lease: it has not started when the activations are stopped.
+    lease: { acquire: (_kind, key) => (key === 'waiting' ? lease.promise : Promise.resolve()), release: (_kind, key) => void released.push(key) },
+    props: () => ({
+      logic: () => {
+        started++;
+        return { receive: (m) => (m.type === 'slow' ? slow.promise : 1) };
+      },
+    }),
+  });
+  const ref = (key: string) => system.activate<{ type: 'slow' } | { type: 'get' }, number>('account', key);
+  const waiting = ref('waiting').ask({ type: 'get' });
+  const inHandler = ref('busy').ask({ type: 'slow' });
+  const queued = ref('busy').ask({ type: 'get' });
+  // One stopping gracefully: it would wait for its handler up to the stop deadline (5 s).
+  const stopping = ref('draining').ask({ type: 'slow' });
+  await flushMicrotasks();
+  void system.stop(system.activation('account', 'draining') as NonNullable<ReturnType<typeof system.activation>>);
+  const reason = Object.assign(new Error('this member lost its lease'), { code: 'SVC_ERR_NOT_MEMBER', status: 503 });
+  const started0 = started;
+  const at = Date.now();
+  await system.stopActivations('account', reason);
+  t.ok(Date.now() - at < 1000, 'at once, not at a stop deadline');
+  for (const [what, p] of [['waiting for its lease', waiting], ['in its handler', inHandler], ['queued', queued], ['stopping', stopping]] as const) {
+    t.equal(await p.catch((e: unknown) => e), reason, `the ask ${what} fails with the reason`);
+  }
+  t.equal(system.activationCount('account'), 0, 'nothing is active');
+  t.same(released.sort(), ['busy', 'draining'], 'the leases held are given back');
+  slow.resolve(7);
+  lease.resolve();
+  await flushMicrotasks();
+  t.equal(started, started0, 'the one waiting for its lease does not start when it comes');
+  t.equal(await ref('busy').ask({ type: 'get' }), 1, 'the next message activates afresh');
+  await system.shutdown();
+});

@@ -1,11 +1,13 @@
 // Ownership fencing: a partition of a fenced graph claims its root; a process whose claim was taken over cannot commit.
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import { ActorSystem, SvcError } from 'svc/kernel';
 import { type AnchorStore, Graph, MemoryStore, SqliteStore, storeError } from 'svc/actors/anchor';
 import { Registry } from 'svc/actors/walker';
 import { Front } from 'svc/transports/http';
 import * as app from '../../fixtures/todo-app.ts';
+import * as counters from '../../fixtures/cluster-app.ts';
+import { deferred } from '../../helpers/latch.ts';
 
 const dir = t.testdir({});
 let n = 0;
@@ -171,6 +173,66 @@ t.test('dropActivations stops every partition of the thread; they reload on the 
   await a.graph.dropActivations(); // nothing left: a no-op
   for (const rootId of roots) t.same(await titles(a.graph, rootId), [rootId.slice(0, 4)]);
   t.equal(await store.claim(roots[0] as string), 3, 'each activation claimed its root: the first, then the one after the drop');
+});
+
+/** A memory store whose edge reads wait while `gate` is armed (a run awaits its store mid-way); `reached` says one waits. */
+class GatedStore extends MemoryStore {
+  gate: Promise<void> | undefined;
+  reached = deferred<void>();
+  override async edges(nodeId: string) {
+    if (this.gate) {
+      this.reached.resolve();
+      await this.gate;
+    }
+    return super.edges(nodeId);
+  }
+}
+
+/** A fenced graph of the counter app on a gated store, with one root whose counter is at 1 and no partition live: its next Bump reads its edges. */
+async function counterAt1(t: Test, guard?: () => Error | undefined) {
+  const store = new GatedStore();
+  const system = new ActorSystem();
+  const graph = await Graph.open({ system, registry: Registry.fromModule(counters), store, fenced: true, ...(guard ? { guard } : {}) });
+  t.teardown(() => system.shutdown());
+  const caller = { rootId: Graph.newRootId() };
+  t.same((await graph.spawn('Bump', {}, { caller })).reports, [1]);
+  await graph.dropActivations();
+  const count = async () => (await graph.spawn('Read', {}, { caller })).reports[0];
+  return { store, graph, caller, count };
+}
+
+t.test('a run whose partition lost its right to serve while it awaited stores nothing: its caller gets why', async (t) => {
+  let lapsed: Error | undefined;
+  const { store, graph, caller, count } = await counterAt1(t, () => lapsed);
+  const gate = deferred<void>();
+  store.gate = gate.promise;
+  const run = graph.spawn('Bump', {}, { caller });
+  await store.reached.promise;
+  // Its cluster lease lapsed meanwhile (a pause): the run must not commit when it goes on.
+  lapsed = new SvcError('SVC_ERR_NOT_MEMBER', 'lease lapsed', { status: 503 });
+  store.gate = undefined;
+  gate.resolve();
+  await t.rejects(run, { code: 'SVC_ERR_NOT_MEMBER' });
+  lapsed = undefined;
+  t.equal(await count(), 1, 'nothing of it was stored');
+});
+
+t.test('dropActivations fails a run under way at once, with the reason given, and it stores nothing', async (t) => {
+  const { store, graph, caller, count } = await counterAt1(t);
+  const gate = deferred<void>();
+  store.gate = gate.promise;
+  const run = graph.spawn('Bump', {}, { caller });
+  const queued = graph.spawn('Bump', {}, { caller });
+  await store.reached.promise;
+  const reason = new SvcError('SVC_ERR_NOT_MEMBER', 'this member lost its lease', { status: 503 });
+  await graph.dropActivations(reason);
+  t.equal(await run.catch((e: unknown) => e), reason, 'the run under way fails with the reason, without waiting for it');
+  t.equal(await queued.catch((e: unknown) => e), reason, 'so does the one queued behind it');
+  store.gate = undefined;
+  gate.resolve();
+  // The abandoned run goes on in the background: give it every chance to commit before reading.
+  await new Promise((resolve) => setImmediate(resolve));
+  t.equal(await count(), 1, 'nothing of either was stored when the run went on');
 });
 
 t.test('an HTTP answer for SVC_ERR_FENCED is 503 with Retry-After', async (t) => {

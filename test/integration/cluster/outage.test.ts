@@ -3,48 +3,10 @@
 import t, { type Test } from 'tap';
 import { skipRedis, startRedis } from '../../helpers/redis.ts';
 import { tokenFor, type Server } from '../../helpers/server.ts';
-import { adminToken, startCluster, walk, waitForMembers } from './helpers.ts';
+import { eventually, memberId, startCluster, timed, walk, waitForMembers, type Timed } from './helpers.ts';
 
 // Several real processes per test: more than the default per-file time on a loaded 2-core machine.
 t.setTimeout(360_000);
-
-/** What one request got, and how long it took. */
-type Timed = { status: number; code?: string; retryAfter: string | null; value?: unknown; sentAt: number; doneAt: number };
-
-/** POST a walker with a token; gives up after `abortMs` (status 0) so that a hang fails the test without waiting it out. */
-async function timed(url: string, walker: string, token: string, abortMs = 15_000): Promise<Timed> {
-  const sentAt = Date.now();
-  try {
-    const res = await fetch(`${url}/walker/${walker}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-      body: '{}',
-      signal: AbortSignal.timeout(abortMs),
-    });
-    const body = (await res.json().catch(() => undefined)) as { data?: { reports?: unknown[] }; error?: { code?: string } } | undefined;
-    return { status: res.status, code: body?.error?.code, retryAfter: res.headers.get('retry-after'), value: body?.data?.reports?.[0], sentAt, doneAt: Date.now() };
-  } catch {
-    return { status: 0, retryAfter: null, sentAt, doneAt: Date.now() };
-  }
-}
-
-/** Poll `check` until it holds; fails after `ms`. */
-async function eventually(check: () => Promise<boolean>, ms: number, what: string): Promise<void> {
-  const until = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`not within ${ms} ms: ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
-/** The member id (`<process>-<incarnation>`) the server runs under now, as `/admin/cluster` shows it. */
-async function memberId(via: Server, of: Server): Promise<string> {
-  const res = await fetch(`${via.url}/admin/cluster`, { headers: { authorization: `Bearer ${await adminToken(via)}` } });
-  const members = ((await res.json()) as { data: { members: { id: string; pid: number }[] } }).data.members;
-  const found = members.find((m) => m.pid === of.proc.pid);
-  if (!found) throw new Error(`no member with pid ${of.proc.pid} in ${JSON.stringify(members)}`);
-  return found.id;
-}
 
 /** A request answered in the way the README promises during an outage: at once, served or 503 with Retry-After. */
 function answered(t: Test, r: Timed, boundMs: number, what: string): void {
