@@ -715,8 +715,9 @@ function relay(ctx: RelayContext, u: Upstream, req: IncomingMessage, client: Soc
       if (!(name.toLowerCase() in fwd)) lines.push(`${name}: ${req.rawHeaders[i + 1]}`);
     }
     for (const [k, v] of Object.entries(fwd)) lines.push(`${k}: ${v}`);
+    // Only the upgrade's head: bytes the client sent after it (`head`) follow once the module switched. Sent now,
+    // a request pipelined behind a refused upgrade reached the module, and its answer went back to the client.
     upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
-    if (head.length > 0) upstream.write(head);
   });
   const onData = (chunk: Buffer) => {
     answer = Buffer.concat([answer, chunk]);
@@ -735,6 +736,7 @@ function relay(ctx: RelayContext, u: Upstream, req: IncomingMessage, client: Soc
     }
     state = 'piped';
     client.write(answer);
+    if (head.length > 0) upstream.write(head);
     upstream.pipe(client);
     client.pipe(upstream);
   };

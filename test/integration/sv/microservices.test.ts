@@ -75,10 +75,15 @@ t.test('a gateway in front of three module processes', async (t) => {
   t.equal(revoked.body.error.code, 'UNAUTHORIZED');
   const fresh = await tokenOf(gw.url, 'ada', 'another correct horse battery');
 
-  // An upgrade that is not switched gets its one answer, then the connection closes: no tunnel to a module.
-  const tunnel = await rawExchange(gw.port, 'GET /function/charge HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\nPOST /user/register HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}');
+  // An upgrade that is not switched gets its one answer, then the connection closes: no tunnel to a module,
+  // and what was pipelined behind it never reaches the module (the charges are counted before and after).
+  const counted = async (): Promise<number> => (await post(`${gw.url}/walker/AddCharge`, { amount: 1 }, bearer(fresh))).body.data.reports[0].count as number;
+  const charges = await counted();
+  const smuggled = `POST /walker/AddCharge HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${fresh}\r\nContent-Type: application/json\r\nContent-Length: 12\r\n\r\n{"amount":1}`;
+  const tunnel = await rawExchange(gw.port, `GET /function/charge HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n${smuggled}`);
   t.notMatch(tunnel, /^HTTP\/1\.1 101/);
   t.equal((tunnel.match(/HTTP\/1\.1 \d{3}/g) ?? []).length, 1, 'one answer, and the socket closed');
+  t.equal(await counted(), charges + 1, 'the request pipelined behind the refused upgrade was not run');
   // A preflight with a method that is no HTTP token: answered, nothing crashes.
   const odd = await rawExchange(gw.port, 'OPTIONS /function/find HTTP/1.1\r\nHost: x\r\nOrigin: https://shop.example\r\nAccess-Control-Request-Method: \u00b5\r\nConnection: close\r\n\r\n', 'latin1');
   t.match(odd, /^HTTP\/1\.1 204/);
