@@ -132,6 +132,8 @@ export class ClusterMember {
   private app = '';
   private readonly startedAt = Date.now();
   private rejoining = false;
+  /** The lease was lost again while this member was joining again: it joins once more when done. */
+  private lostAgain = false;
   /** Lost its lease and not joined again yet: it counts no other member in (no links, no remote nodes). */
   private outside = false;
   /** Joins so far: each incarnation is a new member id (`<process>-<n>`); node ids stay `<process>/<thread>`. */
@@ -327,8 +329,8 @@ export class ClusterMember {
     this.state.joined = true;
     // The workers read the lease's validity from shared memory: kept fresh here, well inside a heartbeat.
     this.ticker = setInterval(() => {
-      // Not while it is joining again: it serves only once it counts the others in again.
-      if (this.membership && !this.outside) this.state.validUntil = this.membership.validUntil();
+      // Not while it is joining again: it serves only once its workers see the others again (see lost()).
+      if (this.membership && !this.rejoining) this.state.validUntil = this.membership.validUntil();
     }, Math.max(10, Math.floor(this.options.leaseMs / 20)));
     this.onChange(this.membership.members());
   }
@@ -361,9 +363,20 @@ export class ClusterMember {
     this.pool?.setRemote(nodes, this.outside ? encodeError(clusterError('SVC_ERR_NOT_MEMBER', 'this member lost its cluster lease before the answer came (it was paused or cut off); retry')) : undefined);
   }
 
-  /** This member was declared dead (paused past its lease, or Redis lost its data): forget, then join again. */
+  /**
+   * This member was declared dead (paused past its lease, or Redis lost its
+   * data): forget, then join again. It serves again — the validity its
+   * workers read is published — only once every worker has the new view of
+   * the members (a worker still placing roots by the empty view of the
+   * outage would start here a root another member holds, and wait for its
+   * lease).
+   */
   private async lost(): Promise<void> {
-    if (this.rejoining || !this.membership) return;
+    if (!this.membership) return;
+    if (this.rejoining) {
+      this.lostAgain = true;
+      return;
+    }
     this.rejoining = true;
     this.state.validUntil = 0;
     this.state.joined = false;
@@ -390,14 +403,20 @@ export class ClusterMember {
         }
       }
       this.outside = false;
+      this.onChange(this.membership.members());
+      // Revocations published while this member counted as gone never reached it: read them again. A worker's answer
+      // also says it has the new view of the members (sent before, on the same port).
+      if (pool) await Promise.allSettled(pool.workers.map((node) => pool.system.refFromAddress({ node, path: '/user/http' }).ask({ t: 'revocations' }, 10_000)));
+      if (this.closed) return;
       this.state.validUntil = this.membership.validUntil();
       this.state.joined = true;
-      this.onChange(this.membership.members());
-      // Revocations published while this member counted as gone never reached it: read them again.
-      if (pool) await Promise.allSettled(pool.workers.map((node) => pool.system.refFromAddress({ node, path: '/user/http' }).ask({ t: 'revocations' }, 10_000)));
       this.options.log('info', 'joined the cluster again');
     } finally {
       this.rejoining = false;
+    }
+    if (this.lostAgain) {
+      this.lostAgain = false;
+      void this.lost();
     }
   }
 
