@@ -39,16 +39,23 @@ export function startedByNpm(env: NodeJS.ProcessEnv = process.env): boolean {
   return Boolean(env.npm_command || env.npm_lifecycle_event);
 }
 
-/** The parent of `pid` from `/proc`, or undefined when it is gone (or there is no `/proc`). */
+/**
+ * The parent of `pid` from `/proc`, or undefined when it is gone (or there is
+ * no `/proc`). Any other failure to read (out of file descriptors: EMFILE)
+ * throws: it says nothing of the process, and must not read as "gone".
+ */
 function parentOf(pid: number): number | undefined {
+  let stat: string;
   try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // `pid (comm) state ppid …`: the command name may hold spaces and parentheses; the last ')' ends it.
-    const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
-    return Number.isInteger(ppid) ? ppid : undefined;
-  } catch {
-    return undefined;
+    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ESRCH') return undefined;
+    throw error;
   }
+  // `pid (comm) state ppid …`: the command name may hold spaces and parentheses; the last ')' ends it.
+  const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+  return Number.isInteger(ppid) ? ppid : undefined;
 }
 
 /** Whether `pid`'s command line is npm's (npm sets its title to `npm exec …`; else node runs npm-cli.js or npx-cli.js). */
@@ -76,7 +83,11 @@ function argsOf(pid: number): string[] {
  */
 function wrapperOrphaned(start = process.ppid): boolean {
   const [shell, flag] = argsOf(start);
-  return /(^|\/)(sh|bash|dash)$/.test(shell ?? '') && flag === '-c' && parentOf(start) === 1;
+  try {
+    return /(^|\/)(sh|bash|dash)$/.test(shell ?? '') && flag === '-c' && parentOf(start) === 1;
+  } catch {
+    return false;
+  }
 }
 
 /**
@@ -92,7 +103,12 @@ export function launcherChain(start = process.ppid): number[] | undefined {
     chain.push(pid);
     if (isNpm(pid)) return chain;
     if (pid === 1) return undefined;
-    const up = parentOf(pid);
+    let up: number | undefined;
+    try {
+      up = parentOf(pid);
+    } catch {
+      return undefined;
+    }
     if (up === undefined) return undefined;
     pid = up;
   }
@@ -102,9 +118,14 @@ export function launcherChain(start = process.ppid): number[] | undefined {
 /** Whether the recorded chain still holds: this process's parent is its first link, and each link's parent the next. */
 function intact(chain: readonly number[]): boolean {
   if (process.ppid !== chain[0]) return false;
-  for (let i = 0; i + 1 < chain.length; i++) if (parentOf(chain[i] as number) !== chain[i + 1]) return false;
-  // The launcher itself: still there (its parent may change freely).
-  return parentOf(chain[chain.length - 1] as number) !== undefined;
+  try {
+    for (let i = 0; i + 1 < chain.length; i++) if (parentOf(chain[i] as number) !== chain[i + 1]) return false;
+    // The launcher itself: still there (its parent may change freely).
+    return parentOf(chain[chain.length - 1] as number) !== undefined;
+  } catch {
+    // Cannot tell now (no descriptor to read with): looked at again at the next tick.
+    return true;
+  }
 }
 
 /** The chain as it was when the command began (see {@link recordLauncher}). */
