@@ -32,7 +32,7 @@
  * is joining again — even from a member it counts in: bytes that waited in
  * its socket through a pause were failed by their sender once the lease
  * lapsed (and maybe retried elsewhere), so they are answered
- * `SVC_ERR_NODE_DOWN`, not run. What its threads already had when it lost
+ * `SVC_ERR_NOT_MEMBER`, not run. What its threads already had when it lost
  * the lease (queued, waiting for a partition to start, in a run) fails at
  * once and stores nothing; a batch that reaches the database after the
  * lease's end is refused by its fence. With Redis known to
@@ -261,7 +261,7 @@ export class ClusterMember {
    * does not count in (it dropped it, or has not seen it join yet), or this
    * member is not serving (its lease lapsed by the clock — bytes read after a
    * pause — or it is joining again; the sender may have failed them already,
-   * and a client retried). Asks are answered `SVC_ERR_NODE_DOWN` ("not run")
+   * and a client retried). Asks are answered `SVC_ERR_NOT_MEMBER` ("not run")
    * over this member's link to the sender; with no link to answer on (replies
    * go over our own link), refused, which closes the sender's link: it fails
    * them at once instead of waiting out their deadline, and dials again.
@@ -283,7 +283,8 @@ export class ClusterMember {
     if (asks.length === 0) return true;
     if (!linked) return false;
     this.counters.refused_asks += asks.length;
-    const error = encodeError(kernelError('SVC_ERR_NODE_DOWN', `${to} is not serving (its cluster lease lapsed, or it is joining the cluster again): the request was not run`));
+    // As its partitions' guard would answer (and did before the request reached them): retry, it was not run.
+    const error = encodeError(clusterError('SVC_ERR_NOT_MEMBER', `the member of ${to} is not serving right now (its cluster lease lapsed, or it is joining again): the request was not run; retry`));
     this.links.send(to, from, encodeFrames(asks.map((f) => ({ t: 3, id: (f as { id: number }).id, ok: false, error }))));
     return true;
   }
