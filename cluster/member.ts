@@ -152,7 +152,7 @@ export class ClusterMember {
       redis,
       cluster: options.name,
       processId: this.memberId,
-      onError: (error: unknown) => options.log('warn', `cluster lease: ${(error as Error).message ?? error}`),
+      onError: (error: unknown) => this.leaseTrouble(error),
     });
   }
 
@@ -167,6 +167,21 @@ export class ClusterMember {
       this.state.redisDown ? Promise.reject(redisUnreachable(`the cluster lease of ${kind}/${key} cannot be taken: Redis is unreachable`)) : this.lease.acquire(`${kind}@${this.app}`, key),
     release: (kind, key) => this.lease.release(`${kind}@${this.app}`, key),
   };
+
+  /** A lease that could not be given back was said in this outage of Redis (see {@link leaseTrouble}). */
+  private leaseTroubleSaid = false;
+
+  /**
+   * A graph's cluster lease could not be given back in Redis (it is given
+   * back once Redis answers again): said once per outage, in svc's words —
+   * not at all when the member already said Redis is unreachable, or the
+   * connection is known to be down (every release fails then).
+   */
+  private leaseTrouble(error: unknown): void {
+    if (this.leaseTroubleSaid || this.state.redisDown || this.redis.status !== 'ready') return;
+    this.leaseTroubleSaid = true;
+    this.options.log('warn', `a graph's cluster lease could not be given back in Redis (${error instanceof Error ? error.message : String(error)}); it is given back once Redis answers again`);
+  }
 
   /** A digest of the link secret: members whose digest differs cannot link with this one. */
   private readonly proof: string;
@@ -322,6 +337,7 @@ export class ClusterMember {
       onRenewal: (ok) => void (ok ? this.counters.lease_renewals++ : this.counters.lease_failures++),
       onRedis: (up, error) => {
         this.state.redisDown = !up;
+        this.leaseTroubleSaid = false;
         if (up) this.options.log('info', 'Redis is reachable again');
         else this.options.log('warn', `Redis is unreachable (${error?.message ?? 'no answer'}); graphs are served until this member's lease lapses, then answered 503 until it is back`);
       },

@@ -32,7 +32,12 @@ export interface ServeLeasesOptions {
    * holds or waits for it.
    */
   backing?: ActivationLease;
-  /** A backing acquire failed (the node's acquire is refused with it). */
+  /**
+   * A backing acquire failed (the node's acquire is refused with it): the
+   * first failure of a run of them — the next is reported only once a backing
+   * acquire succeeded again (an outage of the backing fails every key: one
+   * report, not one per key).
+   */
   onError?: (error: unknown, id: string) => void;
 }
 
@@ -55,6 +60,8 @@ export function serveActivationLeases(system: ActorSystem, options: ServeLeasesO
   const backing = options.backing;
   /** Keys this process holds from the backing lease (or is taking). */
   const taken = new Map<string, Promise<void>>();
+  /** A backing failure was reported and no backing acquire succeeded since. */
+  let failing = false;
   const takeBacking = (id: string): Promise<void> => {
     if (!backing) return Promise.resolve();
     let pending = taken.get(id);
@@ -62,10 +69,15 @@ export function serveActivationLeases(system: ActorSystem, options: ServeLeasesO
       const [kind, key] = split(id);
       pending = backing.acquire(kind, key);
       taken.set(id, pending);
-      pending.catch((error: unknown) => {
-        if (taken.get(id) === pending) taken.delete(id);
-        options.onError?.(error, id);
-      });
+      pending.then(
+        () => void (failing = false),
+        (error: unknown) => {
+          if (taken.get(id) === pending) taken.delete(id);
+          if (failing) return;
+          failing = true;
+          options.onError?.(error, id);
+        },
+      );
     }
     return pending;
   };

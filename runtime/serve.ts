@@ -729,9 +729,14 @@ function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, ro
           ...metricsHooks(rt.find<ThreadMetrics>('metrics'), config['scale.metrics'].endpoint),
           projectRoot: resolve(boot.projectRoot),
           onError: (error, requestId, route, traceId, endpoint) => {
-            // An unreachable database answers every request 503 while it lasts: a warning without the stack, not an error each.
-            if ((error as { code?: unknown }).code === 'SVC_ERR_STORE_UNAVAILABLE') storeWarnings.note(log, requestId);
-            else logFailure(log, error, boot.projectRoot, { req_id: requestId, trace_id: traceId, route, ...(endpoint ? { [endpoint.kind]: endpoint.name } : {}) }, 'request failed');
+            const { code } = error as { code?: unknown };
+            // An outage answers requests 503 while it lasts (the member says so when it starts and ends): counted, and a
+            // warning without the stack when they start — not an error with a stack for each.
+            if (typeof code === 'string' && OUTAGE_CODES.has(code)) {
+              rt.find<ThreadMetrics>('metrics')?.refused(code);
+              if (code === 'SVC_ERR_STORE_UNAVAILABLE') storeWarnings.note(log, requestId);
+              else outageWarnings.note(log, code, error, requestId, route);
+            } else logFailure(log, error, boot.projectRoot, { req_id: requestId, trace_id: traceId, route, ...(endpoint ? { [endpoint.kind]: endpoint.name } : {}) }, 'request failed');
           },
           clientAddresses: new ClientAddresses(config['scale.server'].trusted_proxies, config['scale.server'].trusted_proxy_header as ForwardingHeader),
           readiness: () => member?.readiness() ?? storeReadiness(rt.need<AnchorStore>('store'), rt.need<UsersRepository>('users')),
@@ -883,6 +888,31 @@ function metricsRoutes(boot: ServeBoot, scrape: Scrape | undefined): BuiltinRout
     },
   ];
 }
+
+/**
+ * The 503s of an outage, expected while it lasts and answered with
+ * `Retry-After`: this member is not serving (it joins again, its lease
+ * lapsed, Redis is unreachable), the member that held a graph went down, a
+ * graph's lease or ownership moved, the database is unreachable. The member
+ * logs the state change itself; these are counted, not logged per request.
+ */
+const OUTAGE_CODES = new Set(['SVC_ERR_NOT_MEMBER', 'SVC_ERR_NODE_DOWN', 'SVC_ERR_REDIS_UNREACHABLE', 'SVC_ERR_LEASE_TIMEOUT', 'SVC_ERR_FENCED', 'SVC_ERR_STORE_UNAVAILABLE']);
+
+/** How long a code of {@link OUTAGE_CODES} must not be seen before its next refusal is said again. */
+const OUTAGE_QUIET_MS = 10_000;
+
+/** One warning (no stack) when refusals of a code start — after {@link OUTAGE_QUIET_MS} without one — and silence while they go on. */
+const outageWarnings = {
+  last: new Map<string, number>(),
+  note(log: Log, code: string, error: unknown, requestId: string, route: string): void {
+    const now = Date.now();
+    const last = this.last.get(code);
+    this.last.set(code, now);
+    if (last !== undefined && now - last < OUTAGE_QUIET_MS) return;
+    const why = error instanceof Error ? error.message : String(error);
+    log.warn({ code, req_id: requestId, route }, `requests answered 503 ${code} (${why}); while this lasts they are counted (requests_refused_total), not logged`);
+  },
+};
 
 /** Warnings of an unreachable database: one line a second at most, with how many requests it refused meanwhile. */
 const storeWarnings = {

@@ -44,6 +44,7 @@ export class ThreadMetrics {
   /** Runs asked of a partition on another thread or member, by target and outcome (a hot path: plain numbers). */
   private readonly forwarded = new Map<string, Histogram>();
   private readonly offs: (() => void)[] = [];
+  private readonly refusals: Counter;
 
   constructor(
     readonly settings: MetricsSettings,
@@ -118,6 +119,12 @@ export class ThreadMetrics {
       },
     });
 
+    this.refusals = new Counter({
+      name: `${ns}_requests_refused_total`,
+      help: 'Requests answered 503 because this member or what it needs could not serve them then (not a member, a member down, Redis or the database unreachable, a graph moved), by error code: counted here, not logged one by one',
+      labelNames: ['code'],
+      registers: reg,
+    });
     const activations = new Counter({ name: `${ns}_actor_activations_total`, help: 'Virtual actors activated (partitions: a graph loaded into memory), by kind', labelNames: ['kind'], registers: reg });
     const deactivations = new Counter({ name: `${ns}_actor_deactivations_total`, help: 'Virtual actors deactivated (idle, moved or stopped), by kind', labelNames: ['kind'], registers: reg });
     this.on(KERNEL_CHANNELS.activation, (e) => activations.inc({ kind: (e as ActivationEvent).kind }));
@@ -210,6 +217,11 @@ export class ThreadMetrics {
       } });
       const pending = new Gauge({ name: `${ns}_event_stream_pending`, help: 'Entries of a topic delivered to a consumer group and not acknowledged yet', labelNames: ['topic', 'group'], registers: reg });
     }
+  }
+
+  /** A request answered 503 `code` because of an outage it expects (see `requests_refused_total`). */
+  refused(code: string): void {
+    this.refusals.inc({ code });
   }
 
   private on(name: string, fn: (message: unknown) => void): void {

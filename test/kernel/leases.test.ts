@@ -127,3 +127,26 @@ t.test('a backing lease that fails refuses the acquire and frees the key here', 
   fail = false;
   await t.resolves(lease.acquire('partition', 'k'), 'the next try takes it');
 });
+
+t.test('a backing lease that keeps failing is reported once, not once per key, until an acquire succeeds again', async (t) => {
+  const net = new MemoryNet();
+  const main = new ActorSystem({ transport: net.transport('r/main') });
+  const a = new ActorSystem({ transport: net.transport('r/w1') });
+  t.teardown(async () => {
+    for (const s of [a, main]) await s.shutdown();
+  });
+  let fail = true;
+  const errors: string[] = [];
+  serveActivationLeases(main, {
+    backing: { acquire: () => (fail ? Promise.reject(new Error('Redis is unreachable')) : Promise.resolve()), release: () => undefined },
+    onError: (e, id) => errors.push(`${id}: ${(e as Error).message}`),
+  });
+  const lease = remoteLeases(a, 'r/main');
+  for (const key of ['k1', 'k2', 'k3']) await t.rejects(lease.acquire('partition', key), /unreachable/, `${key} is refused`);
+  t.same(errors, ['partition/k1: Redis is unreachable'], 'one report for the outage');
+  fail = false;
+  await lease.acquire('partition', 'k4');
+  fail = true;
+  await t.rejects(lease.acquire('partition', 'k5'));
+  t.same(errors, ['partition/k1: Redis is unreachable', 'partition/k5: Redis is unreachable'], 'the next outage is reported again');
+});

@@ -3,7 +3,7 @@
 import t, { type Test } from 'tap';
 import { skipRedis, startRedis } from '../../helpers/redis.ts';
 import { tokenFor, type Server } from '../../helpers/server.ts';
-import { eventually, load, memberId, readAll, startCluster, timed, walk, waitForMembers, type Timed } from './helpers.ts';
+import { adminToken, eventually, load, memberId, readAll, startCluster, timed, timed as timedRequest, walk, waitForMembers, type Timed } from './helpers.ts';
 
 // Several real processes per test: more than the default per-file time on a loaded 2-core machine.
 t.setTimeout(360_000);
@@ -16,6 +16,30 @@ function answered(t: Test, r: Timed, boundMs: number, what: string): void {
     return;
   }
   t.pass(`${what}: ${r.status}${r.code ? ` ${r.code}` : ''} in ${ms} ms`);
+}
+
+/** The 503s an outage answers, expected while it lasts (runtime/serve.ts): counted and said once, never an error line each. */
+const OUTAGE_CODES = new Set(['SVC_ERR_NOT_MEMBER', 'SVC_ERR_NODE_DOWN', 'SVC_ERR_REDIS_UNREACHABLE', 'SVC_ERR_LEASE_TIMEOUT', 'SVC_ERR_FENCED', 'SVC_ERR_STORE_UNAVAILABLE']);
+
+/** What a member printed through an outage: no error line (with a stack) per expected 503, no raw Redis client message, no repeats. */
+function quietThrough(t: Test, name: string, output: string): void {
+  const lines = output.split('\n');
+  const json = lines.filter((l) => l.startsWith('{')).flatMap((l) => {
+    try {
+      return [JSON.parse(l) as { level: number; code?: string; msg: string }];
+    } catch {
+      return [];
+    }
+  });
+  const errors = json.filter((j) => j.level >= 50 && j.code !== undefined && OUTAGE_CODES.has(j.code));
+  t.same(errors.slice(0, 3).map((j) => `${j.code}: ${j.msg}`), [], `${name}: no expected 503 is logged as an error (${errors.length} were)`);
+  const said = json.filter((j) => j.level === 40 && /^requests answered 503/.test(j.msg)).length;
+  t.ok(said <= 4, `${name}: refusals are said when they start, not one line each (${said} lines)`);
+  t.same(lines.filter((l) => /^svc: cluster lease:/.test(l)).slice(0, 3), [], `${name}: no raw message of the Redis client`);
+  for (const once of [/^svc: Redis is unreachable/, /^svc: Redis is reachable again/, /could not be given back/, /^svc: the cluster lease of .* could not be taken/]) {
+    const n = lines.filter((l) => once.test(l)).length;
+    t.ok(n <= 2, `${name}: said once for the outage, not over and over (${n}× ${once})`);
+  }
 }
 
 t.test('a member paused past its lease answers at once when it resumes, and serves every client again within 3 s', { skip: skipRedis }, async (t) => {
@@ -70,6 +94,7 @@ t.test('a member paused past its lease answers at once when it resumes, and serv
   t.ok(worst <= 3000, `every client is served again within 3 s of the resume (${worst} ms)`);
   await c.waitFor(/joined the cluster again/);
   t.match(c.output(), /lost its lease/);
+  quietThrough(t, 'C', c.output());
   await writes.stop();
   for (const r of writes.failures) {
     if (r.status !== 503 || !r.headers.get('retry-after')) t.fail(`a write through A or B: ${r.status} ${JSON.stringify(r.body)} (want 200, or 503 with Retry-After)`);
@@ -88,9 +113,16 @@ t.test('a member paused past its lease answers at once when it resumes, and serv
 
 t.test('Redis unreachable: requests are answered at once (503 once a lease lapsed), and served again when Redis is back', { skip: skipRedis }, async (t) => {
   const redis = await startRedis(t);
-  const cluster = await startCluster(t, 3, { redis, env: { SVC_CLUSTER_LEASE_MS: '1500' } });
+  const cluster = await startCluster(t, 3, { redis, env: { SVC_CLUSTER_LEASE_MS: '1500', SVC_METRICS_ENABLED: 'true' } });
   const members = cluster.members as [Server, Server, Server];
   const [a] = members;
+  // Every answer of an outage's 503 this test gets, by member: each member counts as many (requests_refused_total).
+  const refused = new Map<string, number>(members.map((m) => [m.url, 0]));
+  const timed = async (url: string, walker: string, token: string, abortMs?: number): Promise<Timed> => {
+    const r = await timedRequest(url, walker, token, abortMs);
+    if (r.status === 503 && r.code !== undefined && OUTAGE_CODES.has(r.code)) refused.set(url, (refused.get(url) ?? 0) + 1);
+    return r;
+  };
   // Warm roots (their partitions active) and cold ones (never asked: a request needs a partition, and so a lease, for them).
   const warm = await Promise.all(Array.from({ length: 6 }, (_, i) => tokenFor(`warm-user-${i}`, { server: a })));
   const cold = await Promise.all(Array.from({ length: 24 }, (_, i) => tokenFor(`cold-user-${i}`, { server: a })));
@@ -146,4 +178,15 @@ t.test('Redis unreachable: requests are answered at once (503 once a lease lapse
   t.comment(`served again ${Math.min(...back)}–${Math.max(...back)} ms after Redis restarted (reconnect backoff up to 2 s, then a rejoin)`);
   t.ok(back.every(Number.isFinite), 'every member serves again once Redis is back');
   for (const m of members) t.equal((await fetch(`${m.url}/ready`)).status, 200, 'ready again');
+  // Said once, counted always: the refusals are in each member's metrics, not one log line each.
+  const token = await adminToken(a);
+  for (const [i, m] of members.entries()) {
+    quietThrough(t, `member ${i}`, m.output());
+    const text = await (await fetch(`${m.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).text();
+    const counted = text
+      .split('\n')
+      .filter((l) => l.startsWith('svc_requests_refused_total{'))
+      .reduce((sum, l) => sum + Number(l.slice(l.lastIndexOf(' ') + 1)), 0);
+    t.equal(counted, refused.get(m.url), `member ${i} counted every refusal it answered (svc_requests_refused_total)`);
+  }
 });
