@@ -6,7 +6,7 @@
  */
 import Type from 'typebox';
 import { setDataFallback } from './actors/data/index.ts';
-import type { StorageConfig as DataStorageConfig } from './cluster/index.ts';
+import type { StorageConfig as DataStorageConfig } from './actors/data/index.ts';
 import { dataPaths, loadConfig } from './runtime/index.ts';
 
 // Outside `svc start` (a script, a test), `store()` and `kvstore()` read the current folder's svc.toml and the environment.
@@ -41,18 +41,18 @@ export {
   disallowRoot,
 } from './actors/walker/index.ts';
 export type { NodeFilter, FnContext, Caller, RestSpec, ArchetypeClass, WalkerClass } from './actors/walker/index.ts';
-export { Graph, MemoryStore, SqliteStore, defaultStorePath, openAnchorStore, registerAnchorStore } from './actors/anchor/index.ts';
-export type { AnchorStore, WalkerResult, FunctionResult } from './actors/anchor/index.ts';
+export { Graph, openAnchorStore, registerAnchorStore } from './actors/graph/index.ts';
+// The built-in backends register themselves with their seams here, once, for every user of the package.
+export { MemoryStore, SqliteStore, defaultStorePath } from './stores/index.ts';
+export type { AnchorStore, WalkerResult, FunctionResult } from './actors/graph/index.ts';
 export { Registry } from './actors/walker/index.ts';
 export { SvcError } from './kernel/index.ts';
-export { publish, subscribe, broker, spawn, broadcast, dedupe } from './actors/consumer/index.ts';
-export type { Subscription, SubscribeOptions, EventHandler, HandlerContext, SpawnAsOptions } from './actors/consumer/index.ts';
-export { Event } from './cluster/index.ts';
-export type { EventInit, Broker, RetrySettings } from './cluster/index.ts';
+export { publish, subscribe, broker, spawn, broadcast, dedupe, Event } from './actors/events/index.ts';
+export type { Subscription, SubscribeOptions, EventHandler, HandlerContext, SpawnAsOptions, EventInit, Broker, RetrySettings } from './actors/events/index.ts';
 export { registerEmailer, openUsersRepository, registerUsersRepository } from './actors/identity/index.ts';
 export { store, StorageFactory, kvstore, DocDbStore, KvStore, mutex, debounce } from './actors/data/index.ts';
 export type { DbType, KvstoreOptions, FindNodesOptions, Lock, MutexOptions, RetryOptions } from './actors/data/index.ts';
-export type { Storage, StorageConfig, StorageType, FileMetadata, UploadedFile, UploadSource, Document, Filter, FindOptions, Update } from './cluster/index.ts';
+export type { Storage, StorageConfig, StorageType, FileMetadata, UploadedFile, UploadSource, Document, Filter, FindOptions, Update } from './actors/data/index.ts';
 
 export type { Emailer, EmailerConfig } from './actors/identity/index.ts';
 export { sv, RemoteWalker, SvCallError } from './transports/sv/index.ts';

@@ -28,10 +28,10 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { SqliteDocBackend } from '../cluster/kvstore/docdb-sqlite.ts';
-import { PgDocBackend } from '../cluster/kvstore/docdb-postgres.ts';
-import { newId } from '../cluster/kvstore/query.ts';
-import type { Document } from '../cluster/kvstore/types.ts';
+import { SqliteDocBackend } from '../stores/sqlite/docdb.ts';
+import { PgDocBackend } from '../stores/postgres/docdb.ts';
+import { newId } from '../actors/data/query.ts';
+import type { Document } from '../actors/data/kvstore-types.ts';
 import { skipPostgres, startPostgres } from '../test/helpers/postgres.ts';
 import { latency, machine, now, round } from './lib.ts';
 

@@ -25,7 +25,8 @@
  */
 import { spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
-import { Broker, Event, RedisStreams, SubscriptionRunner, encodeEvent, stamp } from '../cluster/index.ts';
+import { Broker, Event, SubscriptionRunner, encodeEvent, stamp } from '../actors/events/index.ts';
+import { RedisStreams } from '../stores/redis/index.ts';
 import { startRedis } from '../test/helpers/redis.ts';
 import { post, startServer } from '../test/helpers/server.ts';
 import { WalkerSocket } from '../client/index.ts';

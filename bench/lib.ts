@@ -211,7 +211,8 @@ export async function maxLoad(origin: string, bodies: LoadRequest[], opts: MaxLo
  * does): the server refuses tokens of users that do not exist.
  */
 export async function ensureUsers(dataDir: string, userIds: readonly string[], role: 'user' | 'admin' = 'user'): Promise<void> {
-  const { SqliteUsersRepository, serviceAccount } = await import('../actors/identity/index.ts');
+  const { serviceAccount } = await import('../actors/identity/index.ts');
+  const { SqliteUsersRepository } = await import('../stores/sqlite/index.ts');
   const users = SqliteUsersRepository.open(join(dataDir, 'users.db'));
   try {
     for (const id of userIds) await serviceAccount(users, id, role);

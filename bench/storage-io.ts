@@ -36,7 +36,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { LocalStorage, ObjectStorage, STORAGE_DEFAULTS } from '../cluster/storage/index.ts';
+import { LocalStorage } from '../stores/local/index.ts';
+import { ObjectStorage } from '../stores/s3/index.ts';
+import { STORAGE_DEFAULTS } from '../actors/data/index.ts';
 import { startS3 } from '../test/cluster/storage/s3rver.ts';
 import { machine, now, round } from './lib.ts';
 

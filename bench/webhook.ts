@@ -23,7 +23,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SignJWT } from 'jose';
-import { ApiKeys, MemoryUsersRepository, serviceAccount } from '../actors/identity/index.ts';
+import { ApiKeys, serviceAccount } from '../actors/identity/index.ts';
+import { MemoryUsersRepository } from '../stores/memory/index.ts';
 import { ensureUsers, freePort, hasTaskset, type LoadRequest, machine, maxLoad, median, nsPerOp, pinned, pinSelf, type Proc, round, save, serve } from './lib.ts';
 
 const args = process.argv.slice(2);

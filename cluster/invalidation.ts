@@ -19,7 +19,7 @@
  * whole L1 stale (an `onResubscribe` hook for the cache to do so).
  */
 import type { Redis } from 'ioredis';
-import { whenReady } from './redis.ts';
+import { whenReady } from '../stores/redis/index.ts';
 
 /** One invalidation: `claim` — `root` was written by `by`; `delete` — removed (or quarantined). */
 export interface InvalidationEvent {

@@ -37,7 +37,7 @@
  */
 import type { Redis } from 'ioredis';
 import { SvcError, type ActivationLease } from '../kernel/index.ts';
-import { clusterKey, redisUnreachable, RedisScript } from './redis.ts';
+import { clusterKey, redisUnreachable, RedisScript } from '../stores/redis/index.ts';
 
 /** KEYS[1] lease; ARGV: processId, member key prefix. → {1, processId} granted, or {0, holder}. */
 const ACQUIRE = new RedisScript(`

@@ -43,10 +43,11 @@
 import { createHmac } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import { encodeError, fromReceive, kernelError, processOf, type ActivationLease, type ActorSystem, type Frame, type WireError } from '../kernel/index.ts';
-import { decodeFrames, encodeFrames, type RemoteNode } from '../transports/worker/index.ts';
-import { ProcessLinks } from './link.ts';
+import { decodeFrames, encodeFrames } from '../transports/codec/index.ts';
+import type { RemoteNode } from '../transports/worker/index.ts';
+import { ProcessLinks } from '../transports/link/index.ts';
 import { Membership, type MemberRecord, type MemberView } from './membership.ts';
-import { connectRedis, redactUrl, redisUnreachable } from './redis.ts';
+import { connectRedis, redactUrl, redisUnreachable } from '../stores/redis/index.ts';
 import { MemberState } from './state.ts';
 import { clusterError } from './errors.ts';
 import { RedisActivationLease } from './lease.ts';

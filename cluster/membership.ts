@@ -47,7 +47,7 @@
  */
 import type { Redis } from 'ioredis';
 import { clusterError } from './errors.ts';
-import { clusterKey, RedisScript } from './redis.ts';
+import { clusterKey, RedisScript } from '../stores/redis/index.ts';
 
 /** What a member publishes about itself. */
 export interface MemberRecord {

@@ -3,6 +3,9 @@
  * `svc start` serves from modules `{ start, drain, close }` in a declared
  * order; `composeRuntime(modules)` runs any list of modules.
  */
+// The built-in backends register themselves with their seams: once, here, for every thread the runtime builds.
+import '../stores/index.ts';
+
 export { Runtime, RuntimeError, composeRuntime } from './runtime.ts';
 export type { RuntimeContext, RuntimeModule } from './runtime.ts';
 export { RUNTIME_ERRORS } from './errors.ts';

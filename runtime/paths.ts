@@ -5,7 +5,7 @@
  * put elsewhere by `docdb_uri` (one SQLite file, or another backend).
  */
 import { join, resolve } from 'node:path';
-import { parseStoreUri } from '../actors/anchor/index.ts';
+import { parseStoreUri } from '../actors/graph/index.ts';
 import type { SvcConfig } from './config.ts';
 
 export interface DataPaths {

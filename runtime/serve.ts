@@ -17,7 +17,7 @@ import { hostname } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { createHash } from 'node:crypto';
 import { ActorBroadcast, type ActorRef, type ActorSystem, type Broadcast, fromReceive, isWorkerNode, MAIN_THREAD, processOf, remoteLeases, RendezvousPlacement, threadOf, workerPlacement } from '../kernel/index.ts';
-import { type AnchorStore, Graph, InstrumentedStore, openAnchorStore, STORE_WRITER_ACTOR, type WriterMsg } from '../actors/anchor/index.ts';
+import { type AnchorStore, Graph, InstrumentedStore, openAnchorStore, STORE_WRITER_ACTOR, type WriterMsg } from '../actors/graph/index.ts';
 import { HookDispatcher, Registry, Root, UnknownFields } from '../actors/walker/index.ts';
 import {
   ActorRateLimiter,
@@ -40,7 +40,6 @@ import {
   type RateLimiter,
   ActorSsoStates,
   createSsoProvider,
-  RedisSsoStates,
   SSO_PLATFORMS,
   SsoService,
   type SsoStateStore,
@@ -71,26 +70,25 @@ import {
 } from '../transports/http/index.ts';
 import { attachNode, attachUws, WsHub, type WsRoute, wsRoutes } from '../transports/ws/index.ts';
 import type { RelayTransport } from '../transports/worker/index.ts';
-import {
-  ActorStreams,
-  Broker,
-  CLUSTER_ACTOR,
-  type ClusterAsk,
-  clusterError,
-  type Event,
-  Invalidation,
-  MemberState,
-  type MemberSummary,
-  MemoryStreams,
-  openRedis,
-  redactUrl,
-  RedisRateLimiter,
-  RedisStreams,
-  sharedByteBudget,
-  type StreamBackend,
-} from '../cluster/index.ts';
+import { CLUSTER_ACTOR, type ClusterAsk, clusterError, Invalidation, MemberState, type MemberSummary } from '../cluster/index.ts';
+import { ActorStreams, MemoryStreams, openRedis, redactUrl, RedisRateLimiter, RedisSsoStates } from '../stores/index.ts';
 import { bindData, closeData, type DataBinding } from '../actors/data/index.ts';
-import { bindEvents, type Consumers, EVENT_OUTBOX_KIND, handling, type HandlerContext, type OutboxEvent, startConsumers, type Subscription, subscriptionsOf } from '../actors/consumer/index.ts';
+import {
+  bindEvents,
+  Broker,
+  type Consumers,
+  type Event,
+  EVENT_OUTBOX_KIND,
+  handling,
+  type HandlerContext,
+  openStreams,
+  type OutboxEvent,
+  sharedByteBudget,
+  startConsumers,
+  type StreamBackend,
+  type Subscription,
+  subscriptionsOf,
+} from '../actors/events/index.ts';
 import { bindSv, importsServices, ServiceStarter, SV_ACTOR } from '../transports/sv/index.ts';
 import type { SvcConfig } from './config.ts';
 import { collectGarbage } from './gc.ts';
@@ -1161,7 +1159,7 @@ function eventsModule(system: ActorSystem, boot: ServeBoot, subscriptions: AppSu
       const url = events.url || boot.config['scale.database'].kv_url;
       let streams: StreamBackend | undefined;
       if (events.enabled) {
-        if (url) streams = new RedisStreams({ url, name: `svc-${system.nodeId}-events`, onError: () => undefined });
+        if (url) streams = openStreams(url, { name: `svc-${system.nodeId}-events`, onError: () => undefined });
         else if (boot.memoryEventsOnMain) streams = new ActorStreams(system, MAIN_THREAD);
         else streams = new MemoryStreams();
       }

@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { ActorSystem } from '../kernel/index.ts';
-import { type AnchorStore, Graph } from '../actors/anchor/index.ts';
+import { type AnchorStore, Graph } from '../actors/graph/index.ts';
 import { bootstrapAccounts, openUsersRepository, Passwords, ThreadHasher, type UsersRepository } from '../actors/identity/index.ts';
 import { type Front, type HttpRequest, type HttpResponse, loadUws, readPartsAhead } from '../transports/http/index.ts';
 import { createServer } from 'node:net';

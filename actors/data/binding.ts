@@ -7,9 +7,10 @@
  * environment, with the data folder `.svc/data`.
  */
 import { join } from 'node:path';
-import type { AnchorStore } from '../anchor/index.ts';
+import type { AnchorStore } from '../graph/index.ts';
 import type { Registry } from '../walker/index.ts';
-import { STORAGE_DEFAULTS, type StorageConfig } from '../../cluster/index.ts';
+import { STORAGE_DEFAULTS } from './storage-backends.ts';
+import type { StorageConfig } from './storage-types.ts';
 
 export interface DataBinding {
   /** Relative storage paths resolve against it. */

@@ -16,9 +16,10 @@
  * The scan reads every document of the graph: fine for thousands of nodes; for
  * a query over millions keep an index of your own in a docdb collection.
  */
-import { decode } from '../anchor/index.ts';
+import { decode } from '../graph/index.ts';
 import { ANCHOR, type Anchor, type ArchetypeClass, callingRun, graphError, type Node, viewOf, WalkerRun } from '../walker/index.ts';
-import { kvstoreError, type Filter } from '../../cluster/index.ts';
+import { kvstoreError } from './kvstore-errors.ts';
+import type { Filter } from './kvstore-types.ts';
 import { dataBinding } from './binding.ts';
 
 const PAGE = 1000;

@@ -25,23 +25,10 @@
  * thread, closed when the runtime stops.
  */
 import { join } from 'node:path';
-import {
-  type DocBackend,
-  type Document,
-  type Filter,
-  type FindOptions,
-  type Update,
-  kvstoreError,
-  MongoDocBackend,
-  matches,
-  openRedis,
-  PgDocBackend,
-  RedisKv,
-  redactUrl,
-  SqliteDocBackend,
-  validateFilter,
-} from '../../cluster/index.ts';
-import { parseStoreUri } from '../anchor/index.ts';
+import { kvstoreError } from './kvstore-errors.ts';
+import type { DocBackend, Document, Filter, FindOptions, KvBackend, Update } from './kvstore-types.ts';
+import { matches, validateFilter } from './query.ts';
+import { docBackendFor, kvBackendFor } from './backends.ts';
 import { type ArchetypeClass, Node, prepare, wantRunTracking } from '../walker/index.ts';
 import { dataBinding } from './binding.ts';
 import { findNodes } from './find-nodes.ts';
@@ -273,7 +260,7 @@ export class KvStore extends KvstoreBase {
   }
 
   /** The Redis client, found at each call from the runtime in force (a handle made at module load serves whichever app runs). */
-  private get kv(): RedisKv {
+  private get kv(): KvBackend {
     return redisKv(this.uri, this.dbName);
   }
 
@@ -322,100 +309,27 @@ export class KvStore extends KvstoreBase {
 // ---- connections, one per location and thread ----
 
 const docBackends = new Map<string, DocBackend>();
-const redisClients = new Map<string, { redis: ReturnType<typeof openRedis>; ready: Promise<void> | undefined; failed: boolean }>();
+const kvs = new Map<string, KvBackend>();
 
 function docBackend(uri: string | undefined, dbName: string): DocBackend {
   const bound = dataBinding();
   // The binding's URI has the environment applied over the file (as `svc start` read them).
-  const location = uri || bound.docdbUri;
-  const parsed = location === '' ? { scheme: 'sqlite' as const, path: undefined } : parseStoreUri(location, bound.projectRoot);
-  let key: string;
-  let make: () => DocBackend;
-  switch (parsed.scheme) {
-    case 'postgres':
-    case 'postgresql':
-      key = `pg ${location} ${dbName}`;
-      make = () => new PgDocBackend(location, dbName);
-      break;
-    case 'mongodb':
-    case 'mongodb+srv':
-      key = `mongo ${location} ${dbName}`;
-      make = () => new MongoDocBackend(location, dbName);
-      break;
-    case 'memory':
-      key = `memory ${dbName}`;
-      make = () => new SqliteDocBackend(':memory:', dbName);
-      break;
-    case 'sqlite': {
-      // A SQLite file named to kvstore() is used; else the app's documents live in a file of their own beside the runtime's.
-      const path = uri && parsed.path ? parsed.path : join(bound.dataDir, 'docdb.db');
-      key = `sqlite ${path} ${dbName}`;
-      make = () => new SqliteDocBackend(path, dbName);
-      break;
-    }
-    default:
-      throw kvstoreError('NOT_IMPLEMENTED', `docdb has no backend for ${redactUrl(location)} (sqlite, postgres://, mongodb://)`);
-  }
+  const found = docBackendFor(uri || bound.docdbUri, bound.projectRoot);
+  // A file named to kvstore() is used; a file the runtime's own URI names is the runtime's: the app's documents then live in one of their own beside it.
+  const named = uri ? found.uri : { ...found.uri, path: undefined };
+  const path = join(bound.dataDir, 'docdb.db');
+  const key = `${named.scheme} ${named.path ?? named.uri} ${path} ${dbName}`;
   let backend = docBackends.get(key);
-  if (backend === undefined) docBackends.set(key, (backend = make()));
+  if (backend === undefined) docBackends.set(key, (backend = found.open(named, { dbName, path, baseDir: bound.projectRoot })));
   return backend;
 }
 
-const DOCDB_SCHEMES = new Set(['sqlite', 'memory', 'postgres', 'postgresql', 'mongodb', 'mongodb+srv']);
-
-function checkDocdbUri(uri: string): void {
-  const scheme = parseStoreUri(uri, process.cwd()).scheme;
-  if (!DOCDB_SCHEMES.has(scheme)) throw kvstoreError('NOT_IMPLEMENTED', `docdb has no backend for ${redactUrl(uri)} (sqlite, postgres://, mongodb://)`);
-}
-
-/** The first connection of a client: ready, or its first error (not a wait through every retry), or 5 s. */
-function firstConnection(redis: ReturnType<typeof openRedis>, url: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const done = (error?: unknown): void => {
-      clearTimeout(timer);
-      redis.off('ready', onReady).off('error', onError);
-      if (error === undefined) resolve();
-      else reject(kvstoreError('KV_UNAVAILABLE', `Redis at ${redactUrl(url)} cannot be reached${error instanceof Error ? `: ${error.message}` : ''}`, { cause: error }));
-    };
-    const onReady = (): void => done();
-    const onError = (error: unknown): void => done(error ?? new Error('connection failed'));
-    const timer = setTimeout(() => done(new Error('no answer within 5 s')), 5_000);
-    redis.on('ready', onReady).on('error', onError);
-  });
-}
-
-const kvs = new Map<string, RedisKv>();
-
-function redisKv(uri: string | undefined, dbName: string): RedisKv {
+function redisKv(uri: string | undefined, dbName: string): KvBackend {
   const url = uri || dataBinding().kvUrl;
   if (!url) throw kvstoreError('KV_NOT_CONFIGURED');
   const key = `${url} ${dbName}`;
-  const known = kvs.get(key);
-  if (known !== undefined) return known;
-  let entry = redisClients.get(url);
-  if (entry === undefined) {
-    const redis = openRedis(url, { name: 'kvstore', onError: () => {} });
-    const made = { redis, ready: undefined, failed: false };
-    // Once a connection attempt has failed, calls fail at once until it is back (ready).
-    redis.on('error', () => (made.failed = true));
-    redis.on('ready', () => (made.failed = false));
-    entry = made;
-    redisClients.set(url, entry);
-  }
-  const held = entry;
-  const ready = (): Promise<void> => {
-    const status = held.redis.status;
-    if (status === 'ready') return Promise.resolve();
-    // Down (it was up, or its first attempt failed): fail at once while the client reconnects in the background.
-    if (status === 'reconnecting' || status === 'close' || status === 'end' || held.failed) {
-      return Promise.reject(kvstoreError('KV_UNAVAILABLE', `Redis at ${redactUrl(url)} cannot be reached right now`));
-    }
-    // The first connection: one wait for every caller, up to the connect timeout.
-    held.ready ??= firstConnection(held.redis, url).finally(() => (held.ready = undefined));
-    return held.ready;
-  };
-  const kv = new RedisKv(held.redis, dbName, ready);
-  kvs.set(key, kv);
+  let kv = kvs.get(key);
+  if (kv === undefined) kvs.set(key, (kv = kvBackendFor(url).open({ dbName })));
   return kv;
 }
 
@@ -442,7 +356,7 @@ export function kvstore(dbName: string, dbType: DbType, uri?: string, options: K
     case 'docdb': {
       // findNodes must know the run it is called from: from now on runs of this thread are tracked.
       wantRunTracking();
-      if (uri) checkDocdbUri(uri); // a URI no backend takes is refused now (nothing is opened before the first call)
+      if (uri) docBackendFor(uri); // a URI no backend takes is refused now (nothing is opened before the first call)
       return new DocDbStore(dbName, uri || undefined, options.runtimeCollections === true);
     }
     case 'kv': {
@@ -460,10 +374,8 @@ export function kvstore(dbName: string, dbType: DbType, uri?: string, options: K
 
 /** Close every connection kvstore handles opened in this thread (the runtime, when it stops). */
 export async function closeKvstores(): Promise<void> {
-  const backends = [...docBackends.values()];
+  const backends = [...docBackends.values(), ...kvs.values()];
   docBackends.clear();
-  const clients = [...redisClients.values()];
-  redisClients.clear();
   kvs.clear();
-  await Promise.allSettled([...backends.map((b) => b.close()), ...clients.map(async ({ redis }) => void (await redis.quit().catch(() => redis.disconnect())))]);
+  await Promise.allSettled(backends.map((b) => b.close()));
 }

@@ -9,7 +9,9 @@
  * one instance per settings and thread, kept until the runtime stops.
  * A file written in a walker run is not rolled back if the run fails.
  */
-import { createStorage, STORAGE_DEFAULTS, storageError, type Storage, type StorageConfig, type StorageType } from '../../cluster/index.ts';
+import { createStorage, STORAGE_DEFAULTS } from './storage-backends.ts';
+import { storageError } from './storage-errors.ts';
+import type { Storage, StorageConfig, StorageType } from './storage-types.ts';
 import { dataBinding } from './binding.ts';
 
 const cache = new Map<string, Storage>();

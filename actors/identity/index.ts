@@ -1,18 +1,19 @@
-/** Users, tokens, their graphs, and the admin. */
+/**
+ * Users, tokens, their graphs, and the admin — with the seams this room owns:
+ * the users repository (`UsersRepository`; backends register by URI scheme
+ * from `stores/`), the rate limiter and the sign-in states (the cluster's
+ * Redis ones are in `stores/redis`).
+ */
 export { rootIdFor } from './root-id.ts';
 export { Authenticator, bearer } from './authenticator.ts';
 export type { Authenticated } from './authenticator.ts';
 export { JwtVerifier, isHmacAlgorithm, revoked, UserLookupNeeded } from './jwt.ts';
 export { KnownUsers } from './known-users.ts';
 export type { Claims, RevocationList, HmacAlgorithm } from './jwt.ts';
-export { normalize, userRecord, immediateUserExists } from './users-repository.ts';
+export { normalize, userRecord, immediateUserExists, PATCHABLE, identityFromRow, pageBounds } from './users-repository.ts';
 export type { UsersRepository, UserRecord, UserPatch, Identity, Role, Status, OneTimeToken, UsersPage, UsersPageOptions, ImmediateUserLookup, DeletedUser, GraphDrop } from './users-repository.ts';
-export { SqliteUsersRepository } from './sqlite-users.ts';
 export { ForwardingUsersRepository, serveUsersWriter, USERS_WRITER_ACTOR } from './users-writer.ts';
 export type { UsersWriterMsg } from './users-writer.ts';
-export { MemoryUsersRepository } from './memory-users.ts';
-export { PgUsersRepository } from './pg-users.ts';
-export { MongoUsersRepository } from './mongo-users.ts';
 export { legacyUserRecords, legacyUserId } from './legacy-users.ts';
 export type { LegacyUser } from './legacy-users.ts';
 export { openUsersRepository, registerUsersRepository } from './open-users.ts';
@@ -33,7 +34,7 @@ export type { Emailer, EmailerConfig } from './emailer.ts';
 export { ActorRateLimiter, WindowTable, addressKey } from './rate-limit.ts';
 export type { RateLimiter, RateVerdict, ActorRateLimiterOptions } from './rate-limit.ts';
 export { RevocationTable, REVOCATIONS_TOPIC } from './revocations.ts';
-export { IDENTITY_ERRORS, identityError, invalid } from './errors.ts';
+export { IDENTITY_ERRORS, identityError, invalid, notFound } from './errors.ts';
 export type { IdentityErrorCode } from './errors.ts';
 export { ApiKeys, API_KEY_BODY, API_KEYS_TOPIC, hashKey } from './api-keys.ts';
 export type { ApiKeyHolder, ApiKeysOptions, CreatedApiKey, ListedApiKey } from './api-keys.ts';
@@ -42,5 +43,5 @@ export { SsoService, createSsoProvider, SSO_BROWSER_COOKIE } from './sso.ts';
 export type { SsoServiceOptions, SsoSettings, SsoResult, SsoProviderInfo, SsoStart, SsoBrowserBinding } from './sso.ts';
 export { isLoopbackHttp, SSO_PLATFORMS, SSO_PLATFORM_ALIASES, MICROSOFT_CONSUMER_TENANT } from './sso-providers.ts';
 export type { SsoPlatform, SsoProvider, SsoProviderSettings, SsoProviderOptions, SsoProfile, ProviderAccount, AuthorizationRequest } from './sso-providers.ts';
-export { ActorSsoStates, RedisSsoStates, PendingTable, stateKey, MAX_PENDING_SIGN_INS } from './sso-states.ts';
-export type { SsoStateStore, PendingSignIn, SsoRedis, ActorSsoStatesOptions } from './sso-states.ts';
+export { ActorSsoStates, PendingTable, stateKey, MAX_PENDING_SIGN_INS } from './sso-states.ts';
+export type { SsoStateStore, PendingSignIn, ActorSsoStatesOptions } from './sso-states.ts';

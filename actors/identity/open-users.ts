@@ -1,16 +1,13 @@
 /**
  * The users repository chosen by configuration (`[scale.database]
  * docdb_uri`, the URI the anchor store is chosen by: users follow the graph):
- * backends registered by URI scheme, as emailers are by name. SQLite
- * (`sqlite:`, a file path, or nothing), `memory:`, PostgreSQL and MongoDB are built in.
+ * backends registered by URI scheme, as emailers are by name. This seam
+ * imports no backend: SQLite, `memory:`, PostgreSQL and MongoDB register
+ * themselves (`stores/`), and the runtime imports the built-ins once.
  */
-import { BackendRegistry, type StoreUri } from '../anchor/index.ts';
+import { BackendRegistry, type StoreUri } from '../graph/index.ts';
 import type { ActorRef } from '../../kernel/index.ts';
-import { MemoryUsersRepository } from './memory-users.ts';
-import { PgUsersRepository } from './pg-users.ts';
-import { MongoUsersRepository } from './mongo-users.ts';
-import { ForwardingUsersRepository, type UsersWriterMsg } from './users-writer.ts';
-import { SqliteUsersRepository } from './sqlite-users.ts';
+import type { UsersWriterMsg } from './users-writer.ts';
 import type { UsersRepository } from './users-repository.ts';
 
 export interface OpenUsersOptions {
@@ -38,20 +35,6 @@ const registered = new BackendRegistry<UsersRepository, OpenUsersOptions>('users
 export function registerUsersRepository(scheme: string, factory: UsersRepositoryFactory): void {
   registered.register(scheme, factory);
 }
-
-registerUsersRepository('sqlite', (uri, o) => {
-  const path = uri.path ?? o.path;
-  if (!path) throw new TypeError('openUsersRepository: a SQLite repository needs a file (in the URI or as options.path)');
-  if (o.processWriter) return new ForwardingUsersRepository(SqliteUsersRepository.open(path, { readOnly: true }), o.processWriter);
-  return SqliteUsersRepository.open(path);
-});
-registerUsersRepository('memory', () => new MemoryUsersRepository());
-// Every thread has its own pool; the tables are made (and legacy users migrated) by the main thread, under a lock.
-const postgres: UsersRepositoryFactory = (uri, o) => PgUsersRepository.connect(uri.uri, { createSchema: o.createSchema !== false });
-registerUsersRepository('postgres', postgres);
-registerUsersRepository('postgresql', postgres);
-registerUsersRepository('mongodb', (uri, o) => MongoUsersRepository.connect(uri.uri, { migrateLegacy: o.createSchema !== false }));
-registerUsersRepository('mongodb+srv', (uri, o) => MongoUsersRepository.connect(uri.uri, { migrateLegacy: o.createSchema !== false }));
 
 /**
  * Open the users repository a URI names. An unknown scheme, or one whose

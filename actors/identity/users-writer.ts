@@ -1,13 +1,13 @@
 /**
  * One SQLite writer per process for the users, as for the graph
- * (`actors/anchor/store-writer.ts`): the main thread holds the one writing
+ * (`actors/graph/store-writer.ts`): the main thread holds the one writing
  * connection ({@link serveUsersWriter}); each worker thread reads through its
  * own read-only connection and hands every write over
  * ({@link ForwardingUsersRepository}). A write's atomicity (compare-and-set,
  * stamp and change together, uniqueness) is the writer's, unchanged.
  */
 import { type ActorRef, type ActorSystem, fromReceive, replyLater } from '../../kernel/index.ts';
-import { storeError } from '../anchor/index.ts';
+import { storeError } from '../graph/index.ts';
 import type {
   ApiKeyRecord,
   ImmediateUserLookup,

@@ -10,7 +10,7 @@ import type { Archetype } from './archetype.ts';
 
 export type AnchorKind = 'node' | 'edge';
 
-/** The stored form of an anchor (what a store keeps; see `actors/anchor`). */
+/** The stored form of an anchor (what a store keeps; see `actors/graph`). */
 export interface AnchorDoc {
   id: string;
   root: string;

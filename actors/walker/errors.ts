@@ -2,7 +2,7 @@
  * Errors of the graph model and walker execution. Each has a stable code
  * (listed in docs/errors.md) and the HTTP status a front answers with.
  * The stores' own (`SVC_ERR_CONFLICT`, `SVC_ERR_STORE`) are in
- * `actors/anchor/errors.ts`.
+ * `actors/graph/errors.ts`.
  */
 import { SvcError } from '../../kernel/index.ts';
 

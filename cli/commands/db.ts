@@ -17,7 +17,7 @@
  */
 import { dirname, resolve } from 'node:path';
 import { existsSync } from 'node:fs';
-import type { AnchorStore } from '../../actors/anchor/index.ts';
+import type { AnchorStore } from '../../actors/graph/index.ts';
 import type { UsersRepository } from '../../actors/identity/index.ts';
 import type { Registry } from '../../actors/walker/index.ts';
 import { ConfigError, loadConfig } from '../../runtime/index.ts';

@@ -7,7 +7,7 @@
  * records' hashes (so it does not depend on the order a backend lists them in).
  */
 import { createHash } from 'node:crypto';
-import type { QuarantineEntry, StoredDoc } from '../../actors/anchor/index.ts';
+import type { QuarantineEntry, StoredDoc } from '../../actors/graph/index.ts';
 import type { DeletedUser, GraphDrop, Identity, OneTimeToken, UserRecord } from '../../actors/identity/index.ts';
 
 /** JSON with object keys sorted at every depth; `undefined` members dropped, as JSON does. */

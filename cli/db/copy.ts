@@ -14,7 +14,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { AnchorStore, StoredDoc } from '../../actors/anchor/index.ts';
+import type { AnchorStore, StoredDoc } from '../../actors/graph/index.ts';
 import type { ApiKeyRecord, UsersRepository } from '../../actors/identity/index.ts';
 import type { Progress } from '../progress.ts';
 import {

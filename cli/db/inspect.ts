@@ -9,7 +9,7 @@
 import { existsSync } from 'node:fs';
 import { basename, extname, relative, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { decode, type AnchorStore } from '../../actors/anchor/index.ts';
+import { decode, type AnchorStore } from '../../actors/graph/index.ts';
 import { prepare, Registry, type ArchetypeClass } from '../../actors/walker/index.ts';
 import type { Progress } from '../progress.ts';
 import { DbError } from './stores.ts';

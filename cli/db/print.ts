@@ -1,7 +1,7 @@
 /**
  * The text answers of `svc db` (with `--json`, the reports themselves are printed).
  */
-import type { StoreStats } from '../../actors/anchor/index.ts';
+import type { StoreStats } from '../../actors/graph/index.ts';
 import { KINDS, type CopyReport } from './copy.ts';
 import type { InspectReport, RecoverReport } from './inspect.ts';
 

@@ -11,9 +11,9 @@
  */
 import { existsSync, realpathSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { openAnchorStore, parseStoreUri, type AnchorStore } from '../../actors/anchor/index.ts';
+import { openAnchorStore, parseStoreUri, type AnchorStore } from '../../actors/graph/index.ts';
 import { openUsersRepository, type UsersRepository } from '../../actors/identity/index.ts';
-import { redactUrl } from '../../cluster/index.ts';
+import { redactUrl } from '../../stores/index.ts';
 import { dataPaths, type SvcConfig } from '../../runtime/index.ts';
 
 /** A `svc db` failure: one line on stderr, exit code 1. */

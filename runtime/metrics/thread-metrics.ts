@@ -11,7 +11,7 @@ import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Counter, Gauge, Histogram as PromHistogram, Registry } from 'prom-client';
 import { KERNEL_CHANNELS, type ActivationEvent, type MailboxFullEvent, type RestartEvent } from '../../kernel/index.ts';
-import { FORWARD_CHANNEL, type ForwardEvent, RUN_CHANNEL, type RunEvent, STORE_COMMIT_CHANNEL, type StoreCommitEvent } from '../../actors/anchor/index.ts';
+import { FORWARD_CHANNEL, type ForwardEvent, RUN_CHANNEL, type RunEvent, STORE_COMMIT_CHANNEL, type StoreCommitEvent } from '../../actors/graph/index.ts';
 import { Histogram, HttpRecorder, type MetricJson, RunRecorder } from './recorder.ts';
 
 export interface MetricsSettings {

@@ -1,6 +1,6 @@
 // The conformance suite every StreamBackend passes (MemoryStreams, RedisStreams): Redis Streams semantics.
 import type { Test } from 'tap';
-import type { StreamBackend, StreamEntry } from '../../cluster/events/streams.ts';
+import type { StreamBackend, StreamEntry } from '../../actors/events/streams.ts';
 
 export interface StreamsUnderTest {
   backend: StreamBackend;

@@ -5,7 +5,7 @@
  * {@link HttpRequest} and write back the {@link HttpResponse}.
  */
 import type { TSchema } from 'typebox';
-import type { Graph, SpawnOptions } from '../../actors/anchor/index.ts';
+import type { Graph, SpawnOptions } from '../../actors/graph/index.ts';
 import { type Authenticated, type Authenticator, bearer, type Claims } from '../../actors/identity/index.ts';
 import { type Caller, fillRequestFields, HookDispatcher, HookRefusal, type Registry, Root, UnknownFields } from '../../actors/walker/index.ts';
 import type { Docs } from './docs.ts';

@@ -5,7 +5,7 @@
  * runtime's traversal walker ({@link TRAVERSE_WALKER}) in the caller's
  * partition, so they see exactly what the caller's walkers would.
  */
-import type { Graph } from '../../actors/anchor/index.ts';
+import type { Graph } from '../../actors/graph/index.ts';
 import { type Authenticator, bearer } from '../../actors/identity/index.ts';
 import { type Caller, Root, TRAVERSE_MAX_NODES, TRAVERSE_WALKER } from '../../actors/walker/index.ts';
 import { httpError, HttpError, unauthorizedAsHttp } from './errors.ts';

@@ -8,7 +8,8 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { argon2NeedsRehash, checkPassword, Passwords, SqliteUsersRepository, ThreadHasher, userRecord } from '../../../actors/identity/index.ts';
+import { argon2NeedsRehash, checkPassword, Passwords, ThreadHasher, userRecord } from '../../../actors/identity/index.ts';
+import { SqliteUsersRepository } from '../../../stores/sqlite/index.ts';
 import { login } from '../../helpers/identity.ts';
 import { startApp } from '../../helpers/app.ts';
 

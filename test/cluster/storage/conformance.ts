@@ -6,7 +6,7 @@ import { mkdtemp, readFile, rm, writeFile, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable, Writable } from 'node:stream';
-import type { Storage, UploadedFile } from '../../../cluster/storage/index.ts';
+import type { Storage, UploadedFile } from '../../../actors/data/index.ts';
 
 /** A backend under test: the storage, and a listing of everything it holds, read around it (a folder tree, every key of the bucket). */
 export interface Backend {

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import type { Redis } from 'ioredis';
 import { RedisActivationLease, type RedisActivationLeaseOptions } from '../../../cluster/lease.ts';
 import { SvcError } from '../../../kernel/index.ts';
-import { openRedis, whenReady } from '../../../cluster/redis.ts';
+import { openRedis, whenReady } from '../../../stores/redis/connection.ts';
 import { deferred } from '../../helpers/latch.ts';
 import { skipRedis, startRedis, type RedisServer } from '../../helpers/redis.ts';
 

@@ -2,7 +2,7 @@
 import t from 'tap';
 import { once } from 'node:events';
 import { createConnection } from 'node:net';
-import { ProcessLinks } from '../../../cluster/link.ts';
+import { ProcessLinks } from '../../../transports/link/link.ts';
 
 type Got = { from: string; to: string; bytes: number[] };
 

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { EventEmitter } from 'node:events';
 import { Redis } from 'ioredis';
 import { Membership, type MemberRecord, type MemberView } from '../../../cluster/membership.ts';
-import { openRedis, whenReady } from '../../../cluster/redis.ts';
+import { openRedis, whenReady } from '../../../stores/redis/connection.ts';
 import { skipRedis, startRedis, type RedisServer } from '../../helpers/redis.ts';
 
 /** One member as a process would run it: its own two connections (svc's options), everything it hears recorded. */

@@ -1,5 +1,5 @@
 import t from 'tap';
-import { connectRedis, openRedis, reconnectDelay, redactUrl, RedisScript, UNPARSEABLE_URL, whenReady, clusterKey } from '../../../cluster/redis.ts';
+import { connectRedis, openRedis, reconnectDelay, redactUrl, RedisScript, UNPARSEABLE_URL, whenReady, clusterKey } from '../../../stores/redis/connection.ts';
 import { skipRedis, startRedis } from '../../helpers/redis.ts';
 
 t.test('redactUrl hides user and password of any scheme', async (t) => {

@@ -6,7 +6,7 @@ import t from 'tap';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fsErrorCode } from '../../../cluster/storage/errors.ts';
+import { fsErrorCode } from '../../../actors/data/storage-errors.ts';
 import { post, startServer } from '../../helpers/server.ts';
 
 const ENTRY = new URL('../../fixtures/data-app.ts', import.meta.url).pathname;

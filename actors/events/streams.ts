@@ -1,0 +1,119 @@
+/**
+ * What a broker needs of a stream store, in Redis Streams terms: append with
+ * trimming, consumer groups, reading new entries or a consumer's own pending
+ * ones, acknowledging, keeping entries in hand, and claiming entries left
+ * pending too long by consumers that died. Two implementations behind one
+ * conformance suite: {@link MemoryStreams} (one process, no persistence) and
+ * {@link RedisStreams} (durable, shared by every process).
+ *
+ * Entry ids are Redis stream ids (`<ms>-<seq>`), ordered; a payload is the
+ * event's CloudEvents JSON, stored as one field (`e`). A stream is bounded
+ * twice: by entries (`maxLen`) and by the bytes of its payloads (`maxBytes`),
+ * since an entry count alone lets a stream of large events grow without bound.
+ */
+
+import { SvcError } from '../../kernel/index.ts';
+
+/** One entry of a stream, as a consumer reads it. */
+export interface StreamEntry {
+  /** The entry's id (`1700000000000-0`). */
+  readonly id: string;
+  /** What was appended (the event's JSON). */
+  readonly payload: string;
+}
+
+/** A consumer group of a stream, as `/admin/events` shows it. */
+export interface GroupInfo {
+  name: string;
+  /** Entries delivered to a consumer of the group and not acknowledged yet. */
+  pending: number;
+  /** Entries appended after the group's last delivered one (not read by the group yet); null when the store cannot tell. */
+  lag: number | null;
+  consumers: number;
+}
+
+export interface StreamInfo {
+  /** Entries in the stream now (after trimming). */
+  length: number;
+  groups: GroupInfo[];
+}
+
+/** Where a new consumer group starts: `$`/`latest` (entries appended from now on), `0`/`earliest` (every entry kept), or an entry id (entries after it). */
+export type StartFrom = string;
+
+export interface StreamBackend {
+  /** `memory` or `redis`: said in the start log line and `/admin/events`. */
+  readonly kind: 'memory' | 'redis';
+  /**
+   * Append `payload` to `stream` (made if missing), trimming it to about
+   * `maxLen` entries (`MAXLEN ~`; the memory store trims exactly) and, when
+   * `maxBytes` > 0, dropping its oldest entries until the payloads it keeps
+   * (the new one included) come to at most `maxBytes` bytes of UTF-8 — the
+   * new entry itself is always kept. Resolves to the new entry's id.
+   */
+  add(stream: string, payload: string, maxLen: number, maxBytes?: number): Promise<string>;
+  /** Make `group` on `stream` (and the stream) unless it exists; `startFrom` applies only when it is made. Resolves whether it was made. */
+  ensureGroup(stream: string, group: string, startFrom: StartFrom): Promise<boolean>;
+  /**
+   * Entries for `consumer` of `group`: with `pending` its own entries
+   * delivered before and not acknowledged (from the start, no blocking);
+   * otherwise up to `count` entries never delivered to the group, waiting up
+   * to `blockMs` for at least one (0: no wait). Read entries are pending for
+   * `consumer` until acknowledged.
+   */
+  read(stream: string, group: string, consumer: string, count: number, blockMs: number, pending?: boolean): Promise<StreamEntry[]>;
+  /** Acknowledge entries: no longer pending. Resolves to how many were pending. */
+  ack(stream: string, group: string, ids: readonly string[]): Promise<number>;
+  /**
+   * Take over up to `count` entries pending in `group` for longer than
+   * `minIdleMs` (a consumer that died or hangs), for `consumer` (`XAUTOCLAIM`).
+   * Entries trimmed away meanwhile are dropped from the pending list.
+   */
+  claim(stream: string, group: string, consumer: string, minIdleMs: number, count: number): Promise<StreamEntry[]>;
+  /** Keep entries in hand: their idle time starts again, so no one claims them while a handler or a retry still holds them. */
+  touch(stream: string, group: string, consumer: string, ids: readonly string[]): Promise<void>;
+  /** A stream's length and its groups; undefined when there is no such stream. */
+  info(stream: string): Promise<StreamInfo | undefined>;
+  /** The streams whose names start with `prefix` (without it), for `/admin/events`. */
+  streams(prefix: string): Promise<string[]>;
+  /** Release connections and wake blocked readers (they resolve to no entries). */
+  close(): Promise<void>;
+}
+
+/** What a stream backend opened by URL is given. */
+export interface StreamsOptions {
+  /** The connection's name (the client name Redis shows). */
+  name: string;
+  /** A connection error, reported once per outage. */
+  onError?: (error: unknown) => void;
+}
+
+export type StreamsFactory = (url: string, options: StreamsOptions) => StreamBackend;
+
+/** Stream backends shared between processes, by URL scheme: this seam imports none of them (`stores/redis` registers itself). */
+const registered = new Map<string, StreamsFactory>();
+
+/**
+ * Make a stream backend available for a URL scheme (lower case, without the colon).
+ *
+ * @example
+ * registerStreams('redis', (url, o) => new RedisStreams({ url, ...o }));
+ */
+export function registerStreams(scheme: string, factory: StreamsFactory): void {
+  registered.set(scheme.toLowerCase(), factory);
+}
+
+/**
+ * The stream backend a URL names (`[scale.events] url`, else `kv_url`). A
+ * scheme nobody registered throws `SVC_ERR_REDIS_URL` naming the schemes
+ * there are (never the URL: it may hold a password).
+ *
+ * @example
+ * const streams = openStreams('redis://127.0.0.1:6379', { name: 'svc-events' });
+ */
+export function openStreams(url: string, options: StreamsOptions): StreamBackend {
+  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase() ?? '';
+  const factory = registered.get(scheme);
+  if (!factory) throw new SvcError('SVC_ERR_REDIS_URL', `the events url has no stream backend for ${scheme ? `${scheme}:` : 'its scheme'} (${[...registered.keys()].map((s) => `${s}:`).join(', ') || 'none registered'})`, { status: 500 });
+  return factory(url, options);
+}
