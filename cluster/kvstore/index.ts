@@ -1,5 +1,5 @@
 /**
- * The backends of `kvstore()` (seed 000 §4.7): documents (`docdb`) on the
+ * The backends of `kvstore()` (README *Files, documents and locks*): documents (`docdb`) on the
  * embedded SQLite, PostgreSQL or MongoDB behind one interface, keys (`kv`) on
  * Redis, and the distributed locks made of the kv backend's atomic steps.
  * The app-facing facade (names, defaults, connections) is `actors/data`.

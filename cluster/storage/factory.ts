@@ -10,7 +10,7 @@ import { LocalStorage } from './local.ts';
 import { ObjectStorage } from './lazy-object.ts';
 import type { Storage, StorageConfig } from './types.ts';
 
-/** The seed's defaults: `store(base_path='./storage', create_dirs=True)` on the local disk. */
+/** The original product's defaults: `store(base_path='./storage', create_dirs=True)` on the local disk. */
 export const STORAGE_DEFAULTS: StorageConfig = Object.freeze({
   type: 'local',
   base_path: './storage',
