@@ -43,7 +43,10 @@ export {
 export type { NodeFilter, FnContext, Caller, RestSpec, ArchetypeClass, WalkerClass } from './actors/walker/index.ts';
 export { Graph, MemoryStore, SqliteStore, defaultStorePath, openAnchorStore, registerAnchorStore } from './actors/anchor/index.ts';
 export type { AnchorStore, WalkerResult, FunctionResult } from './actors/anchor/index.ts';
-export { Registry } from './actors/walker/index.ts';
+export { Registry, afterCommit } from './actors/walker/index.ts';
+export { webhookSignature } from './transports/http/index.ts';
+export { WorkerPool } from './transports/worker/index.ts';
+export type { WorkerPoolOptions, WorkerSetup } from './transports/worker/index.ts';
 export { SvcError } from './kernel/index.ts';
 export { publish, subscribe, broker, spawn, broadcast, dedupe } from './actors/consumer/index.ts';
 export type { Subscription, SubscribeOptions, EventHandler, HandlerContext, SpawnAsOptions } from './actors/consumer/index.ts';

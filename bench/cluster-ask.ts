@@ -6,7 +6,7 @@
  *
  *   node --import tsx bench/cluster-ask.ts
  */
-import { WorkerPool } from 'svc/transports/worker';
+import { WorkerPool } from '../transports/worker/index.ts';
 import { ProcessLinks } from '../cluster/link.ts';
 import { machine, percentile, save } from './lib.ts';
 

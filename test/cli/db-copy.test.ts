@@ -3,8 +3,8 @@
 import t from 'tap';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Graph, MemoryStore, SqliteStore, type AnchorStore, type StoredDoc } from 'svc/actors/anchor';
-import { MemoryUsersRepository, SqliteUsersRepository, userRecord, type UsersRepository } from 'svc/actors/identity';
+import { Graph, MemoryStore, SqliteStore, type AnchorStore, type StoredDoc } from '../../actors/anchor/index.ts';
+import { MemoryUsersRepository, SqliteUsersRepository, userRecord, type UsersRepository } from '../../actors/identity/index.ts';
 import { checkpointPath, copyStores, summarize, type CopySide } from '../../cli/db/copy.ts';
 import { canonicalDoc, canonicalJson, SetChecksum } from '../../cli/db/checksum.ts';
 import type { StoreLocation } from '../../cli/db/stores.ts';

@@ -2,7 +2,7 @@
 // Through the UsersRepository interface only: nothing here knows a backend.
 import type { Test } from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
-import { type ApiKeyRecord, type Identity, normalize, type UserRecord, userRecord, type UsersRepository } from 'svc/actors/identity';
+import { type ApiKeyRecord, type Identity, normalize, type UserRecord, userRecord, type UsersRepository } from '../../actors/identity/index.ts';
 
 let n = 0;
 /** A fresh user id (unique across the run, so suites may share a backend). */

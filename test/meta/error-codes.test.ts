@@ -1,10 +1,10 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { KERNEL_ERRORS } from 'svc/kernel';
-import { GRAPH_ERRORS } from 'svc/actors/walker';
-import { STORE_ERRORS } from 'svc/actors/anchor';
-import { HTTP_ERRORS } from 'svc/transports/http';
-import { IDENTITY_ERRORS } from 'svc/actors/identity';
+import { GRAPH_ERRORS } from '../../actors/walker/index.ts';
+import { STORE_ERRORS } from '../../actors/anchor/index.ts';
+import { HTTP_ERRORS } from '../../transports/http/index.ts';
+import { IDENTITY_ERRORS } from '../../actors/identity/index.ts';
 import { RUNTIME_ERRORS } from '../../runtime/index.ts';
 import { CLUSTER_ERRORS, KVSTORE_ERRORS, STORAGE_ERRORS } from '../../cluster/index.ts';
 import { GATEWAY_ERRORS, SV_ERRORS } from '../../transports/sv/index.ts';

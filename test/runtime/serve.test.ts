@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket from 'ws';
 import { ActorSystem } from 'svc/kernel';
-import { bootstrapAccounts, Passwords, SqliteUsersRepository, ThreadHasher } from 'svc/actors/identity';
+import { bootstrapAccounts, Passwords, SqliteUsersRepository, ThreadHasher } from '../../actors/identity/index.ts';
 import { createRuntime, dataPaths, loadConfig, type ServeBoot } from '../../runtime/index.ts';
 import { freePort } from '../../cli/ports.ts';
 import * as app from '../fixtures/ws-hook-app.ts';

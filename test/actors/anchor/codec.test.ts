@@ -1,6 +1,6 @@
 import t from 'tap';
-import { decode, encode, MemoryStore, type StoredDoc } from 'svc/actors/anchor';
-import { Anchor, privateAccess, Registry } from 'svc/actors/walker';
+import { decode, encode, MemoryStore, type StoredDoc } from '../../../actors/anchor/index.ts';
+import { Anchor, privateAccess, Registry } from '../../../actors/walker/index.ts';
 import * as app from '../../fixtures/todo-app.ts';
 import { newCaller, openGraph } from '../../helpers/graph.ts';
 

@@ -5,7 +5,7 @@
 // those are skipped, loudly; what needs no server (URI errors) runs anyway.
 import t from 'tap';
 import { MongoClient } from 'mongodb';
-import { CommitChain, type StoredDoc } from 'svc/actors/anchor';
+import { CommitChain, type StoredDoc } from '../../../actors/anchor/index.ts';
 import { MongoStore, mongoDatabaseOf } from '../../../actors/anchor/mongo-store.ts';
 import { storeConformance } from '../../helpers/store-conformance.ts';
 

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { join } from 'node:path';
-import { MemoryStore, openAnchorStore, parseStoreUri, registerAnchorStore, SqliteStore, type AnchorStore } from 'svc/actors/anchor';
+import { MemoryStore, openAnchorStore, parseStoreUri, registerAnchorStore, SqliteStore, type AnchorStore } from '../../../actors/anchor/index.ts';
 
 t.test('parseStoreUri: nothing, a path or sqlite: is SQLite; other schemes are named', async (t) => {
   t.same(parseStoreUri(undefined), { scheme: 'sqlite', uri: '' });

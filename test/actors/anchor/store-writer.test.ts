@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ActorSystem } from 'svc/kernel';
-import { type AnchorStore, CommitChain, ForwardingStore, MemoryStore, serveStoreWriter, SqliteStore, STORE_WRITER_ACTOR, type StoredDoc } from 'svc/actors/anchor';
+import { type AnchorStore, CommitChain, ForwardingStore, MemoryStore, serveStoreWriter, SqliteStore, STORE_WRITER_ACTOR, type StoredDoc } from '../../../actors/anchor/index.ts';
 import { storeConformance } from '../../helpers/store-conformance.ts';
 import { MemoryNet } from '../../helpers/memory-transport.ts';
 

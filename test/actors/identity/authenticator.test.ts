@@ -1,6 +1,6 @@
 // identity.authenticate(token) → caller, and bearer() — the one token check every transport uses.
 import t from 'tap';
-import { Authenticator, bearer, JwtVerifier, RevocationTable, rootIdFor } from 'svc/actors/identity';
+import { Authenticator, bearer, JwtVerifier, RevocationTable, rootIdFor } from '../../../actors/identity/index.ts';
 
 const SECRET = 'authenticator-test-secret-0123456789abcdef';
 

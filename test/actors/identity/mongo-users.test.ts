@@ -5,7 +5,7 @@
 // skipped, loudly; what needs no server (an unreachable one) runs anyway.
 import t from 'tap';
 import { MongoClient } from 'mongodb';
-import { normalize, userRecord } from 'svc/actors/identity';
+import { normalize, userRecord } from '../../../actors/identity/index.ts';
 import { legacyUserId } from '../../../actors/identity/legacy-users.ts';
 import { MongoUsersRepository } from '../../../actors/identity/mongo-users.ts';
 import { usersConformance } from '../../helpers/users-conformance.ts';

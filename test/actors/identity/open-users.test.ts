@@ -8,7 +8,7 @@ import {
   SqliteUsersRepository,
   userRecord,
   type UsersRepository,
-} from 'svc/actors/identity';
+} from '../../../actors/identity/index.ts';
 
 t.test('openUsersRepository: SQLite at the given path, or at the path in the URI', async (t) => {
   const dir = t.testdir({});

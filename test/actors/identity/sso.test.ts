@@ -31,7 +31,7 @@ import {
   type PendingSignIn,
   type SsoProvider,
   type UserPatch,
-} from 'svc/actors/identity';
+} from '../../../actors/identity/index.ts';
 import { openRedis, whenReady } from '../../../cluster/index.ts';
 import { skipRedis, startRedis } from '../../helpers/redis.ts';
 

@@ -1,5 +1,5 @@
 import t, { type Test } from 'tap';
-import { WindowTable, type RateLimiter } from 'svc/actors/identity';
+import { WindowTable, type RateLimiter } from '../../../actors/identity/index.ts';
 import { RedisRateLimiter } from '../../../cluster/rate-limit.ts';
 import { openRedis, whenReady } from '../../../cluster/redis.ts';
 import { skipRedis, startRedis, type RedisServer } from '../../helpers/redis.ts';

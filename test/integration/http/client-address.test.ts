@@ -1,8 +1,8 @@
 // Per-address limits behind a reverse proxy: Forwarded / X-Forwarded-For are believed
 // from trusted_proxies only (issue 9, "also decide").
 import t from 'tap';
-import { addressKey } from 'svc/actors/identity';
-import { ClientAddresses } from 'svc/transports/http';
+import { addressKey } from '../../../actors/identity/index.ts';
+import { ClientAddresses } from '../../../transports/http/index.ts';
 import { connect } from 'node:net';
 import { login, register } from '../../helpers/identity.ts';
 import { post, startServer } from '../../helpers/server.ts';

@@ -2,7 +2,7 @@
 // HMAC-SHA256 of the raw body keyed with the webhook secret; every refusal with its status and code.
 import t from 'tap';
 import { createHmac, randomBytes } from 'node:crypto';
-import { hashKey } from 'svc/actors/identity';
+import { hashKey } from '../../../actors/identity/index.ts';
 import { startApp, type InProcessServer as Server } from '../../helpers/app.ts';
 import { bearer, register, tokenOf } from '../../helpers/identity.ts';
 import { post, tokenFor } from '../../helpers/server.ts';
