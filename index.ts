@@ -45,7 +45,10 @@ export { Graph, openAnchorStore, registerAnchorStore } from './actors/graph/inde
 // The built-in backends register themselves with their seams here, once, for every user of the package.
 export { MemoryStore, SqliteStore, defaultStorePath } from './stores/index.ts';
 export type { AnchorStore, WalkerResult, FunctionResult } from './actors/graph/index.ts';
-export { Registry } from './actors/walker/index.ts';
+export { Registry, afterCommit } from './actors/walker/index.ts';
+export { webhookSignature } from './transports/http/index.ts';
+export { WorkerPool } from './transports/worker/index.ts';
+export type { WorkerPoolOptions, WorkerSetup } from './transports/worker/index.ts';
 export { SvcError } from './kernel/index.ts';
 export { publish, subscribe, broker, spawn, broadcast, dedupe, Event } from './actors/events/index.ts';
 export type { Subscription, SubscribeOptions, EventHandler, HandlerContext, SpawnAsOptions, EventInit, Broker, RetrySettings } from './actors/events/index.ts';

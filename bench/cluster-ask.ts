@@ -6,8 +6,8 @@
  *
  *   node --import tsx bench/cluster-ask.ts
  */
-import { WorkerPool } from 'svc/transports/worker';
-import { ProcessLinks } from '../transports/link/link.ts';
+import { WorkerPool } from '../transports/worker/index.ts';
+import { ProcessLinks } from '../cluster/link.ts';
 import { machine, percentile, save } from './lib.ts';
 
 const N = Number(process.env.SVC_BENCH_ASKS ?? 5000);

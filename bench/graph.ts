@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ActorSystem } from 'svc/kernel';
 import { Graph, Registry, SqliteStore } from 'svc';
-import { newId } from 'svc/actors/walker';
+import { newId } from '../actors/walker/index.ts';
 import * as app from './fixtures/graph-app.ts';
 import { machine, now, round, save } from './lib.ts';
 

@@ -14,7 +14,7 @@
 import { Worker } from 'node:worker_threads';
 import nact from 'nact';
 import { ActorSystem, fromReceive, type ActorRef } from 'svc/kernel';
-import { WorkerPool } from 'svc/transports/worker';
+import { WorkerPool } from '../transports/worker/index.ts';
 import { latency, machine, now, round, save } from './lib.ts';
 
 const quick = process.argv.includes('--quick');

@@ -1,5 +1,5 @@
 /**
- * Configuration: `svc.toml` (section names as in the seeds), layered with
+ * Configuration: `svc.toml` (section names as in the original product), layered with
  * `svc.<profile>.toml` for `--profile`, then environment variables, then
  * command-line flags. Unknown keys are warned about; a value of the wrong
  * type is an error naming the key.
@@ -20,7 +20,7 @@ interface KeySpec {
   nonEmpty?: boolean;
 }
 
-/** `store()`'s keys (seed 000 §4.7), in `[storage]` and `[scale.storage]` alike. */
+/** `store()`'s keys, in `[storage]` and `[scale.storage]` alike. */
 const STORAGE_KEYS = {
   type: { kind: 'enum', default: 'local', env: ['SVC_STORAGE_TYPE'], values: ['local', 'object'] },
   base_path: { kind: 'string', default: './storage', env: ['SVC_STORAGE_PATH'], nonEmpty: true },
@@ -30,7 +30,7 @@ const STORAGE_KEYS = {
   prefix: { kind: 'string', default: '', env: ['SVC_STORAGE_OBJ_PREFIX'] },
   endpoint_url: { kind: 'string', default: '', env: ['SVC_STORAGE_OBJ_ENDPOINT_URL'] },
   public_read: { kind: 'bool', default: false, env: ['SVC_STORAGE_OBJ_PUBLIC_READ'] },
-  /** Beyond the seed: credentials of the object store (empty: the AWS SDK's own chain — AWS_ACCESS_KEY_ID, profiles, roles). */
+  /** svc's own addition: credentials of the object store (empty: the AWS SDK's own chain — AWS_ACCESS_KEY_ID, profiles, roles). */
   access_key_id: { kind: 'string', default: '', env: ['SVC_STORAGE_OBJ_ACCESS_KEY_ID'] },
   secret_access_key: { kind: 'string', default: '', env: ['SVC_STORAGE_OBJ_SECRET_ACCESS_KEY'] },
 } as const satisfies Record<string, KeySpec>;
@@ -45,7 +45,7 @@ function ssoKeys(platform: string): { client_id: StringKey; client_secret: Strin
 }
 type StringKey = { kind: 'string'; default: string; env: string[] };
 
-/** The seed's provider sections, aliases of ours: `idp_a` = google, `idp_b` = github, `idp_c` = microsoft. */
+/** The original product's provider sections, aliases of ours: `idp_a` = google, `idp_b` = github, `idp_c` = microsoft. */
 export const SSO_ALIASES = { idp_a: 'google', idp_b: 'github', idp_c: 'microsoft' } as const;
 
 /** Every key svc reads, by section. */
@@ -182,13 +182,13 @@ export const SCHEMA = {
     /** `/graph/data` without a token answers the public (guest) graph; false: a token is needed. */
     public: { kind: 'bool', default: true, env: ['SVC_GRAPH_PUBLIC'] },
   },
-  /** Single sign-on (seed 000 §5.6): where the server is, where the browser goes back to with the token. */
+  /** Single sign-on (README *Single sign-on*): where the server is, where the browser goes back to with the token. */
   'scale.sso': {
     /** The server's public URL (`https://api.example.com`): the providers' redirect URI is `{host}/sso/{platform}/callback`. Empty: from the request's Host header (development). */
     host: { kind: 'string', default: '', env: ['SVC_SSO_HOST'] },
     /** The app's page the browser is sent back to, with the token (or `error` and `message`); empty: the callback answers JSON. */
     client_auth_callback_url: { kind: 'string', default: '', env: ['SVC_SSO_CLIENT_AUTH_CALLBACK_URL'] },
-    /** How the token travels to that page: `query` (`?token=`, as the seed says) or `fragment` (`#token=`: kept out of server logs and Referer headers; recommended). */
+    /** How the token travels to that page: `query` (`?token=`, as the original product does) or `fragment` (`#token=`: kept out of server logs and Referer headers; recommended). */
     callback_style: { kind: 'enum', default: 'query', env: ['SVC_SSO_CALLBACK_STYLE'], values: ['query', 'fragment'] },
     /** How long a sign-in started at `/sso/{platform}/login` may take to come back (its state, nonce and PKCE verifier are kept that long). */
     state_ttl_seconds: { kind: 'int', default: 600, min: 10, env: ['SVC_SSO_STATE_TTL_SECONDS'] },
@@ -228,11 +228,11 @@ export const SCHEMA = {
     /** The provider's name as shown (`/admin/sso/providers`). */
     display_name: { kind: 'string', default: 'OpenID Connect', env: ['SVC_SSO_OIDC_DISPLAY_NAME'] },
   },
-  /** The seed's names of the first three (read into google, github, microsoft). */
+  /** The original product's names of the first three (read into google, github, microsoft). */
   'scale.sso.idp_a': { client_id: { kind: 'string', default: '' }, client_secret: { kind: 'string', default: '' } },
   'scale.sso.idp_b': { client_id: { kind: 'string', default: '' }, client_secret: { kind: 'string', default: '' } },
   'scale.sso.idp_c': { client_id: { kind: 'string', default: '' }, client_secret: { kind: 'string', default: '' } },
-  /** API keys and signed webhooks (seed 000 §4.5, §5.7). */
+  /** API keys and signed webhooks (README *Webhooks*). */
   'scale.webhook': {
     /** The HMAC-SHA256 key of webhook signatures. Required outside development when an app has webhook walkers and verify_signature is on; in development one is generated in `.svc/webhook_secret`. */
     secret: { kind: 'string', default: '', env: ['WEBHOOK_SECRET'] },
@@ -242,16 +242,16 @@ export const SCHEMA = {
     api_key_expiry_days: { kind: 'int', default: 365, min: 0, env: ['SVC_API_KEY_EXPIRY_DAYS'] },
     /** A user holds at most this many keys. */
     max_api_keys_per_user: { kind: 'int', default: 100, min: 1, env: ['SVC_MAX_API_KEYS_PER_USER'] },
-    /** Beyond the seed: a sender may add this header (Unix seconds); the signature then covers `<timestamp>.<body>` and an old or future timestamp is refused. */
+    /** svc's own addition: a sender may add this header (Unix seconds); the signature then covers `<timestamp>.<body>` and an old or future timestamp is refused. */
     timestamp_header: { kind: 'string', default: 'X-Webhook-Timestamp', env: ['SVC_WEBHOOK_TIMESTAMP_HEADER'], nonEmpty: true },
     timestamp_tolerance_seconds: { kind: 'int', default: 300, min: 1, env: ['SVC_WEBHOOK_TIMESTAMP_TOLERANCE_SECONDS'] },
     /** Refuse webhook requests without the timestamp header (replay protection for every request). */
     require_timestamp: { kind: 'bool', default: false, env: ['SVC_WEBHOOK_REQUIRE_TIMESTAMP'] },
   },
-  /** `store()`: the seed's `storage` section (every key; `[scale.storage]` may hold the same keys and wins over it). */
+  /** `store()`: the original product's `storage` section (every key; `[scale.storage]` may hold the same keys and wins over it). */
   storage: STORAGE_KEYS,
   'scale.storage': STORAGE_KEYS,
-  /** Service-to-service calls (`sv.import`, seed 000 §4.7): the default policy; seconds unless named otherwise. */
+  /** Service-to-service calls (`sv.import`, README *Calls between svc apps*): the default policy; seconds unless named otherwise. */
   'scale.sv': {
     /** How long one call may take, retries included. */
     rpc_timeout: { kind: 'number', default: 30, min: 0.001, env: ['SVC_SV_RPC_TIMEOUT'] },
@@ -272,7 +272,7 @@ export const SCHEMA = {
     /** Worker threads of each auto-started sibling. */
     workers: { kind: 'int', default: 1, min: 1, env: ['SVC_SV_WORKERS'] },
   },
-  /** Microservice mode (seed 000 §1): `svc start` is a gateway in front of one process per module. */
+  /** Microservice mode (README *Microservice mode*): `svc start` is a gateway in front of one process per module. */
   'scale.microservices': {
     enabled: { kind: 'bool', default: false, env: ['SVC_MICROSERVICES_ENABLED'] },
     /** `{ billing = "billing.ts", search = "http://search:8000" }`: a module file (started as a sibling) or the URL of a running one. */
@@ -289,7 +289,7 @@ export const SCHEMA = {
     /** Seconds a browser may keep a preflight's answer. */
     max_age: { kind: 'int', default: 600, min: 0, env: ['SVC_MICROSERVICES_CORS_MAX_AGE'] },
   },
-  /** `svc mcp`, the tool-protocol server (seed 001 §2.5); its flags win over these. */
+  /** `svc mcp`, the tool-protocol server (README *`svc mcp`*); its flags win over these. */
   mcp: {
     transport: { kind: 'enum', default: 'stdio', env: ['SVC_MCP_TRANSPORT'], values: ['stdio', 'sse', 'streamable-http'] },
     port: { kind: 'int', default: 3001, env: ['SVC_MCP_PORT'], min: 0 },
@@ -503,7 +503,7 @@ export function loadConfig(options: {
     throw new ConfigError(`[scale.jwt] exp_delta_days (${jwt.exp_delta_days}) is longer than max_token_days (${jwt.max_token_days}): tokens would be refused`);
   }
   checkMetrics(values['scale.metrics'] as SvcConfig['scale.metrics']);
-  // The seed's idp_a/b/c sections fill google/github/microsoft where those are not set themselves.
+  // The original product's idp_a/b/c sections fill google/github/microsoft where those are not set themselves.
   for (const [alias, platform] of Object.entries(SSO_ALIASES)) {
     const from = values[`scale.sso.${alias}`] as Record<string, string>;
     const to = values[`scale.sso.${platform}`] as Record<string, string>;

@@ -1,5 +1,5 @@
 /**
- * Data for app code: `store()` files on disk or in an object store,
+ * Data for app code (README *Files, documents and locks*): `store()` files on disk or in an object store,
  * `kvstore()` documents and keys, and the locks made of them — bound to the
  * runtime of the thread they run in. None of it is rolled back with a walker
  * run that fails.

@@ -1,8 +1,8 @@
 /**
- * The document-database contract of `kvstore(dbName, 'docdb')` (seed 000
- * §4.7): Mongo-shaped documents in named collections, on the embedded SQLite,
+ * The document-database contract of `kvstore(dbName, 'docdb')`:
+ * Mongo-shaped documents in named collections, on the embedded SQLite,
  * PostgreSQL or MongoDB. Every document has a string `_id` (given, or a
- * generated 24-hex id). Filters take the seed's operators
+ * generated 24-hex id). Filters take the original product's operators
  * (`$eq $gt $gte $lt $lte $in $ne $and $or`, plus `$nin` and `$exists`),
  * dotted paths reach into nested objects; updates take `$set` (and `$unset`).
  */

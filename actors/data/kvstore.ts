@@ -1,5 +1,5 @@
 /**
- * `kvstore(dbName, dbType, uri?)` (seed 000 §4.7, *Direct database access*):
+ * `kvstore(dbName, dbType, uri?)` (README *Files, documents and locks*):
  * the app's own documents (`docdb`) and keys (`kv`), beside the graph.
  *
  * - `docdb`: on the shared document store when one is configured
@@ -222,7 +222,7 @@ export class DocDbStore extends KvstoreBase {
   override async deleteById(collection: string, id: string): Promise<boolean> {
     return this.db.delete(this.col(collection), DocDbStore.id(id, 'deleteById'));
   }
-  /** Beyond the seed: an index on a (dotted) field, so filters on it do not scan. Idempotent. */
+  /** svc's own addition: an index on a (dotted) field, so filters on it do not scan. Idempotent. */
   override async createIndex(collection: string, field: string): Promise<void> {
     if (typeof field !== 'string' || !/^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$/.test(field)) throw kvstoreError('INVALID_QUERY', `createIndex: a field path like "a" or "a.b", got ${JSON.stringify(field)}`);
     return this.db.createIndex(this.col(collection), field);
@@ -297,7 +297,7 @@ export class KvStore extends KvstoreBase {
   override async expireIfEquals(key: string, expected: string | number, ttlSeconds: number): Promise<boolean> {
     return this.kv.expireIfEquals(key, expected, ttlSeconds);
   }
-  /** Beyond the seed: JSON values. */
+  /** svc's own addition: JSON values. */
   async getJson<T = unknown>(key: string): Promise<T | null> {
     return this.kv.getJson<T>(key);
   }

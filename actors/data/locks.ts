@@ -1,5 +1,5 @@
 /**
- * Distributed locks on the `kv` backend (seed 000 §4.7, *Distributed locks*):
+ * Distributed locks on the `kv` backend (README *Locks*):
  * a mutex is a key set with `setNxWithTtl` holding a fence value unique to its
  * holder, released with `deleteIfEquals` — so only its holder releases it,
  * and a holder that died is superseded once the TTL has passed. A debounce is

@@ -7,7 +7,7 @@
 import { storageError } from './storage-errors.ts';
 import type { Storage, StorageConfig } from './storage-types.ts';
 
-/** The seed's defaults: `store(base_path='./storage', create_dirs=True)` on the local disk. */
+/** The original product's defaults: `store(base_path='./storage', create_dirs=True)` on the local disk. */
 export const STORAGE_DEFAULTS: StorageConfig = Object.freeze({
   type: 'local',
   base_path: './storage',

@@ -1,5 +1,5 @@
 /**
- * The storage contract (seed 000 §4.7, `store()`): one interface, a local
+ * The storage contract (`store()`): one interface, a local
  * folder or an object store over the S3 API behind it. Paths are relative to
  * the storage's base, `/`-separated; `..` segments, absolute paths and NUL are
  * refused with `INVALID_PATH` before anything is touched.
@@ -8,7 +8,7 @@ import type { Readable, Writable } from 'node:stream';
 
 export type StorageType = 'local' | 'object';
 
-/** The seed's configuration keys (`[storage]` / `[scale.storage]`, `SVC_STORAGE_*`). */
+/** The original product's configuration keys (`[storage]` / `[scale.storage]`, `SVC_STORAGE_*`). */
 export interface StorageConfig {
   type: StorageType;
   /** Local: the base folder (relative to the project folder). Object: a key prefix under `prefix`. */
@@ -24,7 +24,7 @@ export interface StorageConfig {
   secret_access_key: string;
 }
 
-/** `getMetadata` (seed 000 §2.8 item 1): `size`, `modified`, `created`, `is_dir`, `name`; times as ISO 8601. */
+/** `getMetadata`: `size`, `modified`, `created`, `is_dir`, `name`; times as ISO 8601. */
 export interface FileMetadata {
   name: string;
   size: number;

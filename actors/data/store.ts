@@ -1,7 +1,7 @@
 /**
- * `store()` and `StorageFactory` (seed 000 §4.7, *Storage builtin*): the
+ * `store()` and `StorageFactory` (README *Files, documents and locks*): the
  * app's files, on the local disk or in an object store, configured by the
- * seed's keys. Precedence, per key: an argument to `store()`, then the
+ * original product's keys. Precedence, per key: an argument to `store()`, then the
  * environment (`SVC_STORAGE_*`), then `[scale.storage]`, then `[storage]` in
  * `svc.toml`, then the default (`./storage` relative to the project folder).
  *
@@ -44,7 +44,7 @@ export function store(basePath?: string, createDirs?: boolean): Storage {
 }
 
 /**
- * Storages by type and settings (the seed's `StorageFactory`): `create` makes
+ * Storages by type and settings (the original product's `StorageFactory`): `create` makes
  * a new one (the caller closes it) from the configured settings with `config`
  * over them; `getDefault` is `store()`.
  *

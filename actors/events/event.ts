@@ -1,7 +1,7 @@
 /**
  * An event, and its wire form: CloudEvents 1.0 in JSON (`specversion`,
  * `type`, `source`, `id`, `time`, `datacontenttype`, `data`), with the
- * extensions `traceid` (the seed's `trace_id`) and `svcheaders` (the seed's
+ * extensions `traceid` (the original product's `trace_id`) and `svcheaders` (its
  * `headers` map as one JSON string: CloudEvents extension values cannot be
  * maps). Delivery fields (`deliveryId`, `deliveryTopic`, `deliveryGroup`,
  * `attempt`) are set by the broker on delivery and never serialised.
@@ -56,7 +56,7 @@ export class Event<D = unknown> {
     this.headers = { ...init.headers };
   }
 
-  /** The seed's snake_case names, read-only aliases. */
+  /** The original product's snake_case names, read-only aliases. */
   get event_type(): string {
     return this.eventType;
   }

@@ -1,5 +1,5 @@
 /**
- * A user's own account (seed 000 §2.2–2.4, §4.3): register, log in, read it,
+ * A user's own account (README *Users, tokens and the admin*): register, log in, read it,
  * change the password, add an identity; and the account records every flow
  * shares (a new identity, a new account, what a user may see of one).
  */

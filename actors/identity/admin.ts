@@ -1,5 +1,5 @@
 /**
- * The admin's user management (seed 000 §5): list, read, create, edit,
+ * The admin's user management (README *Users, tokens and the admin*): list, read, create, edit,
  * delete (with the user's graph) and force a password change. Users are
  * named by username, email or — service accounts have neither — user id.
  *

@@ -1,5 +1,5 @@
 /**
- * API keys (seed 000 §2.5, §4.3): what webhooks authenticate with. A key is
+ * API keys (README *API keys*): what webhooks authenticate with. A key is
  * 256 random bits shown once at creation; only its SHA-256 is kept (with the
  * users, so keys survive restarts and live in the shared store when one is
  * configured). A key is never a JWT signed with the session secret (the

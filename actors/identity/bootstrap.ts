@@ -1,6 +1,6 @@
 /**
  * Accounts that exist from the first start: the guest (whose root is the
- * shared public graph) and the bootstrap admin (seed 000 §5.4–5.5). The
+ * shared public graph) and the bootstrap admin. The
  * admin's password is `ADMIN_DEFAULT_PASSWORD` or, without one, a random
  * one printed once and kept in `.svc/data/admin_password` — never a fixed default;
  * with `require_password_reset` (default) the server refuses everything but

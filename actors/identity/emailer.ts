@@ -1,5 +1,5 @@
 /**
- * The emailer (seed 000 §7): SMTP through nodemailer, a registered short
+ * The emailer: SMTP through nodemailer, a registered short
  * name, or `pkg/module:Class` imported and checked. A configuration that
  * does not work disables email with a logged error; the server keeps running
  * and endpoints that need mail answer `EMAIL_DISABLED` (503).

@@ -1,6 +1,6 @@
 /**
- * Errors of users, tokens and admin, with the codes of seed 000 §7 where it
- * names one. They travel in the envelope as they are (code and status).
+ * Errors of users, tokens and admin, with the codes the
+ * original product's clients know where it has one. They travel in the envelope as they are (code and status).
  */
 import { SvcError } from '../../kernel/index.ts';
 
@@ -12,7 +12,7 @@ export const IDENTITY_ERRORS = {
   TOO_MANY_REQUESTS: { status: 429, message: 'too many attempts; wait and retry' },
   PASSWORD_CHANGE_REQUIRED: { status: 403, message: 'change the password first (PUT /user/password)' },
   PROTECTED_ACCOUNT: { status: 403, message: 'this account cannot be deleted, disabled or demoted, nor have a password reset forced or its profile edited by another' },
-  // Single sign-on (seed 000 §4.4 rules 6–9)
+  // Single sign-on
   SSO_NOT_CONFIGURED: { status: 501, message: 'this sign-in provider is not configured on this server (client_id and client_secret)' },
   SSO_INVALID_STATE: { status: 400, message: 'the sign-in is unknown, expired, already finished or was started for another provider: start again' },
   SSO_MISSING_CODE: { status: 400, message: 'the provider sent no authorization code' },
@@ -21,7 +21,7 @@ export const IDENTITY_ERRORS = {
   SSO_PROVIDER_UNAVAILABLE: { status: 502, message: 'the sign-in provider cannot be reached right now' },
   SSO_EMAIL_UNVERIFIED: { status: 403, message: 'the provider gives no verified email for this account: no account is created or linked' },
   SSO_LAST_SIGN_IN: { status: 409, message: 'this is the only way left to sign in to the account: set a password or link another provider first' },
-  // API keys and webhooks (seed 000 §2.5, §4.5)
+  // API keys and webhooks
   TOO_MANY_API_KEYS: { status: 409, message: 'this user holds as many API keys as allowed: revoke one first' },
   INVALID_SIGNATURE: { status: 401, message: 'the webhook signature is missing or does not match the body' },
   INVALID_TIMESTAMP: { status: 401, message: 'the webhook timestamp is missing, malformed, or outside the allowed window' },

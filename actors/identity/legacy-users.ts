@@ -1,8 +1,8 @@
 /**
  * Users of the Python original, as our records: the flat documents (or rows)
  * `{_id|id, username, email, password_hash, root_id, role, created_at}` a
- * document-database backend finds at start and migrates once (seed 000 §3:
- * "migration runs once, idempotent"). Pure: the backend reads and writes.
+ * document-database backend finds at start and migrates once (the
+ * migration runs once and is idempotent). Pure: the backend reads and writes.
  *
  * - The user id derives from the legacy id (else the username, else the
  *   email): a second migration of the same rows gives the same ids.

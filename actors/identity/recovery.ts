@@ -1,5 +1,5 @@
 /**
- * What travels by mail (seed 000 §2.4, §3): email verification and password
+ * What travels by mail: email verification and password
  * reset, each with a one-time token — only its hash is stored, one pending
  * per user and kind, spent once.
  */

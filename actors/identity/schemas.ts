@@ -44,7 +44,7 @@ const EMAIL_IDENTITY = identity(['email']);
 
 const credential = (password: TString) => Type.Object({ type: Type.Literal('password'), password });
 
-/** A user's profile (seed 000 §2.4); null is taken as none. Key names and the size in bytes are checked after the schema. */
+/** A user's profile (README *Users, tokens and the admin*); null is taken as none. Key names and the size in bytes are checked after the schema. */
 const PROFILE = Type.Union([Type.Record(Type.String({ pattern: PROFILE_KEY.source }), Type.Union([Type.String({ maxLength: 1024 }), Type.Number(), Type.Boolean()]), { maxProperties: 20 }), Type.Null()], {
   description: 'display_name, avatar_url, bio, …: at most 20 keys (not sso), at most 8192 bytes as JSON',
 });
@@ -101,7 +101,7 @@ export function identityValue(type: 'username' | 'email', raw: string, field: st
 }
 
 /**
- * The profile rules of seed 000 §2.4: the profile schema, then what it
+ * The profile rules: the profile schema, then what it
  * cannot say (key names, `sso`, the size in bytes). Absent or null: `{}`.
  *
  * @example

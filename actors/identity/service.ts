@@ -1,5 +1,5 @@
 /**
- * The identity service (seed 000 §2.2–2.4, §3, §4.3–4.4, §5, §7): one object
+ * The identity service (README *Users, tokens and the admin*): one object
  * the runtime builds and the HTTP routes call, HTTP-free (they hand it parsed
  * bodies and verified claims). It is a facade over the parts, one job each:
  *

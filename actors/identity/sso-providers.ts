@@ -1,5 +1,5 @@
 /**
- * Single sign-on providers (seed 000 §4.3, §5.6): the authorization code
+ * Single sign-on providers (README *Single sign-on*): the authorization code
  * flow, always with `state` and PKCE (S256), and a nonce for OpenID Connect,
  * spoken through `oauth4webapi` (a maintained, certified client library).
  * Presets: Google and Microsoft (OpenID Connect, by discovery; here), GitHub
@@ -22,7 +22,7 @@ import { identityError } from './errors.ts';
 export type SsoPlatform = 'google' | 'github' | 'microsoft' | 'oidc';
 export const SSO_PLATFORMS: readonly SsoPlatform[] = ['google', 'github', 'microsoft', 'oidc'];
 /**
- * The seed's platform names (§4.4 rule 9), accepted in URLs for the first three.
+ * The original product's platform names (`idp_a`, `idp_b`, `idp_c`), accepted in URLs for the first three.
  *
  * @example
  * SSO_PLATFORM_ALIASES.idp_b // 'github'
@@ -45,7 +45,7 @@ export interface SsoProviderSettings {
   display_name?: string;
 }
 
-/** What `profile.sso.<platform>` holds (seed 000 §2.4): only the fields the provider gave, as strings. */
+/** What `profile.sso.<platform>` holds: only the fields the provider gave, as strings. */
 export interface SsoProfile {
   display_name?: string;
   first_name?: string;

@@ -1,5 +1,5 @@
 /**
- * Sign-ins under way (seed 000 §4.3 `/sso/{platform}/login` → `/callback`):
+ * Sign-ins under way (`/sso/{platform}/login` → `/callback`):
  * what the callback needs to finish one — the PKCE verifier, the nonce, the
  * redirect URI, a hash of the browser's binding cookie — kept on the server,
  * never in the browser. Each is filed

@@ -1,5 +1,5 @@
 /**
- * Single sign-on (seed 000 §2.2–2.4, §4.3, §4.4 rules 6–9, §5.6): start a
+ * Single sign-on (README *Single sign-on*): start a
  * sign-in at a provider, finish it at the callback, and turn who the
  * provider says signed in into an account of ours — HTTP-free (the routes
  * hand it parsed parameters and turn its answers into redirects).
@@ -18,7 +18,7 @@
  *    `user`, no password, the email verified (the recovery identity), the
  *    SSO identity, their graph root;
  * 4. an email the provider does not vouch for (or none) creates nothing and
- *    links nothing: SSO_EMAIL_UNVERIFIED. (Beyond the seed, which links by
+ *    links nothing: SSO_EMAIL_UNVERIFIED. (Unlike the original product, which links by
  *    any email: linking by an unverified one let strangers into accounts.)
  *
  * Every sign-in writes `profile.sso.<platform>` (display_name, first_name,
@@ -70,7 +70,7 @@ export interface SsoSettings {
   host: string;
   /** The app's page the browser goes back to; empty: the callback answers JSON. */
   client_auth_callback_url: string;
-  /** `fragment`: `#token=`; anything else: `?token=` (the seed's way). */
+  /** `fragment`: `#token=`; anything else: `?token=` (the original product's way). */
   callback_style: string;
   state_ttl_seconds: number;
   /** Bind each sign-in to the browser that started it (a cookie); false for clients that keep no cookies. */

@@ -1,5 +1,5 @@
 /**
- * The tokens svc issues (seed 000 §2.2–2.3): signed from a user record as it
+ * The tokens svc issues: signed from a user record as it
  * was read, refreshed against the record as it is, and revoked by moving the
  * user's security stamp on, on every thread.
  */

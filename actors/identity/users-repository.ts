@@ -57,7 +57,7 @@ export interface OneTimeToken {
 }
 
 /**
- * An API key as kept (seed 000 §2.5): never the key, only its SHA-256. Keys
+ * An API key as kept: never the key, only its SHA-256. Keys
  * are 256 random bits, so a plain hash is enough to make a stolen table
  * useless; lookups go by that hash.
  */

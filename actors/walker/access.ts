@@ -1,5 +1,5 @@
 /**
- * Access levels (seed 000 §2.6). Every anchor has an owner root, which may do
+ * Access levels (README *The programming model*). Every anchor has an owner root, which may do
  * anything; others get what the anchor grants everyone (`anyone`) or their
  * root specifically (`roots`), the higher of the two.
  */

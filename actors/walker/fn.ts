@@ -1,6 +1,6 @@
 /**
  * Functions served as endpoints, and the `restspec` options shared with
- * walkers (seed 000 §4.2).
+ * walkers.
  */
 import type { Static, TObject, TSchema } from 'typebox';
 import Type from 'typebox';

@@ -1,5 +1,5 @@
 /**
- * Hook walkers (`_Name`, seed 000 §1.6), whatever the transport: they run
+ * Hook walkers (`_Name`), whatever the transport: they run
  * before every generated walker or function route — whatever their own
  * access — and before a WebSocket walker's upgrade. A hook that declares
  * `headers` gets the request headers (lower-case names); one that declares

@@ -1,6 +1,6 @@
 /**
  * Permissions: what the owner of a node or edge grants other roots
- * (seed 000 §2.6) — everyone, or one root, at a level; checked by the walker
+ * — everyone, or one root, at a level; checked by the walker
  * run when it changes, at commit when it is changed in place.
  */
 import { type Access, type AccessLevel, isAccessLevel } from './access.ts';

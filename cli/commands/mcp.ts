@@ -1,6 +1,6 @@
 /**
  * `svc mcp`: the tool-protocol server for AI clients. Flags win over the
- * `[mcp]` section of svc.toml, which wins over the seed's defaults. With
+ * `[mcp]` section of svc.toml, which wins over the built-in defaults. With
  * stdio nothing but protocol messages goes to stdout: logs go to stderr.
  *
  * Over HTTP every request carries a bearer token, loopback included (any

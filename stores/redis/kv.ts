@@ -1,5 +1,5 @@
 /**
- * The `kv` backend of `kvstore(dbName, 'kv')` (seed 000 §4.7) on Redis
+ * The `kv` backend of `kvstore(dbName, 'kv')` on Redis
  * (ioredis): strings under keys, with expiry, counters, key scans, and the two
  * atomic steps locks are made of — set-if-absent with a mandatory expiry
  * (`SET NX PX`) and compare-and-delete (a Lua script, so no other client's
@@ -9,7 +9,7 @@
  * key `cache:a`, and `scanKeys` answers keys without the namespace. Values are
  * strings, as Redis holds them (a number is stored as its decimal text);
  * `getJson` / `setJson` are the JSON helpers. TTLs are in seconds, as the
- * seed's `set_with_ttl(key, value, ttl)`; fractions are kept (milliseconds).
+ * original product's `set_with_ttl(key, value, ttl)`; fractions are kept (milliseconds).
  *
  * One client per URL and thread is shared by every handle (see the facade);
  * it fails fast while Redis is down (no offline queue): a call answers
@@ -153,7 +153,7 @@ export class RedisKv implements KvBackend {
     return this.call(async () => Number(await this.redis.eval(DELETE_IF_EQUALS, 1, k, v)) === 1);
   }
 
-  /** Beyond the seed: a new expiry only if the key holds `expected`, atomically (a lock renewing itself); whether it was renewed. */
+  /** svc's own addition: a new expiry only if the key holds `expected`, atomically (a lock renewing itself); whether it was renewed. */
   async expireIfEquals(key: string, expected: KvValue, ttlSeconds: number): Promise<boolean> {
     const k = this.key(key);
     const v = text(expected, `expireIfEquals(${JSON.stringify(key)})`);
@@ -161,7 +161,7 @@ export class RedisKv implements KvBackend {
     return this.call(async () => Number(await this.redis.eval(EXPIRE_IF_EQUALS, 1, k, v, ms)) === 1);
   }
 
-  /** Beyond the seed: the value at `key` parsed as JSON (`null` when absent). */
+  /** svc's own addition: the value at `key` parsed as JSON (`null` when absent). */
   async getJson<T = unknown>(key: string): Promise<T | null> {
     const raw = await this.get(key);
     if (raw === null) return null;
@@ -172,7 +172,7 @@ export class RedisKv implements KvBackend {
     }
   }
 
-  /** Beyond the seed: `value` stored as JSON text, with an optional TTL in seconds. */
+  /** svc's own addition: `value` stored as JSON text, with an optional TTL in seconds. */
   async setJson(key: string, value: unknown, ttlSeconds?: number): Promise<void> {
     const json = JSON.stringify(value);
     if (json === undefined) throw kvstoreError('INVALID_QUERY', `setJson(${JSON.stringify(key)}): the value has no JSON form`);

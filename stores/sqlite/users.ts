@@ -1,6 +1,6 @@
 /**
  * The embedded users repository: SQLite through better-sqlite3, in WAL mode,
- * at `.svc/data/users.db` (seed 000 §2.2–2.3). Synchronous inside: each
+ * at `.svc/data/users.db`. Synchronous inside: each
  * operation runs whole — in one transaction where it writes several rows —
  * before its promise settles, so it is atomic across the threads and
  * processes sharing the file. Identity values are unique across all users
@@ -165,7 +165,7 @@ export class SqliteUsersRepository implements UsersRepository, ImmediateUserLook
       CREATE TABLE IF NOT EXISTS one_time_tokens (
         token_hash TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(user_id) ON DELETE CASCADE,
         kind TEXT NOT NULL, identity TEXT NOT NULL, expires_at INTEGER NOT NULL, used_at INTEGER);
-      -- API keys (seed 000 §2.5, its collection name): only the key's SHA-256; gone with their user.
+      -- API keys (the original product's collection name): only the key's SHA-256; gone with their user.
       CREATE TABLE IF NOT EXISTS webhook_api_keys (
         api_key_id TEXT PRIMARY KEY, user_id TEXT NOT NULL REFERENCES users(user_id) ON DELETE CASCADE,
         name TEXT NOT NULL, key_hash TEXT NOT NULL UNIQUE, walkers TEXT, created_at TEXT NOT NULL, expires_at TEXT);

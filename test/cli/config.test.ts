@@ -3,7 +3,7 @@ import t from 'tap';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ConfigError, loadConfig } from 'svc/cli/config';
+import { ConfigError, loadConfig } from '../../runtime/index.ts';
 
 t.test('defaults without any file', async (t) => {
   const dir = t.testdir({});

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { join } from 'node:path';
-import { loadConfig } from 'svc/cli/config';
+import { loadConfig } from '../../runtime/index.ts';
 import { dataPaths } from '../../runtime/index.ts';
 
 function paths(env: Record<string, string>, toml = '') {

@@ -4,7 +4,7 @@
 import t from 'tap';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
-import { loadUws } from 'svc/transports/http';
+import { loadUws } from '../../transports/http/index.ts';
 import { runSvc as svc, startServer } from '../helpers/server.ts';
 
 const entry = new URL('../fixtures/http-app.ts', import.meta.url).pathname;

@@ -1,4 +1,4 @@
-// The rooms of the tree (DESIGN.md "Layout"): a room is a subfolder of actors/,
+// The rooms of the tree (README *Architecture*): a room is a subfolder of actors/,
 // transports/ or bench/ (actors/identity, transports/http, bench/harness — the
 // load harness behind `svc bench`), or another top-level folder (kernel/, cli/,
 // runtime/, cluster/, client/). Its index.ts is its door.
@@ -6,7 +6,11 @@
 // - actors/ never import transports/ or cli/;
 // - a file imports another room only through that room's index.ts (files of
 //   one room import each other freely; cli/commands/* is inside cli/).
-// Imports are read with the TypeScript scanner (comments and strings are not imports).
+// - a comment of a product file never cites a seed or a document the repository
+//   does not hold (DESIGN.md, STYLE.md, ../shared/…): it says the rule's
+//   substance, or names the README section that holds it.
+// Imports and comments are read with the TypeScript scanner and parser (a
+// string is neither an import nor a comment).
 import t from 'tap';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, posix, relative } from 'node:path';
@@ -20,13 +24,13 @@ const NOT_PRODUCT = new Set(['test', 'bench', 'examples', 'bin', 'docs', 'node_m
 /** Top-level folders whose subfolders are the rooms. */
 const HALLS = new Set(['actors', 'transports', 'bench']);
 
-function files(dir: string): string[] {
+function files(dir: string, source = /\.(ts|mts)$/): string[] {
   const out: string[] = [];
   for (const name of readdirSync(dir)) {
     if (name.startsWith('.') || (dir === root && NOT_PRODUCT.has(name))) continue;
     const path = join(dir, name);
-    if (statSync(path).isDirectory()) out.push(...files(path));
-    else if (/\.(ts|mts)$/.test(name) && !name.endsWith('.d.ts')) out.push(path);
+    if (statSync(path).isDirectory()) out.push(...files(path, source));
+    else if (source.test(name) && !name.endsWith('.d.ts')) out.push(path);
   }
   return out;
 }
@@ -60,6 +64,34 @@ function violations(fromRel: string, toRel: string): string[] {
   return out;
 }
 
+/** What a comment may not cite: a seed, or a document the repository does not hold. */
+const FOREIGN = [/\bseed ?0\d\d\b/i, /\bthe seed's\b|\bbeyond the seed\b/i, /\b(?:DESIGN|STYLE)\.md\b/, /(?:\.\.\/)+shared\/|\/work\/shared\//];
+
+/** The citations of {@link FOREIGN} in the comments of a source text (code, strings and templates are not read). */
+function citations(text: string, kind = ts.ScriptKind.TS): string[] {
+  const sf = ts.createSourceFile('file', text, ts.ScriptTarget.Latest, false, kind);
+  const out: string[] = [];
+  const seen = new Set<number>();
+  // Every comment is trivia before some token (the last ones before the end-of-file token): on the
+  // line of the token before it (trailing) or on lines of its own (leading).
+  const visit = (node: ts.Node): void => {
+    if (node.kind >= ts.SyntaxKind.FirstJSDocNode && node.kind <= ts.SyntaxKind.LastJSDocNode) return;
+    const children = node.getChildren(sf);
+    if (children.length > 0) return children.forEach(visit);
+    for (const range of [...(ts.getTrailingCommentRanges(text, node.pos) ?? []), ...(ts.getLeadingCommentRanges(text, node.pos) ?? [])]) {
+      if (seen.has(range.pos)) continue;
+      seen.add(range.pos);
+      const comment = text.slice(range.pos, range.end);
+      for (const rule of FOREIGN) {
+        const hit = rule.exec(comment);
+        if (hit) out.push(`line ${sf.getLineAndCharacterOfPosition(range.pos + hit.index).line + 1}: ${hit[0]}`);
+      }
+    }
+  };
+  visit(sf);
+  return out;
+}
+
 function importsOf(file: string): string[] {
   return ts.preProcessFile(readFileSync(file, 'utf8'), true, true).importedFiles.map((f) => f.fileName);
 }
@@ -82,6 +114,17 @@ t.test('the rules themselves catch what they should', async (t) => {
   t.same(violations('cli/commands/start.ts', 'cli/config.ts'), [], 'cli/commands is inside cli');
   t.same(violations('actors/identity/service.ts', 'kernel/index.ts'), [], 'actors use the kernel door');
   t.same(violations('transports/http/front.ts', 'actors/walker/index.ts'), []);
+  const sample = [
+    '/** The envelope (seed 000 §2.1): ok, data, error. */',
+    "const a = 'seed 000 §2.1 and DESIGN.md in a string';",
+    'const b = `http://x/${a} // seed 001 in a template`; // see ../shared/notes/uws-build.md',
+    "const c = /seed 000/.test(a) ? '/*' : '*/';",
+    '// as the seed\'s defaults',
+    'f(/* STYLE.md item 22 */ a, b, c);',
+    '/* the members\' seeds, a hash seed = 0: fine */',
+  ].join('\n');
+  t.same(citations(sample), ['line 1: seed 000', 'line 3: ../shared/', "line 5: the seed's", 'line 6: STYLE.md'], 'comments only, not strings, templates or regular expressions');
+  t.same(citations('#!/usr/bin/env node\n// DESIGN.md "Layout"\nexport {};', ts.ScriptKind.JS), ['line 2: DESIGN.md']);
 });
 
 t.test('every import of ours follows the rules', async (t) => {
@@ -99,4 +142,15 @@ t.test('every import of ours follows the rules', async (t) => {
     }
   }
   t.ok(checked > 100, `${checked} imports of ours checked`);
+});
+
+t.test('no product comment cites a seed or a document the repository does not hold', async (t) => {
+  // Every product source file, the command's launcher and the load harness included.
+  const source = /\.(ts|mts|mjs)$/;
+  const product = [...files(root, source), ...files(join(root, 'bench/harness'), source), ...files(join(root, 'bin'), source)];
+  t.ok(product.length > 200, `${product.length} product files read`);
+  for (const file of product) {
+    const found = citations(readFileSync(file, 'utf8'), file.endsWith('.mjs') ? ts.ScriptKind.JS : ts.ScriptKind.TS);
+    for (const c of found) t.fail(`${relative(root, file)} ${c}: say the rule itself, or name the README section that holds it`);
+  }
 });

@@ -2,7 +2,7 @@
 import t from 'tap';
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { testApp } from 'svc/testing';
-import { HTTP_RESPONSE_CHANNEL, type ResponseInfo } from 'svc/transports/http';
+import { HTTP_RESPONSE_CHANNEL, type ResponseInfo } from '../../transports/http/index.ts';
 
 const entry = new URL('../fixtures/todo-app.ts', import.meta.url).pathname;
 

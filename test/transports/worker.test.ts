@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fromReceive, threadOf, type ActorRef } from 'svc/kernel';
-import { WorkerPool } from 'svc/transports/worker';
+import { WorkerPool } from '../../transports/worker/index.ts';
 import { defineKinds } from './fixtures/worker-actors.ts';
 import { Latch } from '../helpers/latch.ts';
 

@@ -1,5 +1,5 @@
 /**
- * `/api-key/*` (seed 000 §4.3, §2.5): a signed-in user creates, lists and
+ * `/api-key/*` (README *API keys*): a signed-in user creates, lists and
  * revokes the API keys their webhooks authenticate with. The key itself is
  * in the creation answer only; the list shows no secret, not even a hash.
  */

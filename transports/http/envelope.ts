@@ -1,5 +1,5 @@
 /**
- * The response envelope of every generated endpoint (seed 000 §2.1):
+ * The response envelope of every generated endpoint:
  * `{ok, type: 'response', data: {result, reports}, error, meta: {request_id}}`.
  */
 import type { ErrorBody } from './errors.ts';

@@ -1,6 +1,6 @@
 /**
  * The error codes clients see in the response envelope, with their HTTP
- * status. The seed's codes where it names one (`UNAUTHORIZED`, `NOT_FOUND`,
+ * status. The original product's codes where it has one (`UNAUTHORIZED`, `NOT_FOUND`,
  * `VALIDATION_ERROR`, …), svc's own `SVC_ERR_*` where it does not. Every
  * code is listed in docs/errors.md.
  */
@@ -68,7 +68,7 @@ export function unauthorizedAsHttp(error: unknown): unknown {
   return error instanceof SvcError && error.code === 'UNAUTHORIZED' ? httpError('UNAUTHORIZED', error.message) : error;
 }
 
-/** Codes of the graph and kernel that become a seed code on the wire. */
+/** Codes of the graph and kernel that become one of the original product's codes on the wire. */
 const MAPPED: Record<string, HttpErrorCode> = {
   SVC_ERR_INVALID_FIELDS: 'VALIDATION_ERROR',
   SVC_ERR_UNKNOWN_WALKER: 'NOT_FOUND',

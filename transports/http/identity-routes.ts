@@ -1,5 +1,5 @@
 /**
- * The `/user/*` and `/admin/*` endpoints (seed 000 §4.3): the HTTP binding of
+ * The `/user/*` and `/admin/*` endpoints (README *Users, tokens and the admin*): the HTTP binding of
  * the identity service (which knows nothing of HTTP). The front verifies
  * tokens (and the admin role) before these run, and wraps what they return
  * in the envelope. Each JSON body is documented by the schema that validates

@@ -1,5 +1,5 @@
 /**
- * Where an endpoint's fields come from (seed 000 §4.1 rule 4): path
+ * Where an endpoint's fields come from: path
  * parameters first, then uploaded files, then — for GET — the query string,
  * then the JSON body. Path, query and multipart text values are strings on
  * the wire and are converted to the declared types, strictly (`1.5` is not an

@@ -1,5 +1,5 @@
 /**
- * The endpoints an app gets (seed 000 §4.1–4.2): `POST /walker/<Name>`,
+ * The endpoints an app gets: `POST /walker/<Name>`,
  * `/walker/<Name>/{node_id}` (spawn at a node, always served),
  * `POST /function/<name>`, or the method and path a `restspec` gives; webhook
  * walkers at `POST /webhook/<Name>` only. Hook walkers (`_Name`) and
@@ -111,14 +111,14 @@ export function buildRoutes(registry: Registry): EndpointRoute[] {
 }
 
 /**
- * A webhook walker (seed 000 §4.1 rule 6): `POST /webhook/<Name>` only — no
+ * A webhook walker: `POST /webhook/<Name>` only — no
  * `/walker/<Name>`, no `/{node_id}` variant (a sender cannot pick where on
  * the key owner's graph the walker starts). Senders post more than a walker
  * declares, so undeclared fields are taken (and dropped), never refused.
  */
 function webhookRoute(name: string, cls: WalkerClass): EndpointRoute {
   const spec = cls.spec ?? {};
-  // The seed serves webhooks at one place: a path or method given anyway would be silently ignored, so it stops the start.
+  // Webhooks are served at one place: a path or method given anyway would be silently ignored, so it stops the start.
   if (spec.path !== undefined) throw new Error(`webhook walker ${name}: restspec path does not apply (webhooks are served at POST /webhook/${name})`);
   if (spec.method !== undefined && spec.method !== 'POST') throw new Error(`webhook walker ${name}: webhooks are served with POST only, not ${spec.method}`);
   const schema = walkerInfo(cls).schema;

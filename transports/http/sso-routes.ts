@@ -1,15 +1,15 @@
 /**
- * Single sign-on over HTTP (seed 000 §4.3, §4.4 rules 6–9): the browser is
+ * Single sign-on over HTTP (README *Single sign-on*): the browser is
  * sent to the provider (`/sso/{platform}/login`, `/register`), comes back to
  * `/sso/{platform}/callback` (GET, or POST for providers that post back;
  * `/sso/{platform}/login/callback` is the older name), and is sent on to the
  * app's page, `[scale.sso] client_auth_callback_url`, with the token —
- * `?token=` (the seed's way) or, with `callback_style = "fragment"`,
+ * `?token=` (the original product's way) or, with `callback_style = "fragment"`,
  * `#token=`: a fragment never reaches a server, a log or a Referer header
  * (recommended). Failures go there too, as `error=<code>&message=<text>`.
  * Without that URL the callback answers JSON.
  *
- * `{platform}` is `google`, `github`, `microsoft`, `oidc`, or the seed's
+ * `{platform}` is `google`, `github`, `microsoft`, `oidc`, or the original's
  * `idp_a`, `idp_b`, `idp_c` (the first three). An unknown one answers 404
  * before anything else; one not configured 501.
  *

@@ -5,7 +5,7 @@
  * listen on one port (the kernel spreads connections).
  *
  * What this build of the binary gets wrong, and what the front does about it
- * (measured in ../shared/notes/uws-build.md; the README says the rest):
+ * (measured on this build; README *Deployment notes* says the rest):
  * - a pipelined request arriving while an earlier answer is pending makes it
  *   close the connection — after the earlier handler ran. Work therefore
  *   starts on the next turn of the event loop (one `setImmediate` for all

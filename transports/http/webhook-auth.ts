@@ -1,17 +1,17 @@
 /**
- * Who may run a webhook walker (seed 000 §4.5, §5.7): a JSON body, an API key
+ * Who may run a webhook walker (README *Webhooks*): a JSON body, an API key
  * in `X-API-Key`, and — with `[scale.webhook] verify_signature` — an
  * HMAC-SHA256 of the raw body bytes in the signature header.
  *
  * The signature is keyed with `[scale.webhook] secret` (`WEBHOOK_SECRET`),
- * not with the API key as the seed's §4.5 says: the key travels in the same
+ * not with the API key as the original product does: the key travels in the same
  * request, so a signature made with it proves nothing an eavesdropper or a
  * log reader could not forge. It is the raw bytes that are signed — a body
  * parsed and serialised again (other spacing, other key order) no longer
  * matches — and it is sent as 64 hex characters (either case), optionally
  * prefixed `sha256=` (GitHub's spelling). Anything else is a wrong signature.
  *
- * Timestamps (beyond the seed): a sender may add the timestamp header
+ * Timestamps (svc's own addition): a sender may add the timestamp header
  * (`X-Webhook-Timestamp`, Unix seconds). When present it must be an integer
  * within ±`timestamp_tolerance_seconds` of the server's clock, else 401
  * `INVALID_TIMESTAMP`, and the signature may then cover `<timestamp>.<raw body>`

@@ -1,5 +1,5 @@
 /**
- * The killable worker pool of the compiler tools (seed 001 §8: 10 s per
+ * The killable worker pool of the compiler tools (10 s per
  * compiler tool). A call past its deadline is aborted: piscina terminates
  * the thread running it and starts a fresh one at once, so a runaway check
  * costs its caller an error and nobody else anything.

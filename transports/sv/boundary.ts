@@ -1,5 +1,5 @@
 /**
- * What crosses a service boundary (seed 000 §4.7.6), both ways.
+ * What crosses a service boundary, both ways.
  *
  * Sending (before any request): numbers, strings, booleans, null, arrays,
  * records, instances of plain classes (as their own fields), walker

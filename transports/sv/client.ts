@@ -1,5 +1,5 @@
 /**
- * The service-to-service client (seed 000 §4.7 "sv import"): calls another
+ * The service-to-service client (README *Calls between svc apps*): calls another
  * svc app's public functions (`POST /function/<name>`) and walkers
  * (`POST /walker/<Name>`) over HTTP, as if they were local.
  *
@@ -92,7 +92,7 @@ export interface SvCallOptions {
   traceId?: string;
 }
 
-/** The plugin hooks (seed 000 §4.7.4): replace any of them with {@link SvClient.plugin}. */
+/** The plugin hooks: replace any of them with {@link SvClient.plugin}. */
 export interface SvHooks {
   /** Make `module` reachable and end by calling `sv.register(module, url)`; idempotent and safe to call concurrently. */
   ensureSvService(module: string, basePath: string): Promise<void>;
@@ -192,7 +192,7 @@ export class SvClient {
     this.hooksInUse = { ...this.defaults };
   }
 
-  // ---- registration (seed 000 §4.7.3) ----------------------------------------
+  // ---- registration ----------------------------------------------------------
 
   /** Serve `module` from `url` from now on (over `SVC_SV_<MODULE>_URL` and auto-start). */
   register(module: string, url: string, options: { rpcTimeout?: number } = {}): void {
@@ -238,7 +238,7 @@ export class SvClient {
     throw new SvCallError('SV_UNKNOWN_SERVICE', { module, name: '*', kind: 'function' }, `no URL for service ${module}: call sv.register('${module}', url), set ${variable}, or let it start (a ${module}.ts beside the entry file)`);
   }
 
-  // ---- hooks (seed 000 §4.7.4) ----------------------------------------------
+  // ---- hooks -----------------------------------------------------------------
 
   /** The hooks in use. */
   get hooks(): Readonly<SvHooks> {
@@ -405,7 +405,7 @@ export class SvClient {
     return answer;
   }
 
-  /** A failure of the policy as the seed's error. */
+  /** A failure of the policy as the original product's error. */
   private failure(target: SvTarget, provider: Provider, error: unknown, attempts: number): Error {
     if (error instanceof SvCallError) return error;
     if (error instanceof BrokenCircuitError) {

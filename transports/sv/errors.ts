@@ -1,6 +1,6 @@
 /**
- * The errors of service-to-service calls. Their messages follow seed 000
- * §7.4: `sv-to-sv RPC '<module>.<func>' failed: <why>` for functions and
+ * The errors of service-to-service calls. Their messages are the
+ * original product's: `sv-to-sv RPC '<module>.<func>' failed: <why>` for functions and
  * `sv-to-sv walker spawn '<module>.<walker>' failed: <why>` for walkers. A
  * call that fails inside a walker or function answers the consumer's caller
  * with the code and status below (docs/errors.md).
@@ -26,13 +26,13 @@ export interface SvTarget {
   kind: 'function' | 'walker';
 }
 
-/** The seed's prefix: `sv-to-sv RPC 'billing.charge' failed: ` or `sv-to-sv walker spawn 'billing.Invoice' failed: `. */
+/** The original product's prefix: `sv-to-sv RPC 'billing.charge' failed: ` or `sv-to-sv walker spawn 'billing.Invoice' failed: `. */
 export function svPrefix(target: SvTarget): string {
   return `sv-to-sv ${target.kind === 'function' ? 'RPC' : 'walker spawn'} '${target.module}.${target.name}' failed: `;
 }
 
 /**
- * An error of a call, its message in the seed's form.
+ * An error of a call, its message in the original product's form.
  *
  * - `status` / `code` of the provider's answer, when it answered, are in
  *   `details.provider`.

@@ -6,8 +6,8 @@
  * two modules serving one method and path refuse to start. It then serves
  * the merged OpenAPI document itself and relays everything else to its
  * module over keep-alive undici pools — bodies streamed both ways, never
- * buffered — with its own CORS policy (`[scale.microservices.cors]`, seed 000
- * §1 "Cross-origin behavior") in place of the modules' permissive one.
+ * buffered — with its own CORS policy (`[scale.microservices.cors]`, README
+ * *Microservice mode*) in place of the modules' permissive one.
  * Built-in routes (users, admin, SSO, API keys, health, metrics, docs, graph,
  * static files) and every path no module claims go to the `main` module.
  * WebSocket upgrades are relayed as raw TCP to the module whose document

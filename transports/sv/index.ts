@@ -1,5 +1,5 @@
 /**
- * Service-to-service calls (seed 000 §4.7 "sv import") and microservice mode:
+ * Service-to-service calls (README *Calls between svc apps*) and microservice mode:
  * `sv` (the public client), the sibling starter served from the main thread,
  * the gateway.
  */

@@ -1,5 +1,5 @@
 /**
- * Auto-start (seed 000 §4.7.2): a provider with no URL is started as a
+ * Auto-start: a provider with no URL is started as a
  * sibling process — `svc start <module>.ts` bound to 127.0.0.1 on a free
  * port in 18000–18999 — at most 8 starting at once; its URL counts once an
  * HTTP readiness probe answers.

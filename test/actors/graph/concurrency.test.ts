@@ -2,7 +2,7 @@
 import t from 'tap';
 import { join } from 'node:path';
 import { Graph, Registry, SqliteStore } from 'svc';
-import { WorkerPool } from 'svc/transports/worker';
+import { WorkerPool } from '../../../transports/worker/index.ts';
 import * as app from '../../fixtures/todo-app.ts';
 
 t.test('1,000 concurrent increments from 3 threads end at exactly 1,000', async (t) => {

@@ -1,8 +1,6 @@
 import t from 'tap';
 import { join } from 'node:path';
-import { MemoryUsersRepository } from '../../../stores/memory/index.ts';
-import { SqliteUsersRepository } from '../../../stores/sqlite/index.ts';
-import { userRecord, normalize } from '../../../actors/identity/index.ts';
+import { MemoryUsersRepository, SqliteUsersRepository, userRecord, normalize } from '../../../actors/identity/index.ts';
 import { usersConformance } from '../../helpers/users-conformance.ts';
 
 t.test('SQLite, one file per test', async (t) => {
@@ -36,7 +34,7 @@ t.test('SQLite: what one connection writes, another sees (threads and processes 
 
 t.test('SQLite through the process writer: a worker reads on its own connection, writes through the main thread', async (t) => {
   const { ActorSystem } = await import('svc/kernel');
-  const { ForwardingUsersRepository, serveUsersWriter, USERS_WRITER_ACTOR } = await import('svc/actors/identity');
+  const { ForwardingUsersRepository, serveUsersWriter, USERS_WRITER_ACTOR } = await import('../../../actors/identity/index.ts');
   const { MemoryNet } = await import('../../helpers/memory-transport.ts');
   usersConformance(t, async () => {
     const path = join(t.testdir({}), `users-${Math.random().toString(36).slice(2)}.db`);

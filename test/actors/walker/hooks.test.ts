@@ -2,7 +2,7 @@
 // for, and how a report refuses — no socket, a fake spawn.
 import t from 'tap';
 import { entry, Root, T, Walker } from 'svc';
-import { HookDispatcher, HookRefusal, Registry, type Caller } from 'svc/actors/walker';
+import { HookDispatcher, HookRefusal, Registry, type Caller } from '../../../actors/walker/index.ts';
 
 class _Sees extends Walker {
   static has = T.Object({

@@ -7,8 +7,8 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { ActorSystem } from 'svc/kernel';
 import { entry, fn, Graph, MemoryStore, Node, Registry, Root, T, Walker } from 'svc';
-import { walkerInfo, type WalkerLogger } from 'svc/actors/walker';
-import { buildRoutes, openApiDocument } from 'svc/transports/http';
+import { walkerInfo, type WalkerLogger } from '../../../actors/walker/index.ts';
+import { buildRoutes, openApiDocument } from '../../../transports/http/index.ts';
 
 export class Item extends Node {
   static has = T.Object({ n: T.Integer() });

@@ -7,7 +7,7 @@
 import t, { type Test } from 'tap';
 import { ActorSystem } from 'svc/kernel';
 import { entry, exit, fn, Graph, MemoryStore, Node, Registry, Root, T, Walker } from 'svc';
-import { callingRun } from 'svc/actors/walker';
+import { callingRun } from '../../../actors/walker/index.ts';
 
 export class Todo extends Node {
   static has = T.Object({ title: T.String(), n: T.Integer({ default: 0 }) });

@@ -2,7 +2,7 @@
 // from trusted_proxies only (issue 9, "also decide").
 import t from 'tap';
 import { addressKey } from '../../../actors/identity/index.ts';
-import { ClientAddresses } from 'svc/transports/http';
+import { ClientAddresses } from '../../../transports/http/index.ts';
 import { connect } from 'node:net';
 import { login, register } from '../../helpers/identity.ts';
 import { post, startServer } from '../../helpers/server.ts';

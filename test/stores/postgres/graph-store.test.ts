@@ -1,7 +1,6 @@
 // The PostgreSQL anchor store: the conformance suite every store passes, on a real server.
 import t from 'tap';
-import { openAnchorStore } from '../../../actors/graph/index.ts';
-import { PgStore } from '../../../stores/postgres/index.ts';
+import { openAnchorStore, PgStore } from '../../../actors/anchor/index.ts';
 import { storeConformance } from '../../helpers/store-conformance.ts';
 import { skipPostgres, startPostgres } from '../../helpers/postgres.ts';
 

@@ -1,7 +1,6 @@
 // The PostgreSQL users repository: the conformance suite every users repository passes, on a real server.
 import t from 'tap';
-import { openUsersRepository, userRecord, normalize } from '../../../actors/identity/index.ts';
-import { PgUsersRepository } from '../../../stores/postgres/index.ts';
+import { openUsersRepository, PgUsersRepository, userRecord, normalize } from '../../../actors/identity/index.ts';
 import { usersConformance } from '../../helpers/users-conformance.ts';
 import { skipPostgres, startPostgres } from '../../helpers/postgres.ts';
 

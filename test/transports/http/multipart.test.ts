@@ -4,7 +4,7 @@
 import { createRequire } from 'node:module';
 import t, { type Test } from 'tap';
 import { busboyParts, MAX_PARTS, type MultipartSource, nativeParser, type Part, partsOf, readPartsAhead } from '../../../transports/http/multipart.ts';
-import { type Front, type HttpRequest, listenUws, loadUws } from 'svc/transports/http';
+import { type Front, type HttpRequest, listenUws, loadUws } from '../../../transports/http/index.ts';
 
 const getParts = (createRequire(import.meta.url)('uWebSockets.js') as typeof import('uWebSockets.js')).getParts;
 const native = nativeParser(getParts);

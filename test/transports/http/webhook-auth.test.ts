@@ -2,7 +2,7 @@
 import t from 'tap';
 import { createHmac } from 'node:crypto';
 import { APIProtocol, entry, restspec, Root, T, Walker } from 'svc';
-import { Registry } from 'svc/actors/walker';
+import { Registry } from '../../../actors/walker/index.ts';
 import type { ApiKeyHolder } from '../../../actors/identity/index.ts';
 import { buildRoutes } from '../../../transports/http/router.ts';
 import { parseSignature, webhookSignature, WebhookGate, type WebhookOptions } from '../../../transports/http/webhook-auth.ts';
