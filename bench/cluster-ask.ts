@@ -7,7 +7,7 @@
  *   node --import tsx bench/cluster-ask.ts
  */
 import { WorkerPool } from '../transports/worker/index.ts';
-import { ProcessLinks } from '../cluster/link.ts';
+import { ProcessLinks } from '../transports/link/link.ts';
 import { machine, percentile, save } from './lib.ts';
 
 const N = Number(process.env.SVC_BENCH_ASKS ?? 5000);

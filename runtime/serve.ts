@@ -19,31 +19,7 @@ import { createHash } from 'node:crypto';
 import { ActorBroadcast, type ActorRef, type ActorSystem, type Broadcast, fromReceive, isWorkerNode, MAIN_THREAD, processOf, remoteLeases, RendezvousPlacement, threadOf, workerPlacement } from '../kernel/index.ts';
 import { type AnchorStore, Graph, InstrumentedStore, openAnchorStore, STORE_WRITER_ACTOR, type WriterMsg } from '../actors/graph/index.ts';
 import { HookDispatcher, Registry, Root, UnknownFields } from '../actors/walker/index.ts';
-import {
-  ActorRateLimiter,
-  ApiKeys,
-  Authenticator,
-  createEmailer,
-  IdentityService,
-  immediateUserExists,
-  type ImmediateUserLookup,
-  KnownUsers,
-  JwtVerifier,
-  openUsersRepository,
-  HASHER_ACTOR,
-  Passwords,
-  RemoteHasher,
-  RevocationTable,
-  USERS_WRITER_ACTOR,
-  type UsersRepository,
-  type UsersWriterMsg,
-  type RateLimiter,
-  ActorSsoStates,
-  createSsoProvider,
-  SSO_PLATFORMS,
-  SsoService,
-  type SsoStateStore,
-} from '../actors/identity/index.ts';
+import { ActorRateLimiter, ApiKeys, Authenticator, createEmailer, IdentityService, immediateUserExists, type ImmediateUserLookup, KnownUsers, JwtVerifier, openUsersRepository, HASHER_ACTOR, Passwords, RemoteHasher, RevocationTable, USERS_WRITER_ACTOR, type UsersRepository, type UsersWriterMsg, type RateLimiter, ActorSsoStates, createSsoProvider, SSO_PLATFORMS, SsoService, type SsoStateStore } from '../actors/identity/index.ts';
 import {
   type BuiltinRoute,
   buildRoutes,

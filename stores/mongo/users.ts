@@ -38,22 +38,7 @@ import { storeError } from '../../actors/graph/index.ts';
 import { connectMongo, ensureCollections, mongoFailure } from './graph-store.ts';
 import { identityError, notFound } from '../../actors/identity/index.ts';
 import { type LegacyUser, legacyUserId, legacyUserRecords } from '../../actors/identity/index.ts';
-import {
-  type ApiKeyRecord,
-  type DeletedUser,
-  type GraphDrop,
-  type Identity,
-  normalize,
-  type OneTimeToken,
-  PATCHABLE,
-  pageBounds,
-  type SsoUnlink,
-  type UserPatch,
-  type UserRecord,
-  type UsersPage,
-  type UsersPageOptions,
-  type UsersRepository,
-} from '../../actors/identity/index.ts';
+import { type ApiKeyRecord, type DeletedUser, type GraphDrop, type Identity, normalize, type OneTimeToken, PATCHABLE, pageBounds, type SsoUnlink, type UserPatch, type UserRecord, type UsersPage, type UsersPageOptions, type UsersRepository } from '../../actors/identity/index.ts';
 
 export interface MongoUsersOptions {
   /** The database (default: the one the URI names, else `svc_db`). */

@@ -52,7 +52,7 @@ import { posix, resolve } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { SvcError } from '../../kernel/index.ts';
-import { writeAtomic } from '../local/atomic-file.ts';
+import { writeAtomic } from '../local/index.ts';
 import { storageError } from '../../actors/data/index.ts';
 import { bufferedParts, fileParts, MAX_SINGLE_PUT, MIB, MIN_PART, multipartUpload, partSizeFor, type Part } from './multipart.ts';
 import { checkExpiry, checkMetadata } from '../../actors/data/index.ts';

@@ -3,8 +3,12 @@
 import t from 'tap';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { Graph, MemoryStore, SqliteStore, type AnchorStore, type StoredDoc } from '../../actors/anchor/index.ts';
-import { MemoryUsersRepository, SqliteUsersRepository, userRecord, type UsersRepository } from '../../actors/identity/index.ts';
+import { Graph, type AnchorStore, type StoredDoc } from '../../actors/graph/index.ts';
+import { MemoryStore } from '../../stores/memory/index.ts';
+import { SqliteStore } from '../../stores/sqlite/index.ts';
+import { MemoryUsersRepository } from '../../stores/memory/index.ts';
+import { SqliteUsersRepository } from '../../stores/sqlite/index.ts';
+import { userRecord, type UsersRepository } from '../../actors/identity/index.ts';
 import { checkpointPath, copyStores, summarize, type CopySide } from '../../cli/db/copy.ts';
 import { canonicalDoc, canonicalJson, SetChecksum } from '../../cli/db/checksum.ts';
 import type { StoreLocation } from '../../cli/db/stores.ts';

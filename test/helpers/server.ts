@@ -5,7 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { SignJWT } from 'jose';
-import { serviceAccount, SqliteUsersRepository, type Role } from '../../actors/identity/index.ts';
+import { serviceAccount, type Role } from '../../actors/identity/index.ts';
+import { SqliteUsersRepository } from '../../stores/sqlite/index.ts';
 
 export const TEST_SECRET = 'test-secret-test-secret-test-secret-0123456789';
 const BIN = new URL('../../bin/svc.mjs', import.meta.url).pathname;

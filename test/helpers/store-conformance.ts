@@ -1,6 +1,6 @@
 // The conformance suite every anchor store passes (memory, SQLite, PostgreSQL, MongoDB).
 import type { Test } from 'tap';
-import { type AnchorStore, CommitChain, type StoredDoc } from '../../actors/anchor/index.ts';
+import { type AnchorStore, CommitChain, type StoredDoc } from '../../actors/graph/index.ts';
 
 let n = 0;
 function doc(overrides: Partial<StoredDoc> = {}): StoredDoc {

@@ -2,11 +2,12 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { KERNEL_ERRORS } from 'svc/kernel';
 import { GRAPH_ERRORS } from '../../actors/walker/index.ts';
-import { STORE_ERRORS } from '../../actors/anchor/index.ts';
+import { STORE_ERRORS } from '../../actors/graph/index.ts';
 import { HTTP_ERRORS } from '../../transports/http/index.ts';
 import { IDENTITY_ERRORS } from '../../actors/identity/index.ts';
 import { RUNTIME_ERRORS } from '../../runtime/index.ts';
-import { CLUSTER_ERRORS, KVSTORE_ERRORS, STORAGE_ERRORS } from '../../cluster/index.ts';
+import { CLUSTER_ERRORS } from '../../cluster/index.ts';
+import { KVSTORE_ERRORS, STORAGE_ERRORS } from '../../actors/data/index.ts';
 import { GATEWAY_ERRORS, SV_ERRORS } from '../../transports/sv/index.ts';
 
 const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');

@@ -22,7 +22,7 @@ const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { na
 /** Top-level folders that are not product code (no rooms; bench/harness is read on its own). */
 const NOT_PRODUCT = new Set(['test', 'bench', 'examples', 'bin', 'docs', 'node_modules']);
 /** Top-level folders whose subfolders are the rooms. */
-const HALLS = new Set(['actors', 'transports', 'bench']);
+const HALLS = new Set(['actors', 'transports', 'stores', 'bench']);
 
 function files(dir: string, source = /\.(ts|mts)$/): string[] {
   const out: string[] = [];

@@ -1,5 +1,6 @@
 import t from 'tap';
-import { decode, encode, MemoryStore, type StoredDoc } from '../../../actors/anchor/index.ts';
+import { decode, encode, type StoredDoc } from '../../../actors/graph/index.ts';
+import { MemoryStore } from '../../../stores/memory/index.ts';
 import { Anchor, privateAccess, Registry } from '../../../actors/walker/index.ts';
 import * as app from '../../fixtures/todo-app.ts';
 import { newCaller, openGraph } from '../../helpers/graph.ts';

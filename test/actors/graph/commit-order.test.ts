@@ -3,7 +3,7 @@ import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import { ActorSystem } from 'svc/kernel';
 import { Graph, Registry, SqliteStore, type AnchorStore } from 'svc';
-import { PgStore } from '../../../actors/anchor/index.ts';
+import { PgStore } from '../../../stores/postgres/index.ts';
 import { skipPostgres, startPostgres } from '../../helpers/postgres.ts';
 import { newCaller, openGraph } from '../../helpers/graph.ts';
 import * as grantApp from '../../fixtures/grant-app.ts';

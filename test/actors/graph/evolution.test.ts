@@ -1,7 +1,9 @@
 // Schema evolution on every store: memory, SQLite, PostgreSQL (MongoDB when SVC_TEST_DOCDB_URI is set).
 import t from 'tap';
 import { join } from 'node:path';
-import { MemoryStore, SqliteStore, PgStore } from '../../../actors/anchor/index.ts';
+import { MemoryStore } from '../../../stores/memory/index.ts';
+import { SqliteStore } from '../../../stores/sqlite/index.ts';
+import { PgStore } from '../../../stores/postgres/index.ts';
 import { schemaEvolution } from '../../helpers/evolution.ts';
 import { skipPostgres, startPostgres } from '../../helpers/postgres.ts';
 

@@ -2,7 +2,9 @@
 import t, { type Test } from 'tap';
 import { join } from 'node:path';
 import { ActorSystem, SvcError } from 'svc/kernel';
-import { type AnchorStore, Graph, MemoryStore, SqliteStore, storeError } from '../../../actors/anchor/index.ts';
+import { type AnchorStore, Graph, storeError } from '../../../actors/graph/index.ts';
+import { MemoryStore } from '../../../stores/memory/index.ts';
+import { SqliteStore } from '../../../stores/sqlite/index.ts';
 import { Registry } from '../../../actors/walker/index.ts';
 import { Front } from '../../../transports/http/index.ts';
 import * as app from '../../fixtures/todo-app.ts';

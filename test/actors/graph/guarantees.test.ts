@@ -2,7 +2,7 @@
 import t from 'tap';
 import { join } from 'node:path';
 import { Graph, MemoryStore, SqliteStore, type AnchorStore } from 'svc';
-import type { StoredDoc } from '../../../actors/anchor/index.ts';
+import type { StoredDoc } from '../../../actors/graph/index.ts';
 import { ManualClock, flushMicrotasks } from 'svc/kernel';
 import { newCaller, openGraph } from '../../helpers/graph.ts';
 

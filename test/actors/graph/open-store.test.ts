@@ -1,6 +1,8 @@
 import t from 'tap';
 import { join } from 'node:path';
-import { MemoryStore, openAnchorStore, parseStoreUri, registerAnchorStore, SqliteStore, type AnchorStore } from '../../../actors/anchor/index.ts';
+import { MemoryStore } from '../../../stores/memory/index.ts';
+import { openAnchorStore, parseStoreUri, registerAnchorStore, type AnchorStore } from '../../../actors/graph/index.ts';
+import { SqliteStore } from '../../../stores/sqlite/index.ts';
 
 t.test('parseStoreUri: nothing, a path or sqlite: is SQLite; other schemes are named', async (t) => {
   t.same(parseStoreUri(undefined), { scheme: 'sqlite', uri: '' });

@@ -4,7 +4,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ActorSystem } from 'svc/kernel';
-import { type AnchorStore, CommitChain, ForwardingStore, MemoryStore, serveStoreWriter, SqliteStore, STORE_WRITER_ACTOR, type StoredDoc } from '../../../actors/anchor/index.ts';
+import { type AnchorStore, CommitChain, ForwardingStore, serveStoreWriter, STORE_WRITER_ACTOR, type StoredDoc } from '../../../actors/graph/index.ts';
+import { MemoryStore } from '../../../stores/memory/index.ts';
+import { SqliteStore } from '../../../stores/sqlite/index.ts';
 import { storeConformance } from '../../helpers/store-conformance.ts';
 import { MemoryNet } from '../../helpers/memory-transport.ts';
 

@@ -7,7 +7,7 @@ import t from 'tap';
 import { bearer, claimsOf, GOOD_PASSWORD, login, register, tokenOf } from '../../helpers/identity.ts';
 import { post } from '../../helpers/server.ts';
 import { startApp, type InProcessServer as Server } from '../../helpers/app.ts';
-import { SqliteUsersRepository } from '../../../actors/identity/index.ts';
+import { SqliteUsersRepository } from '../../../stores/sqlite/index.ts';
 
 const entry = new URL('../../fixtures/todo-app.ts', import.meta.url).pathname;
 

@@ -2,7 +2,8 @@
 // owner changes; malformed keys never reach the store. A fake clock and an in-memory users
 // repository (the backends' conformance suite covers the stores themselves).
 import t from 'tap';
-import { ApiKeys, hashKey, MemoryUsersRepository, RevocationTable, userRecord, type UsersRepository } from '../../../actors/identity/index.ts';
+import { ApiKeys, hashKey, RevocationTable, userRecord, type UsersRepository } from '../../../actors/identity/index.ts';
+import { MemoryUsersRepository } from '../../../stores/memory/index.ts';
 import type { Broadcast } from 'svc/kernel';
 
 /** Counts store reads of keys. */

@@ -1,14 +1,8 @@
 import t from 'tap';
 import { join } from 'node:path';
-import {
-  immediateUserExists,
-  MemoryUsersRepository,
-  openUsersRepository,
-  registerUsersRepository,
-  SqliteUsersRepository,
-  userRecord,
-  type UsersRepository,
-} from '../../../actors/identity/index.ts';
+import { immediateUserExists, openUsersRepository, registerUsersRepository, userRecord, type UsersRepository } from '../../../actors/identity/index.ts';
+import { MemoryUsersRepository } from '../../../stores/memory/index.ts';
+import { SqliteUsersRepository } from '../../../stores/sqlite/index.ts';
 
 t.test('openUsersRepository: SQLite at the given path, or at the path in the URI', async (t) => {
   const dir = t.testdir({});

@@ -1,7 +1,8 @@
 // The rate limiter keeps bounded memory whatever keys arrive (issue 9, item 3).
 import t from 'tap';
 import { ActorSystem, ManualClock } from 'svc/kernel';
-import { ActorRateLimiter, IdentityService, MemoryUsersRepository, Passwords, RevocationTable, WindowTable } from '../../../actors/identity/index.ts';
+import { ActorRateLimiter, IdentityService, Passwords, RevocationTable, WindowTable } from '../../../actors/identity/index.ts';
+import { MemoryUsersRepository } from '../../../stores/memory/index.ts';
 
 t.test('a window table holds at most maxKeys windows: the least recently hit goes first', async (t) => {
   const table = new WindowTable(1000);

@@ -4,7 +4,8 @@ import t from 'tap';
 import type { TSchema } from 'typebox';
 import { Value } from 'typebox/value';
 import { ActorSystem } from 'svc/kernel';
-import { Authenticator, checkProfile, FIELD_MAX, IDENTITY_BODIES, IdentityService, JwtVerifier, MemoryUsersRepository, Passwords, RevocationTable } from '../../../actors/identity/index.ts';
+import { Authenticator, checkProfile, FIELD_MAX, IDENTITY_BODIES, IdentityService, JwtVerifier, Passwords, RevocationTable } from '../../../actors/identity/index.ts';
+import { MemoryUsersRepository } from '../../../stores/memory/index.ts';
 import { type BuiltinContext, type BuiltinRoute, identityRoutes, openApiDocument } from '../../../transports/http/index.ts';
 
 const SECRET = 'schemas-test-secret-schemas-test-secret';

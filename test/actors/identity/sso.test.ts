@@ -15,24 +15,10 @@ import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import t from 'tap';
 import { ActorSystem, ManualClock, workerPlacement } from 'svc/kernel';
 import { MemoryNet } from '../../helpers/memory-transport.ts';
-import {
-  ActorSsoStates,
-  createSsoProvider,
-  MemoryUsersRepository,
-  MICROSOFT_CONSUMER_TENANT,
-  normalize,
-  PendingTable,
-  RedisSsoStates,
-  SsoService,
-  type SsoServiceOptions,
-  type SsoStart,
-  stateKey,
-  userRecord,
-  type PendingSignIn,
-  type SsoProvider,
-  type UserPatch,
-} from '../../../actors/identity/index.ts';
-import { openRedis, whenReady } from '../../../cluster/index.ts';
+import { ActorSsoStates, createSsoProvider, MICROSOFT_CONSUMER_TENANT, normalize, PendingTable, SsoService, type SsoServiceOptions, type SsoStart, stateKey, userRecord, type PendingSignIn, type SsoProvider, type UserPatch } from '../../../actors/identity/index.ts';
+import { MemoryUsersRepository } from '../../../stores/memory/index.ts';
+import { RedisSsoStates } from '../../../stores/redis/index.ts';
+import { openRedis, whenReady } from '../../../stores/redis/index.ts';
 import { skipRedis, startRedis } from '../../helpers/redis.ts';
 
 const CLIENT_ID = 'svc-test-client';

@@ -1,6 +1,8 @@
 import t from 'tap';
 import { join } from 'node:path';
-import { MemoryUsersRepository, SqliteUsersRepository, userRecord, normalize } from '../../../actors/identity/index.ts';
+import { MemoryUsersRepository } from '../../../stores/memory/index.ts';
+import { SqliteUsersRepository } from '../../../stores/sqlite/index.ts';
+import { userRecord, normalize } from '../../../actors/identity/index.ts';
 import { usersConformance } from '../../helpers/users-conformance.ts';
 
 t.test('SQLite, one file per test', async (t) => {

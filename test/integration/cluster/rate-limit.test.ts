@@ -1,7 +1,7 @@
 import t, { type Test } from 'tap';
 import { WindowTable, type RateLimiter } from '../../../actors/identity/index.ts';
-import { RedisRateLimiter } from '../../../cluster/rate-limit.ts';
-import { openRedis, whenReady } from '../../../cluster/redis.ts';
+import { RedisRateLimiter } from '../../../stores/redis/rate-limit.ts';
+import { openRedis, whenReady } from '../../../stores/redis/connection.ts';
 import { skipRedis, startRedis, type RedisServer } from '../../helpers/redis.ts';
 
 /** A process's own limiter, in memory (stands for the ActorRateLimiter). */

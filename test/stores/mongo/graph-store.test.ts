@@ -5,8 +5,8 @@
 // those are skipped, loudly; what needs no server (URI errors) runs anyway.
 import t from 'tap';
 import { MongoClient } from 'mongodb';
-import { CommitChain, type StoredDoc } from '../../../actors/anchor/index.ts';
-import { MongoStore, mongoDatabaseOf } from '../../../actors/anchor/mongo-store.ts';
+import { CommitChain, type StoredDoc } from '../../../actors/graph/index.ts';
+import { MongoStore, mongoDatabaseOf } from '../../../stores/mongo/graph-store.ts';
 import { storeConformance } from '../../helpers/store-conformance.ts';
 
 t.test('the database a URI names', async (t) => {

@@ -1,6 +1,7 @@
 // The PostgreSQL anchor store: the conformance suite every store passes, on a real server.
 import t from 'tap';
-import { openAnchorStore, PgStore } from '../../../actors/anchor/index.ts';
+import { openAnchorStore } from '../../../actors/graph/index.ts';
+import { PgStore } from '../../../stores/postgres/index.ts';
 import { storeConformance } from '../../helpers/store-conformance.ts';
 import { skipPostgres, startPostgres } from '../../helpers/postgres.ts';
 

@@ -1,6 +1,7 @@
 // The PostgreSQL users repository: the conformance suite every users repository passes, on a real server.
 import t from 'tap';
-import { openUsersRepository, PgUsersRepository, userRecord, normalize } from '../../../actors/identity/index.ts';
+import { openUsersRepository, userRecord, normalize } from '../../../actors/identity/index.ts';
+import { PgUsersRepository } from '../../../stores/postgres/index.ts';
 import { usersConformance } from '../../helpers/users-conformance.ts';
 import { skipPostgres, startPostgres } from '../../helpers/postgres.ts';
 
