@@ -1,4 +1,6 @@
 import t from 'tap';
+// The built-in backends, registered as the runtime registers them.
+import '../../../stores/index.ts';
 import { join } from 'node:path';
 import { MemoryStore } from '../../../stores/memory/index.ts';
 import { openAnchorStore, parseStoreUri, registerAnchorStore, type AnchorStore } from '../../../actors/graph/index.ts';

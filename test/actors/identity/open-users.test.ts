@@ -1,4 +1,6 @@
 import t from 'tap';
+// The built-in backends, registered as the runtime registers them.
+import '../../../stores/index.ts';
 import { join } from 'node:path';
 import { immediateUserExists, openUsersRepository, registerUsersRepository, userRecord, type UsersRepository } from '../../../actors/identity/index.ts';
 import { MemoryUsersRepository } from '../../../stores/memory/index.ts';
