@@ -2,7 +2,7 @@
  * The table of `svc` commands: every subcommand with its arguments, options,
  * examples and action, registered on a fresh cac instance and never parsed
  * here. `cli/index.ts` parses `process.argv` against it; the tool server's
- * `list_commands` / `get_command` read it (transports/mcp/tools/commands.ts).
+ * `list_commands` / `get_command` read it (mcp/tools/commands.ts).
  * Each action loads its `cli/commands/<name>.ts` only when it runs.
  */
 import { cac, type CAC } from 'cac';

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ConfigError, loadConfig } from '../../runtime/index.ts';
-import { createMcpServer, formatInspection, isLoopback, listenMcpHttp, McpConfigError, type McpSettings, ToolPool, useCommandTable } from '../../transports/mcp/index.ts';
+import { createMcpServer, formatInspection, isLoopback, listenMcpHttp, McpConfigError, type McpSettings, ToolPool, useCommandTable } from '../../mcp/index.ts';
 
 /**
  * The token of an HTTP server on loopback with none configured: the one kept

@@ -1,9 +1,10 @@
 // The rooms of the tree (DESIGN.md "Layout"): a room is a subfolder of actors/,
 // transports/ or bench/ (actors/identity, transports/http, bench/harness — the
 // load harness behind `svc bench`), or another top-level folder (kernel/, cli/,
-// runtime/, cluster/, client/). Its index.ts is its door.
+// runtime/, cluster/, client/, mcp/). Its index.ts is its door.
 // - kernel/ imports nothing of ours outside kernel/;
 // - actors/ never import transports/ or cli/;
+// - mcp/ (the tool server) imports nothing of cli/: the CLI hands it the command table;
 // - a file imports another room only through that room's index.ts (files of
 //   one room import each other freely; cli/commands/* is inside cli/).
 // Imports are read with the TypeScript scanner (comments and strings are not imports).
@@ -56,6 +57,7 @@ function violations(fromRel: string, toRel: string): string[] {
   const to = roomOf(toRel);
   if (fromRel.startsWith('kernel/') && !toRel.startsWith('kernel/')) out.push('kernel/ imports nothing of ours outside kernel/');
   if (fromRel.startsWith('actors/') && (toRel.startsWith('transports/') || toRel.startsWith('cli/'))) out.push('actors never import transports/ or cli/');
+  if (fromRel.startsWith('mcp/') && toRel.startsWith('cli/')) out.push('mcp/ imports nothing of cli/ (the CLI hands the tool server its command table)');
   if (to !== undefined && from !== to && toRel !== `${to}/index.ts`) out.push(`another room is imported only through its door, ${to}/index.ts`);
   return out;
 }
@@ -70,12 +72,17 @@ t.test('the rules themselves catch what they should', async (t) => {
   t.equal(roomOf('cli/commands/start.ts'), 'cli');
   t.equal(roomOf('kernel/actor.ts'), 'kernel');
   t.equal(roomOf('runtime/modules/http.ts'), 'runtime');
+  t.equal(roomOf('mcp/tools/lint/no-var.ts'), 'mcp');
   t.equal(roomOf('index.ts'), undefined);
   t.match(violations('kernel/system.ts', 'actors/walker/index.ts'), [/kernel/]);
   t.match(violations('actors/identity/service.ts', 'transports/http/index.ts'), [/actors never import transports/]);
   t.match(violations('actors/identity/service.ts', 'cli/config.ts'), [/actors never import/, /door/]);
   t.match(violations('transports/ws/hub.ts', 'actors/identity/jwt.ts'), [/door, actors\/identity\/index.ts/]);
   t.match(violations('cli/serve-worker.ts', 'transports/http/front.ts'), [/door/]);
+  t.match(violations('mcp/tools/commands.ts', 'cli/table.ts'), [/mcp\/ imports nothing of cli/, /door/]);
+  t.match(violations('mcp/server.ts', 'cli/index.ts'), [/mcp\/ imports nothing of cli/], 'not even through a door');
+  t.same(violations('cli/commands/mcp.ts', 'mcp/index.ts'), [], 'the CLI starts the tool server through its door');
+  t.same(violations('mcp/tools/lint/index.ts', 'mcp/tools/compiler/service.ts'), [], 'inside the tool server');
   t.match(violations('index.ts', 'actors/walker/walker.ts'), [/door/], 'the package door goes through room doors too');
   t.same(violations('transports/ws/hub.ts', 'actors/identity/index.ts'), [], 'through the door');
   t.same(violations('actors/identity/jwt.ts', 'actors/identity/errors.ts'), [], 'inside one room');

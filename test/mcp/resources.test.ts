@@ -8,10 +8,10 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { transformSync } from 'esbuild';
 import ts from 'typescript';
-import { DOCS, fileOf, GUIDES, isAbsent, presentPages } from '../../../transports/mcp/catalog.ts';
-import { canonicalUri, createResources, type Resources } from '../../../transports/mcp/resources.ts';
-import { exampleCategories } from '../../../transports/mcp/tools/examples.ts';
-import { ToolInputError } from '../../../transports/mcp/types.ts';
+import { DOCS, fileOf, GUIDES, isAbsent, presentPages } from '../../mcp/catalog.ts';
+import { canonicalUri, createResources, type Resources } from '../../mcp/resources.ts';
+import { exampleCategories } from '../../mcp/tools/examples.ts';
+import { ToolInputError } from '../../mcp/types.ts';
 
 const grammar = { spec: async () => "declare module 'svc' { export class Node {} }", tokens: () => '# svc vocabulary\n- `Node`' };
 const all = (): Resources => createResources({ grammar });
@@ -81,11 +81,11 @@ t.test('examples are their files, each in a fence its content cannot close', asy
   const resources = all();
   const todo = await resources.read('svc://examples/todo');
   t.match(todo.text, /^# Example: todo/);
-  t.ok(todo.text.includes(readFileSync(new URL('../../../examples/todo/app.ts', import.meta.url), 'utf8').trimEnd()), 'the whole app.ts');
+  t.ok(todo.text.includes(readFileSync(new URL('../../examples/todo/app.ts', import.meta.url), 'utf8').trimEnd()), 'the whole app.ts');
   for (const example of exampleCategories()) {
     const { text } = await resources.read(`svc://examples/${example.name}`);
     for (const path of example.files) {
-      const content = readFileSync(join(fileURLToPath(new URL(`../../../${example.source}/`, import.meta.url)), path), 'utf8').replace(/\n$/, '');
+      const content = readFileSync(join(fileURLToPath(new URL(`../../${example.source}/`, import.meta.url)), path), 'utf8').replace(/\n$/, '');
       const at = text.indexOf(`## ${path}\n\n`);
       t.ok(at >= 0, `${example.name}: ${path} has a section`);
       const fence = /^(`{3,})/.exec(text.slice(at + path.length + 5))?.[1] ?? '';
@@ -229,7 +229,7 @@ t.test('every ts block of the docs (but the wrong ones) type-checks against svc,
     return code === undefined ? getSourceFile.call(host, f, language, onError, create) : ts.createSourceFile(f, code, language);
   };
   const program = ts.createProgram([...files.keys()], options, host);
-  const root = fileURLToPath(new URL('../../../', import.meta.url));
+  const root = fileURLToPath(new URL('../../', import.meta.url));
   for (const b of blocks) {
     const source = program.getSourceFile(b.file);
     if (!source) {

@@ -20,7 +20,7 @@
  */
 import { MessageChannel } from 'node:worker_threads';
 import { Piscina } from 'piscina';
-import { compileModule } from '../worker/index.ts';
+import { compileModule } from '../transports/worker/index.ts';
 import type { TaskOutcome } from './tool-worker.ts';
 import { TOOL_TIMEOUT_MS, ToolBusyError, ToolInputError, type ToolResult } from './types.ts';
 

@@ -14,7 +14,7 @@ import { createInterface } from 'node:readline';
 // Each case starts `svc mcp` (seven in all), whose compiler pool warms a TypeScript program: slow on a busy machine.
 t.setTimeout(300_000);
 
-const ROOT = new URL('../../../', import.meta.url).pathname;
+const ROOT = new URL('../../', import.meta.url).pathname;
 const BIN = join(ROOT, 'bin/svc.mjs');
 // A project folder of its own: no svc.toml of the repository's applies.
 const project = mkdtempSync(join(tmpdir(), 'svc-mcp-test-'));
@@ -159,7 +159,7 @@ t.test('--inspect prints resources, tools and prompts (golden)', async (t) => {
   const out = spawnSync(process.execPath, [BIN, 'mcp', '--inspect'], { cwd: project, encoding: 'utf8' });
   t.equal(out.status, 0, out.stderr);
   const golden = readFileSync(new URL('./inspect.golden.txt', import.meta.url), 'utf8');
-  t.equal(out.stdout, golden, 'matches test/transports/mcp/inspect.golden.txt');
+  t.equal(out.stdout, golden, 'matches test/mcp/inspect.golden.txt');
 });
 
 t.test('usage errors exit 2', async (t) => {

@@ -9,13 +9,13 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlink
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { buildCli } from '../../../cli/table.ts';
-import { commandEnv, judgeCommand, outsideProject, RUN_FOLDER_PREFIX } from '../../../transports/mcp/tools/command-policy.ts';
+import { buildCli } from '../../cli/table.ts';
+import { commandEnv, judgeCommand, outsideProject, RUN_FOLDER_PREFIX } from '../../mcp/tools/command-policy.ts';
 
 // Each exploit starts a real command (or, on old code, a real server): on a busy machine that takes a while.
 t.setTimeout(300_000);
 
-const ROOT = new URL('../../../', import.meta.url).pathname;
+const ROOT = new URL('../../', import.meta.url).pathname;
 const BIN = join(ROOT, 'bin/svc.mjs');
 const TODO = readFileSync(join(ROOT, 'examples/todo/app.ts'), 'utf8');
 

@@ -2,7 +2,7 @@
  * The example tools (`list_examples`, `get_example`) and the example
  * catalogue the `svc://examples/<name>` resources are made from: the apps of
  * the package's `examples/` folder, then the snippet apps of
- * `transports/mcp/examples/`. Both folders ship with the package and are
+ * `mcp/examples/`. Both folders ship with the package and are
  * found from this module's URL. A name is looked up in the scanned catalogue,
  * never joined to a path, so no request reaches a file outside it.
  *
@@ -45,7 +45,7 @@ export type Example = { name: string; description: string; source: string; files
  * Where examples come from, relative to the package, in order (a name found twice keeps the first).
  * @example EXAMPLE_FOLDERS[0] // 'examples'
  */
-export const EXAMPLE_FOLDERS: readonly string[] = ['examples', 'transports/mcp/examples'];
+export const EXAMPLE_FOLDERS: readonly string[] = ['examples', 'mcp/examples'];
 
 /** Files an example may show: text that helps someone write an app. */
 const TEXT_FILE = /\.(ts|mts|cts|js|mjs|cjs|json|md|toml|txt|html|css|sh|ya?ml)$/i;

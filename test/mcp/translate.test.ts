@@ -6,14 +6,14 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ts from 'typescript';
-import { Edge, Node, Walker } from '../../../actors/walker/index.ts';
-import { pyToSvc, SVC_RESERVED_FIELDS, svcToJs, svcToPy } from '../../../transports/mcp/tools/translate.ts';
-import { MAX_INPUT_BYTES, ToolInputError } from '../../../transports/mcp/types.ts';
+import { Edge, Node, Walker } from '../../actors/walker/index.ts';
+import { pyToSvc, SVC_RESERVED_FIELDS, svcToJs, svcToPy } from '../../mcp/tools/translate.ts';
+import { MAX_INPUT_BYTES, ToolInputError } from '../../mcp/types.ts';
 
 // One case type-checks a translation against svc's sources: several seconds on a busy machine.
 t.setTimeout(180_000);
 
-const app = readFileSync(new URL('../../../examples/todo/app.ts', import.meta.url), 'utf8');
+const app = readFileSync(new URL('../../examples/todo/app.ts', import.meta.url), 'utf8');
 const python3 = spawnSync('python3', ['--version'], { stdio: 'ignore' }).status === 0;
 const noPython = python3 ? false : 'python3 is not installed: the Python output is not parsed';
 

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * A page that exists. `file` is relative to the package's folder.
- * @example const osp: DocPage = { uri: 'svc://docs/osp', title: '…', description: '…', file: 'transports/mcp/docs/osp.md', section: 'reference' };
+ * @example const osp: DocPage = { uri: 'svc://docs/osp', title: '…', description: '…', file: 'mcp/docs/osp.md', section: 'reference' };
  */
 export type DocPage = {
   uri: string;
@@ -56,12 +56,12 @@ export const SECTIONS = {
 export type Section = keyof typeof SECTIONS;
 
 /**
- * The package's folder (this file is `transports/mcp/catalog.ts`).
+ * The package's folder (this file is `mcp/catalog.ts`).
  * @example new URL('docs/errors.md', PACKAGE_ROOT)
  */
-export const PACKAGE_ROOT = new URL('../../', import.meta.url);
+export const PACKAGE_ROOT = new URL('../', import.meta.url);
 
-const page = (topic: string, section: Section, title: string, description: string, file = `transports/mcp/docs/${topic}.md`): DocPage => ({
+const page = (topic: string, section: Section, title: string, description: string, file = `mcp/docs/${topic}.md`): DocPage => ({
   uri: `svc://docs/${topic}`,
   title,
   description,
@@ -137,14 +137,14 @@ export const GUIDES: Readonly<Record<string, DocPage>> = {
     uri: 'svc://guide/pitfalls',
     title: 'Pitfalls: mistakes to avoid in svc code',
     description: 'Wrong vs right for the mistakes svc code most often has: missing await, fields outside has, class-field initializers, coercion, tokens, exit order.',
-    file: 'transports/mcp/docs/pitfalls.md',
+    file: 'mcp/docs/pitfalls.md',
     section: 'quick',
   },
   patterns: {
     uri: 'svc://guide/patterns',
     title: 'Patterns: idiomatic svc code',
     description: 'Complete, working patterns: find-or-create, lookup by id, typed relations, per-user data, sharing, errors, hooks, functions that spawn walkers.',
-    file: 'transports/mcp/docs/patterns.md',
+    file: 'mcp/docs/patterns.md',
     section: 'quick',
   },
 };
@@ -159,7 +159,7 @@ export function isAbsent(entry: DocEntry): entry is AbsentTopic {
 
 /**
  * The absolute path of a page's file.
- * @example fileOf(DOCS.welcome as DocPage) // '/…/svc/transports/mcp/docs/welcome.md'
+ * @example fileOf(DOCS.welcome as DocPage) // '/…/svc/mcp/docs/welcome.md'
  */
 export function fileOf(page: DocPage): string {
   return fileURLToPath(new URL(page.file, PACKAGE_ROOT));

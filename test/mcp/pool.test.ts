@@ -1,7 +1,7 @@
 // The compiler tools' killable pool: a deadline counted from when a call starts on a thread (not from when it was
 // queued), a bounded queue, threads that take work only once warm, and a warm replacement for a stopped one.
 import t, { type Test } from 'tap';
-import { MAX_QUEUE, ToolBusyError, type ToolCallInfo, ToolInputError, ToolPool, ToolTimeoutError } from '../../../transports/mcp/index.ts';
+import { MAX_QUEUE, ToolBusyError, type ToolCallInfo, ToolInputError, ToolPool, ToolTimeoutError } from '../../mcp/index.ts';
 
 // Each pool warms a TypeScript program per thread (seconds on a busy machine).
 t.setTimeout(300_000);

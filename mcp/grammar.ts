@@ -27,7 +27,7 @@ import Type from 'typebox';
  * @example
  * join(REPO_ROOT, 'index.ts') // the package entry
  */
-export const REPO_ROOT = fileURLToPath(new URL('../../', import.meta.url));
+export const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
 
 /** The package entry the spec is generated from. */
 const ENTRY = join(REPO_ROOT, 'index.ts');

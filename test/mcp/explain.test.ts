@@ -4,11 +4,11 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { testApp } from 'svc/testing';
-import { createResources } from '../../../transports/mcp/resources.ts';
-import { errorCatalogue, explainError, websocketCloseCodes } from '../../../transports/mcp/tools/explain.ts';
-import { ToolInputError } from '../../../transports/mcp/types.ts';
+import { createResources } from '../../mcp/resources.ts';
+import { errorCatalogue, explainError, websocketCloseCodes } from '../../mcp/tools/explain.ts';
+import { ToolInputError } from '../../mcp/types.ts';
 
-const doc = readFileSync(new URL('../../../docs/errors.md', import.meta.url), 'utf8');
+const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
 const uris = new Set(createResources({ grammar: { spec: async () => '', tokens: () => '' } }).list().map((r) => r.uri));
 const FALLBACK = /does not recognise/;
 
@@ -84,7 +84,7 @@ t.test('TypeScript diagnostics, by code number, with svc advice', async (t) => {
 });
 
 t.test('messages the running server really answers are recognised', async (t) => {
-  const app = await testApp({ entry: new URL('../../../transports/mcp/examples/basic-walker/app.ts', import.meta.url).pathname });
+  const app = await testApp({ entry: new URL('../../mcp/examples/basic-walker/app.ts', import.meta.url).pathname });
   t.teardown(() => app.close());
   const noToken = await app.inject({ method: 'POST', url: '/walker/Greetings' });
   t.equal(noToken.status, 401);
@@ -123,7 +123,7 @@ t.test('a bare HTTP status, the fallback, and bad input', async (t) => {
 });
 
 t.test("messages as validate_svc and run_svc show them (no TS code in the text)", async (t) => {
-  const { explainError: explain } = await import('../../../transports/mcp/tools/explain.ts');
+  const { explainError: explain } = await import('../../mcp/tools/explain.ts');
   t.match(explain({ error_message: "Property 'name' does not exist on type 'Node'." }).title, /^TS2339/);
   t.match(explain({ error_message: "Type 'Promise<Tag>' is missing the following properties from type 'Tag': name, id" }).title, /^TS2739.*await/);
   t.match(explain({ error_message: 'timed out after 3 s: the run was killed' }).title, /timeout/);

@@ -1,8 +1,8 @@
 // The nine prompts of seed 001 §4.4: names, string arguments, and a rendered instruction that
 // states the svc API, points at resources that exist, and ends by asking for validate_svc.
 import t from 'tap';
-import { PROMPTS, VALIDATE_REQUEST } from '../../../transports/mcp/prompts.ts';
-import { createResources } from '../../../transports/mcp/resources.ts';
+import { PROMPTS, VALIDATE_REQUEST } from '../../mcp/prompts.ts';
+import { createResources } from '../../mcp/resources.ts';
 
 const SEED: Record<string, string[]> = {
   write_module: ['name', 'purpose', 'has_impl'],

@@ -3,8 +3,8 @@
 import t, { type Test } from 'tap';
 import { readFileSync } from 'node:fs';
 import { testApp, type TestApp } from 'svc/testing';
-import { EXAMPLE_FOLDERS, getExample, listExamples } from '../../../transports/mcp/tools/examples.ts';
-import { ToolInputError } from '../../../transports/mcp/types.ts';
+import { EXAMPLE_FOLDERS, getExample, listExamples } from '../../mcp/tools/examples.ts';
+import { ToolInputError } from '../../mcp/types.ts';
 
 const SNIPPETS = ['access-grants', 'basic-walker', 'function-endpoint', 'graph-traversal', 'hooks-and-errors'];
 
@@ -13,7 +13,7 @@ t.test('the categories: the repository\'s apps, then the snippet apps', async (t
   const names = categories.map((c) => c.name);
   for (const name of ['todo', ...SNIPPETS]) t.ok(names.includes(name), `${name} is listed`);
   t.ok(names.indexOf('todo') < names.indexOf('basic-walker'), 'examples/ first');
-  t.same(EXAMPLE_FOLDERS, ['examples', 'transports/mcp/examples']);
+  t.same(EXAMPLE_FOLDERS, ['examples', 'mcp/examples']);
   for (const c of categories) {
     t.ok(c.description.length > 10 && c.description !== 'An svc example', `${c.name}: a description of its own`);
     t.ok(c.files.length > 0, `${c.name}: files`);
@@ -30,7 +30,7 @@ t.test('get_example: the files as on disk; unknown and path-like names are error
   t.ok('files' in todo);
   if ('files' in todo) {
     t.same(todo.files.map((f) => f.path), ['app.ts']);
-    t.equal(todo.files[0]?.content, readFileSync(new URL('../../../examples/todo/app.ts', import.meta.url), 'utf8'));
+    t.equal(todo.files[0]?.content, readFileSync(new URL('../../examples/todo/app.ts', import.meta.url), 'utf8'));
   }
   for (const name of SNIPPETS) {
     const example = getExample({ name });
@@ -46,7 +46,7 @@ t.test('get_example: the files as on disk; unknown and path-like names are error
 // ---------------------------------------------------------------- the snippet apps run
 
 async function start(t: Test, name: string): Promise<TestApp> {
-  const app = await testApp({ entry: new URL(`../../../transports/mcp/examples/${name}/app.ts`, import.meta.url).pathname });
+  const app = await testApp({ entry: new URL(`../../mcp/examples/${name}/app.ts`, import.meta.url).pathname });
   t.teardown(() => app.close());
   return app;
 }

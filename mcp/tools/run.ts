@@ -26,12 +26,12 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { transform } from 'esbuild';
-import { compileModule } from '../../worker/index.ts';
+import { compileModule } from '../../transports/worker/index.ts';
 import { checkSize, ToolInputError, type ToolResult } from '../types.ts';
 import { RUN_FOLDER_PREFIX } from './command-policy.ts';
 
-const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
-const SANDBOX_ENTRY = join(PACKAGE_ROOT, 'transports/mcp/sandbox-entry.ts');
+const PACKAGE_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..');
+const SANDBOX_ENTRY = join(PACKAGE_ROOT, 'mcp/sandbox-entry.ts');
 
 /** Most bytes kept of stdout and of stderr each. */
 export const OUTPUT_LIMIT = 64 * 1024;
@@ -143,7 +143,7 @@ function rmdirQuietly(dir: string): void {
  * folder (a checkout's `.git`, the data folders of examples and tests).
  */
 function readable(dir: string, bundle: string): string[] {
-  const product = ['index.ts', 'package.json', 'kernel', 'actors', 'transports', 'cluster', 'runtime', 'client'].map((p) => join(PACKAGE_ROOT, p)).filter((p) => existsSync(p));
+  const product = ['index.ts', 'package.json', 'kernel', 'actors', 'transports', 'cluster', 'runtime', 'client', 'mcp'].map((p) => join(PACKAGE_ROOT, p)).filter((p) => existsSync(p));
   const out = [dir, bundle, join(PACKAGE_ROOT, 'node_modules'), ...product];
   if (basename(dirname(PACKAGE_ROOT)) === 'node_modules') out.push(dirname(PACKAGE_ROOT));
   return out;

@@ -4,9 +4,9 @@
 import t from 'tap';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ARGUMENT_HELP, buildCli } from '../../../cli/table.ts';
-import { COMMAND_GROUPS, executeCommand, getCommand, listCommands, runCommand, useCommandTable, type CommandDetail } from '../../../transports/mcp/tools/commands.ts';
-import { ToolInputError } from '../../../transports/mcp/types.ts';
+import { ARGUMENT_HELP, buildCli } from '../../cli/table.ts';
+import { COMMAND_GROUPS, executeCommand, getCommand, listCommands, runCommand, useCommandTable, type CommandDetail } from '../../mcp/tools/commands.ts';
+import { ToolInputError } from '../../mcp/types.ts';
 
 // Several cases start a real `svc` process: on a busy machine that takes a while.
 t.setTimeout(180_000);
@@ -16,8 +16,8 @@ useCommandTable({ build: buildCli, argumentHelp: ARGUMENT_HELP });
 
 t.test('without the command table the tools fail, saying so', async (t) => {
   // A module instance of its own (another URL), to which no table was given.
-  const url = new URL('../../../transports/mcp/tools/commands.ts?no-table', import.meta.url).href;
-  const fresh = (await import(url)) as typeof import('../../../transports/mcp/tools/commands.ts');
+  const url = new URL('../../mcp/tools/commands.ts?no-table', import.meta.url).href;
+  const fresh = (await import(url)) as typeof import('../../mcp/tools/commands.ts');
   await t.rejects(fresh.listCommands(), /the svc command table was not given to the tool server \(useCommandTable\)/);
   await t.rejects(fresh.getCommand({ name: 'start' }), /useCommandTable/);
   await t.rejects(fresh.executeCommand({ command: 'init', args: ['--help'] }), /useCommandTable/);
@@ -91,7 +91,7 @@ t.test('get_command start: its help, --port an OPTION with -p, entry a POSITIONA
   t.equal(start.group, 'serve');
   t.match(start.help, /Usage:\n {2}\$ svc start \[entry\]/);
   t.match(start.help, /-p, --port <port>/);
-  const table = readFileSync(new URL('../../../cli/table.ts', import.meta.url), 'utf8').split('\n');
+  const table = readFileSync(new URL('../../cli/table.ts', import.meta.url), 'utf8').split('\n');
   const lineOf = (source: string): string => table[Number(source.split(':')[1]) - 1] ?? '';
   t.match(lineOf(start.source), ".command('start [entry]'");
   const port = start.args.find((a) => a.name === '--port');
@@ -185,7 +185,7 @@ t.test('execute_command caps each output and says how much it left out', async (
 });
 
 t.test('running a command: at the timeout it is killed (a server that would run forever)', { skip: noProc }, async (t) => {
-  const app = readFileSync(new URL('../../../examples/todo/app.ts', import.meta.url), 'utf8');
+  const app = readFileSync(new URL('../../examples/todo/app.ts', import.meta.url), 'utf8');
   const dir = t.testdir({ 'app.ts': app });
   let pid = 0;
   const started = performance.now();

@@ -29,7 +29,7 @@ import { judgeCommand } from './command-policy.ts';
 
 /** Where the table is written: the `source` of every command and argument. */
 const TABLE_FILE = 'cli/table.ts';
-const BIN = fileURLToPath(new URL('../../../bin/svc.mjs', import.meta.url));
+const BIN = fileURLToPath(new URL('../../bin/svc.mjs', import.meta.url));
 
 /**
  * The groups `list_commands` sorts commands into: `serve` runs an app;
@@ -429,7 +429,7 @@ let tableLines: string[] | undefined;
 /** The 1-based line of `cli/table.ts` at or after `from` that contains `needle`, or undefined. */
 function tableLine(needle: string, from: number): number | undefined {
   try {
-    tableLines ??= readFileSync(new URL('../../../cli/table.ts', import.meta.url), 'utf8').split('\n');
+    tableLines ??= readFileSync(new URL('../../cli/table.ts', import.meta.url), 'utf8').split('\n');
   } catch {
     return undefined;
   }

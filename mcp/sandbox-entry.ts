@@ -3,5 +3,5 @@
  * user's `import … from 'svc'` gets) and the runner, bundled together so the
  * user's classes and the runner's registry share one `Walker`, one `Node`.
  */
-export * from '../../index.ts';
+export * from '../index.ts';
 export { runSandbox } from './sandbox-main.ts';

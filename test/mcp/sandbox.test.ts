@@ -5,8 +5,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ToolInputError } from '../../../transports/mcp/index.ts';
-import { graphVisualize, isolation, OUTPUT_LIMIT, runSvc } from '../../../transports/mcp/tools/run.ts';
+import { ToolInputError } from '../../mcp/index.ts';
+import { graphVisualize, isolation, OUTPUT_LIMIT, runSvc } from '../../mcp/tools/run.ts';
 
 const TODO = `import { Node, Walker, Root, entry, T } from 'svc';
 export class Todo extends Node {

@@ -4,9 +4,9 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ts from 'typescript';
-import { grammarTokens, publicSpec, REPO_ROOT, specCacheFile } from '../../../transports/mcp/grammar.ts';
-import { AST_NODE_LIMIT, checkSyntax, getAst, languageService, lintSvc, validateSvc, type Problem, type Violation } from '../../../transports/mcp/tools/compiler.ts';
-import { MAX_INPUT_BYTES } from '../../../transports/mcp/types.ts';
+import { grammarTokens, publicSpec, REPO_ROOT, specCacheFile } from '../../mcp/grammar.ts';
+import { AST_NODE_LIMIT, checkSyntax, getAst, languageService, lintSvc, validateSvc, type Problem, type Violation } from '../../mcp/tools/compiler.ts';
+import { MAX_INPUT_BYTES } from '../../mcp/types.ts';
 
 interface Validation {
   valid: boolean;
@@ -77,7 +77,7 @@ t.test('publicSpec: one declaration text for module svc, with the real exported 
   const cached = JSON.parse(readFileSync(specCacheFile(), 'utf8')) as { sources: [string, number, number][]; spec: string };
   t.equal(cached.spec, spec, 'and kept in its cache file');
   t.ok(cached.sources.some(([path]) => path === join(REPO_ROOT, 'actors/walker/walker.ts')), 'with the sources it was made from');
-  t.notOk(cached.sources.some(([path]) => path.includes('/node_modules/') || path.includes('/transports/mcp/')), 'only those');
+  t.notOk(cached.sources.some(([path]) => path.includes('/node_modules/') || path.startsWith(join(REPO_ROOT, 'mcp/'))), 'only those');
 });
 
 t.test('publicSpec type-checks on its own (its declarations, not only its use)', async (t) => {
@@ -157,7 +157,7 @@ t.test('the compiler tools read nothing of the machine: a path imported is "not 
     `import { config } from '${secret}';\nconst leak: number = config;\nexport {};\n`,
     `import j from '${join(dir, 'data.json')}' with { type: 'json' };\nconst leak: number = j;\nexport {};\n`,
     // svc's own sources are not readable either (only its generated public spec).
-    `import * as m from '${join(REPO_ROOT, 'transports/mcp/tools/command-policy.ts')}';\nconst leak: number = m;\nexport {};\n`,
+    `import * as m from '${join(REPO_ROOT, 'mcp/tools/command-policy.ts')}';\nconst leak: number = m;\nexport {};\n`,
   ];
   for (const code of probes) {
     const r = await validate(code);

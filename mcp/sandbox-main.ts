@@ -7,9 +7,9 @@
  * file it was given (not stdout, which is the program's own output).
  */
 import { writeFileSync } from 'node:fs';
-import { Graph, MemoryStore } from '../../actors/anchor/index.ts';
-import { Registry, TRAVERSE_WALKER, type Traversal } from '../../actors/walker/index.ts';
-import { ActorSystem } from '../../kernel/index.ts';
+import { Graph, MemoryStore } from '../actors/anchor/index.ts';
+import { Registry, TRAVERSE_WALKER, type Traversal } from '../actors/walker/index.ts';
+import { ActorSystem } from '../kernel/index.ts';
 
 /** What the parent asks (`request.json` in the run's folder). */
 export interface SandboxRequest {

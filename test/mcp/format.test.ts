@@ -2,10 +2,10 @@
 // with a line:col error; input over the limit is refused.
 import t from 'tap';
 import { readFileSync } from 'node:fs';
-import { formatSvc, SVC_PRETTIER_OPTIONS } from '../../../transports/mcp/tools/format.ts';
-import { MAX_INPUT_BYTES, ToolInputError } from '../../../transports/mcp/types.ts';
+import { formatSvc, SVC_PRETTIER_OPTIONS } from '../../mcp/tools/format.ts';
+import { MAX_INPUT_BYTES, ToolInputError } from '../../mcp/types.ts';
 
-const app = readFileSync(new URL('../../../examples/todo/app.ts', import.meta.url), 'utf8');
+const app = readFileSync(new URL('../../examples/todo/app.ts', import.meta.url), 'utf8');
 
 t.test('messy code is formatted with the fixed settings: single quotes, semicolons, 100 columns', async (t) => {
   const code = 'import {fn,T} from "svc"\nexport const add=fn({access:"pub",params:T.Object({a:T.Number(),b:T.Number()})},({a,b})=>a+b)\n';

@@ -21,7 +21,7 @@ import { getResource, searchDocs, understandSvc } from './tools/knowledge.ts';
 import { graphVisualize, runSvc } from './tools/run.ts';
 import { checkSize, ToolInputError, type ToolResult } from './types.ts';
 
-const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
 /** The `[mcp]` settings the server reads (seed 001 §2.5). */
 export interface McpSettings {

@@ -1,10 +1,10 @@
 // search_docs ranks the page a question is about first; understand_svc maps what is offered;
 // get_resource answers content or an error, never a throw.
 import t from 'tap';
-import { DOCS, isAbsent } from '../../../transports/mcp/catalog.ts';
-import { createResources } from '../../../transports/mcp/resources.ts';
-import { getResource, searchDocs, stem, tokenize, understandSvc } from '../../../transports/mcp/tools/knowledge.ts';
-import { ToolInputError } from '../../../transports/mcp/types.ts';
+import { DOCS, isAbsent } from '../../mcp/catalog.ts';
+import { createResources } from '../../mcp/resources.ts';
+import { getResource, searchDocs, stem, tokenize, understandSvc } from '../../mcp/tools/knowledge.ts';
+import { ToolInputError } from '../../mcp/types.ts';
 
 const grammar = { spec: async () => 'declare module "svc" {}', tokens: () => '# vocabulary' };
 const resources = createResources({ grammar });
