@@ -4,11 +4,12 @@
  * same cac instance `svc` itself parses — so they never drift from it;
  * `execute_command` runs `svc <command> …` as a child process.
  *
- * Transports do not import cli/ (test/meta/rooms.test.ts: cli's door is its
- * entry point), so the table is handed over by whoever starts the server —
- * `useCommandTable({ build: buildCli, argumentHelp: ARGUMENT_HELP })` from
- * cli/table.ts — before the first call. The tools still read cli/table.ts as
- * text (for the `source` lines) and run bin/svc.mjs as a program.
+ * The tool server imports nothing of cli/ (test/meta/rooms.test.ts), so the
+ * CLI hands the table over when it starts the server, before the first call:
+ * `useCommandTable(commandTable())` in cli/commands/mcp.ts gives the cac
+ * builder, the help of positional arguments and the file the table is
+ * written in (read as text for the `source` lines). The tools run the
+ * package's program, bin/svc.mjs, as a child process: no import.
  *
  * Argument kinds in `get_command`:
  * - `POSITIONAL`: a positional argument (`[entry]`, `<name>`); `required` when written `<…>`.
@@ -27,8 +28,6 @@ import { fileURLToPath } from 'node:url';
 import { ToolBusyError, ToolInputError, type ToolResult } from '../types.ts';
 import { judgeCommand } from './command-policy.ts';
 
-/** Where the table is written: the `source` of every command and argument. */
-const TABLE_FILE = 'cli/table.ts';
 const BIN = fileURLToPath(new URL('../../bin/svc.mjs', import.meta.url));
 
 /**
@@ -48,28 +47,33 @@ export const COMMAND_GROUPS: readonly { readonly name: string; readonly commands
 
 /**
  * The `svc` command table as the tools need it: a builder of a fresh, unparsed
- * cac instance (cli/table.ts's `buildCli`) and the help of positional
- * arguments by command and argument name (its `ARGUMENT_HELP`).
+ * cac instance (cli/table.ts's `buildCli`), the help of positional arguments
+ * by command and argument name (its `ARGUMENT_HELP`), and the file the table
+ * is written in — `name` as `source` shows it, `path` to read its lines.
  *
  * @example
- * const table: CommandTable = { build: buildCli, argumentHelp: ARGUMENT_HELP };
+ * const table: CommandTable = { build: buildCli, argumentHelp: ARGUMENT_HELP, source: { name: 'cli/table.ts', path: fileURLToPath(import.meta.url) } };
  */
 export interface CommandTable {
   build: () => CAC;
   argumentHelp?: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  /** Where the table is written: the `source` of every command and argument (`cli/table.ts:<line>`). */
+  source: { name: string; path: string };
 }
 
 let table: CommandTable | undefined;
+/** The lines of the table's file, read at the first `source` asked for. */
+let tableLines: string[] | undefined;
 
 /**
  * Give the command tools the `svc` command table (once, before serving).
  *
  * @example
- * import { ARGUMENT_HELP, buildCli } from '../table.ts'; // in cli/commands/mcp.ts
- * useCommandTable({ build: buildCli, argumentHelp: ARGUMENT_HELP });
+ * useCommandTable(commandTable()); // in cli/commands/mcp.ts, commandTable from cli/table.ts
  */
 export function useCommandTable(commands: CommandTable): void {
   table = commands;
+  tableLines = undefined;
 }
 
 function commandTable(): CommandTable {
@@ -196,7 +200,8 @@ export async function getCommand({ name }: { name: string }): Promise<CommandDet
   const command = tableCommands().find((c) => c.name === name);
   if (!command) return { error: `no svc command named ${JSON.stringify(name)}; the commands: ${commandNames().join(', ')}` };
   const line = tableLine(`.command('${command.rawName}'`, 0);
-  const at = line === undefined ? TABLE_FILE : `${TABLE_FILE}:${line}`;
+  const file = commandTable().source.name;
+  const at = line === undefined ? file : `${file}:${line}`;
   const positionals = command.args.map(
     (arg): CommandArgument => ({
       name: arg.value,
@@ -424,12 +429,10 @@ function statedDefault(help: string): string | null {
   return inline?.[1]?.trim() || null;
 }
 
-let tableLines: string[] | undefined;
-
-/** The 1-based line of `cli/table.ts` at or after `from` that contains `needle`, or undefined. */
+/** The 1-based line of the table's file at or after `from` that contains `needle`, or undefined. */
 function tableLine(needle: string, from: number): number | undefined {
   try {
-    tableLines ??= readFileSync(new URL('../../cli/table.ts', import.meta.url), 'utf8').split('\n');
+    tableLines ??= readFileSync(commandTable().source.path, 'utf8').split('\n');
   } catch {
     return undefined;
   }
@@ -441,7 +444,7 @@ function tableLine(needle: string, from: number): number | undefined {
 function sourceAfter(needle: string, commandLine: number | undefined, fallback: string): string {
   if (commandLine === undefined) return fallback;
   const line = tableLine(needle, commandLine - 1);
-  return line === undefined ? fallback : `${TABLE_FILE}:${line}`;
+  return line === undefined ? fallback : `${commandTable().source.name}:${line}`;
 }
 
 /** cac's usage errors, which `svc` reports on stderr and exits 1 on. */

@@ -4,15 +4,15 @@
 import t from 'tap';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ARGUMENT_HELP, buildCli } from '../../cli/table.ts';
+import { buildCli, commandTable } from '../../cli/table.ts';
 import { COMMAND_GROUPS, executeCommand, getCommand, listCommands, runCommand, useCommandTable, type CommandDetail } from '../../mcp/tools/commands.ts';
 import { ToolInputError } from '../../mcp/types.ts';
 
 // Several cases start a real `svc` process: on a busy machine that takes a while.
 t.setTimeout(180_000);
 
-// What `svc mcp` does before it serves (transports do not import cli/): hand the tools the command table.
-useCommandTable({ build: buildCli, argumentHelp: ARGUMENT_HELP });
+// What `svc mcp` does before it serves (the tool server imports nothing of cli/): hand the tools the command table.
+useCommandTable(commandTable());
 
 t.test('without the command table the tools fail, saying so', async (t) => {
   // A module instance of its own (another URL), to which no table was given.
@@ -21,7 +21,7 @@ t.test('without the command table the tools fail, saying so', async (t) => {
   await t.rejects(fresh.listCommands(), /the svc command table was not given to the tool server \(useCommandTable\)/);
   await t.rejects(fresh.getCommand({ name: 'start' }), /useCommandTable/);
   await t.rejects(fresh.executeCommand({ command: 'init', args: ['--help'] }), /useCommandTable/);
-  fresh.useCommandTable({ build: buildCli });
+  fresh.useCommandTable(commandTable());
   t.equal((await fresh.listCommands()).total, buildCli().commands.length, 'and work once it is given');
 });
 

@@ -4,11 +4,11 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { request } from 'node:http';
-import { ARGUMENT_HELP, buildCli } from '../../cli/table.ts';
+import { commandTable } from '../../cli/table.ts';
 import { createMcpServer, isLoopback, listenMcpHttp, MCP_DEFAULTS, McpConfigError, ToolPool, useCommandTable } from '../../mcp/index.ts';
 
 const TOKEN = 'mcp-test-token-0123456789abcdef';
-useCommandTable({ build: buildCli, argumentHelp: ARGUMENT_HELP });
+useCommandTable(commandTable());
 const pool = await ToolPool.start();
 t.teardown(() => pool.close());
 

@@ -5,6 +5,7 @@
 // - kernel/ imports nothing of ours outside kernel/;
 // - actors/ never import transports/ or cli/;
 // - mcp/ (the tool server) imports nothing of cli/: the CLI hands it the command table;
+//   and no import cycle (lazy imports included) runs through a file of cli/ or mcp/;
 // - a file imports another room only through that room's index.ts (files of
 //   one room import each other freely; cli/commands/* is inside cli/).
 // Imports are read with the TypeScript scanner (comments and strings are not imports).
@@ -62,6 +63,30 @@ function violations(fromRel: string, toRel: string): string[] {
   return out;
 }
 
+/** The import cycles of a graph (file → files it imports): each a strongly connected set of two files or more (Tarjan). */
+function cycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const out: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, index.size);
+    low.set(v, index.get(v) as number);
+    stack.push(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v) as number, low.get(w) as number));
+      } else if (stack.includes(w)) low.set(v, Math.min(low.get(v) as number, index.get(w) as number));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component = stack.splice(stack.indexOf(v));
+    if (component.length > 1) out.push(component.sort());
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return out;
+}
+
 function importsOf(file: string): string[] {
   return ts.preProcessFile(readFileSync(file, 'utf8'), true, true).importedFiles.map((f) => f.fileName);
 }
@@ -89,6 +114,13 @@ t.test('the rules themselves catch what they should', async (t) => {
   t.same(violations('cli/commands/start.ts', 'cli/config.ts'), [], 'cli/commands is inside cli');
   t.same(violations('actors/identity/service.ts', 'kernel/index.ts'), [], 'actors use the kernel door');
   t.same(violations('transports/http/front.ts', 'actors/walker/index.ts'), []);
+  const lazy = new Map([
+    ['cli/table.ts', ['cli/commands/mcp.ts']],
+    ['cli/commands/mcp.ts', ['cli/table.ts', 'mcp/index.ts']],
+    ['mcp/index.ts', []],
+  ]);
+  t.same(cycles(lazy), [['cli/commands/mcp.ts', 'cli/table.ts']], 'a cycle through a lazy import is a cycle');
+  t.same(cycles(new Map([['cli/table.ts', ['cli/commands/mcp.ts']], ['cli/commands/mcp.ts', ['mcp/index.ts']], ['mcp/index.ts', []]])), [], 'the CLI handing the table over: none');
 });
 
 t.test('every import of ours follows the rules', async (t) => {
@@ -106,4 +138,12 @@ t.test('every import of ours follows the rules', async (t) => {
     }
   }
   t.ok(checked > 100, `${checked} imports of ours checked`);
+});
+
+t.test('no import cycle runs through cli/ or mcp/: the CLI starts the tool server and hands it the command table', async (t) => {
+  const product = [...files(root), ...files(join(root, 'bench/harness'))].map((f) => relative(root, f));
+  const known = new Set(product);
+  const graph = new Map(product.map((rel) => [rel, importsOf(join(root, rel)).flatMap((spec) => resolveImport(rel, spec) ?? []).filter((target) => known.has(target))]));
+  const found = cycles(graph).filter((c) => c.some((f) => f.startsWith('cli/') || f.startsWith('mcp/')));
+  t.same(found, [], 'no cycle through cli/ or mcp/');
 });
