@@ -11,7 +11,7 @@ import { threadId } from 'node:worker_threads';
 import { ToolInputError, type ToolResult } from './types.ts';
 import { checkSyntax, getAst, isWarm, lintSvc, validateSvc, warmUp } from './tools/compiler.ts';
 import { formatSvc } from './tools/format.ts';
-import { pyToSvc, svcToJs, svcToPy } from './tools/translate.ts';
+import { pyToSvc, svcToJs, svcToPy } from './tools/translate/index.ts';
 
 // Whatever a tool's dependencies print goes to stderr: with stdio, stdout carries the protocol alone.
 console.log = console.error;

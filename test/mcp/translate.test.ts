@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ts from 'typescript';
 import { Edge, Node, Walker } from '../../actors/walker/index.ts';
-import { pyToSvc, SVC_RESERVED_FIELDS, svcToJs, svcToPy } from '../../mcp/tools/translate.ts';
+import { pyToSvc, SVC_RESERVED_FIELDS, svcToJs, svcToPy } from '../../mcp/tools/translate/index.ts';
 import { MAX_INPUT_BYTES, ToolInputError } from '../../mcp/types.ts';
 
 // One case type-checks a translation against svc's sources: several seconds on a busy machine.
