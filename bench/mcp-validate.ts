@@ -9,7 +9,7 @@
  *   node --import tsx bench/mcp-validate.ts [--rounds 30]
  */
 import { existsSync } from 'node:fs';
-import { publicSpec, specCacheFile } from '../mcp/grammar.ts';
+import { publicSpec, specCacheFile } from '../mcp/grammar/spec.ts';
 import { validateSvc } from '../mcp/tools/compiler.ts';
 import { machine, percentile, round, save } from './lib.ts';
 

@@ -29,7 +29,7 @@ export type ResourceInfo = { uri: string; name: string; title: string; descripti
 export type ResourceContent = { uri: string; mimeType: string; text: string };
 
 /**
- * Where the grammar comes from (`mcp/grammar.ts` in the server; a fake in tests).
+ * Where the grammar comes from (mcp/grammar/ in the server; a fake in tests).
  * @example const fake: GrammarProvider = { spec: async () => "declare module 'svc' {}", tokens: () => '# vocabulary' };
  */
 export type GrammarProvider = { spec(): Promise<string>; tokens(): string };

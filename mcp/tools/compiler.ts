@@ -57,7 +57,7 @@
  */
 import { dirname, join, posix } from 'node:path';
 import ts from 'typescript';
-import { publicSpec, REPO_ROOT } from '../grammar.ts';
+import { publicSpec, REPO_ROOT } from '../grammar/spec.ts';
 import { checkSize, ToolInputError, type ToolResult } from '../types.ts';
 import { CompilerFiles } from './compiler-files.ts';
 

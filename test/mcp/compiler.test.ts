@@ -4,7 +4,8 @@ import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import ts from 'typescript';
-import { grammarTokens, publicSpec, REPO_ROOT, specCacheFile } from '../../mcp/grammar.ts';
+import { publicSpec, REPO_ROOT, specCacheFile } from '../../mcp/grammar/spec.ts';
+import { grammarTokens } from '../../mcp/grammar/vocabulary.ts';
 import { AST_NODE_LIMIT, checkSyntax, getAst, languageService, lintSvc, validateSvc, type Problem, type Violation } from '../../mcp/tools/compiler.ts';
 import { MAX_INPUT_BYTES } from '../../mcp/types.ts';
 
