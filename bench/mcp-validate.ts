@@ -10,7 +10,7 @@
  */
 import { existsSync } from 'node:fs';
 import { publicSpec, specCacheFile } from '../mcp/grammar/spec.ts';
-import { validateSvc } from '../mcp/tools/compiler.ts';
+import { validateSvc } from '../mcp/tools/compiler/index.ts';
 import { machine, percentile, round, save } from './lib.ts';
 
 const ROUNDS = Number(process.argv[process.argv.indexOf('--rounds') + 1]) || 30;

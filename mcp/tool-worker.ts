@@ -9,7 +9,8 @@
 import type { MessagePort } from 'node:worker_threads';
 import { threadId } from 'node:worker_threads';
 import { ToolInputError, type ToolResult } from './types.ts';
-import { checkSyntax, getAst, isWarm, lintSvc, validateSvc, warmUp } from './tools/compiler.ts';
+import { checkSyntax, getAst, isWarm, validateSvc, warmUp } from './tools/compiler/index.ts';
+import { lintSvc } from './tools/lint/index.ts';
 import { formatSvc } from './tools/format.ts';
 import { pyToSvc, svcToJs, svcToPy } from './tools/translate/index.ts';
 

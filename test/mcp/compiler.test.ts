@@ -6,7 +6,8 @@ import { join } from 'node:path';
 import ts from 'typescript';
 import { publicSpec, REPO_ROOT, specCacheFile } from '../../mcp/grammar/spec.ts';
 import { grammarTokens } from '../../mcp/grammar/vocabulary.ts';
-import { AST_NODE_LIMIT, checkSyntax, getAst, languageService, lintSvc, validateSvc, type Problem, type Violation } from '../../mcp/tools/compiler.ts';
+import { AST_NODE_LIMIT, checkSyntax, getAst, languageService, validateSvc, type Problem } from '../../mcp/tools/compiler/index.ts';
+import { lintSvc, type Violation } from '../../mcp/tools/lint/index.ts';
 import { MAX_INPUT_BYTES } from '../../mcp/types.ts';
 
 interface Validation {
