@@ -1,7 +1,9 @@
 /**
- * The manifest of the tool server's documentation (seed 001 §4.4): every
- * `svc://docs/<topic>` the seed names, each either a page shipped in this
- * package or absent with the reason, plus the `svc://guide/*` pages. Files
+ * The manifest of the tool server's documentation: every `svc://docs/<topic>`
+ * a client may ask for (a fixed list of topics, which
+ * test/mcp/resources.test.ts holds the manifest to), each either a page
+ * shipped in this package or absent with the reason, plus the
+ * `svc://guide/*` pages. Files
  * are named relative to the package's folder and found from this module's
  * own URL, so they resolve wherever the package is installed.
  *
@@ -25,7 +27,7 @@ export type DocPage = {
 };
 
 /**
- * A topic of the seed that has no meaning for svc: no page, only the reason.
+ * A topic of the list that has no meaning for svc: no page, only the reason.
  * @example const k8s: AbsentTopic = { absent: 'svc start --scale is not built yet' };
  */
 export type AbsentTopic = { absent: string };
@@ -70,14 +72,14 @@ const page = (topic: string, section: Section, title: string, description: strin
 });
 
 const NO_AI = 'svc has no AI or LLM features of its own (no `by llm`, no model calls in the runtime); calling a model is ordinary TypeScript inside a walker or function — see svc://docs/functions-objects';
-const NO_CLIENT = 'svc has no client-side framework or bundling (`--client` is out of scope in DESIGN.md: components, state and routing are your front-end framework\'s business); svc serves static files from public/ — see svc://docs/tutorial-fullstack-backend';
+const NO_CLIENT = 'svc has no client-side framework or bundling (`--client` is out of scope: components, state and routing are your front-end framework\'s business); svc serves static files from public/ — see svc://docs/tutorial-fullstack-backend';
 
 /**
- * Every `svc://docs/<topic>` of the seed, in its order, plus `errors` (the
+ * Every `svc://docs/<topic>` of the list, in its order, plus `errors` (the
  * error-code catalogue, the repository's own `docs/errors.md`).
  *
  * @example
- * Object.keys(DOCS).length;                  // every topic of the seed, plus errors
+ * Object.keys(DOCS).length;                  // every topic of the list, plus errors
  * isAbsent(DOCS['tutorial-ai-agentic']!);    // true
  */
 export const DOCS: Readonly<Record<string, DocEntry>> = {

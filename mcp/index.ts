@@ -1,5 +1,5 @@
 /**
- * The tool-protocol server (`svc mcp`, seed 001 §4.4): resources, tools and
+ * The tool-protocol server (`svc mcp`; README "`svc mcp`"): resources, tools and
  * prompts for AI clients writing svc apps, over stdio, SSE or streamable HTTP.
  */
 export { createMcpServer, describeMcp, MCP_DEFAULTS, TOOLS } from './server.ts';

@@ -1,6 +1,6 @@
 /**
- * The killable worker pool of the compiler tools (seed 001 §8: 10 s per
- * compiler tool). A call past its deadline is aborted: piscina terminates
+ * The killable worker pool of the compiler tools ({@link TOOL_TIMEOUT_MS}:
+ * 10 s per compiler tool). A call past its deadline is aborted: piscina terminates
  * the thread running it and starts a fresh one at once, so a runaway check
  * costs its caller an error and nobody else anything.
  *

@@ -1,5 +1,5 @@
 /**
- * The tool server's nine prompts (seed 001 §4.4), for writing svc code:
+ * The tool server's nine prompts, for writing svc code:
  * each takes string arguments and renders one instruction that states the
  * svc API shape, names the resources to read, and ends by asking to check the
  * result with the `validate_svc` tool. Plain data; the server registers them.
@@ -65,7 +65,7 @@ function compose(...parts: string[]): string {
 }
 
 /**
- * The nine prompts, in the seed's order.
+ * The nine prompts, in the order a client lists them.
  * @example PROMPTS.map((p) => p.name) // ['write_module', 'write_impl', 'write_walker', …, 'migrate_python']
  */
 export const PROMPTS: readonly Prompt[] = [

@@ -1,5 +1,5 @@
 /**
- * The `svc://` resources of the tool server (seed 001 §4.4): the grammar
+ * The `svc://` resources of the tool server: the grammar
  * (from an injected provider), the documentation pages and guides of the
  * manifest (`catalog.ts`), and the examples. Each group can be switched off
  * (`[mcp] expose_*`). A URI is looked up in the table built here — never

@@ -1,5 +1,5 @@
 /**
- * The tool-protocol server (seed 001 §4.4): one `McpServer` of the SDK per
+ * The tool-protocol server (README "`svc mcp`"): one `McpServer` of the SDK per
  * connection, with the `svc://` resources, the 19 tools and the 9 prompts,
  * as the `[mcp]` settings allow. Compiler tools run on the killable pool;
  * `run_svc` and `graph_visualize` in a sandboxed child process; the rest in
@@ -24,7 +24,7 @@ import { checkSize, ToolInputError, type ToolResult } from './types.ts';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
-/** The `[mcp]` settings the server reads (seed 001 §2.5). */
+/** The `[mcp]` settings the server reads (svc.toml's `[mcp]` section, runtime/config.ts). */
 export interface McpSettings {
   exposeGrammar: boolean;
   exposeDocs: boolean;
@@ -38,7 +38,7 @@ export interface McpSettings {
   projectRoot: string;
 }
 
-/** The seed's defaults. */
+/** The defaults of those settings (as runtime/config.ts has them). */
 export const MCP_DEFAULTS: McpSettings = {
   exposeGrammar: true,
   exposeDocs: true,
@@ -69,7 +69,7 @@ interface ToolDef {
 const code = z.string().describe('TypeScript source of an svc module (at most 100 KB)');
 const always = () => true;
 
-/** Every tool, in the seed's order. */
+/** Every tool, in the order a client lists them (test/mcp/inspect.golden.txt). */
 export const TOOLS: readonly ToolDef[] = [
   {
     name: 'validate_svc',

@@ -1,6 +1,6 @@
 /**
  * What the tool server's parts share: a tool's answer, the input limit of
- * the compiler tools (seed 001 §8), and the error a tool throws for input it
+ * the compiler tools (100 KB), and the error a tool throws for input it
  * refuses (the server turns it into an error result, never a crash).
  */
 

@@ -27,8 +27,8 @@ const rules = (l: Lint) => l.violations.map((v) => v.rule);
 
 const IMPORTS = "import { Node, Edge, Walker, Root, entry, exit, fn, restspec, T, HTTPMethod } from 'svc';\n";
 
-/** The example of DESIGN.md's "Programming model". */
-const DESIGN_EXAMPLE = `${IMPORTS}
+/** A module of the whole programming model: a node, walkers with abilities, a function, a rest spec. */
+const MODEL_EXAMPLE = `${IMPORTS}
 export class Todo extends Node {
   static has = T.Object({ title: T.String(), done: T.Boolean({ default: false }) });
   declare title: string; declare done: boolean;
@@ -109,8 +109,8 @@ t.test('grammarTokens: the vocabulary, from the real exports', async (t) => {
   t.equal(grammarTokens(), md, 'cached');
 });
 
-t.test('validateSvc: the design example is valid; a type error is reported at its line', async (t) => {
-  const good = await validate(DESIGN_EXAMPLE);
+t.test('validateSvc: the programming-model example is valid; a type error is reported at its line', async (t) => {
+  const good = await validate(MODEL_EXAMPLE);
   t.same(good, { valid: true, errors: [], warnings: [] });
 
   const bad = walker('this.report(here.nope);');
@@ -298,7 +298,7 @@ void Edge; void exit; void fn; void restspec; void T; void HTTPMethod;
 });
 
 t.test('checkSyntax: parse only', async (t) => {
-  t.same(await checkSyntax({ code: DESIGN_EXAMPLE }), { valid: true, errors: [] });
+  t.same(await checkSyntax({ code: MODEL_EXAMPLE }), { valid: true, errors: [] });
   t.same(await checkSyntax({ code: 'this.report(here.nope)' }), { valid: true, errors: [] }, 'types are not checked');
   t.same(await checkSyntax({ code: 'let a = 1;\nconst x = ;\n' }), { valid: false, errors: [{ line: 2, col: 11, message: 'Expression expected.' }] });
   await t.rejects(checkSyntax({} as { code: string }), { name: 'ToolInputError' });

@@ -1,10 +1,10 @@
-// The nine prompts of seed 001 §4.4: names, string arguments, and a rendered instruction that
+// The nine prompts: names, string arguments, and a rendered instruction that
 // states the svc API, points at resources that exist, and ends by asking for validate_svc.
 import t from 'tap';
 import { PROMPTS, VALIDATE_REQUEST } from '../../mcp/prompts.ts';
 import { createResources } from '../../mcp/resources.ts';
 
-const SEED: Record<string, string[]> = {
+const PROMPT_ARGUMENTS: Record<string, string[]> = {
   write_module: ['name', 'purpose', 'has_impl'],
   write_impl: ['declarations'],
   write_walker: ['name', 'purpose', 'node_types'],
@@ -19,13 +19,13 @@ const SEED: Record<string, string[]> = {
 const uris = new Set(createResources({ grammar: { spec: async () => '', tokens: () => '' } }).list().map((r) => r.uri));
 
 function sample(name: string): Record<string, string> {
-  return Object.fromEntries((SEED[name] ?? []).map((a) => [a, a === 'has_impl' ? 'true' : `<${a} value>`]));
+  return Object.fromEntries((PROMPT_ARGUMENTS[name] ?? []).map((a) => [a, a === 'has_impl' ? 'true' : `<${a} value>`]));
 }
 
-t.test('nine prompts with the seed\'s names and arguments', async (t) => {
-  t.same(PROMPTS.map((p) => p.name), Object.keys(SEED));
+t.test('nine prompts with their names and arguments', async (t) => {
+  t.same(PROMPTS.map((p) => p.name), Object.keys(PROMPT_ARGUMENTS));
   for (const p of PROMPTS) {
-    t.same(p.arguments.map((a) => a.name), SEED[p.name], `${p.name}: arguments`);
+    t.same(p.arguments.map((a) => a.name), PROMPT_ARGUMENTS[p.name], `${p.name}: arguments`);
     for (const a of p.arguments) {
       t.equal(a.required, !(p.name === 'write_module' && a.name === 'has_impl'), `${p.name}.${a.name} required: ${a.required}`);
       t.ok(a.description.length > 5, `${p.name}.${a.name} is described`);

@@ -1,4 +1,4 @@
-// The svc:// resources: every topic of the seed is a page or absent with a reason, pages exist and
+// The svc:// resources: every listed topic is a page or absent with a reason, pages exist and
 // are not empty, absent topics are not listed, URIs that try to leave the table are refused, the
 // expose flags remove their groups, and the docs' TypeScript blocks transpile — and type-check
 // against svc — as written.
@@ -16,16 +16,16 @@ import { ToolInputError } from '../../mcp/types.ts';
 const grammar = { spec: async () => "declare module 'svc' { export class Node {} }", tokens: () => '# svc vocabulary\n- `Node`' };
 const all = (): Resources => createResources({ grammar });
 
-/** The topics seed 001 §4.4 names for svc://docs/<topic> (tutorials under tutorial-<name>). */
-const SEED_TOPICS = [
+/** The topics a client may ask for as svc://docs/<topic> (tutorials under tutorial-<name>): the manifest answers each. */
+const DOC_TOPICS = [
   'welcome', 'install', 'core-concepts', 'first-app', 'cheatsheet', 'faq',
   'foundation', 'primitives', 'functions-objects', 'osp', 'concurrency', 'advanced',
   ...['coding-primer', 'basics', 'osp', 'ai-quickstart', 'ai-structured', 'ai-agentic', 'ai-multimodal', 'fullstack-setup', 'fullstack-components', 'fullstack-state', 'fullstack-backend', 'fullstack-auth', 'fullstack-routing', 'production-local', 'production-k8s'].map((n) => `tutorial-${n}`),
   'client', 'scale', 'cli', 'config', 'code-organization', 'mcp', 'testing', 'debugging', 'python-integration', 'library-mode', 'walker-responses', 'appendices',
 ];
 
-t.test('every topic of the seed is in the manifest: a page or absent with a reason', async (t) => {
-  for (const topic of SEED_TOPICS) {
+t.test('every listed topic is in the manifest: a page or absent with a reason', async (t) => {
+  for (const topic of DOC_TOPICS) {
     const entry = DOCS[topic];
     t.ok(entry, `${topic} is in the manifest`);
     if (!entry) continue;
