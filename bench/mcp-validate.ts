@@ -9,8 +9,8 @@
  *   node --import tsx bench/mcp-validate.ts [--rounds 30]
  */
 import { existsSync } from 'node:fs';
-import { publicSpec, specCacheFile } from '../transports/mcp/grammar.ts';
-import { validateSvc } from '../transports/mcp/tools/compiler.ts';
+import { publicSpec, specCacheFile } from '../mcp/grammar/spec.ts';
+import { validateSvc } from '../mcp/tools/compiler/index.ts';
 import { machine, percentile, round, save } from './lib.ts';
 
 const ROUNDS = Number(process.argv[process.argv.indexOf('--rounds') + 1]) || 30;

@@ -23,7 +23,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { runSvc } from '../transports/mcp/tools/run.ts';
+import { runSvc } from '../mcp/tools/run.ts';
 import { machine, median, percentile, round, save } from './lib.ts';
 
 const quick = process.argv.includes('--quick');

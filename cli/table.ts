@@ -2,11 +2,14 @@
  * The table of `svc` commands: every subcommand with its arguments, options,
  * examples and action, registered on a fresh cac instance and never parsed
  * here. `cli/index.ts` parses `process.argv` against it; the tool server's
- * `list_commands` / `get_command` read it (transports/mcp/tools/commands.ts).
+ * `list_commands` / `get_command` read it (mcp/tools/commands.ts), handed
+ * over by `svc mcp` ({@link commandTable}).
  * Each action loads its `cli/commands/<name>.ts` only when it runs.
  */
 import { cac, type CAC } from 'cac';
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { CommandTable } from '../mcp/index.ts';
 
 const { version } = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string };
 
@@ -149,10 +152,23 @@ export function buildCli(): CAC {
     .example('svc mcp --inspect')
     .action(async (options: Record<string, unknown>) => {
       const { mcp } = await import('./commands/mcp.ts');
-      await mcp(options);
+      await mcp(options, commandTable());
     });
 
   cli.help();
   cli.version(version);
   return cli;
+}
+
+/**
+ * The command table as the tool server's command tools take it: this file's
+ * builder, the help of positional arguments, and this file itself (read for
+ * the `source` lines of `get_command`). `svc mcp` hands it to the tool
+ * server, which imports nothing of cli/.
+ *
+ * @example
+ * useCommandTable(commandTable()); // in cli/commands/mcp.ts
+ */
+export function commandTable(): CommandTable {
+  return { build: buildCli, argumentHelp: ARGUMENT_HELP, source: { name: 'cli/table.ts', path: fileURLToPath(import.meta.url) } };
 }

@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ConfigError, loadConfig } from '../../runtime/index.ts';
-import { createMcpServer, formatInspection, isLoopback, listenMcpHttp, McpConfigError, type McpSettings, ToolPool, useCommandTable } from '../../transports/mcp/index.ts';
+import { type CommandTable, createMcpServer, formatInspection, isLoopback, listenMcpHttp, McpConfigError, type McpSettings, ToolPool, useCommandTable } from '../../mcp/index.ts';
 
 /**
  * The token of an HTTP server on loopback with none configured: the one kept
@@ -36,7 +36,6 @@ function loopbackToken(projectRoot: string): { token: string; file: string; made
   chmodSync(file, 0o600);
   return { token, file, made: true };
 }
-import { ARGUMENT_HELP, buildCli } from '../table.ts';
 
 const TRANSPORTS = ['stdio', 'sse', 'streamable-http'] as const;
 
@@ -45,7 +44,14 @@ function usage(message: string): never {
   process.exit(2);
 }
 
-export async function mcp(flags: Record<string, unknown>): Promise<void> {
+/**
+ * Run `svc mcp` with its flags and the CLI's command table (cli/table.ts
+ * `commandTable()`), which the tool server's command tools read.
+ *
+ * @example
+ * await mcp({ transport: 'stdio' }, commandTable());
+ */
+export async function mcp(flags: Record<string, unknown>, commands: CommandTable): Promise<void> {
   const given: Record<string, unknown> = {};
   if (flags.transport !== undefined) {
     if (!TRANSPORTS.includes(String(flags.transport) as (typeof TRANSPORTS)[number])) usage(`--transport is one of ${TRANSPORTS.join(', ')}, got ${String(flags.transport)}`);
@@ -84,7 +90,7 @@ export async function mcp(flags: Record<string, unknown>): Promise<void> {
     return;
   }
   // The CLI's own table (list_commands, get_command, execute_command read it): cli/ hands it over, the tool server does not reach into cli/.
-  useCommandTable({ build: buildCli, argumentHelp: ARGUMENT_HELP });
+  useCommandTable(commands);
   const log = (line: string): void => {
     process.stderr.write(`${line}\n`);
   };

@@ -1,9 +1,11 @@
 // The rooms of the tree (README *Architecture*): a room is a subfolder of actors/,
 // transports/ or bench/ (actors/identity, transports/http, bench/harness — the
 // load harness behind `svc bench`), or another top-level folder (kernel/, cli/,
-// runtime/, cluster/, client/). Its index.ts is its door.
+// runtime/, cluster/, client/, mcp/). Its index.ts is its door.
 // - kernel/ imports nothing of ours outside kernel/;
 // - actors/ never import transports/ or cli/;
+// - mcp/ (the tool server) imports nothing of cli/: the CLI hands it the command table;
+//   and no import cycle (lazy imports included) runs through a file of cli/ or mcp/;
 // - a file imports another room only through that room's index.ts (files of
 //   one room import each other freely; cli/commands/* is inside cli/).
 // - a comment of a product file never cites a seed or a document the repository
@@ -60,6 +62,7 @@ function violations(fromRel: string, toRel: string): string[] {
   const to = roomOf(toRel);
   if (fromRel.startsWith('kernel/') && !toRel.startsWith('kernel/')) out.push('kernel/ imports nothing of ours outside kernel/');
   if (fromRel.startsWith('actors/') && (toRel.startsWith('transports/') || toRel.startsWith('cli/'))) out.push('actors never import transports/ or cli/');
+  if (fromRel.startsWith('mcp/') && toRel.startsWith('cli/')) out.push('mcp/ imports nothing of cli/ (the CLI hands the tool server its command table)');
   if (to !== undefined && from !== to && toRel !== `${to}/index.ts`) out.push(`another room is imported only through its door, ${to}/index.ts`);
   return out;
 }
@@ -92,6 +95,30 @@ function citations(text: string, kind = ts.ScriptKind.TS): string[] {
   return out;
 }
 
+/** The import cycles of a graph (file → files it imports): each a strongly connected set of two files or more (Tarjan). */
+function cycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const out: string[][] = [];
+  const visit = (v: string): void => {
+    index.set(v, index.size);
+    low.set(v, index.get(v) as number);
+    stack.push(v);
+    for (const w of graph.get(v) ?? []) {
+      if (!index.has(w)) {
+        visit(w);
+        low.set(v, Math.min(low.get(v) as number, low.get(w) as number));
+      } else if (stack.includes(w)) low.set(v, Math.min(low.get(v) as number, index.get(w) as number));
+    }
+    if (low.get(v) !== index.get(v)) return;
+    const component = stack.splice(stack.indexOf(v));
+    if (component.length > 1) out.push(component.sort());
+  };
+  for (const v of graph.keys()) if (!index.has(v)) visit(v);
+  return out;
+}
+
 function importsOf(file: string): string[] {
   return ts.preProcessFile(readFileSync(file, 'utf8'), true, true).importedFiles.map((f) => f.fileName);
 }
@@ -102,12 +129,17 @@ t.test('the rules themselves catch what they should', async (t) => {
   t.equal(roomOf('cli/commands/start.ts'), 'cli');
   t.equal(roomOf('kernel/actor.ts'), 'kernel');
   t.equal(roomOf('runtime/modules/http.ts'), 'runtime');
+  t.equal(roomOf('mcp/tools/lint/no-var.ts'), 'mcp');
   t.equal(roomOf('index.ts'), undefined);
   t.match(violations('kernel/system.ts', 'actors/walker/index.ts'), [/kernel/]);
   t.match(violations('actors/identity/service.ts', 'transports/http/index.ts'), [/actors never import transports/]);
   t.match(violations('actors/identity/service.ts', 'cli/config.ts'), [/actors never import/, /door/]);
   t.match(violations('transports/ws/hub.ts', 'actors/identity/jwt.ts'), [/door, actors\/identity\/index.ts/]);
   t.match(violations('cli/serve-worker.ts', 'transports/http/front.ts'), [/door/]);
+  t.match(violations('mcp/tools/commands.ts', 'cli/table.ts'), [/mcp\/ imports nothing of cli/, /door/]);
+  t.match(violations('mcp/server.ts', 'cli/index.ts'), [/mcp\/ imports nothing of cli/], 'not even through a door');
+  t.same(violations('cli/commands/mcp.ts', 'mcp/index.ts'), [], 'the CLI starts the tool server through its door');
+  t.same(violations('mcp/tools/lint/index.ts', 'mcp/tools/compiler/service.ts'), [], 'inside the tool server');
   t.match(violations('index.ts', 'actors/walker/walker.ts'), [/door/], 'the package door goes through room doors too');
   t.same(violations('transports/ws/hub.ts', 'actors/identity/index.ts'), [], 'through the door');
   t.same(violations('actors/identity/jwt.ts', 'actors/identity/errors.ts'), [], 'inside one room');
@@ -125,6 +157,13 @@ t.test('the rules themselves catch what they should', async (t) => {
   ].join('\n');
   t.same(citations(sample), ['line 1: seed 000', 'line 3: ../shared/', "line 5: the seed's", 'line 6: STYLE.md'], 'comments only, not strings, templates or regular expressions');
   t.same(citations('#!/usr/bin/env node\n// DESIGN.md "Layout"\nexport {};', ts.ScriptKind.JS), ['line 2: DESIGN.md']);
+  const lazy = new Map([
+    ['cli/table.ts', ['cli/commands/mcp.ts']],
+    ['cli/commands/mcp.ts', ['cli/table.ts', 'mcp/index.ts']],
+    ['mcp/index.ts', []],
+  ]);
+  t.same(cycles(lazy), [['cli/commands/mcp.ts', 'cli/table.ts']], 'a cycle through a lazy import is a cycle');
+  t.same(cycles(new Map([['cli/table.ts', ['cli/commands/mcp.ts']], ['cli/commands/mcp.ts', ['mcp/index.ts']], ['mcp/index.ts', []]])), [], 'the CLI handing the table over: none');
 });
 
 t.test('every import of ours follows the rules', async (t) => {
@@ -153,4 +192,12 @@ t.test('no product comment cites a seed or a document the repository does not ho
     const found = citations(readFileSync(file, 'utf8'), file.endsWith('.mjs') ? ts.ScriptKind.JS : ts.ScriptKind.TS);
     for (const c of found) t.fail(`${relative(root, file)} ${c}: say the rule itself, or name the README section that holds it`);
   }
+});
+
+t.test('no import cycle runs through cli/ or mcp/: the CLI starts the tool server and hands it the command table', async (t) => {
+  const product = [...files(root), ...files(join(root, 'bench/harness'))].map((f) => relative(root, f));
+  const known = new Set(product);
+  const graph = new Map(product.map((rel) => [rel, importsOf(join(root, rel)).flatMap((spec) => resolveImport(rel, spec) ?? []).filter((target) => known.has(target))]));
+  const found = cycles(graph).filter((c) => c.some((f) => f.startsWith('cli/') || f.startsWith('mcp/')));
+  t.same(found, [], 'no cycle through cli/ or mcp/');
 });
