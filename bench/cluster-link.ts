@@ -9,7 +9,7 @@
  */
 import { Redis } from 'ioredis';
 import { ProcessLinks } from '../cluster/link.ts';
-import { startRedis } from '../test/helpers/redis.ts';
+import { startRedis } from '../test/kit/index.ts';
 import { machine, percentile, save } from './lib.ts';
 
 const ROUND_TRIPS = Number(process.env.SVC_BENCH_ROUND_TRIPS ?? 5000);

@@ -37,7 +37,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { LocalStorage, ObjectStorage, STORAGE_DEFAULTS } from '../cluster/storage/index.ts';
-import { startS3 } from '../test/cluster/storage/s3rver.ts';
+import { startS3 } from '../test/kit/index.ts';
 import { machine, now, round } from './lib.ts';
 
 const quick = process.argv.includes('--quick');

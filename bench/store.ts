@@ -42,7 +42,7 @@ import { ActorSystem } from 'svc/kernel';
 import { type AnchorStore, entry, Graph, Node, Registry, Root, SqliteStore, T, Walker } from 'svc';
 import { CommitChain, PgStore, type StoredDoc } from 'svc/actors/anchor';
 import { newId } from 'svc/actors/walker';
-import { startPostgres, type PostgresServer } from '../test/helpers/postgres.ts';
+import { startPostgres, type PostgresServer } from '../test/kit/index.ts';
 import * as graphApp from './fixtures/graph-app.ts';
 import { latency, machine, now, round, save } from './lib.ts';
 

@@ -2,8 +2,8 @@
 import t from 'tap';
 import { join } from 'node:path';
 import { MemoryStore, SqliteStore, PgStore } from 'svc/actors/anchor';
-import { schemaEvolution } from '../../helpers/evolution.ts';
-import { skipPostgres, startPostgres } from '../../helpers/postgres.ts';
+import { schemaEvolution } from '../../conformance/evolution.ts';
+import { skipPostgres, startPostgres } from '../../kit/index.ts';
 
 t.setTimeout(300_000);
 

@@ -7,7 +7,7 @@ import { Registry } from 'svc/actors/walker';
 import { Front } from 'svc/transports/http';
 import * as app from '../../fixtures/todo-app.ts';
 import * as counters from '../../fixtures/cluster-app.ts';
-import { deferred } from '../../helpers/latch.ts';
+import { deferred } from '../../kit/index.ts';
 
 const dir = t.testdir({});
 let n = 0;

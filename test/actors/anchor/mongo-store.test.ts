@@ -7,7 +7,7 @@ import t from 'tap';
 import { MongoClient } from 'mongodb';
 import { CommitChain, type StoredDoc } from 'svc/actors/anchor';
 import { MongoStore, mongoDatabaseOf } from '../../../actors/anchor/mongo-store.ts';
-import { storeConformance } from '../../helpers/store-conformance.ts';
+import { storeConformance } from '../../conformance/anchor-store.ts';
 
 t.test('the database a URI names', async (t) => {
   t.equal(mongoDatabaseOf('mongodb://db:27017/app_db?replicaSet=rs0'), 'app_db');

@@ -1,8 +1,8 @@
 // The PostgreSQL anchor store: the conformance suite every store passes, on a real server.
 import t from 'tap';
 import { openAnchorStore, PgStore } from 'svc/actors/anchor';
-import { storeConformance } from '../../helpers/store-conformance.ts';
-import { skipPostgres, startPostgres } from '../../helpers/postgres.ts';
+import { storeConformance } from '../../conformance/anchor-store.ts';
+import { skipPostgres, startPostgres } from '../../kit/index.ts';
 
 t.setTimeout(300_000);
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ActorSystem } from 'svc/kernel';
 import { type AnchorStore, CommitChain, ForwardingStore, MemoryStore, serveStoreWriter, SqliteStore, STORE_WRITER_ACTOR, type StoredDoc } from 'svc/actors/anchor';
-import { storeConformance } from '../../helpers/store-conformance.ts';
+import { storeConformance } from '../../conformance/anchor-store.ts';
 import { MemoryNet } from '../../helpers/memory-transport.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-writer-'));

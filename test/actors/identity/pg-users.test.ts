@@ -1,8 +1,8 @@
 // The PostgreSQL users repository: the conformance suite every users repository passes, on a real server.
 import t from 'tap';
 import { openUsersRepository, PgUsersRepository, userRecord, normalize } from 'svc/actors/identity';
-import { usersConformance } from '../../helpers/users-conformance.ts';
-import { skipPostgres, startPostgres } from '../../helpers/postgres.ts';
+import { usersConformance } from '../../conformance/users.ts';
+import { skipPostgres, startPostgres } from '../../kit/index.ts';
 
 t.setTimeout(300_000);
 

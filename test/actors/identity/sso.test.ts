@@ -33,7 +33,7 @@ import {
   type UserPatch,
 } from 'svc/actors/identity';
 import { openRedis, whenReady } from '../../../cluster/index.ts';
-import { skipRedis, startRedis } from '../../helpers/redis.ts';
+import { skipRedis, startRedis } from '../../kit/index.ts';
 
 const CLIENT_ID = 'svc-test-client';
 const CLIENT_SECRET = 'svc-test-secret-0123456789';

@@ -1,7 +1,7 @@
 import t from 'tap';
 import { join } from 'node:path';
 import { MemoryUsersRepository, SqliteUsersRepository, userRecord, normalize } from 'svc/actors/identity';
-import { usersConformance } from '../../helpers/users-conformance.ts';
+import { usersConformance } from '../../conformance/users.ts';
 
 t.test('SQLite, one file per test', async (t) => {
   usersConformance(t, async () => SqliteUsersRepository.open(join(t.testdir({}), `users-${Math.random().toString(36).slice(2)}.db`)));

@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { STORAGE_DEFAULTS } from '../../../cluster/storage/index.ts';
-import { startS3 } from './s3rver.ts';
+import { startS3 } from '../../kit/index.ts';
 
 const SIZE = 256 * 2 ** 20;
 /** Well under the file size: a whole-file buffer anywhere would show as 256 MiB or more. */

@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ObjectStorage, STORAGE_DEFAULTS, type StorageConfig } from '../../../cluster/storage/index.ts';
-import { collect, sha256, storageSuite } from './conformance.ts';
+import { collect, sha256, storageSuite } from '../../conformance/storage.ts';
 import { uploadFolder } from '../../../transports/http/upload-stream.ts';
-import { startS3 } from './s3rver.ts';
+import { startS3 } from '../../kit/index.ts';
 
 const MIB = 2 ** 20;
 

@@ -1,7 +1,7 @@
 // safeRelative / safePrefix: what a caller may name, normalised; everything else INVALID_PATH.
 import t from 'tap';
 import { safePrefix, safeRelative, STORAGE_ERRORS } from '../../../cluster/storage/index.ts';
-import { TRAVERSALS } from './conformance.ts';
+import { TRAVERSALS } from '../../conformance/storage.ts';
 
 t.test('safeRelative normalises ./ segments and repeated slashes', async (t) => {
   const cases: [string, string][] = [

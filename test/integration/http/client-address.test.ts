@@ -5,7 +5,7 @@ import { addressKey } from 'svc/actors/identity';
 import { ClientAddresses } from 'svc/transports/http';
 import { connect } from 'node:net';
 import { login, register } from '../../helpers/identity.ts';
-import { post, startServer } from '../../helpers/server.ts';
+import { post, startServer } from '../../kit/index.ts';
 
 const entry = new URL('../../fixtures/todo-app.ts', import.meta.url).pathname;
 

@@ -7,7 +7,7 @@ import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import Database from 'better-sqlite3';
 import WebSocket from 'ws';
-import { post, startServer, type Server } from '../../helpers/server.ts';
+import { post, startServer, type Server } from '../../kit/index.ts';
 import { bearer, register, tokenOf } from '../../helpers/identity.ts';
 import { alive, gone } from './processes.ts';
 

@@ -4,8 +4,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { SignJWT } from 'jose';
-import { serviceAccount, SqliteUsersRepository, type Role } from 'svc/actors/identity';
+import type { Role } from 'svc/actors/identity';
 
 export const TEST_SECRET = 'test-secret-test-secret-test-secret-0123456789';
 const BIN = new URL('../../bin/svc.mjs', import.meta.url).pathname;
@@ -105,6 +104,8 @@ export async function tokenFor(
   options: { role?: string; expiresIn?: string | number; secret?: string; alg?: string; server?: { dataDir: string } } = {},
 ): Promise<string> {
   if (options.server) {
+    // Loaded here: importing the kit does not load the identity room (a test of the kernel would pay for it).
+    const { serviceAccount, SqliteUsersRepository } = await import('svc/actors/identity');
     const users = SqliteUsersRepository.open(join(options.server.dataDir, 'users.db'));
     try {
       userId = (await serviceAccount(users, userId, (options.role ?? 'user') as Role)).user.user_id;
@@ -112,6 +113,7 @@ export async function tokenFor(
       await users.close();
     }
   }
+  const { SignJWT } = await import('jose');
   return new SignJWT({ user_id: userId, role: options.role ?? 'user' })
     .setProtectedHeader({ alg: options.alg ?? 'HS256' })
     .setIssuedAt()

@@ -11,8 +11,8 @@
  * another's documents, and the isolation tests are real.
  */
 import type { Test } from 'tap';
-import type { DocBackend, Document, Filter, FindOptions } from '../../../cluster/kvstore/types.ts';
-import { compareDocuments, matches, validateFind } from '../../../cluster/kvstore/query.ts';
+import type { DocBackend, Document, Filter, FindOptions } from '../../cluster/kvstore/types.ts';
+import { compareDocuments, matches, validateFind } from '../../cluster/kvstore/query.ts';
 
 /** The prefix of every dbName the suite uses (a MongoDB run drops them afterwards). */
 export const SUITE_DB_PREFIX = `conf_${process.pid}_`;
