@@ -1,6 +1,6 @@
 /**
  * How kernel frames should travel between the processes of a cluster,
- * measured side by side in one run: a direct TCP process link (transports/link/link.ts)
+ * measured side by side in one run: a direct TCP process link (cluster/link.ts)
  * against Redis pub/sub (a channel per process on one redis-server), both on
  * loopback. Round trips of one small batch (a forwarded request's ask and
  * reply), and one-way throughput of 256-byte batches.
@@ -9,7 +9,7 @@
  */
 import { Redis } from 'ioredis';
 import { ProcessLinks } from '../transports/link/link.ts';
-import { startRedis } from '../test/helpers/redis.ts';
+import { startRedis } from '../test/kit/index.ts';
 import { machine, percentile, save } from './lib.ts';
 
 const ROUND_TRIPS = Number(process.env.SVC_BENCH_ROUND_TRIPS ?? 5000);

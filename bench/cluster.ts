@@ -41,9 +41,7 @@ import { spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import WebSocket from 'ws';
 import { createHistogram, decodeHistogram, summarize } from './harness/index.ts';
-import { startRedis, type RedisServer } from '../test/helpers/redis.ts';
-import { tokenFor, type Server } from '../test/helpers/server.ts';
-import { startCluster, waitForMembers, walk, type TestCluster } from '../test/integration/cluster/helpers.ts';
+import { startRedis, tokenFor, startCluster, waitForMembers, walk, type RedisServer, type Server, type TestCluster } from '../test/kit/index.ts';
 import { type LoadRequest, machine, maxLoad, percentile, round, save } from './lib.ts';
 
 const argv = process.argv.slice(2);

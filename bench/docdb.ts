@@ -15,7 +15,7 @@
  *    `JSON.parse` of the row's document (what findOne hands back). The
  *    contenders take turns, ROUNDS times, so that a busy machine weighs on
  *    each alike.
- * 2. PostgreSQL (a throwaway server, test/helpers/postgres.ts; skipped when
+ * 2. PostgreSQL (a throwaway server, test/kit/postgres.ts; skipped when
  *    none is installed): the same with `PgDocBackend` against raw `pg` on a
  *    table `(id, email, doc JSONB)` with an index on `email`, pools of the
  *    same size; one call in flight (latency), then IN_FLIGHT (throughput).
@@ -32,7 +32,7 @@ import { SqliteDocBackend } from '../stores/sqlite/docdb.ts';
 import { PgDocBackend } from '../stores/postgres/docdb.ts';
 import { newId } from '../actors/data/query.ts';
 import type { Document } from '../actors/data/kvstore-types.ts';
-import { skipPostgres, startPostgres } from '../test/helpers/postgres.ts';
+import { skipPostgres, startPostgres } from '../test/kit/index.ts';
 import { latency, machine, now, round } from './lib.ts';
 
 const quick = process.argv.includes('--quick');

@@ -27,8 +27,7 @@ import { spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { Broker, Event, SubscriptionRunner, encodeEvent, stamp } from '../actors/events/index.ts';
 import { RedisStreams } from '../stores/redis/index.ts';
-import { startRedis } from '../test/helpers/redis.ts';
-import { post, startServer } from '../test/helpers/server.ts';
+import { startRedis, post, startServer, fixture } from '../test/kit/index.ts';
 import { WalkerSocket } from '../client/index.ts';
 import { machine, percentile, round, save } from './lib.ts';
 
@@ -126,7 +125,7 @@ const half = await latencyAt(e2e1.events_per_s / 2, quick ? 3 : 5);
 console.log(`latency at ${half.rate}/s (50% of the concurrency-1 maximum): p50 ${half.p50_ms} ms, p99 ${half.p99_ms} ms`);
 
 // 4. Process A publishes, process B's subscriber pushes to its WebSocket client.
-const entry = new URL('../test/fixtures/events-app.ts', import.meta.url).pathname;
+const entry = fixture('events-app.ts');
 const env = (group: string) => ({ SVC_EVENTS_ENABLED: 'true', SVC_EVENTS_URL: redis.url, SVC_EVENTS_CONSUMER_GROUP: group });
 const a = await startServer({ entry, env: env('bench-a') });
 const b = await startServer({ entry, env: env('bench-b') });

@@ -10,7 +10,7 @@
 import { spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { closeKvstores, kvstore, mutex } from '../actors/data/index.ts';
-import { startRedis } from '../test/helpers/redis.ts';
+import { startRedis } from '../test/kit/index.ts';
 import { machine, round, save } from './lib.ts';
 
 const N = process.argv.includes('--quick') ? 50_000 : 200_000;

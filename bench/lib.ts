@@ -2,10 +2,12 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { cpus, release, totalmem } from 'node:os';
 import { mkdirSync, writeFileSync, readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { runLoad, type EnginePlan, type PreparedRequest } from './harness/index.ts';
+
+/** A free TCP port on 127.0.0.1 (the test kit's). */
+export { freePort } from '../test/kit/index.ts';
 
 export function percentile(sorted: Float64Array | number[], p: number): number {
   if (sorted.length === 0) return NaN;
@@ -61,16 +63,6 @@ export function save(name: string, result: unknown): string {
   return file;
 }
 
-/** A free TCP port on 127.0.0.1. */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 export interface Proc {
   proc: ChildProcess;

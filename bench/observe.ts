@@ -25,6 +25,7 @@ import { SignJWT } from 'jose';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { renderMetrics, ThreadMetrics } from '../runtime/metrics/index.ts';
 import { ensureUsers, freePort, machine, round, save, serve } from './lib.ts';
+import { fixture } from '../test/kit/index.ts';
 
 const BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0];
 const ROUTES = Array.from({ length: 50 }, (_, i) => `/walker/Route${i}/{node_id}`);
@@ -99,7 +100,7 @@ async function graphData(): Promise<Record<string, unknown>> {
   const secret = 'bench-secret-bench-secret-bench-secret-0123';
   await ensureUsers(dataDir, ['graph-user']);
   const port = await freePort();
-  const app = new URL('../test/fixtures/graph-app.ts', import.meta.url).pathname;
+  const app = fixture('graph-app.ts');
   const p = await serve(process.execPath, [new URL('../bin/svc.mjs', import.meta.url).pathname, 'start', app, '--workers', '1', '--port', String(port), '--host', '127.0.0.1'], /Server ready/, {
     SVC_ACCESS_LOG: 'false',
     JWT_SECRET: secret,

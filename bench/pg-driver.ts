@@ -8,7 +8,7 @@
  */
 import pg from 'pg';
 import postgres from 'postgres';
-import { startPostgres } from '../test/helpers/postgres.ts';
+import { startPostgres } from '../test/kit/index.ts';
 import { machine, save } from './lib.ts';
 
 const quick = process.argv.includes('--quick');

@@ -39,7 +39,7 @@ import { pipeline } from 'node:stream/promises';
 import { LocalStorage } from '../stores/local/index.ts';
 import { ObjectStorage } from '../stores/s3/index.ts';
 import { STORAGE_DEFAULTS } from '../actors/data/index.ts';
-import { startS3 } from '../test/cluster/storage/s3rver.ts';
+import { startS3 } from '../test/kit/index.ts';
 import { machine, now, round } from './lib.ts';
 
 const quick = process.argv.includes('--quick');

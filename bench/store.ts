@@ -43,7 +43,7 @@ import { type AnchorStore, entry, Graph, Node, Registry, Root, SqliteStore, T, W
 import { CommitChain, type StoredDoc } from '../actors/graph/index.ts';
 import { PgStore } from '../stores/postgres/index.ts';
 import { newId } from '../actors/walker/index.ts';
-import { startPostgres, type PostgresServer } from '../test/helpers/postgres.ts';
+import { startPostgres, type PostgresServer } from '../test/kit/index.ts';
 import * as graphApp from './fixtures/graph-app.ts';
 import { latency, machine, now, round, save } from './lib.ts';
 

@@ -37,6 +37,7 @@ import { Pool } from 'undici';
 import { callingRun } from '../actors/walker/index.ts';
 import { checkModuleName, encodeBoundary, rehydrate, SV_DEFAULTS, SvClient } from '../transports/sv/index.ts';
 import { cpuMicros, freePort, hasTaskset, machine, median, now, nsPerOp, percentile, pinned, type Proc, round, save, serve } from './lib.ts';
+import { fixture } from '../test/kit/index.ts';
 
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
@@ -52,7 +53,7 @@ const PREROLL_MS = 300;
 const CONCURRENCY = [1, 32] as const;
 const JWT_SECRET = 'bench-secret-bench-secret-bench-secret-0123';
 const root = new URL('..', import.meta.url).pathname;
-const app = new URL('../test/fixtures/sv/billing.ts', import.meta.url).pathname;
+const app = fixture('sv/billing.ts');
 /** As client.ts makes its pool per provider URL. */
 const POOL_OPTIONS = { connections: 64, keepAliveTimeout: 4_000, keepAliveMaxTimeout: 4_000, pipelining: 1 };
 const ARGS = { amount: 1 };

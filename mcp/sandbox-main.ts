@@ -7,7 +7,8 @@
  * file it was given (not stdout, which is the program's own output).
  */
 import { writeFileSync } from 'node:fs';
-import { Graph, MemoryStore } from '../actors/anchor/index.ts';
+import { Graph } from '../actors/graph/index.ts';
+import { MemoryStore } from '../stores/memory/index.ts';
 import { Registry, TRAVERSE_WALKER, type Traversal } from '../actors/walker/index.ts';
 import { ActorSystem } from '../kernel/index.ts';
 

@@ -3,7 +3,7 @@
  * and the graphs of deleted users still to delete: one narrow async
  * interface, several backends (embedded SQLite first, in-memory for tests;
  * PostgreSQL and MongoDB later), one conformance suite every backend passes
- * (`test/helpers/users-conformance.ts`). Chosen by configuration
+ * (`test/conformance/users.ts`). Chosen by configuration
  * (`openUsersRepository`, in `open-users.ts`).
  *
  * Each operation is atomic on its own: the guarantees written on it hold

@@ -207,15 +207,32 @@ export class ThreadMetrics {
     });
     if (sources.lag) {
       const lag = sources.lag;
-      const lagGauge = new Gauge({ name: `${ns}_event_stream_lag`, help: 'Entries of a topic not yet delivered to a consumer group', labelNames: ['topic', 'group'], registers: reg, collect: async () => {
-        lagGauge.reset();
-        pending.reset();
-        for (const g of await lag().catch(() => [])) {
-          if (g.lag !== null) lagGauge.set({ topic: g.topic, group: g.group }, g.lag);
-          pending.set({ topic: g.topic, group: g.group }, g.pending);
-        }
-      } });
-      const pending = new Gauge({ name: `${ns}_event_stream_pending`, help: 'Entries of a topic delivered to a consumer group and not acknowledged yet', labelNames: ['topic', 'group'], registers: reg });
+      // prom-client collects a registry's metrics at once (their gets run side by side): a gauge set from another's
+      // collect would be read before it is set. Each gauge sets its own values, from one read of the lag per scrape.
+      let reading: ReturnType<typeof lag> | undefined;
+      const read = () => (reading ??= lag().catch(() => []).finally(() => (reading = undefined)));
+      new Gauge({
+        name: `${ns}_event_stream_lag`,
+        help: 'Entries of a topic not yet delivered to a consumer group',
+        labelNames: ['topic', 'group'],
+        registers: reg,
+        async collect() {
+          const groups = await read();
+          this.reset();
+          for (const g of groups) if (g.lag !== null) this.set({ topic: g.topic, group: g.group }, g.lag);
+        },
+      });
+      new Gauge({
+        name: `${ns}_event_stream_pending`,
+        help: 'Entries of a topic delivered to a consumer group and not acknowledged yet',
+        labelNames: ['topic', 'group'],
+        registers: reg,
+        async collect() {
+          const groups = await read();
+          this.reset();
+          for (const g of groups) this.set({ topic: g.topic, group: g.group }, g.pending);
+        },
+      });
     }
   }
 

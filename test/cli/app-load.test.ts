@@ -4,7 +4,7 @@
 import t from 'tap';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { runSvc, startServer } from '../helpers/server.ts';
+import { runSvc, startServer } from '../kit/index.ts';
 
 
 // No SVC_DATA_DIR (nor a secret): the data folder would be <project>/.svc, which must not appear.

@@ -14,7 +14,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { BenchError, defaultScenario, loadScenario, parseMetrics, prepare, runBench, validateScenario, type ApiIndex, type BenchResult } from '../../bench/harness/index.ts';
-import { runSvc, startServer, TEST_SECRET, tokenFor, type Server, type SvcRun } from '../helpers/server.ts';
+import { runSvc, startServer, TEST_SECRET, tokenFor, type Server, type SvcRun } from '../kit/index.ts';
 
 const root = new URL('../..', import.meta.url).pathname;
 const fixtures = join(root, 'test/fixtures/bench');

@@ -11,8 +11,7 @@ import { openUsersRepository, userRecord, type UsersRepository } from '../../act
 import { SqliteUsersRepository } from '../../stores/sqlite/index.ts';
 import * as app from '../fixtures/db-app.ts';
 import { openGraph } from '../helpers/graph.ts';
-import { startServer } from '../helpers/server.ts';
-import { skipPostgres, startPostgres } from '../helpers/postgres.ts';
+import { startServer, skipPostgres, startPostgres } from '../kit/index.ts';
 
 // Every `svc` run compiles its TypeScript anew (seconds each on a busy machine).
 t.setTimeout(600_000);

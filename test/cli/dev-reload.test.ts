@@ -2,7 +2,7 @@
 import t from 'tap';
 import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, transport } from '../helpers/server.ts';
+import { startServer, transport } from '../kit/index.ts';
 
 // Several reloads, each starting worker threads: slow on a loaded two-core machine.
 t.setTimeout(300_000);

@@ -2,7 +2,7 @@
 import t from 'tap';
 import { join } from 'node:path';
 import Database from 'better-sqlite3';
-import { runSvc, startServer } from '../helpers/server.ts';
+import { runSvc, startServer } from '../kit/index.ts';
 
 const entry = new URL('../fixtures/http-app.ts', import.meta.url).pathname;
 

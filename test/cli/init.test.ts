@@ -3,7 +3,7 @@
 import t from 'tap';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runSvc } from '../helpers/server.ts';
+import { runSvc } from '../kit/index.ts';
 
 const SCAFFOLD = ['.gitignore', 'app.ts', 'package.json', 'svc.toml', 'tsconfig.json'];
 

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { launcherChain, startedByNpm, watchLauncher } from '../../cli/launcher.ts';
-import { TEST_SECRET, transport } from '../helpers/server.ts';
+import { TEST_SECRET, transport } from '../kit/index.ts';
 
 const ROOT = new URL('../..', import.meta.url).pathname;
 const ENTRY = new URL('../fixtures/todo-app.ts', import.meta.url).pathname;

@@ -1,6 +1,6 @@
 // svc start with several worker threads: writes go through the process's one SQLite writer (the default) or each thread's own.
 import t from 'tap';
-import { startServer, tokenFor, post } from '../helpers/server.ts';
+import { startServer, tokenFor, post } from '../kit/index.ts';
 import { register, tokenOf } from '../helpers/identity.ts';
 
 const entry = new URL('../fixtures/crash-app.ts', import.meta.url).pathname;

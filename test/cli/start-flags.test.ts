@@ -5,7 +5,7 @@ import t from 'tap';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { loadUws } from '../../transports/http/index.ts';
-import { runSvc as svc, startServer } from '../helpers/server.ts';
+import { runSvc as svc, startServer } from '../kit/index.ts';
 
 const entry = new URL('../fixtures/http-app.ts', import.meta.url).pathname;
 // Every case starts a real `svc` process: on a busy two-core machine that takes a while.

@@ -2,7 +2,7 @@
 import t from 'tap';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { runSvc as svc, startServer } from '../helpers/server.ts';
+import { runSvc as svc, startServer } from '../kit/index.ts';
 
 // Each case starts a real svc process: on a busy two-core machine the file takes longer than tap's default 120 s.
 t.setTimeout(300_000);

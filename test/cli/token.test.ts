@@ -3,7 +3,7 @@
 import t from 'tap';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { post, runSvc, startServer } from '../helpers/server.ts';
+import { post, runSvc, startServer } from '../kit/index.ts';
 
 // Each case starts a real `svc` process (the independent ones side by side): on a busy two-core machine that takes a while.
 t.setTimeout(300_000);

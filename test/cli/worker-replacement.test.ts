@@ -1,6 +1,6 @@
 // svc start replaces a worker thread that dies: the others keep serving, the new one takes its name and its graphs back.
 import t from 'tap';
-import { startServer, tokenFor, post } from '../helpers/server.ts';
+import { startServer, tokenFor, post } from '../kit/index.ts';
 
 const entry = new URL('../fixtures/crash-app.ts', import.meta.url).pathname;
 

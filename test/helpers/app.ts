@@ -2,7 +2,7 @@
 // origin only this process knows — `fetch` to it (and the helpers built on fetch) is injected into the
 // app's front; nothing leaves the process.
 import { testApp, type TestApp, type TestAppOptions } from 'svc/testing';
-import { TEST_SECRET } from './server.ts';
+import { TEST_SECRET } from '../kit/index.ts';
 
 const apps = new Map<string, TestApp>();
 let next = 0;

@@ -1,6 +1,5 @@
-// Users against a real server, and a real SMTP listener that keeps what arrives.
-import { SMTPServer } from 'smtp-server';
-import { post } from './server.ts';
+// Users against a real server, and the tokens svc mails (the SMTP listener that keeps what arrives is in the test kit).
+import { post, type Mail } from '../kit/index.ts';
 
 export const GOOD_PASSWORD = 'correct horse battery staple';
 
@@ -30,70 +29,6 @@ export function bearer(token: string): Record<string, string> {
 /** The claims of a JWT, unchecked (for asserting what the server put in). */
 export function claimsOf(token: string): Record<string, unknown> {
   return JSON.parse(Buffer.from(token.split('.')[1] as string, 'base64url').toString()) as Record<string, unknown>;
-}
-
-export interface Mail {
-  from: string;
-  to: string[];
-  raw: string;
-  subject: string;
-  /** The body with quoted-printable soft breaks undone. */
-  text: string;
-}
-
-/** A real SMTP server on a free port; mails arrive in `mails`, `next()` waits for the next one. */
-export async function startSmtp(): Promise<{ port: number; mails: Mail[]; next(): Promise<Mail>; close(): Promise<void> }> {
-  const mails: Mail[] = [];
-  const waiting: ((m: Mail) => void)[] = [];
-  let taken = 0;
-  const server = new SMTPServer({
-    authOptional: true,
-    disabledCommands: ['STARTTLS', 'AUTH'],
-    logger: false,
-    onData(stream, session, done) {
-      const chunks: Buffer[] = [];
-      stream.on('data', (c: Buffer) => chunks.push(c));
-      stream.on('end', () => {
-        const raw = Buffer.concat(chunks).toString('utf8');
-        const [head = '', ...body] = raw.split(/\r?\n\r?\n/);
-        const mail: Mail = {
-          from: session.envelope.mailFrom ? session.envelope.mailFrom.address : '',
-          to: session.envelope.rcptTo.map((r) => r.address),
-          raw,
-          subject: /^Subject: (.*)$/im.exec(head)?.[1] ?? '',
-          text: body.join('\n\n').replace(/=\r?\n/g, '').replace(/=3D/g, '='),
-        };
-        mails.push(mail);
-        waiting.shift()?.(mail);
-        done();
-      });
-    },
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.server.address() as { port: number }).port;
-  return {
-    port,
-    mails,
-    next() {
-      const ready = mails[taken];
-      if (ready) {
-        taken++;
-        return Promise.resolve(ready);
-      }
-      return new Promise((resolve) =>
-        waiting.push((m) => {
-          taken++;
-          resolve(m);
-        }),
-      );
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
-
-/** The env that points `svc start` at a test SMTP listener. */
-export function smtpEnv(port: number): Record<string, string> {
-  return { EMAILER_PROVIDER: 'smtp', EMAILER_SMTP_HOST: '127.0.0.1', EMAILER_SMTP_PORT: String(port), EMAILER_SMTP_USE_TLS: 'false', EMAILER_FROM_ADDRESS: 'svc@test.local' };
 }
 
 /** The 43-character token in a mail (32 random bytes, base64url). */

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { ActorSystem, ManualClock, flushMicrotasks, fromReceive, type ActorContext, type Props } from 'svc/kernel';
-import { deferred } from '../helpers/latch.ts';
+import { deferred } from '../kit/index.ts';
 
 t.test('timers deliver to the actor, single and periodic, and die with it', async (t) => {
   const clock = new ManualClock();

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { ActorSystem, fromReceive, ManualClock, flushMicrotasks, replyLater, type ActorContext } from 'svc/kernel';
-import { deferred } from '../helpers/latch.ts';
+import { deferred } from '../kit/index.ts';
 
 t.test('messages are processed one at a time, in order, async handlers awaited', async (t) => {
   const system = new ActorSystem({ clock: new ManualClock() });

@@ -14,7 +14,7 @@ import {
   type RestartEvent,
   type SystemOptions,
 } from 'svc/kernel';
-import { deferred } from '../helpers/latch.ts';
+import { deferred } from '../kit/index.ts';
 
 type Events = {
   receive: ReceiveEvent[];

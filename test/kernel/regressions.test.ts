@@ -2,7 +2,7 @@
 import t from 'tap';
 import { ActorSystem, ManualClock, flushMicrotasks, fromReceive, type ActorContext, type ActorLogic } from 'svc/kernel';
 import { Deadlines, PendingAsk, quantize } from '../../kernel/pending-ask.ts';
-import { deferred } from '../helpers/latch.ts';
+import { deferred } from '../kit/index.ts';
 
 async function settle(): Promise<void> {
   for (let i = 0; i < 5; i++) await flushMicrotasks();

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { ActorSystem, ManualClock, flushMicrotasks, type ActorLogic } from 'svc/kernel';
-import { deferred } from '../helpers/latch.ts';
+import { deferred } from '../kit/index.ts';
 
 type Msg = { type: 'inc' } | { type: 'get' };
 

@@ -11,6 +11,10 @@
 // - a comment of a product file never cites a seed or a document the repository
 //   does not hold (DESIGN.md, STYLE.md, ../shared/…): it says the rule's
 //   substance, or names the README section that holds it.
+// The test kit (test/kit/, the launchers of real servers) is a room of test/ too:
+// - bench/ imports (or names by path) nothing of test/ but the kit's door, test/kit/index.ts;
+// - tests import the kit only through its door;
+// - the kit imports nothing of test/ outside test/kit (benchmarks import it).
 // Imports and comments are read with the TypeScript scanner and parser (a
 // string is neither an import nor a comment).
 import t from 'tap';
@@ -118,9 +122,35 @@ function cycles(graph: ReadonlyMap<string, readonly string[]>): string[][] {
   for (const v of graph.keys()) if (!index.has(v)) visit(v);
   return out;
 }
+/** What is wrong with `fromRel` (a test or benchmark file) importing `toRel`, as to the test kit. */
+function kitViolations(fromRel: string, toRel: string): string[] {
+  const out: string[] = [];
+  if (fromRel.startsWith('bench/') && toRel.startsWith('test/') && toRel !== KIT_DOOR) out.push(`bench imports nothing of test/ but the test kit's door, ${KIT_DOOR}`);
+  if (fromRel.startsWith('test/') && !fromRel.startsWith('test/kit/') && toRel.startsWith('test/kit/') && toRel !== KIT_DOOR) out.push(`tests import the test kit only through its door, ${KIT_DOOR}`);
+  if (fromRel.startsWith('test/kit/') && toRel.startsWith('test/') && !toRel.startsWith('test/kit/')) out.push('the test kit imports nothing of test/ outside test/kit');
+  return out;
+}
+const KIT_DOOR = 'test/kit/index.ts';
 
 function importsOf(file: string): string[] {
   return ts.preProcessFile(readFileSync(file, 'utf8'), true, true).importedFiles.map((f) => f.fileName);
+}
+
+/** Files a file names by path (`new URL('../x.ts', import.meta.url)`): a benchmark that starts a fixture app reaches into test/ as much as an import does. */
+function namedByPath(file: string): string[] {
+  return [...readFileSync(file, 'utf8').matchAll(/new URL\(\s*(['"])(\.{1,2}\/[^'"]*)\1\s*,\s*import\.meta\.url\s*\)/g)].map((m) => m[2] as string);
+}
+
+/** Every .ts/.mts/.mjs file under `dir` (bench/results and fixtures' data are not code). */
+function sources(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    if (name.startsWith('.') || name === 'node_modules') continue;
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) out.push(...sources(path));
+    else if (/\.(ts|mts|mjs)$/.test(name) && !name.endsWith('.d.ts')) out.push(path);
+  }
+  return out;
 }
 
 t.test('the rules themselves catch what they should', async (t) => {
@@ -164,6 +194,18 @@ t.test('the rules themselves catch what they should', async (t) => {
   ]);
   t.same(cycles(lazy), [['cli/commands/mcp.ts', 'cli/table.ts']], 'a cycle through a lazy import is a cycle');
   t.same(cycles(new Map([['cli/table.ts', ['cli/commands/mcp.ts']], ['cli/commands/mcp.ts', ['mcp/index.ts']], ['mcp/index.ts', []]])), [], 'the CLI handing the table over: none');
+  t.match(kitViolations('bench/cluster.ts', 'test/helpers/app.ts'), [/bench imports nothing of test\/ but/]);
+  t.match(kitViolations('bench/cluster.ts', 'test/kit/cluster.ts'), [/bench imports nothing of test\/ but/], 'not even a kit file past its door');
+  t.match(kitViolations('bench/events.ts', 'test/fixtures/events-app.ts'), [/bench imports nothing of test\/ but/], 'nor a fixture');
+  t.match(kitViolations('bench/harness/run.ts', 'test/integration/cluster/helpers.ts'), [/bench imports nothing/]);
+  t.match(kitViolations('test/integration/cluster/failover.test.ts', 'test/kit/redis.ts'), [/through its door/]);
+  t.match(kitViolations('test/kit/server.ts', 'test/helpers/identity.ts'), [/the test kit imports nothing of test\/ outside/]);
+  t.same(kitViolations('bench/cluster.ts', 'test/kit/index.ts'), [], 'bench through the kit door');
+  t.same(kitViolations('test/kit/cluster.ts', 'test/kit/server.ts'), [], 'inside the kit');
+  t.same(kitViolations('test/actors/anchor/pg-store.test.ts', 'test/conformance/anchor-store.ts'), [], 'tests use the rest of test/ freely');
+  t.same(kitViolations('bench/http.ts', 'runtime/metrics/index.ts'), [], 'bench reaches into the product freely');
+  t.same(namedByPath(join(root, 'test/kit/fixtures.ts')), [], 'a template is not a path');
+  t.same(namedByPath(join(root, 'test/kit/server.ts')), ['../../bin/svc.mjs'], 'a path named with new URL is read');
 });
 
 t.test('every import of ours follows the rules', async (t) => {
@@ -200,4 +242,26 @@ t.test('no import cycle runs through cli/ or mcp/: the CLI starts the tool serve
   const graph = new Map(product.map((rel) => [rel, importsOf(join(root, rel)).flatMap((spec) => resolveImport(rel, spec) ?? []).filter((target) => known.has(target))]));
   const found = cycles(graph).filter((c) => c.some((f) => f.startsWith('cli/') || f.startsWith('mcp/')));
   t.same(found, [], 'no cycle through cli/ or mcp/');
+});
+
+t.test('bench and tests reach the test kit through its door, and bench nothing else of test/', async (t) => {
+  const bench = sources(join(root, 'bench'));
+  const tests = sources(join(root, 'test'));
+  t.ok(bench.length > 20, `${bench.length} bench files read`);
+  t.ok(tests.length > 100, `${tests.length} test files read`);
+  let checked = 0;
+  let benchToKit = 0;
+  for (const file of [...bench, ...tests]) {
+    const rel = relative(root, file);
+    const named = rel.startsWith('bench/') ? namedByPath(file) : [];
+    for (const spec of [...importsOf(file), ...named]) {
+      const target = resolveImport(rel, spec);
+      if (target === undefined) continue;
+      checked++;
+      if (rel.startsWith('bench/') && target === KIT_DOOR) benchToKit++;
+      for (const broken of kitViolations(rel, target)) t.fail(`${rel} ${named.includes(spec) ? 'names' : 'imports'} ${spec}: ${broken}`);
+    }
+  }
+  t.ok(benchToKit >= 5, `${benchToKit} bench files use the kit through its door`);
+  t.ok(checked > 500, `${checked} imports of ours checked`);
 });

@@ -2,7 +2,7 @@
 // or makes /graph/data need a token.
 import t from 'tap';
 import { startApp } from '../helpers/app.ts';
-import { post, tokenFor } from '../helpers/server.ts';
+import { post, tokenFor } from '../kit/index.ts';
 
 const entry = new URL('../fixtures/http-app.ts', import.meta.url).pathname;
 

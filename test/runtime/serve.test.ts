@@ -10,7 +10,7 @@ import { SqliteUsersRepository } from '../../stores/sqlite/index.ts';
 import { createRuntime, dataPaths, loadConfig, type ServeBoot } from '../../runtime/index.ts';
 import { freePort } from '../../cli/ports.ts';
 import * as app from '../fixtures/ws-hook-app.ts';
-import { TEST_SECRET } from '../helpers/server.ts';
+import { TEST_SECRET } from '../kit/index.ts';
 import { claimsOf, register, tokenOf } from '../helpers/identity.ts';
 
 t.test('createRuntime: the modules of a serving thread start in order, serve HTTP and WebSocket with hooks, drain and close', async (t) => {

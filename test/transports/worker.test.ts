@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fromReceive, threadOf, type ActorRef } from 'svc/kernel';
 import { WorkerPool } from '../../transports/worker/index.ts';
 import { defineKinds } from './fixtures/worker-actors.ts';
-import { Latch } from '../helpers/latch.ts';
+import { Latch } from '../kit/index.ts';
 
 const fixture = new URL('./fixtures/worker-actors.ts', import.meta.url);
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { kvstore, mutex } from 'svc';
-import { startRedis, skipRedis } from '../../helpers/redis.ts';
+import { startRedis, skipRedis } from '../../kit/index.ts';
 import { closeKvstores } from '../../../actors/data/index.ts';
 
 const CONTENDER = new URL('../../fixtures/lock-contender.ts', import.meta.url).pathname;

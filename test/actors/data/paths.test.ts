@@ -1,7 +1,7 @@
 // safeRelative / safePrefix: what a caller may name, normalised; everything else INVALID_PATH.
 import t from 'tap';
 import { safePrefix, safeRelative, STORAGE_ERRORS } from '../../../actors/data/index.ts';
-import { TRAVERSALS } from '../../cluster/storage/conformance.ts';
+import { TRAVERSALS } from '../../conformance/storage.ts';
 
 t.test('safeRelative normalises ./ segments and repeated slashes', async (t) => {
   const cases: [string, string][] = [

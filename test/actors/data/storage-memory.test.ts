@@ -5,7 +5,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { STORAGE_DEFAULTS } from '../../../actors/data/index.ts';
-import { startS3 } from '../../cluster/storage/s3rver.ts';
+import { startS3 } from '../../kit/index.ts';
 
 const SIZE = 256 * 2 ** 20;
 /** Well under the file size: a whole-file buffer anywhere would show as 256 MiB or more. */
@@ -21,7 +21,7 @@ interface Result {
   steps_ms: Record<string, number>;
 }
 
-/** Run memory-child.ts with `job`; its one JSON line. */
+/** Run storage-memory-child.ts with `job`; its one JSON line. */
 async function measure(job: Record<string, unknown>): Promise<Result> {
   const root = new URL('../../..', import.meta.url).pathname;
   const child = spawn(process.execPath, ['--expose-gc', '--no-warnings', '--import', 'tsx', 'test/actors/data/storage-memory-child.ts', JSON.stringify(job)], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -2,8 +2,8 @@
 import t from 'tap';
 import { MemoryStreams } from '../../../stores/memory/streams.ts';
 import { RedisStreams } from '../../../stores/redis/streams.ts';
-import { skipRedis, startRedis } from '../../helpers/redis.ts';
-import { streamsConformance } from '../../helpers/streams-conformance.ts';
+import { skipRedis, startRedis } from '../../kit/index.ts';
+import { streamsConformance } from '../../conformance/streams.ts';
 
 /** Poll `check` until it holds, or give up after `ms` (a reconnect takes its backoff: no event tells the test). */
 async function eventually(check: () => Promise<boolean>, ms: number): Promise<boolean> {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { ActorSystem } from 'svc/kernel';
 import { Graph, Registry, SqliteStore, type AnchorStore } from 'svc';
 import { PgStore } from '../../../stores/postgres/index.ts';
-import { skipPostgres, startPostgres } from '../../helpers/postgres.ts';
+import { skipPostgres, startPostgres } from '../../kit/index.ts';
 import { newCaller, openGraph } from '../../helpers/graph.ts';
 import * as grantApp from '../../fixtures/grant-app.ts';
 import * as todoApp from '../../fixtures/todo-app.ts';

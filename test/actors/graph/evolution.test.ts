@@ -4,8 +4,8 @@ import { join } from 'node:path';
 import { MemoryStore } from '../../../stores/memory/index.ts';
 import { SqliteStore } from '../../../stores/sqlite/index.ts';
 import { PgStore } from '../../../stores/postgres/index.ts';
-import { schemaEvolution } from '../../helpers/evolution.ts';
-import { skipPostgres, startPostgres } from '../../helpers/postgres.ts';
+import { schemaEvolution } from '../../conformance/evolution.ts';
+import { skipPostgres, startPostgres } from '../../kit/index.ts';
 
 t.setTimeout(300_000);
 

@@ -9,7 +9,7 @@ import { Registry } from '../../../actors/walker/index.ts';
 import { Front } from '../../../transports/http/index.ts';
 import * as app from '../../fixtures/todo-app.ts';
 import * as counters from '../../fixtures/cluster-app.ts';
-import { deferred } from '../../helpers/latch.ts';
+import { deferred } from '../../kit/index.ts';
 
 const dir = t.testdir({});
 let n = 0;

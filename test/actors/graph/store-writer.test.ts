@@ -7,7 +7,7 @@ import { ActorSystem } from 'svc/kernel';
 import { type AnchorStore, CommitChain, ForwardingStore, serveStoreWriter, STORE_WRITER_ACTOR, type StoredDoc } from '../../../actors/graph/index.ts';
 import { MemoryStore } from '../../../stores/memory/index.ts';
 import { SqliteStore } from '../../../stores/sqlite/index.ts';
-import { storeConformance } from '../../helpers/store-conformance.ts';
+import { storeConformance } from '../../conformance/anchor-store.ts';
 import { MemoryNet } from '../../helpers/memory-transport.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'svc-writer-'));

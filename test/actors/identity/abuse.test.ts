@@ -3,7 +3,7 @@
 // route refusing a missing, forged, alg:none or expired token.
 import t from 'tap';
 import { bearer, GOOD_PASSWORD, login, register, tokenOf } from '../../helpers/identity.ts';
-import { post, startServer, tokenFor, type Server } from '../../helpers/server.ts';
+import { post, startServer, tokenFor, type Server } from '../../kit/index.ts';
 
 const entry = new URL('../../fixtures/todo-app.ts', import.meta.url).pathname;
 let server: Server;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import Database from 'better-sqlite3';
 import t from 'tap';
 import { bearer, claimsOf, GOOD_PASSWORD, login, register, tokenOf } from '../../helpers/identity.ts';
-import { post } from '../../helpers/server.ts';
+import { post } from '../../kit/index.ts';
 import { startApp, type InProcessServer as Server } from '../../helpers/app.ts';
 import { SqliteUsersRepository } from '../../../stores/sqlite/index.ts';
 

@@ -7,8 +7,8 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { bearer, GOOD_PASSWORD, login, register, smtpEnv, startSmtp, tokenIn, tokenOf } from '../../helpers/identity.ts';
-import { post, startServer } from '../../helpers/server.ts';
+import { bearer, GOOD_PASSWORD, login, register, tokenIn, tokenOf } from '../../helpers/identity.ts';
+import { smtpEnv, startSmtp, post, startServer } from '../../kit/index.ts';
 import { startApp, type InProcessServer as Server } from '../../helpers/app.ts';
 
 const APP = `

@@ -4,7 +4,7 @@ import t from 'tap';
 import { spawn } from 'node:child_process';
 import { SignJWT } from 'jose';
 import { bearer, GOOD_PASSWORD, login, register } from '../../helpers/identity.ts';
-import { post, startServer, TEST_SECRET, tokenFor, type Server } from '../../helpers/server.ts';
+import { post, startServer, TEST_SECRET, tokenFor, type Server } from '../../kit/index.ts';
 
 const entry = new URL('../../fixtures/todo-app.ts', import.meta.url).pathname;
 const BIN = new URL('../../../bin/svc.mjs', import.meta.url).pathname;

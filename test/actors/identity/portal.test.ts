@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { chromiumAvailable, launch } from '../../helpers/browser.ts';
 import { login, register } from '../../helpers/identity.ts';
-import { post, startServer, type Server } from '../../helpers/server.ts';
+import { post, startServer, type Server } from '../../kit/index.ts';
 
 // Page-side names for the functions that run in the browser (this file compiles without the DOM lib).
 declare const document: any;

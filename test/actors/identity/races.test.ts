@@ -3,7 +3,7 @@
 // disable, a demotion or a deletion; and the same after a restart.
 import t, { type Test } from 'tap';
 import { bearer, claimsOf, GOOD_PASSWORD, login, register, tokenOf } from '../../helpers/identity.ts';
-import { post, startServer, type Server } from '../../helpers/server.ts';
+import { post, startServer, type Server } from '../../kit/index.ts';
 
 const entry = new URL('../../fixtures/todo-app.ts', import.meta.url).pathname;
 const ADMIN = { ADMIN_USERNAME: 'race_admin', ADMIN_DEFAULT_PASSWORD: 'admin password for races' };

@@ -3,7 +3,7 @@
 import { request } from 'node:http';
 import t from 'tap';
 import { bearer, GOOD_PASSWORD, register, tokenOf } from '../../helpers/identity.ts';
-import { startServer, type Server } from '../../helpers/server.ts';
+import { startServer, type Server } from '../../kit/index.ts';
 
 const entry = new URL('../../fixtures/todo-app.ts', import.meta.url).pathname;
 

@@ -19,7 +19,7 @@ import { ActorSsoStates, createSsoProvider, MICROSOFT_CONSUMER_TENANT, normalize
 import { MemoryUsersRepository } from '../../../stores/memory/index.ts';
 import { RedisSsoStates } from '../../../stores/redis/index.ts';
 import { openRedis, whenReady } from '../../../stores/redis/index.ts';
-import { skipRedis, startRedis } from '../../helpers/redis.ts';
+import { skipRedis, startRedis } from '../../kit/index.ts';
 
 const CLIENT_ID = 'svc-test-client';
 const CLIENT_SECRET = 'svc-test-secret-0123456789';

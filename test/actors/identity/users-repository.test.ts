@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { MemoryUsersRepository } from '../../../stores/memory/index.ts';
 import { SqliteUsersRepository } from '../../../stores/sqlite/index.ts';
 import { userRecord, normalize } from '../../../actors/identity/index.ts';
-import { usersConformance } from '../../helpers/users-conformance.ts';
+import { usersConformance } from '../../conformance/users.ts';
 
 t.test('SQLite, one file per test', async (t) => {
   usersConformance(t, async () => SqliteUsersRepository.open(join(t.testdir({}), `users-${Math.random().toString(36).slice(2)}.db`)));

@@ -2,7 +2,7 @@
 // tokens, password change and revocation, and per-user graphs.
 import t from 'tap';
 import { bearer, claimsOf, GOOD_PASSWORD, login, register, tokenOf } from '../../helpers/identity.ts';
-import { post } from '../../helpers/server.ts';
+import { post } from '../../kit/index.ts';
 import { startApp, type InProcessServer as Server } from '../../helpers/app.ts';
 
 const entry = new URL('../../fixtures/todo-app.ts', import.meta.url).pathname;

@@ -7,7 +7,7 @@ import { ActorSystem } from 'svc/kernel';
 import { entry, fn, Graph, MemoryStore, Node, Registry, Root, T, Walker } from 'svc';
 import { afterCommit, inWalkerRun, type OutboxEntry, type WalkerLogger } from '../../../actors/walker/index.ts';
 import { type AnchorStore, type CommitBatch, storeError } from '../../../actors/graph/index.ts';
-import { deferred, Latch } from '../../helpers/latch.ts';
+import { deferred, Latch } from '../../kit/index.ts';
 
 export class Item extends Node {
   static has = T.Object({ n: T.Integer() });

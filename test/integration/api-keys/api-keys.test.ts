@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { register, tokenOf } from '../../helpers/identity.ts';
-import { startServer, tokenFor, type Server } from '../../helpers/server.ts';
+import { startServer, tokenFor, type Server } from '../../kit/index.ts';
 
 const entry = new URL('../../fixtures/keys-app.ts', import.meta.url).pathname;
 

@@ -4,8 +4,7 @@
 import t from 'tap';
 import { createHmac } from 'node:crypto';
 import { register, tokenOf } from '../../helpers/identity.ts';
-import { skipRedis, startRedis } from '../../helpers/redis.ts';
-import { startCluster } from './helpers.ts';
+import { skipRedis, startRedis, startCluster } from '../../kit/index.ts';
 
 const entry = new URL('../../fixtures/keys-app.ts', import.meta.url).pathname;
 const SECRET = 'cluster-webhook-secret-cluster-webhook-secret';

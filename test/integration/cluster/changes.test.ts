@@ -1,8 +1,7 @@
 // Members that leave, a new app version, a Redis that restarts or is not there: the cluster serves on.
 import t from 'tap';
-import { skipRedis, startRedis } from '../../helpers/redis.ts';
-import { startServer, tokenFor } from '../../helpers/server.ts';
-import { adminToken, load, pool, readAll, startCluster, walk, waitForMembers, CLUSTER_APP } from './helpers.ts';
+import { skipRedis, startRedis, startServer, tokenFor, adminToken, pool, startCluster, walk, waitForMembers, CLUSTER_APP } from '../../kit/index.ts';
+import { load, readAll } from './helpers.ts';
 
 // Several real processes per test: more than the default per-file time on a loaded 2-core machine.
 t.setTimeout(360_000);

@@ -1,10 +1,8 @@
 // Three `svc start` processes, one Redis, one data folder: one service.
 import t from 'tap';
 import { WalkerSocket } from 'svc/client';
-import { skipRedis, startRedis } from '../../helpers/redis.ts';
-import { post, tokenFor } from '../../helpers/server.ts';
+import { skipRedis, startRedis, post, tokenFor, adminToken, pool, startCluster, walk, type TestCluster } from '../../kit/index.ts';
 import { bearer, GOOD_PASSWORD, login, register, tokenOf } from '../../helpers/identity.ts';
-import { adminToken, pool, startCluster, walk, type TestCluster } from './helpers.ts';
 
 // Several real processes per test: more than the default per-file time on a loaded 2-core machine.
 t.setTimeout(360_000);

@@ -1,8 +1,7 @@
 // Members that die or pause: the cluster serves on, and loses nothing acknowledged.
 import t from 'tap';
-import { skipRedis, startRedis } from '../../helpers/redis.ts';
-import { tokenFor } from '../../helpers/server.ts';
-import { load, readAll, startCluster, walk, waitForMembers } from './helpers.ts';
+import { skipRedis, startRedis, tokenFor, startCluster, walk, waitForMembers } from '../../kit/index.ts';
+import { load, readAll } from './helpers.ts';
 
 // Several real processes per test: more than the default per-file time on a loaded 2-core machine.
 t.setTimeout(360_000);

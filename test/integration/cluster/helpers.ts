@@ -1,107 +1,7 @@
-// Members of a cluster for the tests: `svc start` processes sharing one Redis and one data folder.
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { post, startServer, tokenFor, type Server } from '../../helpers/server.ts';
-import type { RedisServer } from '../../helpers/redis.ts';
-
-export const CLUSTER_APP = new URL('../../fixtures/cluster-app.ts', import.meta.url).pathname;
-
-export interface ClusterSpec {
-  redis: RedisServer;
-  dataDir?: string;
-  name?: string;
-  env?: Record<string, string>;
-  entry?: string;
-  /** Worker threads per member (1). */
-  workers?: number;
-}
-
-export interface TestCluster {
-  dataDir: string;
-  name: string;
-  env: Record<string, string>;
-  members: Server[];
-  /** Start one more member (it joins). */
-  add(options?: { env?: Record<string, string>; entry?: string }): Promise<Server>;
-  stopAll(): Promise<void>;
-}
-
-/** Start `n` members one after another (each prints its ready line once it joined). */
-export async function startCluster(t: { teardown(fn: () => unknown): void }, n: number, spec: ClusterSpec): Promise<TestCluster> {
-  const dataDir = spec.dataDir ?? mkdtempSync(join(tmpdir(), 'svc-cluster-'));
-  const name = spec.name ?? `test-${randomBytes(3).toString('hex')}`;
-  const env = { KV_URL: spec.redis.url, SVC_DATA_DIR: dataDir, SVC_CLUSTER_NAME: name, ...spec.env };
-  const members: Server[] = [];
-  const cluster: TestCluster = {
-    dataDir,
-    name,
-    env,
-    members,
-    async add(options = {}) {
-      const server = await startServer({ entry: options.entry ?? spec.entry ?? CLUSTER_APP, env: { ...env, ...options.env }, ...(spec.workers ? { workers: spec.workers } : {}) });
-      members.push(server);
-      return server;
-    },
-    async stopAll() {
-      await Promise.all(members.map((m) => m.stop('SIGKILL')));
-    },
-  };
-  t.teardown(() => cluster.stopAll());
-  for (let i = 0; i < n; i++) await cluster.add();
-  // Every member has seen every other before the test begins.
-  await Promise.all(members.map((m) => waitForMembers(m, n)));
-  return cluster;
-}
-
-/** An admin token of the cluster's users store. */
-export function adminToken(server: Server): Promise<string> {
-  // One per data folder: members share it, and making the account twice at once would collide.
-  let token = admins.get(server.dataDir);
-  if (!token) admins.set(server.dataDir, (token = tokenFor('cluster-admin', { server, role: 'admin' })));
-  return token;
-}
-const admins = new Map<string, Promise<string>>();
-
-/** Poll `/admin/cluster` until the member sees `count` members. */
-export async function waitForMembers(server: Server, count: number, timeoutMs = 20_000): Promise<unknown[]> {
-  const token = await adminToken(server);
-  const until = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < until) {
-    const res = await fetch(`${server.url}/admin/cluster`, { headers: { authorization: `Bearer ${token}` } }).catch(() => undefined);
-    if (res?.status === 200) {
-      const body = (await res.json()) as { data: { members: unknown[] } };
-      last = body.data.members;
-      if (body.data.members.length === count) return body.data.members;
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  throw new Error(`${server.url} did not see ${count} members in ${timeoutMs} ms (last: ${JSON.stringify(last)})`);
-}
-
-/** Run `total` calls of `fn(i)` with at most `width` at a time; their results in order. */
-export async function pool<R>(total: number, width: number, fn: (i: number) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(total);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: Math.min(width, total) }, async () => {
-      while (next < total) {
-        const i = next++;
-        out[i] = await fn(i);
-      }
-    }),
-  );
-  return out;
-}
-
-/** POST a walker; status and the envelope. */
-export function walk(url: string, walker: string, body: unknown = {}, token?: string): Promise<{ status: number; body: any; headers: Headers }> {
-  return post(`${url}/walker/${walker}`, body, token ? { authorization: `Bearer ${token}` } : {}).catch((error: unknown) => ({ status: 0, body: String(error), headers: new Headers() }));
-}
-
-export type Answer = { status: number; body: any; headers: Headers };
+// Drivers of the cluster tests over the cluster fixture app's walkers (`Bump`, `Read`): load through the members,
+// read the counters back, time one request, poll a condition, find a member's id. The members themselves are
+// started by the test kit (`startCluster` in test/kit).
+import { adminToken, walk, type Answer, type Server } from '../../kit/index.ts';
 
 /** Keep bumping every user's counter through `urls` until `stop()`; count what was acknowledged per user. */
 export function load(urls: () => string[], tokens: string[]) {
@@ -132,7 +32,6 @@ export function load(urls: () => string[], tokens: string[]) {
 export async function readAll(url: string, tokens: string[]): Promise<number[]> {
   return Promise.all(tokens.map(async (token) => (await walk(url, 'Read', {}, token)).body?.data?.reports?.[0] as number));
 }
-
 
 /** What one request got, and how long it took. */
 export type Timed = { status: number; code?: string; retryAfter: string | null; value?: unknown; sentAt: number; doneAt: number };

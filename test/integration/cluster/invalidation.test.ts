@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import type { Redis } from 'ioredis';
 import { Invalidation, parseEvent, type InvalidationEvent } from '../../../cluster/invalidation.ts';
 import { openRedis, whenReady } from '../../../stores/redis/connection.ts';
-import { skipRedis, startRedis, type RedisServer } from '../../helpers/redis.ts';
+import { skipRedis, startRedis, type RedisServer } from '../../kit/index.ts';
 
 const CHANNEL = 'svc:anchor:invalidate';
 

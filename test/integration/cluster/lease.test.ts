@@ -3,8 +3,7 @@ import type { Redis } from 'ioredis';
 import { RedisActivationLease, type RedisActivationLeaseOptions } from '../../../cluster/lease.ts';
 import { SvcError } from '../../../kernel/index.ts';
 import { openRedis, whenReady } from '../../../stores/redis/connection.ts';
-import { deferred } from '../../helpers/latch.ts';
-import { skipRedis, startRedis, type RedisServer } from '../../helpers/redis.ts';
+import { deferred, skipRedis, startRedis, type RedisServer } from '../../kit/index.ts';
 
 const CLUSTER = 'test';
 const member = (id: string): string => `svc:{${CLUSTER}}:member:${id}`;

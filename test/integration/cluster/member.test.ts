@@ -4,8 +4,7 @@ import t from 'tap';
 import { ActorSystem, fromReceive } from '../../../kernel/index.ts';
 import { ClusterMember, type MemberPool } from '../../../cluster/member.ts';
 import type { RemoteNode } from '../../../transports/worker/index.ts';
-import { deferred } from '../../helpers/latch.ts';
-import { skipRedis, startRedis } from '../../helpers/redis.ts';
+import { deferred, skipRedis, startRedis } from '../../kit/index.ts';
 
 t.test('a member that lost its lease serves again only once each worker has the new view of the members', { skip: skipRedis }, async (t) => {
   const redis = await startRedis(t);

@@ -1,9 +1,8 @@
 // A member paused past its lease, and Redis gone: every request is answered at once (503 with Retry-After, or served), never
 // after an ask's 31 s deadline or a lease's 10 s wait; the member serves again once it has joined again.
 import t, { type Test } from 'tap';
-import { skipRedis, startRedis } from '../../helpers/redis.ts';
-import { tokenFor, type Server } from '../../helpers/server.ts';
-import { adminToken, eventually, load, memberId, readAll, startCluster, timed, timed as timedRequest, walk, waitForMembers, type Timed } from './helpers.ts';
+import { skipRedis, startRedis, tokenFor, adminToken, startCluster, walk, waitForMembers, type Server } from '../../kit/index.ts';
+import { eventually, load, memberId, readAll, timed, timed as timedRequest, type Timed } from './helpers.ts';
 
 // Several real processes per test: more than the default per-file time on a loaded 2-core machine.
 t.setTimeout(360_000);

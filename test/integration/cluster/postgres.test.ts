@@ -7,11 +7,8 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import WebSocket from 'ws';
-import { skipPostgres, startPostgres } from '../../helpers/postgres.ts';
-import { skipRedis, startRedis } from '../../helpers/redis.ts';
-import { startServer, type Server } from '../../helpers/server.ts';
+import { skipPostgres, startPostgres, skipRedis, startRedis, startServer, CLUSTER_APP, pool, walk, type Server } from '../../kit/index.ts';
 import { register, tokenOf } from '../../helpers/identity.ts';
-import { CLUSTER_APP, pool, walk } from './helpers.ts';
 
 t.setTimeout(360_000);
 

@@ -2,7 +2,7 @@ import t, { type Test } from 'tap';
 import { WindowTable, type RateLimiter } from '../../../actors/identity/index.ts';
 import { RedisRateLimiter } from '../../../stores/redis/rate-limit.ts';
 import { openRedis, whenReady } from '../../../stores/redis/connection.ts';
-import { skipRedis, startRedis, type RedisServer } from '../../helpers/redis.ts';
+import { skipRedis, startRedis, type RedisServer } from '../../kit/index.ts';
 
 /** A process's own limiter, in memory (stands for the ActorRateLimiter). */
 function localLimiter(): RateLimiter & { table: WindowTable } {

@@ -1,6 +1,6 @@
 import t from 'tap';
 import { connectRedis, openRedis, reconnectDelay, redactUrl, RedisScript, UNPARSEABLE_URL, whenReady, clusterKey } from '../../../stores/redis/connection.ts';
-import { skipRedis, startRedis } from '../../helpers/redis.ts';
+import { skipRedis, startRedis } from '../../kit/index.ts';
 
 t.test('redactUrl hides user and password of any scheme', async (t) => {
   const cases: [string, string][] = [

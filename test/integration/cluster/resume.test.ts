@@ -3,9 +3,8 @@
 // nothing it received before it joined again. So every counter ends exactly at what was acknowledged: a client that
 // retries a 503 never bumps twice.
 import t from 'tap';
-import { skipRedis, startRedis } from '../../helpers/redis.ts';
-import { tokenFor, type Server } from '../../helpers/server.ts';
-import { eventually, memberId, startCluster, timed, walk, waitForMembers } from './helpers.ts';
+import { skipRedis, startRedis, tokenFor, startCluster, walk, waitForMembers, type Server } from '../../kit/index.ts';
+import { eventually, memberId, timed } from './helpers.ts';
 
 // Several real processes: more than the default per-file time on a loaded 2-core machine.
 t.setTimeout(360_000);

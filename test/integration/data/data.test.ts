@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { kvstore } from 'svc';
 import { startApp } from '../../helpers/app.ts';
-import { post } from '../../helpers/server.ts';
+import { post } from '../../kit/index.ts';
 import { register, tokenOf } from '../../helpers/identity.ts';
 import { uploadFolder } from '../../../transports/http/upload-stream.ts';
 

@@ -8,7 +8,7 @@ import { kvstore } from 'svc';
 import { WalkerSocket } from 'svc/client';
 import { encodeFrames } from '../../../transports/codec/index.ts';
 import { startApp } from '../../helpers/app.ts';
-import { post, startServer } from '../../helpers/server.ts';
+import { post, startServer } from '../../kit/index.ts';
 
 const DATA = new URL('../../fixtures/data-app.ts', import.meta.url).pathname;
 const WS = new URL('../../fixtures/ws-app.ts', import.meta.url).pathname;

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fsErrorCode } from '../../../actors/data/storage-errors.ts';
-import { post, startServer } from '../../helpers/server.ts';
+import { post, startServer } from '../../kit/index.ts';
 
 const ENTRY = new URL('../../fixtures/data-app.ts', import.meta.url).pathname;
 

@@ -3,7 +3,7 @@
 // topic, pull with ack and redelivery, /admin/events behind an admin token, and a disabled broker.
 import t from 'tap';
 import { startApp, type InProcessServer } from '../../helpers/app.ts';
-import { post, tokenFor } from '../../helpers/server.ts';
+import { post, tokenFor } from '../../kit/index.ts';
 import { testApp } from 'svc/testing';
 import { fn, subscribe, T } from 'svc';
 

@@ -6,8 +6,7 @@
 // the svc_events_total metric) and logged without its content; with Redis up, a stream keeps at
 // most max_stream_bytes of payloads however many entries MAXLEN would allow.
 import t from 'tap';
-import { post, startServer, tokenFor, type Server } from '../../helpers/server.ts';
-import { skipRedis, startRedis } from '../../helpers/redis.ts';
+import { post, startServer, tokenFor, skipRedis, startRedis, type Server } from '../../kit/index.ts';
 
 t.setTimeout(600_000);
 const entry = new URL('../../fixtures/events-app.ts', import.meta.url).pathname;

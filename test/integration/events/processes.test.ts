@@ -8,9 +8,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { post, startServer, tokenFor, type Server } from '../../helpers/server.ts';
-import { skipRedis, startRedis } from '../../helpers/redis.ts';
-import { startCluster } from '../cluster/helpers.ts';
+import { post, startServer, tokenFor, skipRedis, startRedis, startCluster, type Server } from '../../kit/index.ts';
 import { WalkerSocket } from 'svc/client';
 
 t.setTimeout(300_000);

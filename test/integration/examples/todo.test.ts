@@ -8,7 +8,7 @@ import { createInterface } from 'node:readline';
 import t from 'tap';
 import { WalkerSocket } from 'svc/client';
 import { bearer } from '../../helpers/identity.ts';
-import { post, startServer, TEST_SECRET, type Server } from '../../helpers/server.ts';
+import { post, startServer, TEST_SECRET, type Server } from '../../kit/index.ts';
 
 const entry = new URL('../../../examples/todo/app.ts', import.meta.url).pathname;
 let server: Server;

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { chromiumAvailable, launch } from '../../helpers/browser.ts';
 import { GOOD_PASSWORD, register, tokenOf } from '../../helpers/identity.ts';
-import { post, startServer, tokenFor, type Server } from '../../helpers/server.ts';
+import { post, startServer, tokenFor, type Server } from '../../kit/index.ts';
 
 // Page-side names (this file compiles without the DOM lib).
 declare const document: any;

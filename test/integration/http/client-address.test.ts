@@ -5,7 +5,7 @@ import { addressKey } from '../../../actors/identity/index.ts';
 import { ClientAddresses } from '../../../transports/http/index.ts';
 import { connect } from 'node:net';
 import { login, register } from '../../helpers/identity.ts';
-import { post, startServer } from '../../helpers/server.ts';
+import { post, startServer } from '../../kit/index.ts';
 
 const entry = new URL('../../fixtures/todo-app.ts', import.meta.url).pathname;
 

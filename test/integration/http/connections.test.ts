@@ -4,7 +4,7 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
-import { startServer, transport, type Server } from '../../helpers/server.ts';
+import { startServer, transport, type Server } from '../../kit/index.ts';
 
 const entry = new URL('../../fixtures/todo-app.ts', import.meta.url).pathname;
 const onNode = transport() === 'node';

@@ -1,6 +1,6 @@
 // Every generation rule and the envelope, against a real listening server.
 import t from 'tap';
-import { post, startServer, tokenFor, transport, type Server } from '../../helpers/server.ts';
+import { post, startServer, tokenFor, transport, type Server } from '../../kit/index.ts';
 
 const entry = new URL('../../fixtures/http-app.ts', import.meta.url).pathname;
 let server: Server;

@@ -2,7 +2,7 @@
 // public/ the answer is 204 and no body, not a 404, never an error in the log, and no access-log
 // line when health checks are kept quiet; with public/favicon.ico that file is served.
 import t from 'tap';
-import { startServer } from '../../helpers/server.ts';
+import { startServer } from '../../kit/index.ts';
 
 const APP = `import { entry, Root, Walker } from 'svc';
 export class Hello extends Walker {

@@ -1,7 +1,7 @@
 // Random and malformed requests against every endpoint in /openapi.json (built-ins included):
 // no 5xx but the walker-thrown ones, always an envelope, and the server stays up.
 import t from 'tap';
-import { startServer, tokenFor, type Server } from '../../helpers/server.ts';
+import { startServer, tokenFor, type Server } from '../../kit/index.ts';
 
 const entry = new URL('../../fixtures/http-app.ts', import.meta.url).pathname;
 const seed = Number(process.env.FUZZ_SEED ?? Date.now() % 100_000);

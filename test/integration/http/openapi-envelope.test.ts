@@ -4,7 +4,7 @@
 import t from 'tap';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startServer, type Server } from '../../helpers/server.ts';
+import { startServer, type Server } from '../../kit/index.ts';
 import { chromiumAvailable, launch } from '../../helpers/browser.ts';
 
 type Schema = Record<string, unknown>;

@@ -4,7 +4,7 @@
 // the README; those cases are skipped on uWS with the reason.
 import t from 'tap';
 import { connect } from 'node:net';
-import { post, startServer, transport, type Server } from '../../helpers/server.ts';
+import { post, startServer, transport, type Server } from '../../kit/index.ts';
 
 const entry = new URL('../../fixtures/http-app.ts', import.meta.url).pathname;
 const onNode = transport() === 'node';

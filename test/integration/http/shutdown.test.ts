@@ -1,7 +1,6 @@
 // SIGTERM during load: in-flight requests finish, every acknowledged write survives, exit 0.
 import t from 'tap';
-import { post, startServer } from '../../helpers/server.ts';
-import { Latch } from '../../helpers/latch.ts';
+import { post, startServer, Latch } from '../../kit/index.ts';
 
 const entry = new URL('../../fixtures/http-app.ts', import.meta.url).pathname;
 

@@ -4,7 +4,7 @@
 // 400 envelope, bodies past max_body_bytes a 413 — never a 500.
 import { createHash } from 'node:crypto';
 import t from 'tap';
-import { startServer, transport, type Server } from '../../helpers/server.ts';
+import { startServer, transport, type Server } from '../../kit/index.ts';
 
 const entry = new URL('../../fixtures/uploads-app.ts', import.meta.url).pathname;
 const MAX_BODY = 64 * 1024;

@@ -1,8 +1,7 @@
 // Metrics of a cluster member: each member answers for its own process (threads summed), with the
 // membership's and the links' figures; a run handed to another member is a forwarded request.
 import t from 'tap';
-import { skipRedis, startRedis } from '../../helpers/redis.ts';
-import { adminToken, pool, startCluster, walk, type TestCluster } from '../cluster/helpers.ts';
+import { skipRedis, startRedis, adminToken, pool, startCluster, walk, type TestCluster } from '../../kit/index.ts';
 
 t.setTimeout(360_000);
 

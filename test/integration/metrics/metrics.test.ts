@@ -1,7 +1,7 @@
 // Prometheus metrics and GET /admin/metrics against a real `svc start` with two worker threads.
 import { readFileSync } from 'node:fs';
 import t from 'tap';
-import { post, runSvc, startServer, tokenFor, transport, type Server } from '../../helpers/server.ts';
+import { post, runSvc, startServer, tokenFor, transport, type Server } from '../../kit/index.ts';
 
 const entry = new URL('../../fixtures/metrics-app.ts', import.meta.url).pathname;
 const SEED_BUCKETS = ['0.005', '0.01', '0.025', '0.05', '0.075', '0.1', '0.25', '0.5', '0.75', '1', '2.5', '5', '10', '+Inf'];

@@ -1,18 +1,15 @@
 // A sign-in provider that is down is not the client's fault: a REAL OpenID Connect provider
-// (`oidc-provider` on 127.0.0.1, its development login and consent pages) behind a small real HTTP
-// server of this test that passes every request on to it — or, when told to, answers one of the
+// (`oidc-provider` on 127.0.0.1 from the test kit, its development login and consent pages) whose
+// HTTP server passes every request on to it — or, when this test tells it to, answers one of the
 // provider's endpoints itself with a 500/503, or drops the connection without an answer. svc (in
 // process, `svc/testing`) is driven through the whole sign-in by an HTTP client playing the browser.
 // Whatever the step that fails — discovery, JWKS, the token exchange, UserInfo — the callback answers
 // 502 SSO_PROVIDER_UNAVAILABLE; the provider's own refusals stay 400. Also: a provider that gives no
 // name or picture leaves no `profile.sso.<platform>` behind.
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import { once } from 'node:events';
 import t, { type Test } from 'tap';
-// @ts-expect-error -- oidc-provider ships no type declarations (a dev-only test dependency)
-import OidcProvider from 'oidc-provider';
 import { startApp, type InProcessServer } from '../../helpers/app.ts';
 import { bearer } from '../../helpers/identity.ts';
+import { startOidcIssuer } from '../../kit/index.ts';
 
 const CLIENT = { id: 'svc-outage', secret: 'svc-outage-secret-0123456789abcdef' };
 /** svc's public URL as the provider knows it (never reached: the test delivers each callback to the app itself). */
@@ -37,32 +34,24 @@ t.teardown(async () => {
 });
 
 t.before(async () => {
-  let provider: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
-  const front = createServer((req, res) => {
-    const path = new URL(req.url ?? '/', 'http://front').pathname;
-    const fault = faults.get(path);
-    if (fault !== undefined) hits.set(path, (hits.get(path) ?? 0) + 1);
-    if (fault === 'drop') return void req.socket.destroy();
-    if (typeof fault === 'number') return void res.writeHead(fault, { 'content-type': 'text/html' }).end(`<html><body>${fault}: the provider is down</body></html>`);
-    if (fault !== undefined) return void res.writeHead(fault.status, { 'content-type': 'application/json' }).end(JSON.stringify(fault.json));
-    if (provider) provider(req, res);
-    else res.writeHead(503).end();
-  });
-  front.listen(0, '127.0.0.1');
-  await once(front, 'listening');
-  closers.push(() => new Promise((r) => front.close(r).closeAllConnections()));
-  issuer = `http://127.0.0.1:${(front.address() as { port: number }).port}`;
-  const oidc = new OidcProvider(issuer, {
-    clients: [{ client_id: CLIENT.id, client_secret: CLIENT.secret, grant_types: ['authorization_code'], response_types: ['code'], redirect_uris: [`${PUBLIC}/sso/oidc/callback`] }],
-    async findAccount(_ctx: unknown, id: string) {
-      return { accountId: id, claims: async () => claimsOf(id) };
+  const oidc = await startOidcIssuer(undefined, {
+    clients: [{ ...CLIENT, redirectUris: [`${PUBLIC}/sso/oidc/callback`] }],
+    claimsOf,
+    scopes: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name', 'given_name', 'family_name', 'picture'] },
+    // The server in front of the provider: a path with a fault is answered (or dropped) here; the rest passes on.
+    intercept(req, res) {
+      const path = new URL(req.url ?? '/', 'http://front').pathname;
+      const fault = faults.get(path);
+      if (fault === undefined) return false;
+      hits.set(path, (hits.get(path) ?? 0) + 1);
+      if (fault === 'drop') req.socket.destroy();
+      else if (typeof fault === 'number') res.writeHead(fault, { 'content-type': 'text/html' }).end(`<html><body>${fault}: the provider is down</body></html>`);
+      else res.writeHead(fault.status, { 'content-type': 'application/json' }).end(JSON.stringify(fault.json));
+      return true;
     },
-    claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name', 'given_name', 'family_name', 'picture'] },
-    features: { devInteractions: { enabled: true } },
-    pkce: { required: () => true },
-    cookies: { keys: ['a-test-cookie-key-0123456789abcdef'] },
   });
-  provider = oidc.callback();
+  closers.push(() => oidc.close());
+  issuer = oidc.issuer;
   // No client page: the callback answers JSON, so its status is the one the client sees.
   svc = await startApp({
     entry: new URL('../../fixtures/todo-app.ts', import.meta.url).pathname,

@@ -1,4 +1,4 @@
-// Single sign-on end to end: a REAL OpenID Connect provider (`oidc-provider`, started here on
+// Single sign-on end to end: a REAL OpenID Connect provider (`oidc-provider`, started by the test kit on
 // 127.0.0.1 with its development login and consent pages) and real `svc start` servers, driven
 // through the whole browser flow by an HTTP client (redirects followed by hand, cookies kept — the
 // provider's, and svc's browser binding — its forms submitted) and by headless Chromium. One server runs two worker threads:
@@ -10,13 +10,9 @@
 import { createServer, type Server as HttpServer } from 'node:http';
 import { once } from 'node:events';
 import t from 'tap';
-// @ts-expect-error -- oidc-provider ships no type declarations (a dev-only test dependency)
-import OidcProvider from 'oidc-provider';
 import { chromiumAvailable, launch } from '../../helpers/browser.ts';
-import { bearer, GOOD_PASSWORD, login, register, smtpEnv, startSmtp, tokenIn, tokenOf } from '../../helpers/identity.ts';
-import { skipRedis, startRedis } from '../../helpers/redis.ts';
-import { post, startServer, tokenFor, type Server } from '../../helpers/server.ts';
-import { startCluster } from '../cluster/helpers.ts';
+import { bearer, GOOD_PASSWORD, login, register, tokenIn, tokenOf } from '../../helpers/identity.ts';
+import { smtpEnv, startSmtp, skipRedis, startRedis, post, startServer, tokenFor, startCluster, startOidcIssuer, freePort, type Server } from '../../kit/index.ts';
 
 // Page-side names for the functions that run in the browser (this file compiles without the DOM lib).
 declare const document: { title: string };
@@ -44,15 +40,6 @@ function claimsOf(login: string): Record<string, unknown> {
   };
 }
 
-async function freePort(): Promise<number> {
-  const s = createServer();
-  s.listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const { port } = s.address() as { port: number };
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
 async function listen(server: HttpServer): Promise<number> {
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -74,13 +61,6 @@ t.teardown(async () => {
 });
 
 t.before(async () => {
-  // The provider's port first: svc reads its discovery URL at start, the provider registers svc's callback URLs.
-  let handler: ((req: unknown, res: unknown) => void) | undefined;
-  const providerHttp = createServer((req, res) => (handler ? handler(req, res) : res.writeHead(503).end()));
-  const providerPort = await listen(providerHttp);
-  closers.push(() => new Promise((r) => providerHttp.close(r).closeAllConnections()));
-  issuer = `http://127.0.0.1:${providerPort}`;
-
   // The app's page the browser is sent back to: it keeps the token (query or fragment) in localStorage.
   const page = createServer((_req, res) =>
     res
@@ -98,20 +78,16 @@ t.before(async () => {
   unboundHost = hosts[2] as string;
   smtp = await startSmtp();
   closers.push(() => smtp.close());
-  const provider = new OidcProvider(issuer, {
+  // The provider before svc: svc reads its discovery URL at start, the provider registers svc's callback URLs.
+  const provider = await startOidcIssuer(undefined, {
     clients: [
-      { client_id: OIDC_CLIENT.id, client_secret: OIDC_CLIENT.secret, grant_types: ['authorization_code'], response_types: ['code'], redirect_uris: [...hosts, CLUSTER_HOST].flatMap((h) => [`${h}/sso/oidc/callback`, `${h}/sso/oidc/login/callback`]) },
-      { client_id: GOOGLE_CLIENT.id, client_secret: GOOGLE_CLIENT.secret, grant_types: ['authorization_code'], response_types: ['code'], redirect_uris: hosts.flatMap((h) => [`${h}/sso/google/callback`, `${h}/sso/idp_a/callback`]) },
+      { ...OIDC_CLIENT, redirectUris: [...hosts, CLUSTER_HOST].flatMap((h) => [`${h}/sso/oidc/callback`, `${h}/sso/oidc/login/callback`]) },
+      { ...GOOGLE_CLIENT, redirectUris: hosts.flatMap((h) => [`${h}/sso/google/callback`, `${h}/sso/idp_a/callback`]) },
     ],
-    async findAccount(_ctx: unknown, id: string) {
-      return { accountId: id, claims: async () => claimsOf(id) };
-    },
-    claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name', 'given_name', 'family_name'] },
-    features: { devInteractions: { enabled: true } },
-    pkce: { required: () => true },
-    cookies: { keys: ['a-test-cookie-key-0123456789abcdef'] },
+    claimsOf,
   });
-  handler = provider.callback();
+  closers.push(() => provider.close());
+  issuer = provider.issuer;
 
   env = (host: string, extra: Record<string, string> = {}) => ({
     SVC_SSO_HOST: host,

@@ -8,7 +8,7 @@ import { mkdtempSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { post, runSvc, startServer, TEST_SECRET, tokenFor } from '../../helpers/server.ts';
+import { post, runSvc, startServer, TEST_SECRET, tokenFor } from '../../kit/index.ts';
 import { bearer, register, tokenOf } from '../../helpers/identity.ts';
 import { gone } from './processes.ts';
 

@@ -3,11 +3,9 @@
 // providers started at once, and a sibling that goes when its parent is killed with SIGKILL.
 import t from 'tap';
 import { existsSync } from 'node:fs';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import Database from 'better-sqlite3';
 import WebSocket from 'ws';
-import { post, startServer, type Server } from '../../helpers/server.ts';
+import { freePort, post, startServer, type Server } from '../../kit/index.ts';
 import { bearer, register, tokenOf } from '../../helpers/identity.ts';
 import { alive, gone } from './processes.ts';
 
@@ -16,16 +14,6 @@ t.setTimeout(360_000);
 const FIXTURES = new URL('../../fixtures/sv/', import.meta.url).pathname;
 const SHOP = `${FIXTURES}shop.ts`;
 const BILLING = `${FIXTURES}billing.ts`;
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-
 
 async function call(server: Server, name: string, body: unknown = {}, headers: Record<string, string> = {}) {
   return post(`${server.url}/function/${name}`, body, headers);

@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, readFileSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { bearer, register, tokenOf } from '../../helpers/identity.ts';
-import { post, runSvc, startServer, tokenFor, type Server } from '../../helpers/server.ts';
+import { post, runSvc, startServer, tokenFor, type Server } from '../../kit/index.ts';
 
 // Every case starts real svc processes (two transports, several settings): longer than tap's default 120 s on two cores.
 t.setTimeout(600_000);

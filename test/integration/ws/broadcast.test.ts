@@ -3,7 +3,7 @@
 // a client that stops reading is cut off instead of growing the server.
 import t from 'tap';
 import { WalkerSocket } from 'svc/client';
-import { startServer, tokenFor, transport, type Server } from '../../helpers/server.ts';
+import { startServer, tokenFor, transport, type Server } from '../../kit/index.ts';
 import { rawSocket } from '../../helpers/ws.ts';
 
 const entry = new URL('../../fixtures/ws-app.ts', import.meta.url).pathname;

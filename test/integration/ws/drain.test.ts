@@ -2,7 +2,7 @@
 // new upgrades are refused, and the process exits 0.
 import t from 'tap';
 import { WalkerSocket } from 'svc/client';
-import { startServer, tokenFor } from '../../helpers/server.ts';
+import { startServer, tokenFor } from '../../kit/index.ts';
 
 const entry = new URL('../../fixtures/ws-app.ts', import.meta.url).pathname;
 

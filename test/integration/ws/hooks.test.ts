@@ -6,7 +6,7 @@
 import t, { type Test } from 'tap';
 import WebSocket from 'ws';
 import { bearer, register, tokenOf } from '../../helpers/identity.ts';
-import { post, startServer, type Server } from '../../helpers/server.ts';
+import { post, startServer, type Server } from '../../kit/index.ts';
 
 const entry = new URL('../../fixtures/ws-hook-app.ts', import.meta.url).pathname;
 let server: Server;

@@ -5,7 +5,7 @@ import WebSocket from 'ws';
 import { WalkerSocket, WalkerSocketError } from 'svc/client';
 import { SignJWT } from 'jose';
 import { bearer, GOOD_PASSWORD, register, tokenOf } from '../../helpers/identity.ts';
-import { post, startServer, TEST_SECRET, tokenFor, type Server } from '../../helpers/server.ts';
+import { post, startServer, TEST_SECRET, tokenFor, type Server } from '../../kit/index.ts';
 import { rawSocket } from '../../helpers/ws.ts';
 import { testApp } from 'svc/testing';
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LocalStorage } from '../../../stores/local/index.ts';
-import { collect, storageSuite } from '../../cluster/storage/conformance.ts';
+import { collect, storageSuite } from '../../conformance/storage.ts';
 
 /** Every file and folder under `dir` (hidden ones too), relative, sorted. */
 async function tree(dir: string): Promise<string[]> {

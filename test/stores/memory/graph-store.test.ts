@@ -1,6 +1,6 @@
 import t from 'tap';
 import { MemoryStore } from 'svc';
-import { storeConformance } from '../../helpers/store-conformance.ts';
+import { storeConformance } from '../../conformance/anchor-store.ts';
 
 storeConformance(t, async () => new MemoryStore());
 

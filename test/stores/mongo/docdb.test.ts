@@ -6,7 +6,7 @@
 import t from 'tap';
 import { MongoClient } from 'mongodb';
 import { MongoDocBackend } from '../../../stores/mongo/docdb.ts';
-import { docdbSuite, SUITE_DB_PREFIX } from '../../cluster/kvstore/docdb-conformance.ts';
+import { docdbSuite, SUITE_DB_PREFIX } from '../../conformance/docdb.ts';
 
 t.test('filters, updates and values are refused before the server is asked', async (t) => {
   const b = new MongoDocBackend('mongodb://127.0.0.1:9/?serverSelectionTimeoutMS=200', 'app');

@@ -7,7 +7,7 @@ import t from 'tap';
 import { MongoClient } from 'mongodb';
 import { CommitChain, type StoredDoc } from '../../../actors/graph/index.ts';
 import { MongoStore, mongoDatabaseOf } from '../../../stores/mongo/graph-store.ts';
-import { storeConformance } from '../../helpers/store-conformance.ts';
+import { storeConformance } from '../../conformance/anchor-store.ts';
 
 t.test('the database a URI names', async (t) => {
   t.equal(mongoDatabaseOf('mongodb://db:27017/app_db?replicaSet=rs0'), 'app_db');

@@ -8,7 +8,7 @@ import { MongoClient } from 'mongodb';
 import { normalize, userRecord } from '../../../actors/identity/index.ts';
 import { legacyUserId } from '../../../actors/identity/legacy-users.ts';
 import { MongoUsersRepository } from '../../../stores/mongo/users.ts';
-import { usersConformance } from '../../helpers/users-conformance.ts';
+import { usersConformance } from '../../conformance/users.ts';
 
 t.test('an unreachable server is SVC_ERR_STORE_UNAVAILABLE, and no message shows the password', async (t) => {
   const error = await MongoUsersRepository.connect('mongodb://svc:s3cr3t-pw@127.0.0.1:9/?serverSelectionTimeoutMS=200&connectTimeoutMS=200').then(

@@ -1,11 +1,11 @@
-// The PostgreSQL document store on a real server (test/helpers/postgres.ts): the docdb
+// The PostgreSQL document store on a real server (test/kit/postgres.ts): the docdb
 // conformance suite, the table and indexes it makes, the plan of an indexed findOne,
 // values JSONB refuses, and the server going away and coming back.
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
 import { PgDocBackend, pgIndexNames } from '../../../stores/postgres/docdb.ts';
-import { skipPostgres, startPostgres } from '../../helpers/postgres.ts';
-import { docdbSuite } from '../../cluster/kvstore/docdb-conformance.ts';
+import { skipPostgres, startPostgres } from '../../kit/index.ts';
+import { docdbSuite } from '../../conformance/docdb.ts';
 
 t.setTimeout(300_000);
 

@@ -2,8 +2,8 @@
 import t from 'tap';
 import { openAnchorStore } from '../../../actors/graph/index.ts';
 import { PgStore } from '../../../stores/postgres/index.ts';
-import { storeConformance } from '../../helpers/store-conformance.ts';
-import { skipPostgres, startPostgres } from '../../helpers/postgres.ts';
+import { storeConformance } from '../../conformance/anchor-store.ts';
+import { skipPostgres, startPostgres } from '../../kit/index.ts';
 
 t.setTimeout(300_000);
 

@@ -2,8 +2,8 @@
 import t from 'tap';
 import { openUsersRepository, userRecord, normalize } from '../../../actors/identity/index.ts';
 import { PgUsersRepository } from '../../../stores/postgres/index.ts';
-import { usersConformance } from '../../helpers/users-conformance.ts';
-import { skipPostgres, startPostgres } from '../../helpers/postgres.ts';
+import { usersConformance } from '../../conformance/users.ts';
+import { skipPostgres, startPostgres } from '../../kit/index.ts';
 
 t.setTimeout(300_000);
 

@@ -2,7 +2,7 @@
 // errors; and the locks made of it.
 import t from 'tap';
 import { kvstore, mutex, debounce } from 'svc';
-import { startRedis, skipRedis } from '../../helpers/redis.ts';
+import { startRedis, skipRedis } from '../../kit/index.ts';
 import { closeKvstores } from '../../../actors/data/index.ts';
 
 t.test('kv on Redis', { skip: skipRedis }, async (t) => {

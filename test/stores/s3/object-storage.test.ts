@@ -10,9 +10,9 @@ import { pipeline } from 'node:stream/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ObjectStorage } from '../../../stores/s3/index.ts';
 import { STORAGE_DEFAULTS, type StorageConfig } from '../../../actors/data/index.ts';
-import { collect, sha256, storageSuite } from '../../cluster/storage/conformance.ts';
+import { collect, sha256, storageSuite } from '../../conformance/storage.ts';
 import { uploadFolder } from '../../../transports/http/upload-stream.ts';
-import { startS3 } from '../../cluster/storage/s3rver.ts';
+import { startS3 } from '../../kit/index.ts';
 
 const MIB = 2 ** 20;
 

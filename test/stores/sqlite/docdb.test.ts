@@ -6,7 +6,7 @@ import Database from 'better-sqlite3';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { SqliteDocBackend, indexNames } from '../../../stores/sqlite/docdb.ts';
-import { docdbSuite } from '../../cluster/kvstore/docdb-conformance.ts';
+import { docdbSuite } from '../../conformance/docdb.ts';
 
 const dir = t.testdir({});
 const file = join(dir, 'docdb.db');

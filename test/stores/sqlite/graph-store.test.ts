@@ -1,7 +1,7 @@
 import t from 'tap';
 import { join } from 'node:path';
 import { SqliteStore, defaultStorePath } from 'svc';
-import { storeConformance } from '../../helpers/store-conformance.ts';
+import { storeConformance } from '../../conformance/anchor-store.ts';
 
 let n = 0;
 const dir = t.testdir({});

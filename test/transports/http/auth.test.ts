@@ -1,6 +1,6 @@
 // Every protected route refuses a missing, forged, alg:none, expired or malformed token.
 import t from 'tap';
-import { post, tokenFor, TEST_SECRET } from '../../helpers/server.ts';
+import { post, tokenFor, TEST_SECRET } from '../../kit/index.ts';
 import { startApp, type InProcessServer as Server } from '../../helpers/app.ts';
 
 const entry = new URL('../../fixtures/http-app.ts', import.meta.url).pathname;

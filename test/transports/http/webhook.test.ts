@@ -5,7 +5,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { hashKey } from '../../../actors/identity/index.ts';
 import { startApp, type InProcessServer as Server } from '../../helpers/app.ts';
 import { bearer, register, tokenOf } from '../../helpers/identity.ts';
-import { post, tokenFor } from '../../helpers/server.ts';
+import { post, tokenFor } from '../../kit/index.ts';
 
 const entry = new URL('../../fixtures/webhook-app.ts', import.meta.url).pathname;
 const hookEntry = new URL('../../fixtures/webhook-hook-app.ts', import.meta.url).pathname;

@@ -11,7 +11,7 @@ import { connect } from 'node:net';
 import { type Gateway, GatewayError, startGateway } from '../../../transports/sv/gateway.ts';
 import { startApp, type InProcessServer } from '../../helpers/app.ts';
 import { bearer, register, tokenOf } from '../../helpers/identity.ts';
-import { post, transport } from '../../helpers/server.ts';
+import { post, transport } from '../../kit/index.ts';
 
 const fixture = (name: string) => new URL(`../../fixtures/gateway/${name}.ts`, import.meta.url).pathname;
 const OPEN = { allow_origins: ['*'], allow_methods: ['*'], allow_headers: ['*'], allow_credentials: false, expose_headers: [], max_age: 600 };

@@ -13,8 +13,7 @@ import WebSocket, { WebSocketServer } from 'ws';
 import { type Gateway, type GatewayCors, GatewayError, startGateway, type GatewayOptions } from '../../../transports/sv/gateway.ts';
 import { startApp, type InProcessServer } from '../../helpers/app.ts';
 import { bearer, register, tokenOf } from '../../helpers/identity.ts';
-import { post, transport } from '../../helpers/server.ts';
-import { deferred } from '../../helpers/latch.ts';
+import { post, transport, deferred } from '../../kit/index.ts';
 
 const fixture = (name: string) => new URL(`../../fixtures/gateway/${name}.ts`, import.meta.url).pathname;
 const OPEN: GatewayCors = { allow_origins: ['*'], allow_methods: ['*'], allow_headers: ['*'], allow_credentials: false, expose_headers: [], max_age: 600 };

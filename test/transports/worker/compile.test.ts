@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BUNDLE_IDLE_MS, cheapNames, compileWorker, KEPT_BUNDLES } from '../../../transports/worker/index.ts';
-import { runSvc } from '../../helpers/server.ts';
+import { runSvc } from '../../kit/index.ts';
 
 const PACKAGE_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 

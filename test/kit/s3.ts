@@ -1,5 +1,5 @@
 /**
- * A real S3-API server for the storage tests: s3rver on a free loopback port,
+ * A real S3-API server for the storage tests and benchmarks: s3rver on a free loopback port,
  * over a temporary folder, with one bucket; stopped and removed when the test
  * ends. It checks signatures and pre-signed expiry.
  *
@@ -9,7 +9,6 @@
  * refuses without it (every second page is an InternalError); and a child
  * keeps the server's memory and CPU apart from what a test measures.
  */
-import S3rver from 's3rver';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -41,7 +40,7 @@ process.stdin.resume();
 
 /** s3rver in a child process; resolves its port. The child exits when its stdin closes (this process ended) or on SIGTERM. */
 async function runChild(directory: string, bucket: string): Promise<{ port: number; stop(): Promise<void> }> {
-  const root = new URL('../../..', import.meta.url).pathname;
+  const root = new URL('../..', import.meta.url).pathname;
   const child = spawn(process.execPath, ['--openssl-legacy-provider', '-e', CHILD, directory, bucket], { cwd: root, stdio: ['pipe', 'pipe', 'inherit'] });
   const exited = once(child, 'exit');
   const [line] = (await Promise.race([once(createInterface({ input: child.stdout }), 'line'), exited.then(() => [undefined])])) as [string | undefined];
@@ -70,6 +69,7 @@ export async function startS3(t: { teardown(fn: () => unknown): void }, options:
   if (options.child) {
     ({ port, stop } = await runChild(directory, bucket));
   } else {
+    const { default: S3rver } = await import('s3rver'); // loaded here: importing the kit does not load s3rver
     const server = new S3rver({ port: 0, address: '127.0.0.1', directory, silent: true, configureBuckets: [{ name: bucket }] });
     ({ port } = await server.run());
     stop = () => server.close();

@@ -1,4 +1,4 @@
-// The part of s3rver 3.7 (no types of its own) the storage tests use.
+// The part of s3rver 3.7 (no types of its own) the test kit uses.
 declare module 's3rver' {
   interface S3rverOptions {
     port?: number;

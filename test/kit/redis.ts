@@ -6,23 +6,14 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { createServer } from 'node:net';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
+import { freePort } from './ports.ts';
 
 /** Whether a `redis-server` binary is on the PATH. */
 export const haveRedis: boolean = spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).status === 0;
 
 /** Why a Redis test is skipped, or false when it can run. */
 export const skipRedis: string | false = haveRedis ? false : 'no redis-server on this machine (apt-get install redis-server; .ci/run installs it)';
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  s.listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
-}
 
 export interface RedisServer {
   port: number;
@@ -44,6 +35,7 @@ export interface RedisServer {
  * const r = redis.client(); await r.set('a', '1');
  */
 export async function startRedis(t?: { teardown(fn: () => unknown): void }, options: { password?: string } = {}): Promise<RedisServer> {
+  const { Redis } = await import('ioredis'); // loaded here: importing the kit does not load ioredis
   const port = await freePort();
   let proc: ChildProcess | undefined;
   const clients: Redis[] = [];

@@ -1,7 +1,7 @@
 /**
  * The conformance suite every docdb backend passes (SQLite, PostgreSQL,
  * MongoDB): each method, each operator and the edge cases of their meaning
- * (actors/data/query.ts), checked by hand-written expectations and, over
+ * (cluster/kvstore/query.ts), checked by hand-written expectations and, over
  * a corpus of awkward documents, against the reference matcher and sort of
  * query.ts — before and after indexes exist on the fields, since indexes
  * change the SQL the backends run.
@@ -11,8 +11,8 @@
  * another's documents, and the isolation tests are real.
  */
 import type { Test } from 'tap';
-import type { DocBackend, Document, Filter, FindOptions } from '../../../actors/data/kvstore-types.ts';
-import { compareDocuments, matches, validateFind } from '../../../actors/data/query.ts';
+import type { DocBackend, Document, Filter, FindOptions } from '../../actors/data/kvstore-types.ts';
+import { compareDocuments, matches, validateFind } from '../../actors/data/query.ts';
 
 /** The prefix of every dbName the suite uses (a MongoDB run drops them afterwards). */
 export const SUITE_DB_PREFIX = `conf_${process.pid}_`;

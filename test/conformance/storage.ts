@@ -1,12 +1,12 @@
 // The conformance suite every storage backend passes (a local folder, an S3 bucket): same calls, same answers.
 import type { Test } from 'tap';
 import { createHash, randomBytes } from 'node:crypto';
-import { uploadFolder } from '../../../transports/http/upload-stream.ts';
+import { uploadFolder } from '../../transports/http/upload-stream.ts';
 import { mkdtemp, readFile, rm, writeFile, readdir } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough, Readable, Writable } from 'node:stream';
-import type { Storage, UploadedFile } from '../../../actors/data/index.ts';
+import type { Storage, UploadedFile } from '../../actors/data/index.ts';
 
 /** A backend under test: the storage, and a listing of everything it holds, read around it (a folder tree, every key of the bucket). */
 export interface Backend {

@@ -9,9 +9,8 @@ import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createServer } from 'node:net';
-import { once } from 'node:events';
-import pg from 'pg';
+import type pg from 'pg';
+import { freePort } from './ports.ts';
 
 function findBin(name: string): string | undefined {
   const which = spawnSync('sh', ['-c', `command -v ${name} || ls /usr/lib/postgresql/*/bin/${name} 2>/dev/null | sort -V | tail -n 1`], { encoding: 'utf8' });
@@ -32,15 +31,6 @@ function runAs(): { uid?: number; gid?: number } {
   const gid = Number(spawnSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).stdout.trim());
   if (!Number.isInteger(uid) || !Number.isInteger(gid)) throw new Error('running as root, and there is no postgres user to run PostgreSQL as');
   return { uid, gid };
-}
-
-async function freePort(): Promise<number> {
-  const s = createServer();
-  s.listen(0, '127.0.0.1');
-  await once(s, 'listening');
-  const port = (s.address() as { port: number }).port;
-  await new Promise((r) => s.close(r));
-  return port;
 }
 
 function run(cmd: string, args: string[], as: { uid?: number; gid?: number }): Promise<string> {
@@ -120,7 +110,8 @@ export async function startPostgres(t?: { teardown(fn: () => unknown): void }, o
   await start();
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   const query = async (sql: string, values?: unknown[], at = url): Promise<pg.QueryResult> => {
-    const client = new pg.Client({ connectionString: at });
+    const { default: driver } = await import('pg'); // loaded here: importing the kit does not load pg
+    const client = new driver.Client({ connectionString: at });
     await client.connect();
     try {
       return await client.query(sql, values);

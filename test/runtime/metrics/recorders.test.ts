@@ -1,6 +1,6 @@
 // The metrics recorders and the scrape merge, in process (the real-server tests are in test/integration/metrics).
 import t from 'tap';
-import { adminMetrics, Histogram, HttpRecorder, renderMetrics, ThreadMetrics } from '../../runtime/metrics/index.ts';
+import { adminMetrics, Histogram, HttpRecorder, renderMetrics, ThreadMetrics } from '../../../runtime/metrics/index.ts';
 
 t.test('a histogram: a value lands in the first bucket it fits, exported cumulative with +Inf, sum and count', async (t) => {
   const h = new Histogram([0.1, 1]);

@@ -4,9 +4,7 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
-import { SignJWT } from 'jose';
-import { serviceAccount, type Role } from '../../actors/identity/index.ts';
-import { SqliteUsersRepository } from '../../stores/sqlite/index.ts';
+import type { Role } from '../../actors/identity/index.ts';
 
 export const TEST_SECRET = 'test-secret-test-secret-test-secret-0123456789';
 const BIN = new URL('../../bin/svc.mjs', import.meta.url).pathname;
@@ -106,6 +104,9 @@ export async function tokenFor(
   options: { role?: string; expiresIn?: string | number; secret?: string; alg?: string; server?: { dataDir: string } } = {},
 ): Promise<string> {
   if (options.server) {
+    // Loaded here: importing the kit does not load the identity room (a test of the kernel would pay for it).
+    const { serviceAccount } = await import('../../actors/identity/index.ts');
+    const { SqliteUsersRepository } = await import('../../stores/sqlite/index.ts');
     const users = SqliteUsersRepository.open(join(options.server.dataDir, 'users.db'));
     try {
       userId = (await serviceAccount(users, userId, (options.role ?? 'user') as Role)).user.user_id;
@@ -113,6 +114,7 @@ export async function tokenFor(
       await users.close();
     }
   }
+  const { SignJWT } = await import('jose');
   return new SignJWT({ user_id: userId, role: options.role ?? 'user' })
     .setProtectedHeader({ alg: options.alg ?? 'HS256' })
     .setIssuedAt()
