@@ -1,0 +1,63 @@
+/**
+ * The catalogue of services the runtime's modules meet through: one typed key
+ * each (`rt.need(STORE)` is an `AnchorStore`). A module declares the keys it
+ * needs, uses and provides; `composeRuntime` checks the list (runtime.ts).
+ * The worker thread's services first, then the main thread's.
+ */
+import type pino from 'pino';
+import type { Broadcast } from '../kernel/index.ts';
+import type { AnchorStore, Graph } from '../actors/anchor/index.ts';
+import type { HookDispatcher, UnknownFields } from '../actors/walker/index.ts';
+import type { ApiKeys, Authenticator, IdentityService, RevocationTable, SsoService, UsersRepository } from '../actors/identity/index.ts';
+import type { Front } from '../transports/http/index.ts';
+import type { WsHub } from '../transports/ws/index.ts';
+import type { Broker, Invalidation } from '../cluster/index.ts';
+import type { MetricJson, ThreadMetrics } from './metrics/index.ts';
+import { key, RUNTIME } from './runtime.ts';
+
+export { RUNTIME };
+
+// The services of a worker thread (runtime/modules/), in the order they are provided.
+
+/** The thread's log (pino). */
+export const LOG = key<pino.Logger>('log');
+/** One message to every worker thread: revocations, WebSocket broadcasts, statistics. */
+export const BUS = key<Broadcast>('bus');
+/** This thread's metrics (only when `[scale.metrics]` is on). */
+export const METRICS = key<ThreadMetrics>('metrics');
+/** What every thread of this process measured, as prom-client metric JSON (only when metrics are on). */
+export const SCRAPE = key<() => Promise<MetricJson[][]>>('scrape');
+/** The event broker (`publish`, pull): disabled, memory, actor or Redis streams. */
+export const BROKER = key<Broker>('broker');
+/** The app's subscriptions (name, topic, group), as `GET /admin/events` lists them. */
+export const SUBSCRIPTIONS = key<{ name: string; topic: string; group: string }[]>('subscriptions');
+/** The graph store (instrumented). */
+export const STORE = key<AnchorStore>('store');
+/** Walker runs on the graph's partitions. */
+export const GRAPH = key<Graph>('graph');
+/** The L1 invalidation channel of a cluster member (when `kv_l1_invalidation_enabled`). */
+export const INVALIDATION = key<Invalidation>('invalidation');
+/** The users repository. */
+export const USERS = key<UsersRepository>('users');
+/** Revoked tokens, by user. */
+export const REVOCATIONS = key<RevocationTable>('revocations');
+/** Read the revocations of the users store again (a member that joined or joined again missed some). */
+export const RELOAD_REVOCATIONS = key<() => Promise<void>>('reloadRevocations');
+/** Tokens checked, for every transport. */
+export const AUTH = key<Authenticator>('auth');
+/** Sign-up, log-in, tokens, account changes. */
+export const IDENTITY = key<IdentityService>('identity');
+/** API keys of webhook walkers. */
+export const API_KEYS = key<ApiKeys>('apiKeys');
+/** Single sign-on. */
+export const SSO = key<SsoService>('sso');
+/** The app's hook walkers. */
+export const HOOKS = key<HookDispatcher>('hooks');
+/** What is done with fields an endpoint does not declare. */
+export const UNKNOWN_FIELDS = key<UnknownFields>('unknownFields');
+/** The HTTP front (routes, envelope, readiness), whatever the server. */
+export const FRONT = key<Front>('front');
+/** The WebSocket hub. */
+export const HUB = key<WsHub>('hub');
+/** Open this thread's port (at once, or when the main thread says so). */
+export const LISTEN = key<() => Promise<void>>('listen');
