@@ -1,8 +1,9 @@
 /**
- * The composition root: `createRuntime(options)` builds what one thread of
- * `svc start` serves from modules `{ start, drain, close }` in a declared
- * order; `composeRuntime(modules)` runs any list of modules, checked when it
- * is composed against the typed keys each declares (`keys.ts`).
+ * The composition root: `createRuntime(options)` builds what a worker thread
+ * of `svc start` serves, `createStartRuntime(options)` its main thread, each
+ * from modules `{ start, drain, close }` in a declared order;
+ * `composeRuntime(modules)` runs any list of modules, checked when it is
+ * composed against the typed keys each declares (`keys.ts`).
  */
 export { Runtime, RuntimeError, RUNTIME, composeRuntime, key } from './runtime.ts';
 export type { Key, RuntimeContext, RuntimeModule } from './runtime.ts';
@@ -17,5 +18,13 @@ export { appFingerprint } from './fingerprint.ts';
 export { MainMetrics, serveMainMetrics } from './metrics/index.ts';
 export type { ServeBoot, ServeOptions, HttpControl, RouteSummary } from './boot.ts';
 export type { WorkerStats } from '../transports/http/index.ts';
+export { createStartRuntime, startFailure, startModules } from './start.ts';
+export { loadStart, PORT_RANGE, StartError } from './main/options.ts';
+export type { StartOptions, StartRequest } from './main/options.ts';
+export { jwtSecret, webhookSecret, SecretError } from './main/secrets.ts';
+export type { ResolvedSecret } from './main/secrets.ts';
+export { lockDataFolder, DataLockError } from './main/data-lock.ts';
+export type { DataLock } from './main/data-lock.ts';
+export { freePort } from './main/ports.ts';
 export { testApp, injectInto } from './testing.ts';
 export type { TestApp, TestAppOptions, InjectRequest, InjectResponse } from './testing.ts';

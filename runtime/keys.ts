@@ -2,17 +2,25 @@
  * The catalogue of services the runtime's modules meet through: one typed key
  * each (`rt.need(STORE)` is an `AnchorStore`). A module declares the keys it
  * needs, uses and provides; `composeRuntime` checks the list (runtime.ts).
- * The worker thread's services first, then the main thread's.
+ * The worker threads' services first, then the main thread's.
  */
 import type pino from 'pino';
 import type { Broadcast } from '../kernel/index.ts';
 import type { AnchorStore, Graph } from '../actors/anchor/index.ts';
 import type { HookDispatcher, UnknownFields } from '../actors/walker/index.ts';
-import type { ApiKeys, Authenticator, IdentityService, RevocationTable, SsoService, UsersRepository } from '../actors/identity/index.ts';
+import type { ApiKeys, Authenticator, IdentityService, RevocationTable, SsoService, ThreadHasher, UsersRepository } from '../actors/identity/index.ts';
+import type { ServiceStarter } from '../transports/sv/index.ts';
 import type { Front } from '../transports/http/index.ts';
 import type { WsHub } from '../transports/ws/index.ts';
-import type { Broker, Invalidation } from '../cluster/index.ts';
+import type { Broker, ClusterMember, Invalidation } from '../cluster/index.ts';
 import type { MetricJson, ThreadMetrics } from './metrics/index.ts';
+import type { ServeCluster } from './boot.ts';
+import type { AppProbe } from './main/app.ts';
+import type { Serving } from './main/config-check.ts';
+import type { StartSecrets } from './main/data.ts';
+import type { Workers } from './main/pool.ts';
+import type { Address } from './main/port.ts';
+import type { MainStores } from './main/stores.ts';
 import { key, RUNTIME } from './runtime.ts';
 
 export { RUNTIME };
@@ -61,3 +69,26 @@ export const FRONT = key<Front>('front');
 export const HUB = key<WsHub>('hub');
 /** Open this thread's port (at once, or when the main thread says so). */
 export const LISTEN = key<() => Promise<void>>('listen');
+
+// The services of the main thread of `svc start` (runtime/main/), in the order they are provided.
+
+/** The transport (uWebSockets.js, or node:http where it cannot load) and the number of worker threads. */
+export const SERVING = key<Serving>('serving');
+/** The app's endpoints, as a probe thread found them. */
+export const APP = key<AppProbe>('app');
+/** The JWT and webhook secrets of this start. */
+export const SECRETS = key<StartSecrets>('secrets');
+/** Password hashing for the whole process. */
+export const HASHER = key<ThreadHasher>('hasher');
+/** Whether the database is shared, and the SQLite writers this thread serves. */
+export const STORES = key<MainStores>('stores');
+/** The host and port served, and the threads that open it. */
+export const ADDRESS = key<Address>('address');
+/** The siblings of `sv` calls. */
+export const STARTER = key<ServiceStarter>('starter');
+/** This process as a member of a cluster (`KV_URL` set). */
+export const MEMBER = key<ClusterMember>('member');
+/** What the worker threads are told of the cluster. */
+export const CLUSTER = key<ServeCluster>('cluster');
+/** The worker threads (the pool serving now, how to start another). */
+export const WORKERS = key<Workers>('workers');

@@ -7,7 +7,7 @@ import WebSocket from 'ws';
 import { ActorSystem } from 'svc/kernel';
 import { bootstrapAccounts, Passwords, SqliteUsersRepository, ThreadHasher } from 'svc/actors/identity';
 import { createRuntime, dataPaths, loadConfig, type ServeBoot } from '../../runtime/index.ts';
-import { freePort } from '../../cli/ports.ts';
+import { freePort } from '../../runtime/main/ports.ts';
 import * as app from '../fixtures/ws-hook-app.ts';
 import { TEST_SECRET } from '../helpers/server.ts';
 import { claimsOf, register, tokenOf } from '../helpers/identity.ts';
