@@ -7,7 +7,7 @@ import { collectGarbage } from '../gc.ts';
 import type { RuntimeModule } from '../runtime.ts';
 import { BUS, GRAPH, HUB, LISTEN, RELOAD_REVOCATIONS, RUNTIME } from '../keys.ts';
 
-/** The main thread's orders (`/user/http`): describe, listen, drain; and this thread's statistics for `/admin/stats`. */
+/** The main thread's orders to {@link CONTROL_ACTOR}: describe, listen, drain…; and this thread's statistics for `/admin/stats`. */
 export function controlModule(system: ActorSystem, describe: () => RouteSummary[], fingerprint: string): RuntimeModule {
   return {
     name: 'control',
