@@ -26,7 +26,9 @@ import { createServer } from 'node:net';
 import { loadConfig, type SvcConfig } from './config.ts';
 import { dataPaths } from './paths.ts';
 import type { Runtime } from './runtime.ts';
-import { createRuntime, type ServeBoot } from './serve.ts';
+import type { ServeBoot } from './boot.ts';
+import { FRONT, GRAPH, STORE, USERS } from './keys.ts';
+import { createRuntime } from './serve.ts';
 
 export interface TestAppOptions {
   /** The app's entry module (imported here); its folder is the project folder (`svc.toml`, `public/`). */
@@ -182,7 +184,7 @@ export async function testApp(options: TestAppOptions): Promise<TestApp> {
     }
     rt = createRuntime({ system, boot, app, logDestination: { write: (chunk: string) => void write(chunk.replace(/\n$/, '')) } });
     await rt.start();
-    const front = rt.need<Front>('front');
+    const front = rt.need(FRONT);
     const inject = (request: InjectRequest) => injectInto(front, request);
     return {
       inject,
@@ -194,9 +196,9 @@ export async function testApp(options: TestAppOptions): Promise<TestApp> {
       jwtSecret: env.JWT_SECRET,
       webhookSecret,
       front,
-      graph: rt.need<Graph>('graph'),
-      store: rt.need<AnchorStore>('store'),
-      users: rt.need<UsersRepository>('users'),
+      graph: rt.need(GRAPH),
+      store: rt.need(STORE),
+      users: rt.need(USERS),
       runtime: rt,
       system,
       output: () => lines.join('\n'),

@@ -14,8 +14,7 @@ import { existsSync } from 'node:fs';
 import { dirname, relative } from 'node:path';
 import { redactUri } from '../../stores/index.ts';
 import { JwtVerifier, normalize, openUsersRepository, serviceAccount, type Role, type UserRecord } from '../../actors/identity/index.ts';
-import { ConfigError, dataPaths, loadConfig } from '../../runtime/index.ts';
-import { jwtSecret, SecretError } from '../secrets.ts';
+import { ConfigError, dataPaths, jwtSecret, loadConfig, SecretError } from '../../runtime/index.ts';
 import { resolveEntry } from '../entry.ts';
 
 class TokenError extends Error {}

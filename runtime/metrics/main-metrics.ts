@@ -14,7 +14,7 @@ export interface ThreadSnapshot {
   metrics: MetricJson[];
 }
 
-/** The actor on every worker thread that answers {@link ThreadSnapshot}s (runtime/serve.ts spawns it). */
+/** The actor on every worker thread that answers {@link ThreadSnapshot}s (the worker's `metrics` module, runtime/modules/metrics.ts, spawns it). */
 export const THREAD_METRICS_ACTOR = 'metrics-thread';
 
 /** How long a scrape waits for a thread before it takes that thread's last answer. */

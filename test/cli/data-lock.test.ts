@@ -4,11 +4,11 @@ import { spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
-import { lockDataFolder } from '../../cli/data-lock.ts';
+import { lockDataFolder } from '../../runtime/main/data-lock.ts';
 
 /** Try to take the lock from another process: whether it could. */
 function otherProcessGets(path: string): Promise<boolean> {
-  const script = `import { lockDataFolder } from ${JSON.stringify(new URL('../../cli/data-lock.ts', import.meta.url).pathname)};
+  const script = `import { lockDataFolder } from ${JSON.stringify(new URL('../../runtime/main/data-lock.ts', import.meta.url).pathname)};
 try { lockDataFolder(${JSON.stringify(path)}); process.stdout.write('got'); } catch (e) { process.stdout.write(e.constructor.name); }`;
   return new Promise((resolve) => {
     const p = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script]);

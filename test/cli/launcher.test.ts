@@ -55,7 +55,7 @@ function cmdline(pid: number): string {
 
 /** Whether another process can take the serving lock of the store at `path` (the server let go of it). */
 function lockFree(path: string): Promise<boolean> {
-  const script = `import { lockDataFolder } from ${JSON.stringify(join(ROOT, 'cli/data-lock.ts'))};
+  const script = `import { lockDataFolder } from ${JSON.stringify(join(ROOT, 'runtime/main/data-lock.ts'))};
 try { lockDataFolder(${JSON.stringify(path)}); process.stdout.write('got'); } catch (e) { process.stdout.write(e.constructor.name); }`;
   return new Promise((resolve) => {
     const p = spawn(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT });

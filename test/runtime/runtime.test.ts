@@ -1,5 +1,5 @@
 import t from 'tap';
-import { composeRuntime, type RuntimeModule } from '../../runtime/index.ts';
+import { composeRuntime, key, RUNTIME, type RuntimeModule } from '../../runtime/index.ts';
 
 function recorder(log: string[], name: string, extra: Partial<RuntimeModule> = {}): RuntimeModule {
   return {
@@ -23,22 +23,70 @@ t.test('modules start in declared order, drain in order within one deadline, clo
 });
 
 t.test('services: provided by one module, needed by later ones; mistakes are named', async (t) => {
+  const STORE = key<{ kind: string }>('store');
+  const GRAPH = key<{ over: string }>('graph');
   const rt = composeRuntime([
-    { name: 'store', start: (rt) => void rt.provide('store', { kind: 'memory' }) },
-    { name: 'graph', start: (rt) => void rt.provide('graph', { over: rt.need<{ kind: string }>('store').kind }) },
+    { name: 'store', provides: [STORE], start: (rt) => void rt.provide(STORE, { kind: 'memory' }) },
+    { name: 'graph', needs: [STORE], provides: [GRAPH], start: (rt) => void rt.provide(GRAPH, { over: rt.need(STORE).kind }) },
   ]);
   await rt.start();
-  t.same(rt.need('graph'), { over: 'memory' });
-  t.equal(rt.find('nothing'), undefined);
+  t.same(rt.need(GRAPH), { over: 'memory' });
+  t.equal(rt.find(key('nothing')), undefined);
+  t.equal(rt.need(RUNTIME), rt, 'the runtime provides itself');
 
-  const early = composeRuntime([{ name: 'graph', start: (rt) => void rt.need('store') }]);
-  await t.rejects(early.start(), { code: 'SVC_ERR_RUNTIME', message: /graph needs store, which no module before it provides/ });
-  const twice = composeRuntime([
-    { name: 'a', start: (rt) => void rt.provide('x', 1) },
-    { name: 'b', start: (rt) => void rt.provide('x', 2) },
+  // A provider that declared a key but did not provide it (a module that is off): its user is refused at start, named.
+  const off = composeRuntime([
+    { name: 'store', provides: [STORE], start: () => undefined },
+    { name: 'graph', needs: [STORE], start: (rt) => void rt.need(STORE) },
   ]);
-  await t.rejects(twice.start(), { code: 'SVC_ERR_RUNTIME', message: /b provides x, already provided by a/ });
+  await t.rejects(off.start(), { code: 'SVC_ERR_RUNTIME', message: /graph needs store, which no module before it provided/ });
   t.throws(() => composeRuntime([recorder([], 'a'), recorder([], 'a')]), { code: 'SVC_ERR_RUNTIME' });
+});
+
+t.test('composition: the list is checked before anything starts, each mistake named with the module and the key', async (t) => {
+  const STORE = key<{ kind: string }>('store');
+  const X = key<number>('x');
+  const started: string[] = [];
+  const store: RuntimeModule = { name: 'store', provides: [STORE], start: (rt) => void (started.push('store'), rt.provide(STORE, { kind: 'memory' })) };
+  const graph: RuntimeModule = { name: 'graph', needs: [STORE], start: () => void started.push('graph') };
+
+  t.throws(() => composeRuntime([recorder([], 'log'), graph]), { code: 'SVC_ERR_RUNTIME', message: 'runtime module graph needs store, which no module in the list provides' }, 'a missing provider');
+  t.throws(
+    () => composeRuntime([graph, store]),
+    { code: 'SVC_ERR_RUNTIME', message: 'runtime module graph needs store, provided by store, which comes after it: list store before graph' },
+    'a provider listed after its user',
+  );
+  t.throws(
+    () =>
+      composeRuntime([
+        { name: 'a', provides: [X], start: (rt) => void rt.provide(X, 1) },
+        { name: 'b', provides: [X], start: (rt) => void rt.provide(X, 2) },
+      ]),
+    { code: 'SVC_ERR_RUNTIME', message: 'runtime module b provides x, already provided by a' },
+    'a key provided twice',
+  );
+  t.throws(() => composeRuntime([{ name: 'a', provides: [RUNTIME], start: () => undefined }]), { message: 'runtime module a provides runtime, already provided by the runtime' });
+  t.same(started, [], 'nothing started');
+  t.same(composeRuntime([store, graph]).modules.map((m) => m.name), ['store', 'graph'], 'in order: composed');
+
+  // Optional and later services are `uses`: no order, read through find.
+  const late = composeRuntime([
+    { name: 'metrics', uses: [STORE], start: (rt) => void started.push(`metrics sees ${rt.find(STORE)?.kind ?? 'nothing yet'}`) },
+    store,
+  ]);
+  await late.start();
+  t.same(started, ['metrics sees nothing yet', 'store']);
+});
+
+t.test('a module uses only the keys it declared', async (t) => {
+  const STORE = key<{ kind: string }>('store');
+  const provider: RuntimeModule = { name: 'store', provides: [STORE], start: (rt) => void rt.provide(STORE, { kind: 'memory' }) };
+  await t.rejects(composeRuntime([provider, { name: 'graph', start: (rt) => void rt.need(STORE) }]).start(), {
+    code: 'SVC_ERR_RUNTIME',
+    message: 'runtime module graph needs store without declaring it in needs',
+  });
+  await t.rejects(composeRuntime([provider, { name: 'graph', start: (rt) => void rt.find(STORE) }]).start(), { message: 'runtime module graph uses store without declaring it in needs or uses' });
+  await t.rejects(composeRuntime([{ name: 'store', start: (rt) => void rt.provide(STORE, { kind: 'memory' }) }]).start(), { message: 'runtime module store provides store without declaring it in provides' });
 });
 
 t.test('a module that fails to start: those started are closed in reverse, the error is thrown', async (t) => {

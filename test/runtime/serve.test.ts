@@ -8,7 +8,7 @@ import { ActorSystem } from 'svc/kernel';
 import { bootstrapAccounts, Passwords, ThreadHasher } from '../../actors/identity/index.ts';
 import { SqliteUsersRepository } from '../../stores/sqlite/index.ts';
 import { createRuntime, dataPaths, loadConfig, type ServeBoot } from '../../runtime/index.ts';
-import { freePort } from '../../cli/ports.ts';
+import { freePort } from '../../runtime/main/ports.ts';
 import * as app from '../fixtures/ws-hook-app.ts';
 import { TEST_SECRET } from '../kit/index.ts';
 import { claimsOf, register, tokenOf } from '../helpers/identity.ts';

@@ -1,7 +1,7 @@
 /**
- * The HTTP front: generated endpoints, the envelope, the identity routes and
- * admin portal, OpenAPI and docs, static files, over uWebSockets.js or
- * node:http.
+ * The HTTP front: generated endpoints, the envelope, the identity routes, the
+ * runtime's admin routes and the admin portal, OpenAPI and docs, static
+ * files, over uWebSockets.js or node:http.
  */
 export { Front } from './front.ts';
 export { HTTP_RESPONSE_CHANNEL, UNMATCHED_ROUTE, SV_HEADER } from './front.ts';
@@ -14,6 +14,8 @@ export { identityRoutes } from './identity-routes.ts';
 export { ssoRoutes } from './sso-routes.ts';
 export { apiKeyRoutes } from './api-key-routes.ts';
 export { graphRoutes } from './graph-routes.ts';
+export { clusterRoute, eventsRoute, EVENTS_TOPIC, metricsRoutes, statsRoute, STATS_TOPIC } from './admin-routes.ts';
+export type { BrokerView, ClusterView, MetricsSource, WorkerStats } from './admin-routes.ts';
 export type { GraphRoutesOptions } from './graph-routes.ts';
 export { appFrames, failureStack, HTTP_ERRORS, httpError, HttpError, toHttpError } from './errors.ts';
 export type { ErrorBody, HttpErrorCode } from './errors.ts';

@@ -17,7 +17,7 @@ function answered(t: Test, r: Timed, boundMs: number, what: string): void {
   t.pass(`${what}: ${r.status}${r.code ? ` ${r.code}` : ''} in ${ms} ms`);
 }
 
-/** The 503s an outage answers, expected while it lasts (runtime/serve.ts): counted and said once, never an error line each. */
+/** The 503s an outage answers, expected while it lasts (runtime/modules/http.ts): counted and said once, never an error line each. */
 const OUTAGE_CODES = new Set(['SVC_ERR_NOT_MEMBER', 'SVC_ERR_NODE_DOWN', 'SVC_ERR_REDIS_UNREACHABLE', 'SVC_ERR_LEASE_TIMEOUT', 'SVC_ERR_FENCED', 'SVC_ERR_STORE_UNAVAILABLE']);
 
 /** What a member printed through an outage: no error line (with a stack) per expected 503, no raw Redis client message, no repeats. */

@@ -1,14 +1,14 @@
 /**
- * What each worker thread of `svc start` runs: the runtime of a serving
- * thread (`runtime/serve.ts`), started from the boot data the main thread
- * sends. Its `/user/http` actor takes the main thread's orders (drain,
- * describe, listen, stats).
+ * What each worker thread of `svc start` runs (bundled with the app by the
+ * main thread's `app` module): the runtime of a serving thread (`serve.ts`),
+ * started from the boot data the main thread sends. Its control actor
+ * (`CONTROL_ACTOR`, the `control` module) takes the main thread's orders
+ * (drain, describe, listen, fingerprint, forget, revocations, leaving).
  */
 import type { ActorSystem } from '../kernel/index.ts';
 import type { RelayTransport } from '../transports/worker/index.ts';
-import { createRuntime, type ServeBoot } from '../runtime/index.ts';
-
-export type { HttpControl, RouteSummary, ServeBoot, WorkerStats } from '../runtime/index.ts';
+import type { ServeBoot } from './boot.ts';
+import { createRuntime } from './serve.ts';
 
 export async function setup(
   system: ActorSystem,

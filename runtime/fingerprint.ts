@@ -1,0 +1,16 @@
+/**
+ * The app's fingerprint: its classes and their schemas as one short hash.
+ * Members of a cluster whose fingerprints differ run different apps: they
+ * share no partitions (a worker answers it to the `fingerprint` order).
+ */
+import { createHash } from 'node:crypto';
+import type { Registry } from '../actors/walker/index.ts';
+
+/** The app's classes and their schemas, as one short hash: members whose apps differ share no partitions. */
+export function appFingerprint(registry: Registry): string {
+  const parts: string[] = [];
+  for (const [name, cls] of [...registry.archetypes].sort(([a], [b]) => a.localeCompare(b))) parts.push(`a ${name} ${JSON.stringify((cls as { has?: unknown }).has ?? null)}`);
+  for (const [name, cls] of [...registry.walkers].sort(([a], [b]) => a.localeCompare(b))) parts.push(`w ${name} ${JSON.stringify((cls as { has?: unknown }).has ?? null)}`);
+  for (const [name, def] of [...registry.functions].sort(([a], [b]) => a.localeCompare(b))) parts.push(`f ${name} ${JSON.stringify((def as { params?: unknown }).params ?? null)}`);
+  return createHash('sha256').update(parts.join('\n')).digest('hex').slice(0, 16);
+}
