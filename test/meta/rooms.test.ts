@@ -59,6 +59,9 @@ function resolveImport(fromRel: string, spec: string): string | undefined {
   return undefined;
 }
 
+/** The transports that carry kernel frames between threads and processes. */
+const WIRE = ['transports/worker/', 'transports/codec/', 'transports/link/'];
+
 /** What is wrong with `fromRel` importing `toRel` (both repository paths). */
 function violations(fromRel: string, toRel: string): string[] {
   const out: string[] = [];
@@ -67,6 +70,10 @@ function violations(fromRel: string, toRel: string): string[] {
   if (fromRel.startsWith('kernel/') && !toRel.startsWith('kernel/')) out.push('kernel/ imports nothing of ours outside kernel/');
   if (fromRel.startsWith('actors/') && (toRel.startsWith('transports/') || toRel.startsWith('cli/'))) out.push('actors never import transports/ or cli/');
   if (fromRel.startsWith('mcp/') && toRel.startsWith('cli/')) out.push('mcp/ imports nothing of cli/ (the CLI hands the tool server its command table)');
+  if (fromRel.startsWith('actors/') && (toRel.startsWith('stores/') || toRel.startsWith('cluster/'))) out.push('actors import neither stores/ nor cluster/ (a seam imports no backend: backends register themselves)');
+  if (fromRel.startsWith('cluster/') && toRel.startsWith('actors/')) out.push('cluster/ imports no actors (clustering only: it hands the runtime a transport, a placement, a lease)');
+  if (fromRel.startsWith('stores/') && !(toRel.startsWith('kernel/') || toRel.startsWith('actors/') || toRel.startsWith('stores/'))) out.push('stores/ import only the kernel and the seams they implement (the doors of actors/)');
+  if (WIRE.some((w) => fromRel.startsWith(w)) && !toRel.startsWith('kernel/') && !toRel.startsWith('transports/codec/') && roomOf(toRel) !== roomOf(fromRel)) out.push('the wire transports (worker, codec, link) import only the kernel and the codec');
   if (to !== undefined && from !== to && toRel !== `${to}/index.ts`) out.push(`another room is imported only through its door, ${to}/index.ts`);
   return out;
 }
@@ -176,6 +183,17 @@ t.test('the rules themselves catch what they should', async (t) => {
   t.same(violations('cli/commands/start.ts', 'cli/config.ts'), [], 'cli/commands is inside cli');
   t.same(violations('actors/identity/service.ts', 'kernel/index.ts'), [], 'actors use the kernel door');
   t.same(violations('transports/http/front.ts', 'actors/walker/index.ts'), []);
+  t.match(violations('actors/data/kvstore.ts', 'stores/redis/index.ts'), [/actors import neither stores/], 'a seam imports no backend');
+  t.match(violations('actors/events/broker.ts', 'cluster/index.ts'), [/actors import neither stores\/ nor cluster/]);
+  t.match(violations('cluster/member.ts', 'actors/graph/index.ts'), [/cluster\/ imports no actors/]);
+  t.same(violations('cluster/member.ts', 'stores/redis/index.ts'), [], 'cluster uses the Redis connection through its door');
+  t.match(violations('stores/postgres/users.ts', 'runtime/index.ts'), [/stores\/ import only the kernel and the seams/]);
+  t.match(violations('stores/redis/kv.ts', 'cluster/index.ts'), [/stores\/ import only/]);
+  t.same(violations('stores/sqlite/index.ts', 'actors/graph/index.ts'), [], 'a backend registers with its seam');
+  t.match(violations('transports/worker/pool.ts', 'actors/walker/index.ts'), [/wire transports/]);
+  t.match(violations('transports/link/link.ts', 'cluster/index.ts'), [/wire transports/]);
+  t.same(violations('transports/link/link.ts', 'transports/codec/index.ts'), [], 'the codec is shared');
+  t.same(violations('transports/worker/pool.ts', 'kernel/index.ts'), []);
   const sample = [
     '/** The envelope (seed 000 §2.1): ok, data, error. */',
     "const a = 'seed 000 §2.1 and DESIGN.md in a string';",
