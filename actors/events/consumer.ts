@@ -11,7 +11,8 @@
  * await consumers.drain(10_000);    // stop fetching, finish handlers in hand
  */
 import { type ActorRef, type ActorSystem, type Props } from '../../kernel/index.ts';
-import { type Broker, type RunnerSpec, SubscriptionRunner } from './broker.ts';
+import type { Broker } from './broker.ts';
+import { type RunnerSpec, SubscriptionRunner } from './subscription-runner.ts';
 
 /** The supervisor's name under `/user`. */
 export const CONSUMERS_ACTOR = 'consumers';
