@@ -18,7 +18,7 @@ t.test('the categories: the repository\'s apps, then the snippet apps', async (t
     t.ok(c.description.length > 10 && c.description !== 'An svc example', `${c.name}: a description of its own`);
     t.ok(c.files.length > 0, `${c.name}: files`);
     t.notOk(c.files.some((f) => f.split('/').some((part) => part.startsWith('.') || part === 'node_modules')), `${c.name}: no dot files or packages`);
-    t.match(c.source, /^(examples|transports\/mcp\/examples)\//);
+    t.match(c.source, /^(examples|mcp\/examples)\//);
   }
   t.same(listExamples({ category: 'TODO' }).categories.map((c) => c.name), ['todo'], 'a category by name, any case');
   t.match(listExamples({ category: 'nope' }), { categories: [], error: /no example category "nope"; known: .*todo/ });
