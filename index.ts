@@ -5,8 +5,7 @@
  * import { Node, Walker, Root, entry, fn, T } from 'svc';
  */
 import Type from 'typebox';
-import { setDataFallback } from './actors/data/index.ts';
-import type { StorageConfig as DataStorageConfig } from './actors/data/index.ts';
+import { setDataFallback, type StorageConfig as DataStorageConfig } from './actors/data/index.ts';
 import { dataPaths, loadConfig } from './runtime/index.ts';
 
 // Outside `svc start` (a script, a test), `store()` and `kvstore()` read the current folder's svc.toml and the environment.

@@ -23,7 +23,7 @@ export { mutex, debounce } from './locks.ts';
 export type { Lock, LockKv, MutexOptions, RetryOptions } from './locks.ts';
 
 // The kvstore seam: contracts, the shared checker, backends by scheme.
-export { registerDocBackend, registerKvBackend, docBackendFor, kvBackendFor } from './backends.ts';
+export { registerDocBackend, registerKvBackend } from './backends.ts';
 export type { DocBackendOptions, DocBackendFactory, KvBackendOptions, KvBackendFactory } from './backends.ts';
 export { KVSTORE_ERRORS, kvstoreError } from './kvstore-errors.ts';
 export type { KvstoreErrorCode } from './kvstore-errors.ts';

@@ -13,6 +13,7 @@
  */
 
 import { SvcError } from '../../kernel/index.ts';
+import { BackendRegistry, type StoreUri } from '../graph/index.ts';
 
 /** One entry of a stream, as a consumer reads it. */
 export interface StreamEntry {
@@ -88,32 +89,36 @@ export interface StreamsOptions {
   onError?: (error: unknown) => void;
 }
 
-export type StreamsFactory = (url: string, options: StreamsOptions) => StreamBackend;
+export type StreamsFactory = (uri: StoreUri, options: StreamsOptions) => StreamBackend;
 
-/** Stream backends shared between processes, by URL scheme: this seam imports none of them (`stores/redis` registers itself). */
-const registered = new Map<string, StreamsFactory>();
+/**
+ * Stream backends shared between processes, by URL scheme: this seam imports
+ * none of them (`stores/redis` registers itself). An unregistered scheme is
+ * `SVC_ERR_REDIS_URL`, naming the schemes there are (never the URL: it may
+ * hold a password).
+ */
+const registered = new BackendRegistry<StreamBackend, StreamsOptions & { baseDir?: string }>(
+  'streams',
+  (uri, _what, known) => new SvcError('SVC_ERR_REDIS_URL', `the events url has no stream backend for ${JSON.stringify(`${uri.scheme}:`)} URLs (${known.map((s) => `${s}:`).join(', ') || 'none registered'})`, { status: 500 }),
+);
 
 /**
  * Make a stream backend available for a URL scheme (lower case, without the colon).
  *
  * @example
- * registerStreams('redis', (url, o) => new RedisStreams({ url, ...o }));
+ * registerStreams('redis', (uri, o) => new RedisStreams({ url: uri.uri, ...o }));
  */
 export function registerStreams(scheme: string, factory: StreamsFactory): void {
-  registered.set(scheme.toLowerCase(), factory);
+  registered.register(scheme, factory);
 }
 
 /**
- * The stream backend a URL names (`[scale.events] url`, else `kv_url`). A
- * scheme nobody registered throws `SVC_ERR_REDIS_URL` naming the schemes
- * there are (never the URL: it may hold a password).
+ * The stream backend a URL names (`[scale.events] url`, else `kv_url`).
  *
  * @example
  * const streams = openStreams('redis://127.0.0.1:6379', { name: 'svc-events' });
  */
 export function openStreams(url: string, options: StreamsOptions): StreamBackend {
-  const scheme = /^([a-z][a-z0-9+.-]*):/i.exec(url)?.[1]?.toLowerCase() ?? '';
-  const factory = registered.get(scheme);
-  if (!factory) throw new SvcError('SVC_ERR_REDIS_URL', `the events url has no stream backend for ${scheme ? `${scheme}:` : 'its scheme'} (${[...registered.keys()].map((s) => `${s}:`).join(', ') || 'none registered'})`, { status: 500 });
-  return factory(url, options);
+  const found = registered.resolve(url);
+  return found.factory(found.uri, options) as StreamBackend;
 }

@@ -1,8 +1,7 @@
 /** The `consumers` module: walkers run for app code outside requests (`spawn`, `broadcast`), and the consumers of the app's subscriptions. */
 import type { ActorSystem } from '../../kernel/index.ts';
 import { Root } from '../../actors/walker/index.ts';
-import { bindEvents, type Consumers, handling, type HandlerContext, startConsumers } from '../../actors/events/index.ts';
-import type { Event } from '../../actors/events/index.ts';
+import { bindEvents, type Consumers, handling, type HandlerContext, startConsumers, type Event } from '../../actors/events/index.ts';
 import { newTraceId } from '../../transports/http/index.ts';
 import { askTimeoutMs, type ServeBoot } from '../boot.ts';
 import type { RuntimeModule } from '../runtime.ts';

@@ -1,8 +1,7 @@
 /** The `identity` module: users, tokens and their revocations, rate limits, mail, API keys and single sign-on, for every transport. */
 import { type ActorSystem, MAIN_THREAD, workerPlacement } from '../../kernel/index.ts';
 import { ActorRateLimiter, ActorSsoStates, ApiKeys, Authenticator, createEmailer, createSsoProvider, HASHER_ACTOR, IdentityService, immediateUserExists, type ImmediateUserLookup, JwtVerifier, KnownUsers, Passwords, type RateLimiter, RemoteHasher, RevocationTable, SSO_PLATFORMS, SsoService, type SsoStateStore } from '../../actors/identity/index.ts';
-import { RedisSsoStates } from '../../stores/index.ts';
-import { openRedis, RedisRateLimiter } from '../../stores/index.ts';
+import { RedisSsoStates, openRedis, RedisRateLimiter } from '../../stores/index.ts';
 import type { EndpointRoute } from '../../transports/http/index.ts';
 import type { ServeBoot } from '../boot.ts';
 import type { RuntimeModule } from '../runtime.ts';

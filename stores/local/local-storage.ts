@@ -39,11 +39,7 @@ import { pipeline } from 'node:stream/promises';
 import { pathToFileURL } from 'node:url';
 import { SvcError } from '../../kernel/index.ts';
 import { isTempFile, writeAtomic } from './atomic-file.ts';
-import { checkExpiry, checkMetadata } from '../../actors/data/index.ts';
-import { fsErrorCode, storageError } from '../../actors/data/index.ts';
-import { assertInside, safePrefix, safeRelative } from '../../actors/data/index.ts';
-import { guarded, isSourceFailure, openSource } from '../../actors/data/index.ts';
-import type { FileMetadata, Storage, UploadSource } from '../../actors/data/index.ts';
+import { checkExpiry, checkMetadata, fsErrorCode, storageError, assertInside, safePrefix, safeRelative, guarded, isSourceFailure, openSource, type FileMetadata, type Storage, type UploadSource } from '../../actors/data/index.ts';
 
 export interface LocalStorageOptions {
   /** The base folder, absolute (`createStorage` resolves `base_path` against the project folder). */

@@ -3,8 +3,7 @@
  * touching disk. Bodies are kept as JSON text — or, with `bodyForm: 'object'`,
  * as objects, as a document database takes them — and what comes back is a copy.
  */
-import { storeError } from '../../actors/graph/index.ts';
-import { fenceLapsed, type AnchorStore, type BodyForm, type CommitBatch, type QuarantineEntry, type StoredDoc, type StoreStats } from '../../actors/graph/index.ts';
+import { storeError, fenceLapsed, type AnchorStore, type BodyForm, type CommitBatch, type QuarantineEntry, type StoredDoc, type StoreStats } from '../../actors/graph/index.ts';
 
 /**
  * @example

@@ -5,8 +5,7 @@
  * atomic; what goes in and comes out is copied.
  */
 import { storeError } from '../../actors/graph/index.ts';
-import { identityError, notFound } from '../../actors/identity/index.ts';
-import { type ApiKeyRecord, type DeletedUser, type GraphDrop, type Identity, type ImmediateUserLookup, normalize, type OneTimeToken, PATCHABLE, pageBounds, type SsoUnlink, type UserPatch, type UserRecord, type UsersPage, type UsersPageOptions, type UsersRepository } from '../../actors/identity/index.ts';
+import { identityError, notFound, type ApiKeyRecord, type DeletedUser, type GraphDrop, type Identity, type ImmediateUserLookup, normalize, type OneTimeToken, PATCHABLE, pageBounds, type SsoUnlink, type UserPatch, type UserRecord, type UsersPage, type UsersPageOptions, type UsersRepository } from '../../actors/identity/index.ts';
 
 /** The key an identity holds alone: a username or email by value (across both), SSO by provider and external id. */
 function identityKey(id: Identity): string {

@@ -25,9 +25,7 @@
 import { type Collection, type Db, type Filter as MongoFilter, MongoBulkWriteError, MongoClient, MongoServerError, type Sort } from 'mongodb';
 import { mongoFailure } from './graph-store.ts';
 import { SvcError } from '../../kernel/index.ts';
-import { kvstoreError } from '../../actors/data/index.ts';
-import { checkBatch, checkDocument, parsePath, validateFilter, validateFind, validateUpdate, type CheckedUpdate } from '../../actors/data/index.ts';
-import type { DocBackend, Document, Filter, FindOptions, Update } from '../../actors/data/index.ts';
+import { kvstoreError, checkBatch, checkDocument, parsePath, validateFilter, validateFind, validateUpdate, type CheckedUpdate, type DocBackend, type Document, type Filter, type FindOptions, type Update } from '../../actors/data/index.ts';
 
 export interface MongoDocOptions {
   /** Share a connected client (several `dbName`s on one server); `close()` then leaves it open. */

@@ -34,8 +34,7 @@ import {
   MongoTopologyClosedError,
 } from 'mongodb';
 import { SvcError } from '../../kernel/index.ts';
-import { storeError } from '../../actors/graph/index.ts';
-import { fenceLapsed, type AnchorStore, type CommitBatch, type CommitChain, type QuarantineEntry, type StoreStats, type StoredDoc } from '../../actors/graph/index.ts';
+import { storeError, fenceLapsed, type AnchorStore, type CommitBatch, type CommitChain, type QuarantineEntry, type StoreStats, type StoredDoc } from '../../actors/graph/index.ts';
 
 export interface MongoStoreOptions {
   /** The database (default: the one the URI names, else `svc_db`). */

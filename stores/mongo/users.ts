@@ -36,9 +36,7 @@ import {
 import { SvcError } from '../../kernel/index.ts';
 import { storeError } from '../../actors/graph/index.ts';
 import { connectMongo, ensureCollections, mongoFailure } from './graph-store.ts';
-import { identityError, notFound } from '../../actors/identity/index.ts';
-import { type LegacyUser, legacyUserId, legacyUserRecords } from '../../actors/identity/index.ts';
-import { type ApiKeyRecord, type DeletedUser, type GraphDrop, type Identity, normalize, type OneTimeToken, PATCHABLE, pageBounds, type SsoUnlink, type UserPatch, type UserRecord, type UsersPage, type UsersPageOptions, type UsersRepository } from '../../actors/identity/index.ts';
+import { identityError, notFound, type LegacyUser, legacyUserId, legacyUserRecords, type ApiKeyRecord, type DeletedUser, type GraphDrop, type Identity, normalize, type OneTimeToken, PATCHABLE, pageBounds, type SsoUnlink, type UserPatch, type UserRecord, type UsersPage, type UsersPageOptions, type UsersRepository } from '../../actors/identity/index.ts';
 
 export interface MongoUsersOptions {
   /** The database (default: the one the URI names, else `svc_db`). */

@@ -21,8 +21,7 @@
  * J @> $a)`, a BitmapOr of the two (PostgreSQL's planner, unlike SQLite's,
  * proves partial-index predicates inside OR arms and has statistics).
  */
-import type { CheckedFind, Clause, CompareOp, FieldClause, JsonValue } from '../../actors/data/index.ts';
-import { matchClause } from '../../actors/data/index.ts';
+import { type CheckedFind, type Clause, type CompareOp, type FieldClause, type JsonValue, matchClause } from '../../actors/data/index.ts';
 
 /** Positional parameters of one statement. */
 class PgParams {

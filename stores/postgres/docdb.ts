@@ -32,10 +32,8 @@ import type pg from 'pg';
 import { createHash } from 'node:crypto';
 import { PgPool, redactUri, withSchemaLock } from './pool.ts';
 import { SvcError } from '../../kernel/index.ts';
-import { kvstoreError } from '../../actors/data/index.ts';
-import { applyUpdate, checkBatch, checkDocument, parsePath, validateFilter, validateFind, validateUpdate, type CheckedFind, type Clause, type JsonValue } from '../../actors/data/index.ts';
+import { kvstoreError, applyUpdate, checkBatch, checkDocument, parsePath, validateFilter, validateFind, validateUpdate, type CheckedFind, type Clause, type JsonValue, type DocBackend, type Document, type Filter, type FindOptions, type Update } from '../../actors/data/index.ts';
 import { jsonAt, pgSelect } from './docdb-sql.ts';
-import type { DocBackend, Document, Filter, FindOptions, Update } from '../../actors/data/index.ts';
 
 export interface PgDocOptions {
   /** Connections of the pool this backend opens (default 8). */

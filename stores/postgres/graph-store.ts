@@ -16,9 +16,8 @@
  */
 import type { SvcError } from '../../kernel/index.ts';
 import { graphError } from '../../actors/walker/index.ts';
-import { storeError } from '../../actors/graph/index.ts';
+import { storeError, fenceLapsed, type AnchorStore, type CommitBatch, type CommitChain, type QuarantineEntry, type StoredDoc, type StoreStats } from '../../actors/graph/index.ts';
 import { PgPool, withSchemaLock } from './pool.ts';
-import { fenceLapsed, type AnchorStore, type CommitBatch, type CommitChain, type QuarantineEntry, type StoredDoc, type StoreStats } from '../../actors/graph/index.ts';
 
 const COLUMNS = 'id, root, kind, arch_module, arch_type, fingerprint, format_version, version, source, target';
 const SELECT = `${COLUMNS}, body::text AS body`;

@@ -16,9 +16,7 @@
 import type pg from 'pg';
 import { storeError } from '../../actors/graph/index.ts';
 import { PgPool, withSchemaLock } from './pool.ts';
-import { identityError, notFound } from '../../actors/identity/index.ts';
-import { type LegacyUser, legacyUserRecords } from '../../actors/identity/index.ts';
-import { identityFromRow, type ApiKeyRecord, type DeletedUser, type GraphDrop, type Identity, normalize, type OneTimeToken, PATCHABLE, pageBounds, type SsoUnlink, type UserPatch, type UserRecord, type UsersPage, type UsersPageOptions, type UsersRepository } from '../../actors/identity/index.ts';
+import { identityError, notFound, type LegacyUser, legacyUserRecords, identityFromRow, type ApiKeyRecord, type DeletedUser, type GraphDrop, type Identity, normalize, type OneTimeToken, PATCHABLE, pageBounds, type SsoUnlink, type UserPatch, type UserRecord, type UsersPage, type UsersPageOptions, type UsersRepository } from '../../actors/identity/index.ts';
 
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS users (

@@ -22,5 +22,5 @@ export type { SsoRedis } from './sso-states.ts';
 
 for (const scheme of ['redis', 'rediss']) {
   registerKvBackend(scheme, (uri, o) => openRedisKv(uri.uri, o.dbName));
-  registerStreams(scheme, (url, o) => new RedisStreams({ url, ...o }));
+  registerStreams(scheme, (uri, o) => new RedisStreams({ url: uri.uri, ...o }));
 }

@@ -16,8 +16,7 @@
  * `KV_UNAVAILABLE` at once instead of waiting.
  */
 import type { Redis } from 'ioredis';
-import { kvstoreError } from '../../actors/data/index.ts';
-import type { KvBackend, KvValue } from '../../actors/data/index.ts';
+import { kvstoreError, type KvBackend, type KvValue } from '../../actors/data/index.ts';
 import { openRedis, redactUrl } from './connection.ts';
 
 /** Deletes KEYS[1] only if it holds ARGV[1]; 1 if deleted. */

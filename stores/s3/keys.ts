@@ -2,9 +2,7 @@
  * Where an object store's keys live: `<prefix>/<base_path>/<path>`, the
  * default `base_path` (`./storage`, a local folder's name) left out.
  */
-import { storageError } from '../../actors/data/index.ts';
-import { safePrefix } from '../../actors/data/index.ts';
-import type { StorageConfig } from '../../actors/data/index.ts';
+import { storageError, safePrefix, type StorageConfig } from '../../actors/data/index.ts';
 
 /**
  * The key prefix of a configuration (empty, or ending in `/`).

@@ -5,10 +5,9 @@
  * are checked at once; every call is handed to the {@link S3Storage} of
  * object.ts.
  */
-import { storageError } from '../../actors/data/index.ts';
+import { storageError, type FileMetadata, type Storage, type StorageConfig, type UploadSource } from '../../actors/data/index.ts';
 import { keyPrefixOf } from './keys.ts';
 import type { ObjectStorageOptions, S3Storage } from './object-storage.ts';
-import type { FileMetadata, Storage, StorageConfig, UploadSource } from '../../actors/data/index.ts';
 import type { Writable } from 'node:stream';
 
 const MIN_PART = 5 * 2 ** 20;

@@ -53,13 +53,9 @@ import type { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { SvcError } from '../../kernel/index.ts';
 import { writeAtomic } from '../local/index.ts';
-import { storageError } from '../../actors/data/index.ts';
+import { storageError, checkExpiry, checkMetadata, safePrefix, safeRelative, guarded, isSourceFailure, openSource, type FileMetadata, type Storage, type StorageConfig, type UploadSource } from '../../actors/data/index.ts';
 import { bufferedParts, fileParts, MAX_SINGLE_PUT, MIB, MIN_PART, multipartUpload, partSizeFor, type Part } from './multipart.ts';
-import { checkExpiry, checkMetadata } from '../../actors/data/index.ts';
 import { keyPrefixOf } from './keys.ts';
-import { safePrefix, safeRelative } from '../../actors/data/index.ts';
-import { guarded, isSourceFailure, openSource } from '../../actors/data/index.ts';
-import type { FileMetadata, Storage, StorageConfig, UploadSource } from '../../actors/data/index.ts';
 
 export interface ObjectStorageOptions {
   /** Bytes per part of a multipart upload (default 8 MiB, at least 5 MiB). */

@@ -25,8 +25,7 @@
  * (empty when none has one). No planner guess is involved, and the arrays
  * cost a scan of the documents that hold one at that path only.
  */
-import type { CheckedFind, Clause, CompareOp, FieldClause, JsonValue } from '../../actors/data/index.ts';
-import { matchClause } from '../../actors/data/index.ts';
+import { type CheckedFind, type Clause, type CompareOp, type FieldClause, type JsonValue, matchClause } from '../../actors/data/index.ts';
 
 /** Named parameters of one statement. */
 class Params {

@@ -35,10 +35,8 @@ import { createHash } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { SvcError } from '../../kernel/index.ts';
-import { kvstoreError } from '../../actors/data/index.ts';
-import { applyUpdate, checkBatch, checkDocument, parsePath, validateFilter, validateFind, validateUpdate, type JsonValue } from '../../actors/data/index.ts';
+import { kvstoreError, applyUpdate, checkBatch, checkDocument, parsePath, validateFilter, validateFind, validateUpdate, type JsonValue, type DocBackend, type Document, type Filter, type FindOptions, type Update } from '../../actors/data/index.ts';
 import { selectSql, typeExpr, valueExpr, type IndexLookup } from './docdb-sql.ts';
-import type { DocBackend, Document, Filter, FindOptions, Update } from '../../actors/data/index.ts';
 
 export interface SqliteDocOptions {
   /** How long a writer waits for another connection's write lock (default 5 s). */

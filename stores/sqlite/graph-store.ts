@@ -12,8 +12,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { SvcError } from '../../kernel/index.ts';
-import { storeError } from '../../actors/graph/index.ts';
-import { fenceLapsed, type AnchorStore, type CommitBatch, type QuarantineEntry, type StoredDoc, type StoreStats } from '../../actors/graph/index.ts';
+import { storeError, fenceLapsed, type AnchorStore, type CommitBatch, type QuarantineEntry, type StoredDoc, type StoreStats } from '../../actors/graph/index.ts';
 
 export interface SqliteStoreOptions {
   /** `NORMAL` (default): durable across process crashes; `FULL`: across power loss. */

@@ -11,8 +11,7 @@ import Database from 'better-sqlite3';
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { storeError } from '../../actors/graph/index.ts';
-import { identityError, notFound } from '../../actors/identity/index.ts';
-import { type ApiKeyRecord, type DeletedUser, type GraphDrop, type Identity, identityFromRow, type ImmediateUserLookup, normalize, type OneTimeToken, PATCHABLE, pageBounds, type Role, type SsoUnlink, type Status, type UserPatch, type UserRecord, type UsersPage, type UsersPageOptions, type UsersRepository } from '../../actors/identity/index.ts';
+import { identityError, notFound, type ApiKeyRecord, type DeletedUser, type GraphDrop, type Identity, identityFromRow, type ImmediateUserLookup, normalize, type OneTimeToken, PATCHABLE, pageBounds, type Role, type SsoUnlink, type Status, type UserPatch, type UserRecord, type UsersPage, type UsersPageOptions, type UsersRepository } from '../../actors/identity/index.ts';
 
 interface UserRow {
   user_id: string;

@@ -108,45 +108,39 @@ t.test('a backing lease (a cluster): taken before the first holder of the proces
   t.same(calls, ['acquire partition r1', 'release partition r1'], 'given back to the cluster once nobody here holds it');
 });
 
-t.test('a backing lease that fails refuses the acquire and frees the key here', async (t) => {
+/** A worker's leases served by a main thread whose backing lease fails (with `message`) while `fail` is set; the reports of `onError`. */
+function failingBacking(t: Test, message: string): { lease: ReturnType<typeof remoteLeases>; errors: string[]; fail: boolean } {
   const net = new MemoryNet();
   const main = new ActorSystem({ transport: net.transport('r/main') });
   const a = new ActorSystem({ transport: net.transport('r/w1') });
   t.teardown(async () => {
     for (const s of [a, main]) await s.shutdown();
   });
-  let fail = true;
-  const errors: string[] = [];
+  const state = { lease: remoteLeases(a, 'r/main'), errors: [] as string[], fail: true };
   serveActivationLeases(main, {
-    backing: { acquire: () => (fail ? Promise.reject(new Error('lease timeout')) : Promise.resolve()), release: () => undefined },
-    onError: (e, id) => errors.push(`${id}: ${(e as Error).message}`),
+    backing: { acquire: () => (state.fail ? Promise.reject(new Error(message)) : Promise.resolve()), release: () => undefined },
+    onError: (e, id) => state.errors.push(`${id}: ${(e as Error).message}`),
   });
-  const lease = remoteLeases(a, 'r/main');
+  return state;
+}
+
+t.test('a backing lease that fails refuses the acquire and frees the key here', async (t) => {
+  const backing = failingBacking(t, 'lease timeout');
+  const { lease, errors } = backing;
   await t.rejects(lease.acquire('partition', 'k'), /lease timeout/);
   t.same(errors, ['partition/k: lease timeout']);
-  fail = false;
+  backing.fail = false;
   await t.resolves(lease.acquire('partition', 'k'), 'the next try takes it');
 });
 
 t.test('a backing lease that keeps failing is reported once, not once per key, until an acquire succeeds again', async (t) => {
-  const net = new MemoryNet();
-  const main = new ActorSystem({ transport: net.transport('r/main') });
-  const a = new ActorSystem({ transport: net.transport('r/w1') });
-  t.teardown(async () => {
-    for (const s of [a, main]) await s.shutdown();
-  });
-  let fail = true;
-  const errors: string[] = [];
-  serveActivationLeases(main, {
-    backing: { acquire: () => (fail ? Promise.reject(new Error('Redis is unreachable')) : Promise.resolve()), release: () => undefined },
-    onError: (e, id) => errors.push(`${id}: ${(e as Error).message}`),
-  });
-  const lease = remoteLeases(a, 'r/main');
+  const backing = failingBacking(t, 'Redis is unreachable');
+  const { lease, errors } = backing;
   for (const key of ['k1', 'k2', 'k3']) await t.rejects(lease.acquire('partition', key), /unreachable/, `${key} is refused`);
   t.same(errors, ['partition/k1: Redis is unreachable'], 'one report for the outage');
-  fail = false;
+  backing.fail = false;
   await lease.acquire('partition', 'k4');
-  fail = true;
+  backing.fail = true;
   await t.rejects(lease.acquire('partition', 'k5'));
   t.same(errors, ['partition/k1: Redis is unreachable', 'partition/k5: Redis is unreachable'], 'the next outage is reported again');
 });
