@@ -18,7 +18,7 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { createHistogram, decodeHistogram, encodeHistogram, percentileSeries, summarize, type Histogram } from './histogram.ts';
-import type { MainMessage, ThreadMessage, ThreadPlan } from './engine-worker.ts';
+import type { MainMessage, ThreadMessage, ThreadPlan } from './engine-messages.ts';
 import { BenchError } from './scenario.ts';
 import type { BenchResult, EnginePlan, ErrorSummary } from './types.ts';
 

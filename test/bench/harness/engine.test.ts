@@ -7,7 +7,7 @@ import { createServer as createNetServer, type AddressInfo, type Socket } from '
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { ResponseParser, type ResponseSink } from '../../../bench/harness/engine-worker.ts';
+import { ResponseParser, type ResponseSink } from '../../../bench/harness/response-parser.ts';
 import { defaultTimeoutMs, runLoad, threadsFor, type LoadOutcome, type LoadProgress } from '../../../bench/harness/engine.ts';
 import { createHistogram, decodeHistogram, encodeHistogram, MAX_US, percentileSeries, recordUs, summarize } from '../../../bench/harness/histogram.ts';
 import { BenchError } from '../../../bench/harness/scenario.ts';
