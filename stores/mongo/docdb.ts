@@ -23,7 +23,7 @@
  * the server refuses (a path through a non-object) → `INVALID_QUERY`.
  */
 import { type Collection, type Db, type Filter as MongoFilter, MongoBulkWriteError, MongoClient, MongoServerError, type Sort } from 'mongodb';
-import { mongoFailure } from './graph-store.ts';
+import { mongoFailure } from './connection.ts';
 import { SvcError } from '../../kernel/index.ts';
 import { kvstoreError, checkBatch, checkDocument, parsePath, validateFilter, validateFind, validateUpdate, type CheckedUpdate, type DocBackend, type Document, type Filter, type FindOptions, type Update } from '../../actors/data/index.ts';
 

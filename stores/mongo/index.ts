@@ -11,7 +11,8 @@ import { MongoStore } from './graph-store.ts';
 import { MongoUsersRepository } from './users.ts';
 import { MongoDocBackend } from './docdb.ts';
 
-export { MongoStore, connectMongo, ensureCollections, mongoFailure, mongoDatabaseOf } from './graph-store.ts';
+export { MongoStore } from './graph-store.ts';
+export { connectMongo, ensureCollections, mongoFailure, mongoDatabaseOf } from './connection.ts';
 export type { MongoStoreOptions } from './graph-store.ts';
 export { MongoUsersRepository } from './users.ts';
 export type { MongoUsersOptions } from './users.ts';

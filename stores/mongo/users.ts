@@ -35,7 +35,7 @@ import {
 } from 'mongodb';
 import { SvcError } from '../../kernel/index.ts';
 import { storeError } from '../../actors/graph/index.ts';
-import { connectMongo, ensureCollections, mongoFailure } from './graph-store.ts';
+import { connectMongo, ensureCollections, mongoFailure } from './connection.ts';
 import { identityError, notFound, type LegacyUser, legacyUserId, legacyUserRecords, type ApiKeyRecord, type DeletedUser, type GraphDrop, type Identity, normalize, type OneTimeToken, PATCHABLE, pageBounds, type SsoUnlink, type UserPatch, type UserRecord, type UsersPage, type UsersPageOptions, type UsersRepository } from '../../actors/identity/index.ts';
 
 export interface MongoUsersOptions {

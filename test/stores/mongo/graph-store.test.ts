@@ -6,7 +6,7 @@
 import t from 'tap';
 import { MongoClient } from 'mongodb';
 import { CommitChain, type StoredDoc } from '../../../actors/graph/index.ts';
-import { MongoStore, mongoDatabaseOf } from '../../../stores/mongo/graph-store.ts';
+import { MongoStore, mongoDatabaseOf } from '../../../stores/mongo/index.ts';
 import { storeConformance } from '../../conformance/anchor-store.ts';
 
 t.test('the database a URI names', async (t) => {
