@@ -6,7 +6,8 @@
  */
 export { Graph, FORWARD_CHANNEL } from './graph.ts';
 export type { GraphOptions, SpawnOptions, ForwardEvent } from './graph.ts';
-export { Partition, reportJson, RUN_CHANNEL } from './partition.ts';
+export { Partition, RUN_CHANNEL } from './partition.ts';
+export { reportJson } from './run-reply.ts';
 export type { RunEvent, PartitionMsg, WalkerResult, FunctionResult, RunReply, PartitionContext } from './partition.ts';
 export type { AnchorStore, StoredDoc, CommitBatch, Fence, QuarantineEntry, BodyForm, StoreStats } from './store.ts';
 export { CommitChain, fenceLapsed } from './store.ts';

@@ -25,13 +25,16 @@
  * another process claimed the root since (`SVC_ERR_FENCED`) means this
  * memory is stale: the activation stops, and the next message starts a fresh
  * one that claims again and reloads.
+ *
+ * What it holds of its root, and the loading of it, is the base class
+ * `PartitionMemory` (partition-memory.ts); what a caller gets of a run is
+ * run-reply.ts; run deadlines are run-deadline.ts.
  */
 import { type ActorContext, type ActorLogic, type ActorRef, hasCode, Later, Rejection, rejectWith, replyLater, SvcError } from '../../kernel/index.ts';
 import { channel } from 'node:diagnostics_channel';
 import {
   Anchor,
   type Caller,
-  GRAPH_ERRORS,
   graphError,
   type OutboxConsumer,
   type OutboxEntry,
@@ -39,15 +42,16 @@ import {
   type Registry,
   Root,
   type RunChanges,
-  type RunHost,
-  viewOf,
   WalkerRun,
   type WalkerLoggerFactory,
   runTrackingWanted,
   untrackedRun,
 } from '../walker/index.ts';
-import { decode, encode } from './codec.ts';
+import { encode } from './codec.ts';
 import { storeError } from './errors.ts';
+import { PartitionMemory } from './partition-memory.ts';
+import { RunTimeout, watchdog } from './run-deadline.ts';
+import { asCallerError, reportJson, svReplyJson } from './run-reply.ts';
 import { type AnchorStore, type CommitBatch, CommitChain, type Fence, type StoredDoc } from './store.ts';
 
 export type PartitionMsg =
@@ -99,22 +103,6 @@ export interface RunReply {
   json: string;
 }
 
-/**
- * What a walker reported, as JSON — the snapshot taken at the end of the run
- * (nodes and edges as `{id, type, context}`). One pass, no intermediate copy:
- * the HTTP front puts the text into the envelope as it is.
- */
-export function reportJson(value: unknown): string {
-  let json: string | undefined;
-  try {
-    json = JSON.stringify(value === undefined ? null : value);
-  } catch (error) {
-    // The app's bug, not the caller's: a 500, not a 400.
-    throw graphError('SVC_ERR_WALKER_FAILED', `a reported value cannot be sent as JSON: ${(error as Error).message}`);
-  }
-  return json ?? 'null';
-}
-
 /** How one walker or function run went, on the {@link RUN_CHANNEL} diagnostics channel (published only while subscribed). */
 export interface RunEvent {
   kind: 'walker' | 'function';
@@ -129,47 +117,7 @@ export interface RunEvent {
 export const RUN_CHANNEL = 'svc:walker:run';
 const runs = channel(RUN_CHANNEL);
 
-/** The codes app errors may carry on the wire (docs/errors.md, *Errors of your app*). */
-const APP_CODE = /^[A-Z][A-Z0-9_]{1,63}$/;
-
-function appStatus(status: unknown): status is number {
-  return typeof status === 'number' && Number.isInteger(status) && status >= 400 && status <= 599;
-}
-
-/**
- * What a caller sees of an error a run raised. svc's own errors and app
- * errors with a code (`^[A-Z][A-Z0-9_]{1,63}$`) and a status (400–599) keep
- * them — a plain `Error` with `code` and `status` as much as an `SvcError`;
- * anything else is the walker's own failure, `SVC_ERR_WALKER_FAILED`
- * (`EXECUTION_ERROR` 500). A 5xx keeps the stack of the code that failed
- * (`appStack`) for the server log and `--dev` answers.
- */
-function asCallerError(error: unknown): SvcError {
-  let out: SvcError;
-  if (error instanceof SvcError && APP_CODE.test(error.code) && appStatus(error.status)) {
-    out = error;
-  } else {
-    const message = error instanceof Error ? error.message : String(error);
-    const { code, status, details } = (typeof error === 'object' && error !== null ? error : {}) as { code?: unknown; status?: unknown; details?: unknown };
-    out =
-      typeof code === 'string' && APP_CODE.test(code) && appStatus(status)
-        ? new SvcError(code, message, { status, cause: error, ...(details === undefined ? {} : { details }) })
-        : graphError('SVC_ERR_WALKER_FAILED', message, { cause: error });
-  }
-  if (out.status >= 500 && out.appStack === undefined) {
-    const stack = error instanceof Error ? error.stack : undefined;
-    if (stack !== undefined) out.appStack = stack;
-  }
-  return out;
-}
-
-export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
-  currentRun: WalkerRun | null = null;
-  private readonly l1 = new Map<string, Anchor>();
-  /** Ids deleted in memory whose deletion is not durable yet: the store still has them. */
-  private readonly pendingDeletes = new Set<string>();
-  /** New edges not durable yet, by id: a node reloading its edges must still see them. */
-  private readonly pendingEdges = new Map<string, Anchor>();
+export class Partition extends PartitionMemory implements ActorLogic<PartitionMsg, unknown> {
   private poisoned: unknown = undefined;
   /** Why this activation stops: every message from now on is answered with it. */
   private halted: Error | undefined = undefined;
@@ -181,24 +129,6 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
   /** Batches handed to the store and not settled yet, and the last of them. */
   private unsettled = 0;
   private lastBatch: Promise<unknown> | null = null;
-
-  constructor(
-    readonly rootId: string,
-    private readonly context: PartitionContext,
-  ) {}
-
-  get registry(): Registry {
-    return this.context.registry;
-  }
-
-  get logger(): WalkerLoggerFactory | undefined {
-    return this.context.logger;
-  }
-
-  /** Anchors held in memory (for tests and measurements). */
-  get residentCount(): number {
-    return this.l1.size;
-  }
 
   async preStart(ctx: ActorContext<PartitionMsg>): Promise<void> {
     this.ctx = ctx;
@@ -539,123 +469,6 @@ export class Partition implements ActorLogic<PartitionMsg, unknown>, RunHost {
   abandon(reason: Error): void {
     this.halted ??= reason;
   }
-
-  /**
-   * Another root's run changed anchors of this root (under a grant) and its
-   * batch is durable: drop the copies held here (they reload from the
-   * store), and reload the edge lists of nodes it connected or disconnected.
-   */
-  private async invalidate(ids: string[], edgeNodes: string[]): Promise<void> {
-    for (const id of ids) {
-      const a = this.l1.get(id);
-      if (a) this.l1.delete(id);
-    }
-    for (const id of edgeNodes) {
-      const node = this.l1.get(id);
-      if (node) {
-        node.edges = [];
-        node.edgesLoaded = false;
-      }
-    }
-    if (!this.l1.has(this.rootId)) await this.fetch([this.rootId]);
-  }
-
-  // ---- RunHost -------------------------------------------------------------
-
-  resident(id: string): Anchor | undefined {
-    return this.l1.get(id);
-  }
-
-  residentRoot(): Anchor {
-    const root = this.l1.get(this.rootId);
-    if (!root) throw storeError('SVC_ERR_STORE', 'the caller’s root is not loaded');
-    return root;
-  }
-
-  async fetch(ids: string[]): Promise<Map<string, Anchor>> {
-    const out = new Map<string, Anchor>();
-    if (ids.length === 0) return out;
-    let docs: StoredDoc[];
-    try {
-      docs = await this.context.store.get(ids);
-    } catch (error) {
-      if (hasCode(error, 'SVC_ERR_STORE_UNAVAILABLE')) throw error;
-      throw storeError('SVC_ERR_STORE', `loading anchors failed: ${(error as Error).message}`, { cause: error });
-    }
-    for (const doc of docs) {
-      const anchor = this.materialize(doc);
-      if (anchor) out.set(anchor.id, anchor);
-    }
-    return out;
-  }
-
-  async fetchEdges(nodeId: string): Promise<Anchor[]> {
-    let docs: StoredDoc[];
-    try {
-      docs = await this.context.store.edges(nodeId);
-    } catch (error) {
-      if (hasCode(error, 'SVC_ERR_STORE_UNAVAILABLE')) throw error;
-      throw storeError('SVC_ERR_STORE', `loading edges failed: ${(error as Error).message}`, { cause: error });
-    }
-    const out: Anchor[] = [];
-    const seen = new Set<string>();
-    for (const doc of docs) {
-      const anchor = this.materialize(doc);
-      if (anchor && !anchor.deleted) {
-        out.push(anchor);
-        seen.add(anchor.id);
-      }
-    }
-    // New edges of this root not durable yet are not in the store: add them.
-    for (const edge of this.pendingEdges.values()) {
-      if (!seen.has(edge.id) && !edge.deleted && (edge.source === nodeId || edge.target === nodeId)) out.push(edge);
-    }
-    return out;
-  }
-
-  /**
-   * A stored document as an anchor: the resident copy when there is one (it
-   * may hold committed changes not yet durable); nothing for one deleted in
-   * memory whose deletion is not durable yet.
-   */
-  private materialize(doc: StoredDoc): Anchor | undefined {
-    const resident = this.l1.get(doc.id);
-    if (resident) return resident;
-    if (this.pendingDeletes.has(doc.id)) return undefined;
-    const decoded = decode(doc, this.registry);
-    if ('quarantine' in decoded) {
-      this.quarantine(doc.id, decoded.quarantine);
-      return undefined;
-    }
-    const anchor = decoded.anchor;
-    if (anchor.root === this.rootId) {
-      anchor.home = this;
-      this.l1.set(anchor.id, anchor);
-    }
-    return anchor;
-  }
-
-  private quarantine(id: string, reason: string): void {
-    this.context.onQuarantine(id, reason);
-    this.context.store.quarantine(id, reason).catch((error: unknown) => {
-      // Not moved: it stays where it is (never dropped), and is reported again at the next load.
-      this.context.onQuarantine(id, `could not be moved to quarantine: ${(error as Error).message}`);
-    });
-  }
-
-  adopt(anchor: Anchor): void {
-    this.l1.set(anchor.id, anchor);
-  }
-
-  evict(anchor: Anchor): void {
-    if (this.l1.get(anchor.id) === anchor) this.l1.delete(anchor.id);
-  }
-
-  /** The root node (for tests). */
-  root(): Root | undefined {
-    const a = this.l1.get(this.rootId);
-    return a ? viewOf<Root>(a) : undefined;
-  }
 }
 
 /** Start the walker or function of a run message. */
@@ -667,83 +480,3 @@ function isPromise(value: unknown): value is Promise<unknown> {
   return typeof (value as { then?: unknown } | null)?.then === 'function';
 }
 
-/**
- * The whole `data` of a service-to-service call's answer (`{result, reports}`),
- * written with {@link boundaryJson}: a class instance carries its class name,
- * so the caller can rebuild it. Nothing more than any caller gets: a walker's
- * own fields stay here.
- */
-function svReplyJson(kind: 'spawn' | 'call', outcome: unknown): string {
-  try {
-    if (kind === 'call') return `{"result":${boundaryJson(outcome)},"reports":[]}`;
-    return `{"result":null,"reports":${boundaryJson(outcome)}}`;
-  } catch (error) {
-    throw graphError('SVC_ERR_WALKER_FAILED', `a reported value cannot be sent as JSON: ${(error as Error).message}`);
-  }
-}
-
-/** The prototypes whose instances are plain data (no class name to carry). */
-const PLAIN = new Set<unknown>([Object.prototype, null, Array.prototype]);
-
-/**
- * JSON in which an instance of a class (not a plain object, array or a
- * value with `toJSON`) is written as its own enumerable fields plus
- * `"$class": "<its class name>"`.
- */
-export function boundaryJson(value: unknown): string {
-  return (
-    JSON.stringify(value === undefined ? null : value, function (this: unknown, _key: string, v: unknown) {
-      if (typeof v !== 'object' || v === null || Array.isArray(v)) return v;
-      // As arguments cross: a Map with string keys as a record, a Set as an array.
-      if (v instanceof Map) return Object.fromEntries([...v].filter(([k]) => typeof k === 'string'));
-      if (v instanceof Set) return [...v];
-      const proto = Object.getPrototypeOf(v) as { constructor?: { name?: unknown } } | null;
-      if (PLAIN.has(proto)) return v;
-      const name = proto?.constructor?.name;
-      if (typeof name !== 'string' || name === '' || Object.hasOwn(v, '$class')) return v;
-      return { $class: name, ...(v as Record<string, unknown>) };
-    }) ?? 'null'
-  );
-}
-
-/**
- * Run deadlines for every partition of the thread with one timer, not one
- * per run: a partition joins the watched set when it starts a run (a no-op
- * when it is there already) and leaves it when found idle; the timer only
- * ticks while the set is not empty.
- */
-class Watchdog {
-  private readonly watched = new Set<Partition>();
-  private timer: NodeJS.Timeout | null = null;
-
-  watch(p: Partition): void {
-    this.watched.add(p);
-    if (!this.timer) this.timer = setInterval(this.tick, Math.min(p.runMs, 1000));
-  }
-
-  private readonly tick = (): void => {
-    const now = Date.now();
-    for (const p of this.watched) {
-      if (!p.expire) this.watched.delete(p);
-      else if (p.runDue <= now) {
-        const expire = p.expire;
-        p.expire = null;
-        this.watched.delete(p);
-        expire(new RunTimeout(p.runMs));
-      }
-    }
-    if (this.watched.size === 0 && this.timer) {
-      clearInterval(this.timer);
-      this.timer = null;
-    }
-  };
-}
-
-const watchdog = new Watchdog();
-
-/** A run past its deadline: the partition restarts, the caller gets this error. */
-class RunTimeout extends SvcError {
-  constructor(ms: number) {
-    super('SVC_ERR_WALKER_TIMEOUT', `the walker did not finish within ${ms} ms; its changes were dropped`, { status: GRAPH_ERRORS.SVC_ERR_WALKER_TIMEOUT.status });
-  }
-}
