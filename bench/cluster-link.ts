@@ -1,6 +1,6 @@
 /**
  * How kernel frames should travel between the processes of a cluster,
- * measured side by side in one run: a direct TCP process link (cluster/link.ts)
+ * measured side by side in one run: a direct TCP process link (transports/link/link.ts)
  * against Redis pub/sub (a channel per process on one redis-server), both on
  * loopback. Round trips of one small batch (a forwarded request's ask and
  * reply), and one-way throughput of 256-byte batches.

@@ -3,8 +3,9 @@
  * order, each `{ start, drain, close }` (as fastify plugins and their
  * `onClose` hooks). Modules meet through typed service keys
  * (`key<AnchorStore>('store')`, catalogued in `keys.ts`) instead of one setup
- * function that knows every subsystem: a store, a transport, a metric or an
- * event consumer is one more module in the list.
+ * function that knows every subsystem: a transport, or a service of a new
+ * kind, is one more module in the list (a store backend registers itself from
+ * `stores/`; README *Architecture* says where each kind of addition goes).
  *
  * Decisions:
  * - Each module declares the keys it `needs` (provided by a module before it),

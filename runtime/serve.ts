@@ -9,8 +9,10 @@
  *
  * To add a store backend: register it (`registerAnchorStore`,
  * `registerUsersRepository`) — the `store` and `users` modules choose by URI.
- * A transport: a module after `http` that needs the `front` service. A metric
- * or an event consumer: a module that needs what it observes or feeds.
+ * A transport: a module after `http` that needs the `front` service (the
+ * `server` module listens for the built-in ones). A metric: a recorder of
+ * `ThreadMetrics` (the `metrics` module). An event consumer: an exported
+ * `subscribe(...)`, run by the `consumers` module.
  */
 import { type ActorRef, fromReceive, MAIN_THREAD, threadOf } from '../kernel/index.ts';
 import { STORE_WRITER_ACTOR, type WriterMsg } from '../actors/graph/index.ts';

@@ -3,8 +3,8 @@
  * trimming, consumer groups, reading new entries or a consumer's own pending
  * ones, acknowledging, keeping entries in hand, and claiming entries left
  * pending too long by consumers that died. Two implementations behind one
- * conformance suite: {@link MemoryStreams} (one process, no persistence) and
- * {@link RedisStreams} (durable, shared by every process).
+ * conformance suite: `MemoryStreams` (one process, no persistence) and
+ * `RedisStreams` (durable, shared by every process).
  *
  * Entry ids are Redis stream ids (`<ms>-<seq>`), ordered; a payload is the
  * event's CloudEvents JSON, stored as one field (`e`). A stream is bounded

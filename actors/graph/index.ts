@@ -9,6 +9,8 @@ export type { GraphOptions, SpawnOptions, ForwardEvent } from './graph.ts';
 export { Partition, RUN_CHANNEL } from './partition.ts';
 export { reportJson } from './run-reply.ts';
 export type { RunEvent, PartitionMsg, WalkerResult, FunctionResult, RunReply, PartitionContext } from './partition.ts';
+/** The graph's own errors, for a store that refuses a value (e.g. a string its database cannot hold). */
+export { graphError } from '../walker/index.ts';
 export type { AnchorStore, StoredDoc, CommitBatch, Fence, QuarantineEntry, BodyForm, StoreStats } from './store.ts';
 export { CommitChain, fenceLapsed } from './store.ts';
 export { STORE_ERRORS, storeError } from './errors.ts';

@@ -12,7 +12,7 @@ import type { AnchorStore } from './store.ts';
 import { BackendRegistry, type StoreUri } from './store-uri.ts';
 
 export interface OpenAnchorStoreOptions {
-  /** The SQLite file when the URI names none (`cli/paths.ts`: `.svc/data/anchor_store.db`, or `shelf_db_path`). */
+  /** The SQLite file when the URI names none (`runtime/paths.ts`: `.svc/data/anchor_store.db`, or `shelf_db_path`). */
   path?: string;
   /** Where a relative path in the URI resolves from (the project root; default the working directory). */
   baseDir?: string;

@@ -11,7 +11,7 @@ import type { UsersWriterMsg } from './users-writer.ts';
 import type { UsersRepository } from './users-repository.ts';
 
 export interface OpenUsersOptions {
-  /** The SQLite file when the URI names none (`cli/paths.ts`: `.svc/data/users.db`, or `users_db_path`). */
+  /** The SQLite file when the URI names none (`runtime/paths.ts`: `.svc/data/users.db`, or `users_db_path`). */
   path?: string;
   /** Where a relative path in the URI resolves from (the project root; default the working directory). */
   baseDir?: string;

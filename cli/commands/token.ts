@@ -28,8 +28,6 @@ export interface TokenFlags {
   profile?: string;
 }
 
-/** The entry file, checked as `svc start` checks it: the token is for the server that entry's folder configures. */
-
 export async function token(userIdArg: string | undefined, entryArg: string | undefined, flags: TokenFlags): Promise<void> {
   try {
     let userId = userIdArg;

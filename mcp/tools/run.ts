@@ -143,7 +143,7 @@ function rmdirQuietly(dir: string): void {
  * folder (a checkout's `.git`, the data folders of examples and tests).
  */
 function readable(dir: string, bundle: string): string[] {
-  const product = ['index.ts', 'package.json', 'kernel', 'actors', 'transports', 'cluster', 'runtime', 'client', 'mcp'].map((p) => join(PACKAGE_ROOT, p)).filter((p) => existsSync(p));
+  const product = ['index.ts', 'package.json', 'kernel', 'actors', 'transports', 'stores', 'cluster', 'runtime', 'client', 'mcp'].map((p) => join(PACKAGE_ROOT, p)).filter((p) => existsSync(p));
   const out = [dir, bundle, join(PACKAGE_ROOT, 'node_modules'), ...product];
   if (basename(dirname(PACKAGE_ROOT)) === 'node_modules') out.push(dirname(PACKAGE_ROOT));
   return out;

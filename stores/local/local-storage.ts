@@ -23,7 +23,7 @@
  *   order of the whole path); symbolic links are neither listed nor followed
  *   (no cycles, no escapes); temporary upload files are skipped.
  * - Errors of the file system become storage errors with the cause kept
- *   (`fsErrorCode` in errors.ts): permission refused is `STORAGE_CONFIG`;
+ *   (`fsErrorCode` in actors/data/storage-errors.ts): permission refused is `STORAGE_CONFIG`;
  *   what the caller's path asks and the file system cannot do (a folder or
  *   file in the way — a file moved onto its own folder too —, a name too
  *   long, a loop of links) is `INVALID_PATH`; the rest (EIO, a full disk, …)

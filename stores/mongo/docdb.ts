@@ -1,7 +1,7 @@
 /**
  * `kvstore(dbName, 'docdb')` on MongoDB (the official driver): database =
  * `dbName`, collection = the name as given, `_id` a string. Filters and
- * updates are checked by query.ts first, so only the operators the other
+ * updates are checked by actors/data/query.ts first, so only the operators the other
  * backends understand reach the server, then sent as given; MongoDB's own
  * meaning is the reference the SQL backends follow. Find sorts always end
  * with `_id` ascending, and `updateOne` / `deleteOne` / `findOne` take the

@@ -10,9 +10,9 @@
  * use under the schema advisory lock (members starting together do not
  * collide). `dbName` and the collection are values, never identifiers.
  *
- * Filters are translated to SQL (docdb-postgres-sql.ts); nothing is filtered
+ * Filters are translated to SQL (docdb-sql.ts); nothing is filtered
  * in JS. Updates read the matching rows `FOR UPDATE`, change them with
- * `applyUpdate` (query.ts, so `$set`/`$unset` mean what they mean everywhere)
+ * `applyUpdate` (actors/data/query.ts, so `$set`/`$unset` mean what they mean everywhere)
  * and write them back in the same transaction: all or nothing.
  * `updateOne`/`updateMany` resolve to the number of documents MATCHED
  * (Mongo's `matchedCount`). `updateOne`, `deleteOne`, `findOne` take the first

@@ -15,8 +15,7 @@
  * the server (`synchronous_commit` as the server sets it: on by default).
  */
 import type { SvcError } from '../../kernel/index.ts';
-import { graphError } from '../../actors/walker/index.ts';
-import { storeError, fenceLapsed, type AnchorStore, type CommitBatch, type CommitChain, type QuarantineEntry, type StoredDoc, type StoreStats } from '../../actors/graph/index.ts';
+import { storeError, fenceLapsed, type AnchorStore, type CommitBatch, type CommitChain, type QuarantineEntry, type StoredDoc, type StoreStats, graphError } from '../../actors/graph/index.ts';
 import { PgPool, withSchemaLock } from './pool.ts';
 
 const COLUMNS = 'id, root, kind, arch_module, arch_type, fingerprint, format_version, version, source, target';

@@ -15,8 +15,7 @@
  */
 import pg from 'pg';
 import { SvcError } from '../../kernel/index.ts';
-import { graphError } from '../../actors/walker/index.ts';
-import { storeError } from '../../actors/graph/index.ts';
+import { storeError, graphError } from '../../actors/graph/index.ts';
 
 /** int8 and numeric as JS numbers (versions, tokens, sequence numbers stay far below 2^53). */
 const TYPES = {

@@ -3,7 +3,7 @@
  * 0.3 s and a few MB per thread) only when a storage of this type is first
  * used — an app that never touches object storage never loads it. Settings
  * are checked at once; every call is handed to the {@link S3Storage} of
- * object.ts.
+ * object-storage.ts.
  */
 import { storageError, type FileMetadata, type Storage, type StorageConfig, type UploadSource } from '../../actors/data/index.ts';
 import { keyPrefixOf } from './keys.ts';

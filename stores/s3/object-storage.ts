@@ -66,21 +66,11 @@ export interface ObjectStorageOptions {
   listPageSize?: number;
 }
 
-/** The longest a pre-signed URL may live (SigV4: 7 days). */
-
 /** A key's segments URL-encoded, its slashes kept (a URL path, or an `x-amz-copy-source`). */
 function encodeKey(key: string): string {
   return key.split('/').map(encodeURIComponent).join('/');
 }
 
-/** `<prefix>/<base_path>/` as described in the header ('' when neither is set). */
-
-/**
- * @example
- * const storage = new ObjectStorage({ ...STORAGE_DEFAULTS, type: 'object', bucket: 'media', prefix: 'app1' });
- * await storage.upload(Buffer.from('hi'), 'a.txt');        // key app1/a.txt
- * const url = await storage.getUrl('a.txt', 600);           // pre-signed for 10 minutes
- */
 /** The S3 client behind {@link ObjectStorage} (lazy-object.ts), loaded with the SDK on first use. */
 export class S3Storage implements Storage {
   readonly type = 'object' as const;

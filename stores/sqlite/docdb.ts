@@ -11,8 +11,8 @@
  * identifiers, so two `dbName`s on one file never see each other's documents
  * and no name reaches SQL text.
  *
- * Filters are translated to SQL (docdb-sqlite-sql.ts); nothing is filtered
- * in JS. Updates are read, changed by `applyUpdate` (query.ts) and written
+ * Filters are translated to SQL (docdb-sql.ts); nothing is filtered
+ * in JS. Updates are read, changed by `applyUpdate` (actors/data/query.ts) and written
  * back in one IMMEDIATE transaction, so `$set`/`$unset` mean exactly what the
  * other backends mean and an update of many documents is all or nothing.
  * `updateOne`/`updateMany` resolve to the number of documents MATCHED (Mongo's
@@ -24,7 +24,7 @@
  * the documents that have it, and the documents holding an array there. An
  * index on a path serves that path in every collection and `dbName` of the
  * file (it is one table): indexes are few and named by fields. How queries
- * use them: docdb-sqlite-sql.ts. `explain()` shows a query's plan.
+ * use them: docdb-sql.ts. `explain()` shows a query's plan.
  *
  * Errors: the file busy beyond the timeout, unopenable, an I/O error or a
  * full disk → `KV_UNAVAILABLE` (with the cause); a taken `_id` →

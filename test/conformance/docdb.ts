@@ -1,7 +1,7 @@
 /**
  * The conformance suite every docdb backend passes (SQLite, PostgreSQL,
  * MongoDB): each method, each operator and the edge cases of their meaning
- * (cluster/kvstore/query.ts), checked by hand-written expectations and, over
+ * (actors/data/query.ts), checked by hand-written expectations and, over
  * a corpus of awkward documents, against the reference matcher and sort of
  * query.ts — before and after indexes exist on the fields, since indexes
  * change the SQL the backends run.

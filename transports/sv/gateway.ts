@@ -10,12 +10,12 @@
  * *Microservice mode*) in place of the modules' permissive one.
  * Built-in routes (users, admin, SSO, API keys, health, metrics, docs, graph,
  * static files) and every path no module claims go to the `main` module.
- * WebSocket upgrades are relayed as raw TCP to the module whose document
+ * WebSocket upgrades are relayed as raw TCP (gateway-relay.ts) to the module whose document
  * lists the WebSocket walker (`x-svc-websockets`: OpenAPI cannot describe a
  * WebSocket, so each module's document lists its own there).
  *
  * Decisions (no spec says otherwise):
- * - CORS with an empty `allow_origins`: the gateway adds no CORS header and
+ * - CORS (`CorsPolicy`, gateway-cors.ts) with an empty `allow_origins`: the gateway adds no CORS header and
  *   answers no preflight; an `OPTIONS` goes to its module as any request does
  *   (the module's own CORS headers are stripped, so a browser refuses it).
  * - A preflight from an origin not allowed: 204 with `Vary: Origin` and no
@@ -23,7 +23,7 @@
  * - A WebSocket upgrade whose `Origin` is not in a non-`*` allow list is
  *   refused with 403 (browsers apply no CORS to WebSockets: the allow list is
  *   the only cross-site check there is). No `Origin` (not a browser) passes.
- * - Tokens: another module takes main's users on the token's signature alone
+ * - Tokens (gateway-tokens.ts): another module takes main's users on the token's signature alone
  *   (it never hears of a revocation, a disabled or a deleted user), so main
  *   (`GET /user/me`) judges every token sent to another module before it is
  *   relayed: the `Authorization` header of any request, and on a WebSocket
@@ -34,7 +34,7 @@
  *   modules serving one route do. An upgrade to a `/ws/…` path no module
  *   lists goes to `main` (which answers 404).
  * - Schema (component) name clashes: see `mergeOpenApi` (gateway-openapi.ts).
- * - `X-Forwarded-For` gets the client's address appended; `X-Forwarded-Proto`
+ * - Forwarding (gateway-proxy.ts): `X-Forwarded-For` gets the client's address appended; `X-Forwarded-Proto`
  *   and `X-Forwarded-Host` are kept when a proxy in front set them, else set.
  *   The original `Host` is passed on. Modules believe them only from their
  *   `[scale.server] trusted_proxies`.
