@@ -5,7 +5,7 @@
  * runtime imports the built-ins once. A scheme nobody registered is
  * `NOT_IMPLEMENTED`, naming the schemes there are and never the URI.
  */
-import { BackendRegistry, type StoreUri } from '../graph/index.ts';
+import { BackendRegistry, schemeWritten, type StoreUri } from '../graph/index.ts';
 import { kvstoreError } from './kvstore-errors.ts';
 import type { DocBackend, KvBackend } from './kvstore-types.ts';
 
@@ -32,7 +32,7 @@ const noBackend =
   (dbType: string) =>
   (uri: StoreUri, _what: string, known: readonly string[]): Error =>
     // The scheme, never the URI: it may hold a password.
-    kvstoreError('NOT_IMPLEMENTED', `${dbType} has no backend for ${JSON.stringify(`${uri.scheme}:`)} URIs (${known.map((s) => `${s}:`).join(', ') || 'none registered'})`);
+    kvstoreError('NOT_IMPLEMENTED', `${dbType} has no backend for ${schemeWritten(uri)} (${known.map((s) => `${s}:`).join(', ') || 'none registered'})`);
 
 const docdb = new BackendRegistry<DocBackend, DocBackendOptions>('docdb', noBackend('docdb'));
 const kv = new BackendRegistry<KvBackend, KvBackendOptions>('kv', noBackend('kv'));

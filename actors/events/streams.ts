@@ -13,7 +13,7 @@
  */
 
 import { SvcError } from '../../kernel/index.ts';
-import { BackendRegistry, type StoreUri } from '../graph/index.ts';
+import { BackendRegistry, schemeWritten, type StoreUri } from '../graph/index.ts';
 
 /** One entry of a stream, as a consumer reads it. */
 export interface StreamEntry {
@@ -99,7 +99,7 @@ export type StreamsFactory = (uri: StoreUri, options: StreamsOptions) => StreamB
  */
 const registered = new BackendRegistry<StreamBackend, StreamsOptions & { baseDir?: string }>(
   'streams',
-  (uri, _what, known) => new SvcError('SVC_ERR_REDIS_URL', `the events url has no stream backend for ${JSON.stringify(`${uri.scheme}:`)} URLs (${known.map((s) => `${s}:`).join(', ') || 'none registered'})`, { status: 500 }),
+  (uri, _what, known) => new SvcError('SVC_ERR_REDIS_URL', `the events url has no stream backend for ${schemeWritten(uri)} (${known.map((s) => `${s}:`).join(', ') || 'none registered'})`, { status: 500 }),
 );
 
 /**

@@ -17,7 +17,7 @@ export { STORE_ERRORS, storeError } from './errors.ts';
 export type { StoreErrorCode } from './errors.ts';
 export { openAnchorStore, registerAnchorStore } from './open-store.ts';
 export type { OpenAnchorStoreOptions, AnchorStoreFactory } from './open-store.ts';
-export { parseStoreUri, unavailableBackend, BackendRegistry } from './store-uri.ts';
+export { parseStoreUri, unavailableBackend, schemeWritten, BackendRegistry } from './store-uri.ts';
 export type { StoreUri } from './store-uri.ts';
 export { ForwardingStore, serveStoreWriter, STORE_WRITER_ACTOR } from './store-writer.ts';
 export type { WriterMsg } from './store-writer.ts';

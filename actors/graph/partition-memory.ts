@@ -44,10 +44,7 @@ export class PartitionMemory implements RunHost {
    * store), and reload the edge lists of nodes it connected or disconnected.
    */
   protected async invalidate(ids: string[], edgeNodes: string[]): Promise<void> {
-    for (const id of ids) {
-      const a = this.l1.get(id);
-      if (a) this.l1.delete(id);
-    }
+    for (const id of ids) this.l1.delete(id);
     for (const id of edgeNodes) {
       const node = this.l1.get(id);
       if (node) {
@@ -73,13 +70,7 @@ export class PartitionMemory implements RunHost {
   async fetch(ids: string[]): Promise<Map<string, Anchor>> {
     const out = new Map<string, Anchor>();
     if (ids.length === 0) return out;
-    let docs: StoredDoc[];
-    try {
-      docs = await this.context.store.get(ids);
-    } catch (error) {
-      if (hasCode(error, 'SVC_ERR_STORE_UNAVAILABLE')) throw error;
-      throw storeError('SVC_ERR_STORE', `loading anchors failed: ${(error as Error).message}`, { cause: error });
-    }
+    const docs = await this.readStore('anchors', () => this.context.store.get(ids));
     for (const doc of docs) {
       const anchor = this.materialize(doc);
       if (anchor) out.set(anchor.id, anchor);
@@ -88,13 +79,7 @@ export class PartitionMemory implements RunHost {
   }
 
   async fetchEdges(nodeId: string): Promise<Anchor[]> {
-    let docs: StoredDoc[];
-    try {
-      docs = await this.context.store.edges(nodeId);
-    } catch (error) {
-      if (hasCode(error, 'SVC_ERR_STORE_UNAVAILABLE')) throw error;
-      throw storeError('SVC_ERR_STORE', `loading edges failed: ${(error as Error).message}`, { cause: error });
-    }
+    const docs = await this.readStore('edges', () => this.context.store.edges(nodeId));
     const out: Anchor[] = [];
     const seen = new Set<string>();
     for (const doc of docs) {
@@ -109,6 +94,16 @@ export class PartitionMemory implements RunHost {
       if (!seen.has(edge.id) && !edge.deleted && (edge.source === nodeId || edge.target === nodeId)) out.push(edge);
     }
     return out;
+  }
+
+  /** A read of the store: an outage as it is (the caller may retry), any other failure `SVC_ERR_STORE` naming what was loaded. */
+  private async readStore(what: string, read: () => Promise<StoredDoc[]>): Promise<StoredDoc[]> {
+    try {
+      return await read();
+    } catch (error) {
+      if (hasCode(error, 'SVC_ERR_STORE_UNAVAILABLE')) throw error;
+      throw storeError('SVC_ERR_STORE', `loading ${what} failed: ${(error as Error).message}`, { cause: error });
+    }
   }
 
   /**

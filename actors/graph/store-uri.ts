@@ -47,6 +47,20 @@ export function parseStoreUri(uri: string | undefined, baseDir = process.cwd()):
 }
 
 /**
+ * The URLs of the scheme a URI was written with, for a message: `"amqp:" URLs`,
+ * or `a URL without a scheme` for text the store URI reads as a file path
+ * (`127.0.0.1:6379` is no `sqlite:` URL to a user who meant Redis). Never the
+ * URI itself.
+ *
+ * @example
+ * schemeWritten(parseStoreUri('amqp://u:p@h/x')); // '"amqp:" URLs'
+ * schemeWritten(parseStoreUri('127.0.0.1:6379')); // 'a URL without a scheme'
+ */
+export function schemeWritten(uri: StoreUri): string {
+  return uri.uri.toLowerCase().startsWith(`${uri.scheme}:`) ? `${JSON.stringify(`${uri.scheme}:`)} URLs` : 'a URL without a scheme';
+}
+
+/**
  * The error for a URI no registered backend answers: a backend announced for
  * a later release, or an unknown scheme. Names the scheme, never the URI.
  */

@@ -52,11 +52,6 @@ import { type GatewayRoute, matcher, ownerOf, pathOf, routeTable, type TableRout
 import { answerWith, tokenVerdict, unreachable, upgradeTokens } from './gateway-tokens.ts';
 import { readOpenApi, type Upstream } from './gateway-upstream.ts';
 
-export { GATEWAY_ERRORS, GatewayError } from './gateway-errors.ts';
-export type { GatewayErrorCode } from './gateway-errors.ts';
-export type { GatewayCors } from './gateway-cors.ts';
-export type { GatewayRoute } from './gateway-routes.ts';
-
 export interface GatewayOptions {
   /** Bind address and port (0: any free port). */
   host: string;

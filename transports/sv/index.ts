@@ -18,8 +18,12 @@ export type { SvErrorCode } from './errors.ts';
 export { ServiceStarter, freePortInRange, PORT_RANGE, MAX_STARTING, PARENT_FD_VARIABLE } from './starter.ts';
 export type { StarterOptions } from './starter.ts';
 export { checkModuleName, moduleFile, urlVariable } from './names.ts';
-export { startGateway, GatewayError, GATEWAY_ERRORS } from './gateway.ts';
-export type { GatewayOptions, GatewayCors, Gateway, GatewayRoute, GatewayErrorCode } from './gateway.ts';
+export { startGateway } from './gateway.ts';
+export type { GatewayOptions, Gateway } from './gateway.ts';
+export { GatewayError, GATEWAY_ERRORS } from './gateway-errors.ts';
+export type { GatewayErrorCode } from './gateway-errors.ts';
+export type { GatewayCors } from './gateway-cors.ts';
+export type { GatewayRoute } from './gateway-routes.ts';
 
 let imported = 0;
 

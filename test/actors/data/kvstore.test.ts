@@ -91,6 +91,7 @@ t.test('kv with no Redis: not configured, or unreachable — refused at once, no
   await t.rejects(closed.get('k'), { code: 'KV_UNAVAILABLE' }, 'and again while it stays down');
   t.ok(Date.now() - started < 4_000, `refused in ${Date.now() - started} ms (the first connection's 5 s limit not waited out)`);
   await t.rejects(closed.find('c'), { code: 'NOT_IMPLEMENTED', message: /find is a method of the docdb backend, not of kv/ });
+  await t.rejects(kvstore('cache', 'kv', '127.0.0.1:6379').get('k'), { code: 'NOT_IMPLEMENTED', message: /kv has no backend for a URL without a scheme/ }, 'host:port without redis:// is named as such, not as a sqlite: URL');
 });
 
 t.test('findNodes: the graph of the runtime bound, outside a run only with allRoots, as read-only copies', async (t) => {

@@ -6,6 +6,7 @@ import { openStreams } from '../../../actors/events/index.ts';
 t.test('a scheme no stream backend registered is SVC_ERR_REDIS_URL, naming the scheme and not the URL', async (t) => {
   t.throws(() => openStreams('amqp://user:hunter2@127.0.0.1:1/x', { name: 'test' }), { code: 'SVC_ERR_REDIS_URL', message: /"amqp:"/ });
   t.throws(() => openStreams('amqp://user:hunter2@127.0.0.1:1/x', { name: 'test' }), { message: /^(?!.*hunter2)/ }, 'the password is not repeated');
+  t.throws(() => openStreams('127.0.0.1:6379', { name: 'test' }), { code: 'SVC_ERR_REDIS_URL', message: /for a URL without a scheme/ }, 'host:port is not called a sqlite: URL');
 });
 
 t.test('the built-in backends registered, redis:// opens Redis Streams', async (t) => {

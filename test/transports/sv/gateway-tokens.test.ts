@@ -8,7 +8,7 @@ import t, { type Test } from 'tap';
 import WebSocket from 'ws';
 import { randomBytes } from 'node:crypto';
 import { connect } from 'node:net';
-import { type Gateway, GatewayError, startGateway } from '../../../transports/sv/gateway.ts';
+import { type Gateway, GatewayError, startGateway } from '../../../transports/sv/index.ts';
 import { startApp, type InProcessServer } from '../../helpers/app.ts';
 import { bearer, register, tokenOf } from '../../helpers/identity.ts';
 import { post, transport } from '../../kit/index.ts';

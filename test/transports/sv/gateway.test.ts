@@ -10,7 +10,7 @@ import { createServer, request as httpRequest, type IncomingMessage, type Server
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import WebSocket, { WebSocketServer } from 'ws';
-import { type Gateway, type GatewayCors, GatewayError, startGateway, type GatewayOptions } from '../../../transports/sv/gateway.ts';
+import { type Gateway, type GatewayCors, GatewayError, startGateway, type GatewayOptions } from '../../../transports/sv/index.ts';
 import { startApp, type InProcessServer } from '../../helpers/app.ts';
 import { bearer, register, tokenOf } from '../../helpers/identity.ts';
 import { post, transport, deferred } from '../../kit/index.ts';
