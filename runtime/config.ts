@@ -167,8 +167,10 @@ export const SCHEMA = {
   'scale.metrics': {
     /** Off: nothing is measured on the hot path, and the scrape endpoint is not served. */
     enabled: { kind: 'bool', default: false, env: ['SVC_METRICS_ENABLED'] },
-    /** The scrape path (Prometheus text; admin token). */
+    /** The scrape path (Prometheus text; admin token, or scrape_token). */
     endpoint: { kind: 'string', default: '/metrics', env: ['SVC_METRICS_ENDPOINT'] },
+    /** A static bearer token the scrape path also takes (not /admin/metrics, nor any other route): 32 characters or more, no white space; empty: admin tokens only. A secret: never logged or shown. */
+    scrape_token: { kind: 'string', default: '', env: ['SVC_METRICS_SCRAPE_TOKEN'] },
     /** The prefix of every metric name. */
     namespace: { kind: 'string', default: 'svc', env: ['SVC_METRICS_NAMESPACE'] },
     /** Also `{namespace}_walker_duration_seconds` per walker and function run. */
@@ -308,6 +310,86 @@ export const SCHEMA = {
     enable_ast: { kind: 'bool', default: false, env: ['SVC_MCP_ENABLE_AST'] },
     project_root: { kind: 'string', default: '.', env: ['SVC_MCP_PROJECT_ROOT'] },
   },
+  /**
+   * `svc start --scale`: the deployment to Kubernetes (README *Deploying to Kubernetes*). Quantities, replica bounds and
+   * unknown keys are checked by the deploy room (deploy/config.ts) before anything is planned.
+   */
+  'scale.orchestrator': {
+    /** The prefix of every object's name (DNS-1123: lower-case letters, digits, `-`; anything else is an error naming the key). */
+    app_name: { kind: 'string', default: 'svc', env: ['SVC_SCALE_APP_NAME'], nonEmpty: true },
+    namespace: { kind: 'string', default: 'default', env: ['SVC_SCALE_NAMESPACE'], nonEmpty: true },
+    container_port: { kind: 'int', default: 8000, min: 1, env: ['SVC_SCALE_CONTAINER_PORT'] },
+    ingress_node_port: { kind: 'int', default: 30080, min: 1, env: ['SVC_SCALE_INGRESS_NODE_PORT'] },
+    docdb_enabled: { kind: 'bool', default: true, env: ['SVC_SCALE_DOCDB_ENABLED'] },
+    /** The document database provisioned: `postgres` (the shared store svc tests for real) or `mongo`. */
+    docdb_engine: { kind: 'enum', default: 'postgres', values: ['postgres', 'mongo'], env: ['SVC_SCALE_DOCDB_ENGINE'] },
+    kv_enabled: { kind: 'bool', default: true, env: ['SVC_SCALE_KV_ENABLED'] },
+    /** Empty: generated once (random), kept in `{app}-docdb-secret`. */
+    docdb_root_username: { kind: 'string', default: 'svc', env: ['SVC_SCALE_DOCDB_ROOT_USERNAME'], nonEmpty: true },
+    docdb_root_password: { kind: 'string', default: '', env: ['SVC_SCALE_DOCDB_ROOT_PASSWORD'] },
+    kv_username: { kind: 'string', default: 'default', env: ['SVC_SCALE_KV_USERNAME'], nonEmpty: true },
+    kv_password: { kind: 'string', default: '', env: ['SVC_SCALE_KV_PASSWORD'] },
+    pvc_size: { kind: 'string', default: '5Gi', env: ['SVC_SCALE_PVC_SIZE'], nonEmpty: true },
+    /** The storage class of the database claims (empty: the cluster's default). */
+    storage_class: { kind: 'string', default: '', env: ['SVC_SCALE_STORAGE_CLASS'] },
+    kv_dashboard: { kind: 'bool', default: false, env: ['SVC_SCALE_KV_DASHBOARD'] },
+    docdb_dashboard: { kind: 'bool', default: false, env: ['SVC_SCALE_DOCDB_DASHBOARD'] },
+    kv_dashboard_username: { kind: 'string', default: 'admin', env: ['SVC_SCALE_KV_DASHBOARD_USERNAME'], nonEmpty: true },
+    kv_dashboard_password: { kind: 'string', default: '', env: ['SVC_SCALE_KV_DASHBOARD_PASSWORD'] },
+    docdb_dashboard_username: { kind: 'string', default: 'admin', env: ['SVC_SCALE_DOCDB_DASHBOARD_USERNAME'], nonEmpty: true },
+    docdb_dashboard_password: { kind: 'string', default: '', env: ['SVC_SCALE_DOCDB_DASHBOARD_PASSWORD'] },
+    log_pipeline_enabled: { kind: 'bool', default: false, env: ['SVC_SCALE_LOG_PIPELINE_ENABLED'] },
+    cpu_request: { kind: 'string', default: '', env: ['SVC_SCALE_CPU_REQUEST'] },
+    cpu_limit: { kind: 'string', default: '', env: ['SVC_SCALE_CPU_LIMIT'] },
+    memory_request: { kind: 'string', default: '', env: ['SVC_SCALE_MEMORY_REQUEST'] },
+    memory_limit: { kind: 'string', default: '', env: ['SVC_SCALE_MEMORY_LIMIT'] },
+    /** Empty: readiness on `/healthz/ready`, liveness on `/healthz/live` (`/health` selects them too). */
+    health_check_path: { kind: 'string', default: '', env: ['SVC_SCALE_HEALTH_CHECK_PATH'] },
+    readiness_initial_delay: { kind: 'int', default: 10, min: 0, env: ['SVC_SCALE_READINESS_INITIAL_DELAY'] },
+    readiness_period: { kind: 'int', default: 20, min: 1, env: ['SVC_SCALE_READINESS_PERIOD'] },
+    liveness_initial_delay: { kind: 'int', default: 10, min: 0, env: ['SVC_SCALE_LIVENESS_INITIAL_DELAY'] },
+    liveness_period: { kind: 'int', default: 20, min: 1, env: ['SVC_SCALE_LIVENESS_PERIOD'] },
+    liveness_failure_threshold: { kind: 'int', default: 80, min: 1, env: ['SVC_SCALE_LIVENESS_FAILURE_THRESHOLD'] },
+    min_replicas: { kind: 'int', default: 1, min: 1, env: ['SVC_SCALE_MIN_REPLICAS'] },
+    max_replicas: { kind: 'int', default: 3, min: 1, env: ['SVC_SCALE_MAX_REPLICAS'] },
+    cpu_utilization_target: { kind: 'int', default: 50, min: 1, env: ['SVC_SCALE_CPU_UTILIZATION_TARGET'] },
+    ingress_limit_rps: { kind: 'int', default: 20, min: 1, env: ['SVC_SCALE_INGRESS_LIMIT_RPS'] },
+    ingress_limit_burst_multiplier: { kind: 'int', default: 5, min: 1, env: ['SVC_SCALE_INGRESS_LIMIT_BURST_MULTIPLIER'] },
+    ingress_limit_connections: { kind: 'int', default: 20, min: 1, env: ['SVC_SCALE_INGRESS_LIMIT_CONNECTIONS'] },
+    /** Cookie `route` pins a client to a pod (rewritten when the pod is gone). */
+    sticky_sessions: { kind: 'bool', default: true, env: ['SVC_SCALE_STICKY_SESSIONS'] },
+    /** Empty: svc deploys its own Traefik proxy on ingress_node_port; `traefik`: the cluster's Traefik (its CRDs); another class: a plain Ingress. */
+    ingress_class: { kind: 'string', default: '', env: ['SVC_SCALE_INGRESS_CLASS'] },
+    domain: { kind: 'string', default: '', env: ['SVC_SCALE_DOMAIN'] },
+    cert_manager_email: { kind: 'string', default: '', env: ['SVC_SCALE_CERT_MANAGER_EMAIL'] },
+    /** The runtime image the app's image is built from (a Node image: the original product's `python_image` reads as this). */
+    base_image: { kind: 'string', default: 'node:20-bookworm-slim', env: ['SVC_SCALE_BASE_IMAGE'], nonEmpty: true },
+    /** The original product's name of base_image; set, it wins (it must name a Node image). */
+    python_image: { kind: 'string', default: '', env: ['SVC_SCALE_PYTHON_IMAGE'] },
+    busybox_image: { kind: 'string', default: 'busybox:1.36', env: ['SVC_SCALE_BUSYBOX_IMAGE'], nonEmpty: true },
+    /** npm packages added to the image (`name` or `name@version`), installed when it is built. */
+    additional_packages: { kind: 'list', default: [], env: ['SVC_SCALE_ADDITIONAL_PACKAGES'] },
+    /** Where `--build` pushes `{registry}/{app}:{tag}` (empty: `docker.io/<SVC_REGISTRY_USERNAME>`). */
+    registry: { kind: 'string', default: '', env: ['SVC_SCALE_REGISTRY'] },
+    /** An image already built and pushed (deploys run it instead of `{registry}/{app}:{tag}`). */
+    image: { kind: 'string', default: '', env: ['SVC_SCALE_IMAGE'] },
+    /** The docker-compatible command `--build` runs (empty: docker when `docker info` answers, else podman). */
+    container_cli: { kind: 'string', default: '', env: ['SVC_SCALE_CONTAINER_CLI'] },
+    /** With `--experimental`: svc installed from this git repository (branch, commit) instead of the copy beside the app. */
+    svc_repo_url: { kind: 'string', default: '', env: ['SVC_SCALE_SVC_REPO_URL'] },
+    svc_branch: { kind: 'string', default: 'main', env: ['SVC_SCALE_SVC_BRANCH'], nonEmpty: true },
+    svc_commit: { kind: 'string', default: '', env: ['SVC_SCALE_SVC_COMMIT'] },
+    /** npm packages pinned in the image: `{ "some-lib" = "1.2.3" }`; `latest`, or `none` to leave one out. */
+    plugin_versions: { kind: 'table', default: {} },
+  },
+  /** `svc start --scale`: the app's own secrets, `NAME = "value"` or `NAME = "${ENV_VAR}"` (resolved at deploy time), in the `{app}-secrets` Secret. */
+  'scale.secrets': {},
+  'scale.monitoring': {
+    enabled: { kind: 'bool', default: false, env: ['SVC_MONITORING_ENABLED'] },
+    k8s_metrics_enabled: { kind: 'bool', default: true, env: ['SVC_MONITORING_K8S_METRICS_ENABLED'] },
+    /** The metrics UI's `admin` password (empty: generated once, kept in a Secret). */
+    prometheus_admin_password: { kind: 'string', default: '', env: ['SVC_MONITORING_PROMETHEUS_ADMIN_PASSWORD'] },
+  },
   'scale.emailer': {
     provider: { kind: 'string', default: '', env: ['EMAILER_PROVIDER'] },
     from_address: { kind: 'string', default: '', env: ['EMAILER_FROM_ADDRESS'] },
@@ -335,7 +417,10 @@ type ValueOf<S extends KeySpec> = S['kind'] extends 'int' | 'number'
         : S['kind'] extends 'table'
           ? Record<string, string | number>
           : string;
-export type SvcConfig = { [Sec in keyof Schema]: { [K in keyof Schema[Sec]]: ValueOf<Schema[Sec][K] & KeySpec> } };
+export type SvcConfig = { [Sec in Exclude<keyof Schema, 'scale.secrets'>]: { [K in keyof Schema[Sec]]: ValueOf<Schema[Sec][K] & KeySpec> } } & {
+  /** Names of the app's secrets to their values as written (`${ENV_VAR}` unresolved: the deploy resolves them). */
+  'scale.secrets': Record<string, string>;
+};
 
 export class ConfigError extends Error {}
 
@@ -430,7 +515,12 @@ function apply(doc: Record<string, unknown>, file: string, into: Record<string, 
       const full = [...path, key];
       const section = full.slice(0, -1).join('.');
       const known = (SCHEMA as Record<string, Record<string, KeySpec>>)[section];
-      if (known && Object.hasOwn(known, key)) {
+      if (section === 'scale.secrets') {
+        // Free names: each becomes an environment variable of the app's pods.
+        if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) throw new ConfigError(`${file}: [scale.secrets] ${key}: a secret's name must be an environment variable name (letters, digits, _)`);
+        if (typeof value !== 'string') throw new ConfigError(`${file}: [scale.secrets] ${key} must be a string ("value" or "\${ENV_VAR}"), got ${JSON.stringify(value)}`);
+        (into[section] as Record<string, unknown>)[key] = value;
+      } else if (known && Object.hasOwn(known, key)) {
         (into[section] as Record<string, unknown>)[key] = typed(known[key] as KeySpec, value, `${file}: [${section}] ${key}`);
       } else if (value && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Date)) {
         visit(value as Record<string, unknown>, full);
@@ -544,6 +634,9 @@ function checkSso(values: Record<string, Record<string, unknown>>): void {
 /** Paths the runtime serves itself: the metrics endpoint may not take one. */
 const RESERVED_PATHS = /^\/(user|admin|walker|function|webhook|ws|sso|api-key|graph|traverse|docs|redoc|openapi\.json|health|healthz|ready)(\/|$)/;
 
+/** The shortest `[scale.metrics] scrape_token` taken (a static credential: long enough not to be guessed). */
+const SCRAPE_TOKEN_MIN = 32;
+
 function checkMetrics(m: SvcConfig['scale.metrics']): void {
   const segments = m.endpoint.split('/').slice(1);
   if (!/^\/[A-Za-z0-9._~\/-]*$/.test(m.endpoint) || segments.some((x) => x === '' || x === '.' || x === '..') || RESERVED_PATHS.test(m.endpoint)) {
@@ -551,6 +644,12 @@ function checkMetrics(m: SvcConfig['scale.metrics']): void {
   }
   if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(m.namespace)) {
     throw new ConfigError(`[scale.metrics] namespace must be a metric name prefix (letters, digits, _; not starting with a digit), got ${JSON.stringify(m.namespace)}`);
+  }
+  // The token itself is never in the message. With a space or a line break in it, no Authorization header could carry it.
+  if (m.scrape_token !== '' && (m.scrape_token.length < SCRAPE_TOKEN_MIN || /\s/.test(m.scrape_token))) {
+    throw new ConfigError(
+      `[scale.metrics] scrape_token (SVC_METRICS_SCRAPE_TOKEN) must be at least ${SCRAPE_TOKEN_MIN} characters without spaces or line breaks (e.g. openssl rand -hex 32), got ${m.scrape_token.length} characters${/\s/.test(m.scrape_token) ? ' with white space' : ''}`,
+    );
   }
   const b = m.histogram_buckets;
   if (b.length === 0 || b.length > 100 || b.some((v, i) => v <= 0 || (i > 0 && v <= (b[i - 1] as number)))) {

@@ -61,7 +61,11 @@ export function httpModule(system: ActorSystem, boot: ServeBoot, registry: Regis
         statsRoute(bus),
         ...(cluster ? [clusterRoute(system, bus, { name: cluster.name, processId: cluster.processId, members: () => askMembers(system) })] : []),
         eventsRoute(system, bus, rt.need(BROKER), rt.need(SUBSCRIPTIONS)),
-        ...metricsRoutes(config['scale.metrics'].endpoint, scrape && { json: async () => adminMetrics(await scrape(), config['scale.metrics'].namespace), text: async () => renderMetrics(await scrape()) }),
+        ...metricsRoutes(
+          config['scale.metrics'].endpoint,
+          scrape && { json: async () => adminMetrics(await scrape(), config['scale.metrics'].namespace), text: async () => renderMetrics(await scrape()) },
+          config['scale.metrics'].scrape_token,
+        ),
         ...(config['scale.graph'].enabled ? graphRoutes({ graph: rt.need(GRAPH), auth, timeoutMs: askTimeoutMs(boot), publicGraph: config['scale.graph'].public }) : []),
       ];
       refuseShadowedRoutes(routes, builtinRoutes, new Set([config['scale.metrics'].endpoint, '/graph', '/graph/data', '/traverse']));

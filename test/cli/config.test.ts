@@ -91,11 +91,12 @@ t.test('[scale.events] and [scale.events.retry]: the seed’s defaults, the file
   t.throws(() => loadConfig({ dir: empty }), /dead_letter_suffix must not be empty/);
 });
 
-t.test('[scale.metrics]: the seed’s defaults, the file, the environment; a bad endpoint, namespace or bucket list is an error', async (t) => {
+t.test('[scale.metrics]: the seed’s defaults, the file, the environment; a bad endpoint, namespace, bucket list or scrape token is an error', async (t) => {
   const defaults = loadConfig({ dir: mkdtempSync(join(tmpdir(), 'svc-config-')) }).config;
   t.same(defaults['scale.metrics'], {
     enabled: false,
     endpoint: '/metrics',
+    scrape_token: '',
     namespace: 'svc',
     walker_metrics: false,
     histogram_buckets: [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0],
@@ -103,9 +104,9 @@ t.test('[scale.metrics]: the seed’s defaults, the file, the environment; a bad
   const dir = t.testdir({ 'svc.toml': '[scale.metrics]\nenabled = true\nendpoint = "/ops/metrics"\nnamespace = "shop"\nwalker_metrics = true\nhistogram_buckets = [0.1, 1]\n' });
   const { config, warnings } = loadConfig({ dir });
   t.same(warnings, []);
-  t.same(config['scale.metrics'], { enabled: true, endpoint: '/ops/metrics', namespace: 'shop', walker_metrics: true, histogram_buckets: [0.1, 1] });
+  t.same(config['scale.metrics'], { enabled: true, endpoint: '/ops/metrics', scrape_token: '', namespace: 'shop', walker_metrics: true, histogram_buckets: [0.1, 1] });
   const env = loadConfig({ dir, env: { SVC_METRICS_ENABLED: 'false', SVC_METRICS_ENDPOINT: '/m', SVC_METRICS_NAMESPACE: 'x_y', SVC_METRICS_WALKER_METRICS: '0', SVC_METRICS_HISTOGRAM_BUCKETS: '0.5,2' } }).config;
-  t.same(env['scale.metrics'], { enabled: false, endpoint: '/m', namespace: 'x_y', walker_metrics: false, histogram_buckets: [0.5, 2] });
+  t.same(env['scale.metrics'], { enabled: false, endpoint: '/m', scrape_token: '', namespace: 'x_y', walker_metrics: false, histogram_buckets: [0.5, 2] });
   for (const endpoint of ['metrics', '/', '/admin/metrics', '/walker/Metrics', '/a b', '/x//y', '/user', '/graph', '/..', '/./metrics', '/metrics/', '/a/../b']) {
     t.throws(() => loadConfig({ dir, env: { SVC_METRICS_ENDPOINT: endpoint } }), /\[scale\.metrics\] endpoint must be a path of its own/, `endpoint ${endpoint}`);
   }
@@ -116,6 +117,25 @@ t.test('[scale.metrics]: the seed’s defaults, the file, the environment; a bad
   const empty = mkdtempSync(join(tmpdir(), 'svc-config-'));
   writeFileSync(join(empty, 'svc.toml'), '[scale.metrics]\nhistogram_buckets = []\n');
   t.throws(() => loadConfig({ dir: empty }), /histogram_buckets must be 1 to 100 increasing/);
+  // The scrape token: 32 characters or more, from the file or the environment; a short one is an error naming the key, never showing the token.
+  const token = 'a'.repeat(31) + 'Z';
+  t.equal(loadConfig({ dir, env: { SVC_METRICS_SCRAPE_TOKEN: token } }).config['scale.metrics'].scrape_token, token);
+  writeFileSync(join(empty, 'svc.toml'), `[scale.metrics]\nscrape_token = "${token}"\n`);
+  t.equal(loadConfig({ dir: empty }).config['scale.metrics'].scrape_token, token, 'from svc.toml');
+  for (const [name, bad] of [['31 characters', 'short-scrape-token-0123456789ab'], ['nine', 'qwertyQWE'], ['white space', `${token}\n`], ['a space inside', `${token.slice(0, 16)} ${token.slice(16)}`]] as const) {
+    const error = (() => {
+      try {
+        loadConfig({ dir, env: { SVC_METRICS_SCRAPE_TOKEN: bad } });
+      } catch (e) {
+        return e;
+      }
+    })();
+    t.ok(error instanceof ConfigError, `${name}: a configuration error`);
+    t.match((error as Error).message, /^\[scale\.metrics\] scrape_token \(SVC_METRICS_SCRAPE_TOKEN\) must be at least 32 characters/, `${name}: names the key`);
+    t.notOk((error as Error).message.includes(bad.trim()), `${name}: the token is not in the message`);
+  }
+  writeFileSync(join(empty, 'svc.toml'), '[scale.metrics]\nscrape_token = "too-short"\n');
+  t.throws(() => loadConfig({ dir: empty }), /\[scale\.metrics\] scrape_token .*must be at least 32 characters/, 'a short one in svc.toml');
 });
 
 t.test('storage: [storage] < [scale.storage] < SVC_STORAGE_* (the seed\'s keys and defaults)', async (t) => {

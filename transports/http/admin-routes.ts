@@ -6,6 +6,7 @@
  * worker thread is gathered over the bus ({@link STATS_TOPIC},
  * {@link EVENTS_TOPIC}): the runtime's modules answer those topics.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { type ActorSystem, type Broadcast, processOf } from '../../kernel/index.ts';
 import type { BuiltinRoute } from './types.ts';
 
@@ -57,12 +58,27 @@ export interface MetricsSource {
 }
 
 /**
- * `GET <endpoint>` (Prometheus text, admin token, 403 otherwise) when metrics are on (a source given), and `GET /admin/metrics` always.
+ * Whether a bearer token is `expected` (a static credential such as `[scale.metrics] scrape_token`), in constant time:
+ * the sha256 digests of both are compared, so neither the length nor the first difference shows in the timing.
+ *
+ * @example
+ * const isScraper = staticTokenCheck(config['scale.metrics'].scrape_token);
+ * isScraper(bearer(req.headers.authorization) ?? '') // true for that token only
+ */
+export function staticTokenCheck(expected: string): (token: string) => boolean {
+  const want = createHash('sha256').update(expected).digest();
+  return (token) => timingSafeEqual(createHash('sha256').update(token).digest(), want);
+}
+
+/**
+ * `GET <endpoint>` (Prometheus text; an admin token or, when set, the scrape token; 403 otherwise) when metrics are on (a
+ * source given), and `GET /admin/metrics` always (admin tokens only: the scrape token opens the scrape endpoint alone).
  *
  * @example
  * metricsRoutes('/metrics', undefined) // metrics off: /admin/metrics answers { enabled: false }
+ * metricsRoutes('/metrics', source, config['scale.metrics'].scrape_token) // '' (the default): admin tokens only
  */
-export function metricsRoutes(endpoint: string, source: MetricsSource | undefined): BuiltinRoute[] {
+export function metricsRoutes(endpoint: string, source: MetricsSource | undefined, scrapeToken = ''): BuiltinRoute[] {
   const admin: BuiltinRoute = {
     method: 'GET',
     path: '/admin/metrics',
@@ -83,7 +99,12 @@ export function metricsRoutes(endpoint: string, source: MetricsSource | undefine
       path: endpoint,
       auth: 'admin',
       authFailure: 'forbidden',
-      doc: { summary: 'Prometheus metrics of this process (every thread), for a scraper; needs an admin bearer token (403 otherwise)', produces: 'text/plain', tag: 'metrics' },
+      ...(scrapeToken ? { staticToken: staticTokenCheck(scrapeToken) } : {}),
+      doc: {
+        summary: 'Prometheus metrics of this process (every thread), for a scraper; needs an admin bearer token, or the static [scale.metrics] scrape_token (SVC_METRICS_SCRAPE_TOKEN) as bearer token when one is set (403 otherwise)',
+        produces: 'text/plain',
+        tag: 'metrics',
+      },
       handler: async () => {
         const { text, contentType } = await source.text();
         return { raw: { status: 200, headers: { 'content-type': contentType, 'cache-control': 'no-store' }, body: text } };

@@ -403,23 +403,27 @@ export class Front {
     if (route.auth !== 'none') {
       const forbidden = route.authFailure === 'forbidden';
       const given = bearer(req.headers.authorization);
+      const needs = () => `${req.method} ${route.path} needs an admin token${route.staticToken ? ' or the scrape token' : ''}`;
       if (given === undefined) {
-        if (forbidden) throw httpError('FORBIDDEN', `${req.method} ${route.path} needs an admin token`);
+        if (forbidden) throw httpError('FORBIDDEN', needs());
         throw httpError('UNAUTHORIZED', `${req.method} ${route.path} needs a bearer token`);
       }
-      token = given;
-      const wait = this.o.auth.prepare(token);
-      if (wait) await wait;
-      let who: Authenticated;
-      try {
-        who = this.verify(token);
-      } catch (error) {
-        if (forbidden && error instanceof HttpError && error.status === 401) throw httpError('FORBIDDEN', `${req.method} ${route.path} needs an admin token (${error.body.message})`);
-        throw error;
+      // The route's static credential (the metrics scrape token), compared in constant time: in without claims.
+      if (!route.staticToken?.(given)) {
+        token = given;
+        const wait = this.o.auth.prepare(token);
+        if (wait) await wait;
+        let who: Authenticated;
+        try {
+          who = this.verify(token);
+        } catch (error) {
+          if (forbidden && error instanceof HttpError && error.status === 401) throw httpError('FORBIDDEN', `${needs()} (${error.body.message})`);
+          throw error;
+        }
+        claims = who.claims;
+        if (who.mustChangePassword && !route.duringPasswordChange) throw passwordChangeRequired();
+        if (route.auth === 'admin' && claims.role !== 'admin') throw httpError('FORBIDDEN', 'admins only');
       }
-      claims = who.claims;
-      if (who.mustChangePassword && !route.duringPasswordChange) throw passwordChangeRequired();
-      if (route.auth === 'admin' && claims.role !== 'admin') throw httpError('FORBIDDEN', 'admins only');
     }
     if (route.hooks && this.hooks.active) await this.runHooks(req, traceId);
     if (route.needsAddress && this.o.clientAddresses) req.remoteAddress = this.o.clientAddresses.of(req.remoteAddress, req.headers);

@@ -14,7 +14,7 @@ export { identityRoutes } from './identity-routes.ts';
 export { ssoRoutes } from './sso-routes.ts';
 export { apiKeyRoutes } from './api-key-routes.ts';
 export { graphRoutes } from './graph-routes.ts';
-export { clusterRoute, eventsRoute, EVENTS_TOPIC, metricsRoutes, statsRoute, STATS_TOPIC } from './admin-routes.ts';
+export { clusterRoute, eventsRoute, EVENTS_TOPIC, metricsRoutes, staticTokenCheck, statsRoute, STATS_TOPIC } from './admin-routes.ts';
 export type { BrokerView, ClusterView, MetricsSource, WorkerStats } from './admin-routes.ts';
 export type { GraphRoutesOptions } from './graph-routes.ts';
 export { appFrames, failureStack, HTTP_ERRORS, httpError, HttpError, toHttpError } from './errors.ts';

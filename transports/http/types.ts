@@ -32,6 +32,12 @@ export interface BuiltinRoute {
   auth: 'none' | 'token' | 'admin';
   /** `forbidden`: a missing, malformed, expired or revoked token answers 403 FORBIDDEN as a non-admin one does, not 401 (the metrics endpoint, as scrapers expect). */
   authFailure?: 'forbidden';
+  /**
+   * A static bearer credential this route also takes, besides the tokens `auth` asks for (the metrics endpoint's
+   * `[scale.metrics] scrape_token`): true lets the request in without claims (`claims.user_id` and `token` empty). It
+   * must compare in constant time (admin-routes.ts `staticTokenCheck`); other routes never see it.
+   */
+  staticToken?: (token: string) => boolean;
   /** The app's hook walkers (`_Name`) run first, as before the app's own routes (routes that run walkers on the caller's graph). */
   hooks?: boolean;
   /** Served even when the token says the password must be changed first. */

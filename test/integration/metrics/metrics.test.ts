@@ -1,4 +1,5 @@
 // Prometheus metrics and GET /admin/metrics against a real `svc start` with two worker threads.
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import t from 'tap';
 import { post, runSvc, startServer, tokenFor, transport, type Server } from '../../kit/index.ts';
@@ -31,9 +32,11 @@ t.setTimeout(300_000);
 
 let server: Server;
 let admin: string;
+/** `[scale.metrics] scrape_token` of the main server: a static bearer token for the scrape endpoint alone. */
+const SCRAPE_TOKEN = randomBytes(32).toString('hex');
 
 t.before(async () => {
-  server = await startServer({ entry, workers: 2, env: { SVC_METRICS_ENABLED: 'true', SVC_METRICS_WALKER_METRICS: 'true' } });
+  server = await startServer({ entry, workers: 2, env: { SVC_METRICS_ENABLED: 'true', SVC_METRICS_WALKER_METRICS: 'true', SVC_METRICS_SCRAPE_TOKEN: SCRAPE_TOKEN } });
   admin = await tokenFor('metrics-admin', { role: 'admin', server });
 });
 t.teardown(() => server.stop());
@@ -67,6 +70,52 @@ t.test('the metrics endpoint needs an admin token: 403 without, forged, expired 
   t.match(ok.text, /# TYPE svc_http_requests_total counter/);
   t.match(ok.text, /# TYPE svc_http_request_duration_seconds histogram/);
   t.match(ok.text, /# TYPE svc_http_requests_in_progress gauge/);
+});
+
+t.test('the scrape token: taken on the metrics endpoint (besides admin tokens), refused everywhere else', async (t) => {
+  const ok = await scrape('/metrics', SCRAPE_TOKEN);
+  t.equal(ok.status, 200, 'the scrape token');
+  t.match(ok.type, /^text\/plain; version=0\.0\.4/);
+  t.match(ok.text, /# TYPE svc_http_requests_total counter/, 'the figures');
+  const lower = await fetch(`${server.url}/metrics`, { headers: { authorization: `bearer ${SCRAPE_TOKEN}` } });
+  t.equal(lower.status, 200, 'the scheme in lower case too');
+  await lower.arrayBuffer();
+  t.equal((await scrape('/metrics', admin)).status, 200, 'an admin token still works');
+
+  const last = SCRAPE_TOKEN.at(-1) === '0' ? '1' : '0';
+  const expired = await tokenFor('metrics-admin', { role: 'admin', server, expiresIn: Math.floor(Date.now() / 1000) - 60 });
+  const forged = await tokenFor('metrics-admin', { role: 'admin', secret: 'another-secret-another-secret-another-0000' });
+  const refused = [
+    ['wrong, of equal length', SCRAPE_TOKEN.slice(0, -1) + last],
+    ['its prefix', SCRAPE_TOKEN.slice(0, 32)],
+    ['longer', `${SCRAPE_TOKEN}0`],
+    ['forged JWT', forged],
+    ['expired admin token', expired],
+  ] as const;
+  const none = await fetch(`${server.url}/metrics`);
+  t.equal(none.status, 403, 'no token');
+  t.match(await none.json(), { ok: false, error: { code: 'FORBIDDEN', message: /needs an admin token or the scrape token/ } });
+  for (const [name, token] of refused) {
+    const res = await scrape('/metrics', token);
+    t.equal(res.status, 403, name);
+    t.match(JSON.parse(res.text), { ok: false, error: { code: 'FORBIDDEN' } }, `${name}: the error envelope`);
+    t.notOk(res.text.includes('svc_http_requests_total'), `${name}: no figures`);
+    t.notOk(res.text.includes(SCRAPE_TOKEN), `${name}: the token is not in the answer`);
+  }
+
+  // Any other route: the scrape token is no token at all there.
+  for (const [method, path] of [['GET', '/admin/metrics'], ['GET', '/admin/stats'], ['GET', '/admin/users'], ['GET', '/user/me'], ['POST', '/walker/Echo']] as const) {
+    const res = await fetch(`${server.url}${path}`, { method, headers: { authorization: `Bearer ${SCRAPE_TOKEN}`, 'content-type': 'application/json' }, ...(method === 'POST' ? { body: '{}' } : {}) });
+    const text = await res.text();
+    t.ok(res.status === 401 || res.status === 403, `${method} ${path}: refused (${res.status})`);
+    t.match(JSON.parse(text), { ok: false }, `${method} ${path}: an error`);
+    t.notOk(text.includes(SCRAPE_TOKEN), `${method} ${path}: the token is not in the answer`);
+  }
+
+  const spec = await (await fetch(`${server.url}/openapi.json`)).text();
+  t.match((JSON.parse(spec) as { paths: Record<string, { get: { summary: string } }> }).paths['/metrics']?.get.summary, /scrape_token/, 'the OpenAPI summary mentions the scrape token');
+  t.notOk(spec.includes(SCRAPE_TOKEN), 'and never shows it');
+  t.notOk(server.output().includes(SCRAPE_TOKEN), 'nothing the server printed has it');
 });
 
 t.test('names, labels and the seed buckets; a path label is the route template, never the raw path', async (t) => {
@@ -255,6 +304,9 @@ t.test('endpoint, namespace and buckets from the configuration', async (t) => {
   const token = await tokenFor('custom-admin', { role: 'admin', server: custom });
   await post(`${custom.url}/walker/Echo`, {});
   t.equal((await fetch(`${custom.url}/metrics`, { headers: { authorization: `Bearer ${token}` } })).status, 404, 'the default path is free');
+  const scraper = await fetch(`${custom.url}/internal/prom`, { headers: { authorization: `Bearer ${SCRAPE_TOKEN}` } });
+  t.equal(scraper.status, 403, 'no scrape_token configured: admin tokens only');
+  t.match(await scraper.json(), { ok: false, error: { code: 'FORBIDDEN', message: /needs an admin token \(/ } });
   const res = await fetch(`${custom.url}/internal/prom`, { headers: { authorization: `Bearer ${token}` } });
   t.equal(res.status, 200);
   const samples = parse(await res.text());
@@ -295,4 +347,12 @@ export class Graph extends Walker {
   const refused = await runSvc(['start', '--port', '0', '--host', '127.0.0.1', '--workers', '1'], { cwd: graph, clean: true });
   t.equal(refused.code, 1);
   t.match(refused.stderr + refused.stdout, /GET \/graph is a route of the app \(walker Graph\).*SVC_GRAPH_ENABLED=false/s);
+});
+
+t.test('a scrape token shorter than 32 characters stops the start, naming the key and not showing the token', async (t) => {
+  const short = 'scrape-me-0123456789abcdefghijk';
+  const run = await runSvc(['start', entry, '--port', '0', '--host', '127.0.0.1', '--workers', '1'], { cwd: t.testdir({}), env: { SVC_METRICS_ENABLED: 'true', SVC_METRICS_SCRAPE_TOKEN: short }, clean: true });
+  t.equal(run.code, 1, 'svc start fails');
+  t.match(run.stderr + run.stdout, /\[scale\.metrics\] scrape_token \(SVC_METRICS_SCRAPE_TOKEN\) must be at least 32 characters/);
+  t.notOk((run.stderr + run.stdout).includes(short), 'the token is not printed');
 });

@@ -1,0 +1,238 @@
+/**
+ * The deployment's configuration, checked: `[scale.orchestrator]`,
+ * `[scale.monitoring]`, `[scale.database]` and `[scale.secrets]` read from the
+ * loaded configuration, every problem collected (an unknown key, a bad
+ * quantity, a limit below its request, min above max replicas, an unresolved
+ * `${VAR}`, a name Kubernetes refuses), then made into the {@link DeploySpec}
+ * the manifests are built from. Nothing here contacts anything.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { SvcConfig } from '../runtime/index.ts';
+import type { Credential, DeploySpec } from './spec.ts';
+
+/** The deployment cannot be planned: every problem found, one line each (the CLI exits 2). */
+export class DeployConfigError extends Error {
+  readonly code = 'SVC_ERR_DEPLOY_CONFIG';
+  constructor(readonly problems: string[]) {
+    super(`the deployment's configuration has ${problems.length === 1 ? 'a problem' : `${problems.length} problems`}:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+  }
+}
+
+/** Sections whose unknown keys stop a deploy (elsewhere an unknown key is a warning). */
+const DEPLOY_SECTIONS = ['scale.orchestrator', 'scale.monitoring', 'scale.database'];
+
+/** The longest suffix svc adds to the app's name (`-kv-dashboard-auth`): names stay within 63 characters. */
+export const MAX_APP_NAME = 40;
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const CPU = /^(\d+(\.\d+)?|\.\d+)m?$/;
+const MEMORY = /^(\d+(\.\d+)?|\.\d+)(Ki|Mi|Gi|Ti|K|k|M|G|T)?$/;
+const HOSTNAME = /^(?=.{1,253}$)([a-z0-9]([-a-z0-9]*[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/i;
+const IMAGE = /^[a-z0-9][a-z0-9._\-/:@]*$/i;
+
+/** A Kubernetes quantity in base units (cores, bytes); NaN when it does not parse. */
+function amount(value: string): number {
+  const m = /^(\d+(?:\.\d+)?|\.\d+)(m|Ki|Mi|Gi|Ti|k|K|M|G|T)?$/.exec(value);
+  if (!m) return Number.NaN;
+  const scale: Record<string, number> = { m: 1e-3, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, k: 1e3, K: 1e3, M: 1e6, G: 1e9, T: 1e12 };
+  return Number(m[1]) * (m[2] ? (scale[m[2]] as number) : 1);
+}
+
+/** The memory suffixes svc.toml takes (Ki Mi Gi K M G) as Kubernetes spells them (`K` is decimal kilo, which Kubernetes writes `k`). */
+function normaliseQuantity(value: string): string {
+  return value.replace(/K$/, 'k');
+}
+
+export interface DeployInput {
+  config: SvcConfig;
+  /** The configuration files read (their bytes go into the config checksum). */
+  files: string[];
+  /** loadConfig's warnings: unknown keys of the deploy sections become problems. */
+  warnings: string[];
+  /** Where `${VAR}` of `[scale.secrets]` is resolved. */
+  env: NodeJS.ProcessEnv;
+  /** The app's image reference (deploy/image decides it). */
+  image: string;
+  /** Random credentials (a test makes them predictable). */
+  random?: () => string;
+}
+
+/**
+ * Check the deploy sections and make the spec; throws {@link DeployConfigError}
+ * with every problem found.
+ *
+ * @example
+ * const { config, files, warnings } = loadConfig({ dir, env: process.env });
+ * const { spec, warnings: notes } = deploySpec({ config, files, warnings, env: process.env, image: 'ghcr.io/me/shop:3f9a01c2e4b7' });
+ */
+export function deploySpec(input: DeployInput): { spec: DeploySpec; warnings: string[] } {
+  const { config, env } = input;
+  const o = config['scale.orchestrator'];
+  const m = config['scale.monitoring'];
+  const db = config['scale.database'];
+  const problems: string[] = [];
+  const warnings: string[] = [];
+  const random = input.random ?? (() => randomBytes(24).toString('base64url'));
+
+  for (const w of input.warnings) {
+    const hit = /^(.*): unknown key ((scale\.(?:orchestrator|monitoring|database))\.(.+)) \(ignored\)$/.exec(w);
+    if (hit && DEPLOY_SECTIONS.includes(hit[3] as string)) problems.push(`${hit[1]}: [${hit[3]}] ${hit[4]}: unknown key`);
+  }
+
+  if (!DNS_LABEL.test(o.app_name) || o.app_name.length > MAX_APP_NAME) {
+    const suggestion = o.app_name.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, MAX_APP_NAME) || 'app';
+    problems.push(`[scale.orchestrator] app_name ${JSON.stringify(o.app_name)}: names in Kubernetes are lower-case letters, digits and '-', at most ${MAX_APP_NAME} characters here, starting and ending with a letter or digit (e.g. ${JSON.stringify(suggestion)})`);
+  }
+  if (!DNS_LABEL.test(o.namespace) || o.namespace.length > 63) problems.push(`[scale.orchestrator] namespace ${JSON.stringify(o.namespace)}: a namespace is lower-case letters, digits and '-', at most 63 characters`);
+  if (o.container_port > 65535) problems.push(`[scale.orchestrator] container_port ${o.container_port}: a port is 1–65535`);
+  if (o.ingress_node_port < 30000 || o.ingress_node_port > 32767) problems.push(`[scale.orchestrator] ingress_node_port ${o.ingress_node_port}: a node port is in Kubernetes' range 30000–32767`);
+
+  const resources: DeploySpec['resources'] = { requests: {}, limits: {} };
+  const quantity = (key: 'cpu_request' | 'cpu_limit' | 'memory_request' | 'memory_limit'): string | undefined => {
+    const v = o[key].trim();
+    if (v === '') return undefined;
+    const ok = key.startsWith('cpu') ? CPU.test(v) : MEMORY.test(v);
+    if (!ok || amount(v) <= 0) {
+      problems.push(`[scale.orchestrator] ${key} ${JSON.stringify(o[key])}: ${key.startsWith('cpu') ? 'a CPU quantity such as 250m, 0.5 or 2' : 'a memory quantity such as 256Mi, 1Gi, 512M or 1G (suffixes Ki Mi Gi K M G)'}`);
+      return undefined;
+    }
+    return normaliseQuantity(v);
+  };
+  for (const r of ['cpu', 'memory'] as const) {
+    const request = quantity(`${r}_request`);
+    const limit = quantity(`${r}_limit`);
+    if (request) resources.requests[r] = request;
+    if (limit) resources.limits[r] = limit;
+    if (request && limit && amount(limit) < amount(request)) problems.push(`[scale.orchestrator] ${r}_limit ${limit} is below ${r}_request ${request}: a limit must be at least its request`);
+  }
+  if (!MEMORY.test(o.pvc_size) || amount(o.pvc_size) <= 0) problems.push(`[scale.orchestrator] pvc_size ${JSON.stringify(o.pvc_size)}: a storage quantity such as 5Gi`);
+  if (o.min_replicas > o.max_replicas) problems.push(`[scale.orchestrator] min_replicas ${o.min_replicas} is above max_replicas ${o.max_replicas}`);
+  if (o.max_replicas > 1 && !resources.requests.cpu) warnings.push(`no autoscaler: scaling on CPU needs [scale.orchestrator] cpu_request (SVC_SCALE_CPU_REQUEST); the app runs ${o.min_replicas} replica${o.min_replicas === 1 ? '' : 's'}`);
+
+  let readinessPath = '/healthz/ready';
+  let livenessPath = '/healthz/live';
+  if (o.health_check_path !== '' && o.health_check_path !== '/health') {
+    if (!/^\/[A-Za-z0-9._~!$&'()*+,;=:@%\/-]*$/.test(o.health_check_path)) problems.push(`[scale.orchestrator] health_check_path ${JSON.stringify(o.health_check_path)}: a path starting with /`);
+    readinessPath = livenessPath = o.health_check_path;
+  }
+
+  if (o.domain !== '' && !HOSTNAME.test(o.domain)) problems.push(`[scale.orchestrator] domain ${JSON.stringify(o.domain)}: a host name such as api.example.com`);
+  if (o.cert_manager_email !== '' && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(o.cert_manager_email)) problems.push(`[scale.orchestrator] cert_manager_email ${JSON.stringify(o.cert_manager_email)}: an e-mail address`);
+  if (o.ingress_class !== '' && !DNS_LABEL.test(o.ingress_class)) problems.push(`[scale.orchestrator] ingress_class ${JSON.stringify(o.ingress_class)}: an ingress class name`);
+  if (o.ingress_class !== '' && o.ingress_class !== 'traefik') {
+    warnings.push(`ingress_class ${o.ingress_class}: a plain Ingress of that class — the per-client limits (${o.ingress_limit_rps} rps, ${o.ingress_limit_connections} connections) and sticky sessions are the controller's to configure`);
+  }
+  for (const key of ['busybox_image', 'image', 'base_image', 'python_image'] as const) {
+    if (o[key] !== '' && !IMAGE.test(o[key])) problems.push(`[scale.orchestrator] ${key} ${JSON.stringify(o[key])}: an image reference such as registry.example.com/team/app:1.2`);
+  }
+  if (o.python_image !== '' && /python/i.test(o.python_image)) problems.push(`[scale.orchestrator] python_image ${JSON.stringify(o.python_image)}: svc runs on Node — name a Node image (base_image, e.g. node:20-bookworm-slim)`);
+
+  const externalUri = (key: 'docdb_uri' | 'kv_url', value: string): void => {
+    if (value === '') return;
+    let host = '';
+    try {
+      host = new URL(value).hostname;
+    } catch {
+      problems.push(`[scale.database] ${key}: not a URI`);
+      return;
+    }
+    if (/^(localhost|127\.|\[?::1\]?$|0\.0\.0\.0)/.test(host)) problems.push(`[scale.database] ${key} points at this machine (${host}): the pods cannot reach it — unset it (${key === 'docdb_uri' ? 'DOCDB_URI' : 'KV_URL'}) to provision the database in the cluster, or name a host the pods reach`);
+  };
+  externalUri('docdb_uri', db.docdb_uri);
+  externalUri('kv_url', db.kv_url);
+  const docdbProvision = db.docdb_uri === '' && o.docdb_enabled;
+  const kvProvision = db.kv_url === '' && o.kv_enabled;
+  if (!docdbProvision && db.docdb_uri === '') warnings.push('no document database (docdb_enabled = false, no docdb_uri): each pod keeps its data in SQLite on an emptyDir — lost when the pod goes, and not shared between replicas');
+  if (!kvProvision && db.kv_url === '') {
+    if (o.max_replicas > 1) problems.push('kv_enabled = false and no [scale.database] kv_url: replicas cannot form one svc cluster without Redis — set max_replicas = 1, or give kv_url');
+    else warnings.push('no Redis (kv_enabled = false, no kv_url): one pod, no cluster');
+  }
+
+  const appSecrets: Record<string, string> = {};
+  for (const [name, raw] of Object.entries(config['scale.secrets'])) {
+    const missing: string[] = [];
+    const value = raw.replace(/\$\{([^}]*)\}/g, (_, v: string) => {
+      const resolved = /^[A-Za-z_][A-Za-z0-9_]*$/.test(v) ? env[v] : undefined;
+      if (resolved === undefined) missing.push(v);
+      return resolved ?? '';
+    });
+    for (const v of missing) problems.push(`[scale.secrets] ${name}: \${${v}} is not set in the environment (it is resolved when you deploy, never written as is)`);
+    appSecrets[name] = value;
+  }
+
+  if (problems.length > 0) throw new DeployConfigError(problems);
+
+  const cred = (configured: string): Credential => (configured !== '' ? { value: configured, generated: false } : { value: random(), generated: true });
+  const jwtConfigured = appSecrets.JWT_SECRET;
+  const spec: DeploySpec = {
+    app: o.app_name,
+    namespace: o.namespace,
+    port: o.container_port,
+    nodePort: o.ingress_node_port,
+    docdb: {
+      provision: docdbProvision,
+      uri: db.docdb_uri,
+      engine: o.docdb_engine as 'postgres' | 'mongo',
+      username: o.docdb_root_username,
+      password: cred(o.docdb_root_password),
+      database: 'svc_db',
+      pvcSize: normaliseQuantity(o.pvc_size),
+      storageClass: o.storage_class,
+      dashboard: { enabled: o.docdb_dashboard, username: o.docdb_dashboard_username, password: cred(o.docdb_dashboard_password) },
+    },
+    kv: {
+      provision: kvProvision,
+      url: db.kv_url,
+      username: o.kv_username,
+      password: cred(o.kv_password),
+      pvcSize: normaliseQuantity(o.pvc_size),
+      storageClass: o.storage_class,
+      dashboard: { enabled: o.kv_dashboard, username: o.kv_dashboard_username, password: cred(o.kv_dashboard_password) },
+    },
+    resources,
+    probes: {
+      readinessPath,
+      livenessPath,
+      readinessInitialDelay: o.readiness_initial_delay,
+      readinessPeriod: o.readiness_period,
+      livenessInitialDelay: o.liveness_initial_delay,
+      livenessPeriod: o.liveness_period,
+      livenessFailureThreshold: o.liveness_failure_threshold,
+    },
+    replicas: { min: o.min_replicas, max: o.max_replicas, cpuTarget: o.cpu_utilization_target },
+    ingress: {
+      className: o.ingress_class,
+      rps: o.ingress_limit_rps,
+      burst: o.ingress_limit_rps * o.ingress_limit_burst_multiplier,
+      connections: o.ingress_limit_connections,
+      sticky: o.sticky_sessions,
+      domain: o.domain,
+      certManagerEmail: o.cert_manager_email,
+    },
+    monitoring: {
+      enabled: m.enabled,
+      k8sMetrics: m.k8s_metrics_enabled,
+      logPipeline: o.log_pipeline_enabled && m.enabled,
+      adminPassword: cred(m.prometheus_admin_password),
+      scrapeToken: cred(''),
+      metricsPath: config['scale.metrics'].endpoint,
+    },
+    images: { app: input.image, busybox: o.busybox_image },
+    appSecrets,
+    jwtSecret: jwtConfigured !== undefined && jwtConfigured !== '' ? { value: jwtConfigured, generated: false } : cred(''),
+    shutdownTimeoutMs: config['scale.server'].shutdown_timeout_ms,
+    clusterName: config['scale.cluster'].name || o.app_name,
+    configChecksum: configChecksum(input.files, appSecrets),
+  };
+  if (o.log_pipeline_enabled && !m.enabled) warnings.push('log_pipeline_enabled needs [scale.monitoring] enabled (its dashboard lives in the metrics UI): no log pipeline');
+  return { spec, warnings };
+}
+
+/** sha256 over the configuration files' bytes and the secrets (names, and a hash of each value: no value is readable from it). */
+function configChecksum(files: string[], secrets: Record<string, string>): string {
+  const h = createHash('sha256');
+  for (const file of files) h.update(`file\0${file.split('/').pop()}\0`).update(readFileSync(file));
+  for (const name of Object.keys(secrets).sort()) h.update(`secret\0${name}\0${createHash('sha256').update(secrets[name] as string).digest('hex')}\0`);
+  return h.digest('hex');
+}

@@ -1,0 +1,107 @@
+/**
+ * The deployment as the manifests see it: every `[scale.orchestrator]`,
+ * `[scale.monitoring]`, `[scale.database]` and `[scale.secrets]` value
+ * checked, defaulted and normalised (deploy/config.ts makes it), plus the
+ * credentials the plan generates. The manifest builders read nothing else.
+ */
+
+/** A Kubernetes object as sent to the API server (plain JSON). */
+export interface K8sObject {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>; [k: string]: unknown };
+  [k: string]: unknown;
+}
+
+/** A credential: its value, and whether svc generated it (random, once) or the user configured it. */
+export interface Credential {
+  value: string;
+  generated: boolean;
+}
+
+export interface DeploySpec {
+  /** `[scale.orchestrator] app_name`, a DNS-1123 label (the prefix of every name). */
+  app: string;
+  namespace: string;
+  /** The app's port in the pod (`container_port`; the pods run `svc start` on it). */
+  port: number;
+  /** The ingress proxy's node port. */
+  nodePort: number;
+  docdb: {
+    /** False: `[scale.database] docdb_uri` is set (uri holds it) or `docdb_enabled = false`. */
+    provision: boolean;
+    /** The external database's URI when not provisioned ('' when none: the pods keep SQLite in their own folder, a warning). */
+    uri: string;
+    engine: 'postgres' | 'mongo';
+    username: string;
+    password: Credential;
+    /** The database svc uses (`svc_db`). */
+    database: string;
+    pvcSize: string;
+    storageClass: string;
+    dashboard: { enabled: boolean; username: string; password: Credential };
+  };
+  kv: {
+    provision: boolean;
+    /** The external Redis URL when not provisioned ('' when none: one pod, no cluster — a warning). */
+    url: string;
+    username: string;
+    password: Credential;
+    pvcSize: string;
+    storageClass: string;
+    dashboard: { enabled: boolean; username: string; password: Credential };
+  };
+  /** Container resources: only the keys set (Kubernetes quantities, normalised: `K` → `k`). */
+  resources: { requests: { cpu?: string; memory?: string }; limits: { cpu?: string; memory?: string } };
+  probes: {
+    readinessPath: string;
+    livenessPath: string;
+    readinessInitialDelay: number;
+    readinessPeriod: number;
+    livenessInitialDelay: number;
+    livenessPeriod: number;
+    livenessFailureThreshold: number;
+  };
+  replicas: { min: number; max: number; cpuTarget: number };
+  ingress: {
+    /** '' : svc's own Traefik proxy; 'traefik': the cluster's Traefik (CRDs); another: a plain networking.k8s.io Ingress of that class. */
+    className: string;
+    rps: number;
+    burst: number;
+    connections: number;
+    sticky: boolean;
+    domain: string;
+    certManagerEmail: string;
+  };
+  monitoring: {
+    enabled: boolean;
+    k8sMetrics: boolean;
+    logPipeline: boolean;
+    /** The metrics UI's `admin` password. */
+    adminPassword: Credential;
+    /** The bearer token Prometheus scrapes the app's metrics endpoint with (`SVC_METRICS_SCRAPE_TOKEN` in the pods). */
+    scrapeToken: Credential;
+    /** The app's metrics endpoint (`[scale.metrics] endpoint`). */
+    metricsPath: string;
+    /** The prefix of svc's metric names (`[scale.metrics] namespace`; absent: `svc`), for the metrics UI's dashboards. */
+    metricsNamespace?: string;
+  };
+  images: {
+    /** The app's image, `{registry}/{app}:{tag}` or `[scale.orchestrator] image`. */
+    app: string;
+    busybox: string;
+  };
+  /** The app's `[scale.secrets]`, `${ENV}` resolved. */
+  appSecrets: Record<string, string>;
+  /** The JWT secret every pod shares (configured in `[scale.secrets] JWT_SECRET`, else generated). */
+  jwtSecret: Credential;
+  /** svc's drain deadline in the pods (`[scale.server] shutdown_timeout_ms`). */
+  shutdownTimeoutMs: number;
+  /** The cluster name the pods join (`SVC_CLUSTER_NAME`). */
+  clusterName: string;
+  /** sha256 (hex) of the app's configuration (svc.toml files, the secrets' names and a hash of their values). */
+  configChecksum: string;
+}
+
+/** The label every object carries. */
+export const MANAGED_LABEL = { managed: 'svc-scale' } as const;
