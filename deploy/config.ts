@@ -217,6 +217,7 @@ export function deploySpec(input: DeployInput): { spec: DeploySpec; warnings: st
       adminPassword: cred(m.prometheus_admin_password),
       scrapeToken: cred(''),
       metricsPath: config['scale.metrics'].endpoint,
+      metricsNamespace: config['scale.metrics'].namespace,
     },
     images: { app: input.image, busybox: o.busybox_image },
     appSecrets,

@@ -64,3 +64,8 @@ t.test('codes follow the SVC_ERR_ convention', async (t) => {
     }
   }
 });
+
+t.test('the deploy errors (a CLI exit, not a wire status) are in docs/errors.md', async (t) => {
+  const { DeployConfigError, ManifestError } = await import('../../deploy/index.ts');
+  for (const code of [new DeployConfigError(['x']).code, new ManifestError([]).code]) t.match(doc, `| \`${code}\` | 2 |`, `${code} is in docs/errors.md`);
+});
