@@ -62,7 +62,15 @@ export function buildCli(): CAC {
     .option('-a, --api_port <port>', 'Port for the API (overrides --port when set)')
     .option('-m, --main', 'Treat the entry as the main module (always true; accepted for compatibility)')
     .option('--workers <n>', 'Worker threads, default 0: one per core (each serves the port on uWebSockets.js; on node:http only the first)')
+    .option('--scale', 'Deploy to Kubernetes ([scale.orchestrator]): with --dry-run, print the plan')
+    .option('--dry-run', 'With --scale: print the plan (every object an apply would send, the image, the URL) and change nothing')
+    .option('--show-yaml', 'With --scale --dry-run: print the exact manifests as YAML (Secret values redacted)')
+    .option('--show-secrets', 'With --show-yaml: print Secret values too')
+    .option('-b, --build', 'With --scale: build and push the app image (registry credentials from .env: SVC_REGISTRY_USERNAME, SVC_REGISTRY_PASSWORD)')
+    .option('--target <target>', 'With --scale: the deployment target (orchestrator, the default: Kubernetes)')
+    .option('-e, --experimental', 'With --scale --build: install svc from [scale.orchestrator] svc_repo_url instead of this copy')
     .example('svc start app.ts --port 8000')
+    .example('svc start app.ts --scale --dry-run --show-yaml   # the Kubernetes manifests, validated')
     .example('svc start --dev                 # main.ts (or app.ts) of this folder, reloaded on changes')
     .action(async (entry: string | undefined, options: Record<string, unknown>) => {
       const { start } = await import('./commands/start.ts');

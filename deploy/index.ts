@@ -13,3 +13,6 @@ export type { Credential, DeploySpec, K8sObject } from './spec.ts';
 export { assertValid, ManifestError, parseQuantity, validateManifests } from './validate/index.ts';
 export type { ManifestProblem } from './validate/index.ts';
 export { buildManifests, CHECKSUM_ANNOTATION, IMAGES } from './manifests/index.ts';
+export { appImage } from './app-image.ts';
+export type { AppImage } from './app-image.ts';
+export { ImageError, IMAGE_ERRORS } from './image/index.ts';

@@ -21,9 +21,20 @@ export interface StartFlags {
   apiPort?: number | string;
   main?: boolean;
   workers?: number | string;
+  scale?: boolean;
+  dryRun?: boolean;
+  showYaml?: boolean;
+  showSecrets?: boolean;
+  build?: boolean;
+  target?: string;
+  experimental?: boolean;
 }
 
 export async function start(entryArg: string | undefined, flags: StartFlags): Promise<void> {
+  if (flags.scale) {
+    const { scale } = await import('./scale.ts');
+    return scale(entryArg, flags);
+  }
   try {
     const entry = resolveEntry(entryArg, 'svc start <entry.ts>');
     const apiPort = portFlag(flags.api_port ?? flags.apiPort, '--api_port');

@@ -1,7 +1,7 @@
 /**
  * The test kit's door: the launchers tests and benchmarks share. A real Redis, PostgreSQL, S3 API server, OpenID
  * Connect issuer and SMTP listener, each on a free loopback port and stopped when the test ends; a child `svc start`
- * (and N of them as one cluster); latches; the fixture apps by path.
+ * (and N of them as one cluster); latches; the fixture apps by path; podman (real containers, where it can run).
  *
  * Benchmarks import nothing of `test/` but this file (test/meta/rooms.test.ts holds them to it). Assertions and
  * drivers only tests use stay in `test/helpers/`; the suites every backend of a seam passes are in
@@ -24,3 +24,7 @@ export { post, runSvc, startServer, TEST_SECRET, tokenFor, transport } from './s
 export type { Server, SvcRun } from './server.ts';
 export { adminToken, CLUSTER_APP, pool, startCluster, waitForMembers, walk } from './cluster.ts';
 export type { Answer, ClusterSpec, TestCluster } from './cluster.ts';
+export { startFakeKubeApi } from './fake-kube-api.ts';
+export type { FakeKubeApi } from './fake-kube-api.ts';
+export { Podman, PODMAN_DIR, podmanAvailable } from './podman.ts';
+export type { PodmanResult } from './podman.ts';

@@ -1,0 +1,73 @@
+/**
+ * `svc start <entry> --scale`: deploy the app to Kubernetes. This version plans
+ * (`--dry-run`: the plan by component, `--show-yaml`: the manifests) and builds
+ * the image (`--build`); applying the plan to a cluster is not part of it yet.
+ *
+ * Exit codes: 0 a plan (or a built image), 2 a configuration the deploy refuses
+ * (every problem listed, before anything is contacted), 1 a failure on the way
+ * (the image build).
+ */
+import { dirname } from 'node:path';
+import { ConfigError, loadConfig } from '../../runtime/index.ts';
+import { appImage, buildManifests, DeployConfigError, deploySpec, ManifestError, planText, renderYaml, validateManifests } from '../../deploy/index.ts';
+import { EntryError, resolveEntry } from '../entry.ts';
+
+export interface ScaleFlags {
+  profile?: string;
+  dryRun?: boolean;
+  showYaml?: boolean;
+  showSecrets?: boolean;
+  build?: boolean;
+  target?: string;
+  experimental?: boolean;
+}
+
+/** A usage or configuration error: the message, exit 2. */
+class UsageError extends Error {}
+
+export async function scale(entryArg: string | undefined, flags: ScaleFlags): Promise<void> {
+  const started = performance.now();
+  try {
+    const entry = resolveEntry(entryArg, 'svc start <entry.ts> --scale');
+    const projectRoot = dirname(entry);
+    if (flags.target !== undefined && flags.target !== 'orchestrator' && flags.target !== 'kubernetes') {
+      throw new UsageError(`--target ${JSON.stringify(flags.target)}: the one target is orchestrator (Kubernetes)`);
+    }
+    if ((flags.showYaml || flags.showSecrets) && !flags.dryRun) throw new UsageError('--show-yaml and --show-secrets go with --dry-run');
+    const { config, files, warnings } = loadConfig({ dir: projectRoot, profile: flags.profile, env: process.env });
+    for (const w of warnings) if (!/unknown key scale\.(orchestrator|monitoring|database)\./.test(w)) process.stderr.write(`svc: warning: ${w}\n`);
+    const image = appImage({ entry, projectRoot, config, build: flags.build === true, env: process.env });
+    const { spec, warnings: notes } = deploySpec({ config, files, warnings, env: process.env, image: image.ref });
+    const objects = buildManifests(spec);
+    const problems = validateManifests(objects);
+    if (problems.length > 0) throw new ManifestError(problems);
+    if (flags.dryRun) {
+      const plan = planText({ spec, objects, warnings: [...image.warnings, ...notes], imageNote: image.note });
+      if (flags.showYaml) {
+        // The YAML alone on stdout (`… --show-yaml | kubectl apply -f -`); the plan beside it on stderr.
+        process.stderr.write(plan);
+        process.stdout.write(renderYaml(objects, { showSecrets: flags.showSecrets === true }));
+      } else {
+        process.stdout.write(plan);
+      }
+      process.stderr.write(`svc: planned in ${Math.round(performance.now() - started)} ms\n`);
+      return;
+    }
+    if (flags.build) {
+      await image.build((line: string) => process.stderr.write(`svc: ${line}\n`));
+      process.stdout.write(`Image pushed: ${spec.images.app}\n`);
+    }
+    process.stderr.write(
+      'svc: applying the plan to a cluster is not part of this version of svc. ' +
+        '`svc start <entry> --scale --dry-run --show-yaml` prints the manifests (their Secrets redacted; with --show-secrets in full).\n',
+    );
+    process.exit(1);
+  } catch (error) {
+    if (error instanceof EntryError || error instanceof UsageError || error instanceof ConfigError || error instanceof DeployConfigError || error instanceof ManifestError) {
+      process.stderr.write(`svc: ${error.message}\n`);
+      process.exit(2);
+    }
+    process.stderr.write(`svc: ${(error as Error).message}\n`);
+    process.exit(1);
+  }
+}

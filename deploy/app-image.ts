@@ -1,0 +1,65 @@
+/**
+ * The image a deployment runs: `[scale.orchestrator] image` when set (and no
+ * `--build`), else `{registry}/{app}:{tag}` with the tag derived from the
+ * content (deploy/image: the same code gives the same tag), which `--build`
+ * builds and pushes. Deciding it reads files and runs nothing; building it
+ * runs the container command.
+ */
+import type { SvcConfig } from '../runtime/index.ts';
+import { buildAndPush, chooseContainerCli, contentTag, imageContext, ImageError, REGISTRY_PASSWORD_VARIABLES, REGISTRY_USERNAME_VARIABLES, registryCredentials, type ImageContextOptions } from './image/index.ts';
+
+export interface AppImage {
+  /** The reference the Deployment names. */
+  ref: string;
+  /** How it comes to be, for the plan. */
+  note: string;
+  warnings: string[];
+  /** Build and push it (`--build`): stage, login (password on stdin), build, push, clean up. */
+  build(log: (line: string) => void): Promise<void>;
+}
+
+/**
+ * @example
+ * const image = appImage({ entry, projectRoot, config, build: true, env: process.env });
+ * await image.build((line) => process.stderr.write(`${line}\n`));
+ */
+export function appImage(options: { entry: string; projectRoot: string; config: SvcConfig; build: boolean; env: NodeJS.ProcessEnv }): AppImage {
+  const o = options.config['scale.orchestrator'];
+  const warnings: string[] = [];
+  const credentials = registryCredentials(options.projectRoot, options.env);
+  const context: ImageContextOptions = {
+    entry: options.entry,
+    projectRoot: options.projectRoot,
+    baseImage: o.python_image !== '' ? o.python_image : o.base_image,
+    port: o.container_port,
+    deps: 'build',
+    additionalPackages: o.additional_packages,
+    pluginVersions: o.plugin_versions,
+  };
+  if (o.image !== '' && !options.build) {
+    return { ref: o.image, note: 'configured: [scale.orchestrator] image', warnings, build: async () => undefined };
+  }
+  const registry = o.registry !== '' ? o.registry.replace(/\/+$/, '') : credentials ? `docker.io/${credentials.username}` : '';
+  const ref = `${registry === '' ? '' : `${registry}/`}${o.app_name}:${contentTag(context)}`;
+  if (o.image !== '') warnings.push(`--build: the image built (${ref}) is deployed instead of [scale.orchestrator] image (${o.image})`);
+  if (registry === '') warnings.push('no registry: set [scale.orchestrator] registry (SVC_SCALE_REGISTRY), or SVC_REGISTRY_USERNAME for docker.io/<username> — the cluster pulls the image from there');
+  return {
+    ref,
+    note: options.build ? 'built and pushed by --build' : 'the image --build makes of this code: without --build the registry must already hold it',
+    warnings,
+    build: async (log) => {
+      // Credentials first: without them nothing is staged or run (not even `docker info`).
+      if (!credentials || credentials.username === '' || credentials.password === '') {
+        throw new ImageError('SVC_ERR_IMAGE_CREDENTIALS', `pushing ${ref} needs container registry credentials: set ${REGISTRY_USERNAME_VARIABLES.join(' or ')} and ${REGISTRY_PASSWORD_VARIABLES.join(' or ')} in the environment or in the project's .env; nothing was run`);
+      }
+      if (registry === '') throw new ImageError('SVC_ERR_IMAGE_LOGIN', 'no registry to push to: set [scale.orchestrator] registry (SVC_SCALE_REGISTRY)');
+      const cli = await chooseContainerCli(o.container_cli);
+      const staged = imageContext({ ...context, log });
+      try {
+        await buildAndPush({ cli, context: staged, ref, registry: registry.split('/')[0] as string, credentials, push: true, log });
+      } finally {
+        staged.cleanup();
+      }
+    },
+  };
+}
