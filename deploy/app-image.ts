@@ -23,7 +23,7 @@ export interface AppImage {
  * const image = appImage({ entry, projectRoot, config, build: true, env: process.env });
  * await image.build((line) => process.stderr.write(`${line}\n`));
  */
-export function appImage(options: { entry: string; projectRoot: string; config: SvcConfig; build: boolean; env: NodeJS.ProcessEnv }): AppImage {
+export function appImage(options: { entry: string; projectRoot: string; config: SvcConfig; build: boolean; env: NodeJS.ProcessEnv; experimental?: boolean }): AppImage {
   const o = options.config['scale.orchestrator'];
   const warnings: string[] = [];
   const credentials = registryCredentials(options.projectRoot, options.env);
@@ -35,6 +35,7 @@ export function appImage(options: { entry: string; projectRoot: string; config: 
     deps: 'build',
     additionalPackages: o.additional_packages,
     pluginVersions: o.plugin_versions,
+    svcRepo: options.experimental && o.svc_repo_url !== '' ? { url: o.svc_repo_url, branch: o.svc_branch, commit: o.svc_commit } : undefined,
   };
   if (o.image !== '' && !options.build) {
     return { ref: o.image, note: 'configured: [scale.orchestrator] image', warnings, build: async () => undefined };

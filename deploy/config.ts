@@ -56,6 +56,8 @@ export interface DeployInput {
   image: string;
   /** Random credentials (a test makes them predictable). */
   random?: () => string;
+  /** `--experimental`: svc from `svc_repo_url` in the image. */
+  experimental?: boolean;
 }
 
 /**
@@ -127,6 +129,12 @@ export function deploySpec(input: DeployInput): { spec: DeploySpec; warnings: st
     if (o[key] !== '' && !IMAGE.test(o[key])) problems.push(`[scale.orchestrator] ${key} ${JSON.stringify(o[key])}: an image reference such as registry.example.com/team/app:1.2`);
   }
   if (o.python_image !== '' && /python/i.test(o.python_image)) problems.push(`[scale.orchestrator] python_image ${JSON.stringify(o.python_image)}: svc runs on Node — name a Node image (base_image, e.g. node:20-bookworm-slim)`);
+
+  if (o.svc_repo_url !== '' && !/^(https:\/\/|ssh:\/\/|git:\/\/|git@)[^\s'"\\]+$/.test(o.svc_repo_url)) problems.push(`[scale.orchestrator] svc_repo_url ${JSON.stringify(o.svc_repo_url)}: a git URL (https://, ssh://, git://, git@host:path)`);
+  if (!/^[A-Za-z0-9._/-]+$/.test(o.svc_branch)) problems.push(`[scale.orchestrator] svc_branch ${JSON.stringify(o.svc_branch)}: a branch name`);
+  if (o.svc_commit !== '' && !/^[0-9a-f]{7,40}$/.test(o.svc_commit)) problems.push(`[scale.orchestrator] svc_commit ${JSON.stringify(o.svc_commit)}: a commit id (7–40 hex digits)`);
+  if (input.experimental && o.svc_repo_url === '') problems.push('--experimental installs svc from a git repository: set [scale.orchestrator] svc_repo_url (SVC_SCALE_SVC_REPO_URL)');
+  if (!input.experimental && o.svc_repo_url !== '') warnings.push('[scale.orchestrator] svc_repo_url is used with --experimental only: the image carries the svc this command runs from');
 
   const externalUri = (key: 'docdb_uri' | 'kv_url', value: string): void => {
     if (value === '') return;

@@ -36,8 +36,10 @@ export async function scale(entryArg: string | undefined, flags: ScaleFlags): Pr
     if ((flags.showYaml || flags.showSecrets) && !flags.dryRun) throw new UsageError('--show-yaml and --show-secrets go with --dry-run');
     const { config, files, warnings } = loadConfig({ dir: projectRoot, profile: flags.profile, env: process.env });
     for (const w of warnings) if (!/unknown key scale\.(orchestrator|monitoring|database)\./.test(w)) process.stderr.write(`svc: warning: ${w}\n`);
-    const image = appImage({ entry, projectRoot, config, build: flags.build === true, env: process.env });
-    const { spec, warnings: notes } = deploySpec({ config, files, warnings, env: process.env, image: image.ref });
+    const experimental = flags.experimental === true;
+    const { spec, warnings: notes } = deploySpec({ config, files, warnings, env: process.env, image: '', experimental });
+    const image = appImage({ entry, projectRoot, config, build: flags.build === true, env: process.env, experimental });
+    spec.images.app = image.ref;
     const objects = buildManifests(spec);
     const problems = validateManifests(objects);
     if (problems.length > 0) throw new ManifestError(problems);

@@ -45,6 +45,8 @@ export interface ImageContextOptions {
   deps: 'build' | 'host';
   /** npm packages added to the app's (`name` or `name@version`). */
   additionalPackages?: readonly string[];
+  /** `--experimental`: svc cloned from this git repository (branch, or a commit when set) in the build stage, not copied from svcRoot. */
+  svcRepo?: { url: string; branch: string; commit: string } | undefined;
   /** npm packages pinned: `name` → version, `latest`, or `none` to leave it out. */
   pluginVersions?: Readonly<Record<string, string | number>>;
   /** svc's folder (default: the svc that is running). */
@@ -101,7 +103,9 @@ function sources(options: ImageContextOptions) {
     entry,
     svcLockFile,
     appDeps: app.empty ? 'none' : app.command,
+    svcRepo: options.svcRepo,
   });
+  if (options.svcRepo) parts.length = 0; // svc comes from the repository: none of this copy goes in
   return { projectRoot, svcRoot, entry, parts, projectSkip, svcSkip, app, text };
 }
 

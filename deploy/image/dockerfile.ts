@@ -29,6 +29,8 @@ export interface DockerfilePlan {
   svcLockFile: string | undefined;
   /** The app's own dependencies: none, or installed with `npm ci` / `npm install`. */
   appDeps: 'none' | 'ci' | 'install';
+  /** `--experimental` (`deps: 'build'` only): svc cloned from this git repository at this branch or commit instead of the staged copy. */
+  svcRepo?: { url: string; branch: string; commit: string } | undefined;
 }
 
 /** The user the app runs as: numeric, so it needs no /etc/passwd entry (the `node` user of the official Node images). */
@@ -51,7 +53,24 @@ export function dockerfile(plan: DockerfilePlan): string {
   ];
   let svcModules: string;
   let appModules: string | undefined;
-  if (plan.deps === 'build') {
+  const repo = plan.svcRepo;
+  if (repo && plan.deps !== 'build') throw new Error('svc from a git repository needs deps: build');
+  if (plan.deps === 'build' && repo) {
+    const clone = repo.commit !== ''
+      ? `git clone ${sh(repo.url)} /build/svc && git -C /build/svc checkout --detach ${sh(repo.commit)}`
+      : `git clone --depth 1 --branch ${sh(repo.branch)} ${sh(repo.url)} /build/svc`;
+    lines.push(
+      '',
+      '# svc from its git repository (--experimental), its production dependencies from its own lockfile; the app\'s from its own.',
+      `FROM ${plan.buildImage} AS deps`,
+      `RUN ${clone} && rm -rf /build/svc/.git`,
+      'WORKDIR /build/svc',
+      `RUN if [ -f package-lock.json ] || [ -f npm-shrinkwrap.json ]; then npm ci ${NPM_FLAGS}; else npm install ${NPM_FLAGS}; fi`,
+    );
+    if (plan.appDeps !== 'none') lines.push('WORKDIR /build/app', 'COPY app-deps/ ./', `RUN npm ${plan.appDeps} ${NPM_FLAGS}`);
+    svcModules = 'COPY --from=deps /build/svc/ /app/node_modules/svc/';
+    if (plan.appDeps !== 'none') appModules = 'COPY --from=deps /build/app/node_modules/ /app/node_modules/';
+  } else if (plan.deps === 'build') {
     lines.push(
       '',
       '# Production dependencies, built where npm and a toolchain are: svc\'s from its own lockfile, the app\'s from its own.',
@@ -74,7 +93,7 @@ export function dockerfile(plan: DockerfilePlan): string {
     '# Dependencies first (they change least), then svc, then the app; all owned by root, read-only to the app.',
     svcModules,
     ...(appModules === undefined ? [] : [appModules]),
-    'COPY svc/ /app/node_modules/svc/',
+    ...(repo ? [] : ['COPY svc/ /app/node_modules/svc/']),
     'COPY app/ /app/',
     '# Where svc writes: its data folder, and the worker threads\' bundles.',
     `COPY --chown=${APP_USER} writable/ /app/.svc/`,
@@ -88,6 +107,11 @@ export function dockerfile(plan: DockerfilePlan): string {
     `CMD ${execForm(['start', plan.entry, '--host', '0.0.0.0', '--port', String(port)])}`,
   );
   return `${lines.join('\n')}\n`;
+}
+
+/** A word for the build stage's shell, single-quoted (the values are checked before: no quote can be in them). */
+function sh(word: string): string {
+  return `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
 /** A command in exec form (a JSON array: no shell). */

@@ -118,3 +118,22 @@ t.test('each mistake is refused with a message naming the key', async (t) => {
   t.throws(() => plan('[scale.orchestrator]\nmin_replicas = "two"'), /min_replicas must be an integer/, 'a wrong type stops loading, naming the key');
   t.equal(problems('[scale.orchestrator]\ncpu_request = "x"\nmin_replicas = 5\nmax_replicas = 1').length, 2, 'every problem at once');
 });
+
+t.test('--experimental: svc from a git repository, its URL, branch and commit checked', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'svc-deploy-experimental-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const run = (toml: string, experimental: boolean): string[] => {
+    writeFileSync(join(dir, 'svc.toml'), toml);
+    const { config, files, warnings } = loadConfig({ dir, env: {} });
+    try {
+      return deploySpec({ config, files, warnings, env: {}, image: 'x/y:1', experimental }).warnings;
+    } catch (error) {
+      return (error as DeployConfigError).problems;
+    }
+  };
+  t.match(run('', true).join('\n'), /--experimental .* svc_repo_url/, 'needs a repository');
+  t.match(run('[scale.orchestrator]\nsvc_repo_url = "https://git.example.com/svc.git"', false).join('\n'), /with --experimental only/, 'set without the flag: said');
+  t.match(run('[scale.orchestrator]\nsvc_repo_url = "https://x/y.git; rm -rf /"', true).join('\n'), /svc_repo_url .*a git URL/, 'no shell in the URL');
+  t.match(run('[scale.orchestrator]\nsvc_repo_url = "https://x/y.git"\nsvc_commit = "main"', true).join('\n'), /svc_commit "main": a commit id/);
+  t.match(run('[scale.orchestrator]\nsvc_repo_url = "https://x/y.git"\nsvc_branch = "a b"', true).join('\n'), /svc_branch "a b"/);
+});

@@ -11,6 +11,8 @@ import {
   type BuildAndPushOptions,
   buildImageFor,
   chooseContainerCli,
+  contentTag,
+  dockerfile,
   IMAGE_ERRORS,
   ImageError,
   imageContext,
@@ -126,6 +128,8 @@ t.test('the tag: derived from the content — stable for the same files, changed
   writeFileSync(join(dir, '.svc/data/users.db'), 'changed');
   t.equal(stage(t, dir).tag, edited, 'what stays out of the image does not change the tag');
   t.not(stage(t, dir, { port: 8001 }).tag, edited, 'nor does the Dockerfile stay out of it');
+  const options = { entry: join(dir, 'app.ts'), projectRoot: dir, baseImage: 'node:20-bookworm-slim', port: 8000, deps: 'build' as const };
+  t.equal(contentTag(options), edited, 'the dry run\'s tag (nothing staged) is the tag of the build');
 });
 
 t.test('the app\'s own dependencies: svc taken out of package.json and lockfile, npm ci from the lock, npm install once packages are added or pinned', async (t) => {
@@ -331,4 +335,15 @@ t.test('every image error code is documented in docs/errors.md with its status',
     t.match(code, /^SVC_ERR_[A-Z_]+$/);
     t.match(doc, new RegExp(`^\\| \`${code}\` \\| ${status} \\|`, 'm'), `${code} documented as ${status}`);
   }
+});
+
+t.test('--experimental: the build stage clones svc from its repository (a commit when pinned) instead of the copy', async (t) => {
+  const base = { deps: 'build' as const, baseImage: 'node:20-bookworm-slim', buildImage: 'node:20-bookworm', port: 8000, entry: 'app.ts', svcLockFile: 'package-lock.json', appDeps: 'none' as const };
+  const branch = dockerfile({ ...base, svcRepo: { url: 'https://git.example.com/svc.git', branch: 'release', commit: '' } });
+  t.match(branch, /RUN git clone --depth 1 --branch 'release' 'https:\/\/git\.example\.com\/svc\.git' \/build\/svc && rm -rf \/build\/svc\/\.git\n/);
+  t.match(branch, /COPY --from=deps \/build\/svc\/ \/app\/node_modules\/svc\/\n/);
+  t.notMatch(branch, /COPY svc\//, 'no staged copy of svc');
+  const pinned = dockerfile({ ...base, svcRepo: { url: 'https://git.example.com/svc.git', branch: 'main', commit: '0123abc' } });
+  t.match(pinned, /git -C \/build\/svc checkout --detach '0123abc'/);
+  t.match(dockerfile(base), /COPY svc\/ \/app\/node_modules\/svc\//, 'without it: the copy');
 });
