@@ -67,6 +67,7 @@ export function buildCli(): CAC {
     .option('--show-yaml', 'With --scale --dry-run: print the exact manifests as YAML (Secret values redacted)')
     .option('--show-secrets', 'With --show-yaml: print Secret values too')
     .option('-b, --build', 'With --scale: build and push the app image (registry credentials from .env: SVC_REGISTRY_USERNAME, SVC_REGISTRY_PASSWORD)')
+    .option('--no-push', 'With --scale --build: build the image here only (no registry, no credentials)')
     .option('--target <target>', 'With --scale: the deployment target (orchestrator, the default: Kubernetes)')
     .option('-e, --experimental', 'With --scale --build: install svc from [scale.orchestrator] svc_repo_url instead of this copy')
     .example('svc start app.ts --port 8000')

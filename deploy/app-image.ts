@@ -6,7 +6,7 @@
  * runs the container command.
  */
 import type { SvcConfig } from '../runtime/index.ts';
-import { buildAndPush, chooseContainerCli, contentTag, imageContext, ImageError, REGISTRY_PASSWORD_VARIABLES, REGISTRY_USERNAME_VARIABLES, registryCredentials, type ImageContextOptions } from './image/index.ts';
+import { buildAndPush, chooseContainerCli, contentTag, imageConfigFiles, imageContext, ImageError, REGISTRY_PASSWORD_VARIABLES, REGISTRY_USERNAME_VARIABLES, registryCredentials, type ImageContextOptions } from './image/index.ts';
 
 export interface AppImage {
   /** The reference the Deployment names. */
@@ -23,7 +23,8 @@ export interface AppImage {
  * const image = appImage({ entry, projectRoot, config, build: true, env: process.env });
  * await image.build((line) => process.stderr.write(`${line}\n`));
  */
-export function appImage(options: { entry: string; projectRoot: string; config: SvcConfig; build: boolean; env: NodeJS.ProcessEnv; experimental?: boolean }): AppImage {
+export function appImage(options: { entry: string; projectRoot: string; config: SvcConfig; build: boolean; env: NodeJS.ProcessEnv; experimental?: boolean; push?: boolean }): AppImage {
+  const push = options.push !== false;
   const o = options.config['scale.orchestrator'];
   const warnings: string[] = [];
   const credentials = registryCredentials(options.projectRoot, options.env);
@@ -32,32 +33,37 @@ export function appImage(options: { entry: string; projectRoot: string; config: 
     projectRoot: options.projectRoot,
     baseImage: o.python_image !== '' ? o.python_image : o.base_image,
     port: o.container_port,
-    deps: 'build',
+    deps: o.image_deps as 'build' | 'host',
     additionalPackages: o.additional_packages,
     pluginVersions: o.plugin_versions,
     svcRepo: options.experimental && o.svc_repo_url !== '' ? { url: o.svc_repo_url, branch: o.svc_branch, commit: o.svc_commit } : undefined,
   };
+  // Credentials never go into an image; those the deployment does not carry in its own Secrets must come through [scale.secrets].
+  const carried = /^\[(scale\.jwt\] secret|scale\.metrics\] scrape_token|scale\.database\] (docdb_uri|kv_url)|scale\.admin\] default_password)/;
+  for (const file of imageConfigFiles(options.projectRoot)) {
+    for (const key of file.removed.filter((r) => !carried.test(r))) warnings.push(`${file.name}: ${key} is a credential: it is left out of the image`);
+  }
   if (o.image !== '' && !options.build) {
     return { ref: o.image, note: 'configured: [scale.orchestrator] image', warnings, build: async () => undefined };
   }
   const registry = o.registry !== '' ? o.registry.replace(/\/+$/, '') : credentials ? `docker.io/${credentials.username}` : '';
   const ref = `${registry === '' ? '' : `${registry}/`}${o.app_name}:${contentTag(context)}`;
   if (o.image !== '') warnings.push(`--build: the image built (${ref}) is deployed instead of [scale.orchestrator] image (${o.image})`);
-  if (registry === '') warnings.push('no registry: set [scale.orchestrator] registry (SVC_SCALE_REGISTRY), or SVC_REGISTRY_USERNAME for docker.io/<username> — the cluster pulls the image from there');
+  if (registry === '' && push) warnings.push('no registry: set [scale.orchestrator] registry (SVC_SCALE_REGISTRY), or SVC_REGISTRY_USERNAME for docker.io/<username> — the cluster pulls the image from there');
   return {
     ref,
-    note: options.build ? 'built and pushed by --build' : 'the image --build makes of this code: without --build the registry must already hold it',
+    note: options.build ? (push ? 'built and pushed by --build' : 'built here by --build --no-push, not pushed') : 'the image --build makes of this code: without --build the registry must already hold it',
     warnings,
     build: async (log) => {
       // Credentials first: without them nothing is staged or run (not even `docker info`).
-      if (!credentials || credentials.username === '' || credentials.password === '') {
+      if (push && (!credentials || credentials.username === '' || credentials.password === '')) {
         throw new ImageError('SVC_ERR_IMAGE_CREDENTIALS', `pushing ${ref} needs container registry credentials: set ${REGISTRY_USERNAME_VARIABLES.join(' or ')} and ${REGISTRY_PASSWORD_VARIABLES.join(' or ')} in the environment or in the project's .env; nothing was run`);
       }
-      if (registry === '') throw new ImageError('SVC_ERR_IMAGE_LOGIN', 'no registry to push to: set [scale.orchestrator] registry (SVC_SCALE_REGISTRY)');
+      if (push && registry === '') throw new ImageError('SVC_ERR_IMAGE_LOGIN', 'no registry to push to: set [scale.orchestrator] registry (SVC_SCALE_REGISTRY)');
       const cli = await chooseContainerCli(o.container_cli);
       const staged = imageContext({ ...context, log });
       try {
-        await buildAndPush({ cli, context: staged, ref, registry: registry.split('/')[0] as string, credentials, push: true, log });
+        await buildAndPush({ cli, context: staged, ref, registry: registry.split('/')[0] as string, credentials: push ? credentials : undefined, push, log });
       } finally {
         staged.cleanup();
       }

@@ -26,9 +26,18 @@ const DEPLOY_SECTIONS = ['scale.orchestrator', 'scale.monitoring', 'scale.databa
 export const MAX_APP_NAME = 40;
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** A Service's name (DNS-1035): it starts with a letter. */
+const DNS_1035 = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+/** Namespaces of the cluster's own: never deployed into. */
+const SYSTEM_NAMESPACES = new Set(['kube-system', 'kube-public', 'kube-node-lease']);
+/** Environment variables the app's Deployment sets itself: a secret of that name would be shadowed by it. */
+const SET_BY_DEPLOYMENT = ['NODE_ENV', 'SVC_HOST', 'SVC_PORT', 'SVC_PROFILE', 'SVC_WORKERS', 'SVC_CLUSTER_NAME', 'SVC_ADVERTISE_HOST', 'SVC_SHUTDOWN_TIMEOUT_MS', 'SVC_TRUSTED_PROXIES', 'DOCDB_URI', 'KV_URL', 'SVC_METRICS_ENABLED', 'SVC_METRICS_SCRAPE_TOKEN', 'ADMIN_DEFAULT_PASSWORD'];
+/** A username databases take. */
+const USERNAME = /^[A-Za-z0-9._-]{1,63}$/;
 const CPU = /^(\d+(\.\d+)?|\.\d+)m?$/;
 const MEMORY = /^(\d+(\.\d+)?|\.\d+)(Ki|Mi|Gi|Ti|K|k|M|G|T)?$/;
-const HOSTNAME = /^(?=.{1,253}$)([a-z0-9]([-a-z0-9]*[a-z0-9])?)(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/i;
+const HOSTNAME = DNS_SUBDOMAIN;
 const IMAGE = /^[a-z0-9][a-z0-9._\-/:@]*$/i;
 
 /** A Kubernetes quantity in base units (cores, bytes); NaN when it does not parse. */
@@ -58,6 +67,8 @@ export interface DeployInput {
   random?: () => string;
   /** `--experimental`: svc from `svc_repo_url` in the image. */
   experimental?: boolean;
+  /** `--profile`: the pods layer the same `svc.<profile>.toml`. */
+  profile?: string | undefined;
 }
 
 /**
@@ -82,11 +93,23 @@ export function deploySpec(input: DeployInput): { spec: DeploySpec; warnings: st
     if (hit && DEPLOY_SECTIONS.includes(hit[3] as string)) problems.push(`${hit[1]}: [${hit[3]}] ${hit[4]}: unknown key`);
   }
 
-  if (!DNS_LABEL.test(o.app_name) || o.app_name.length > MAX_APP_NAME) {
-    const suggestion = o.app_name.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, MAX_APP_NAME) || 'app';
-    problems.push(`[scale.orchestrator] app_name ${JSON.stringify(o.app_name)}: names in Kubernetes are lower-case letters, digits and '-', at most ${MAX_APP_NAME} characters here, starting and ending with a letter or digit (e.g. ${JSON.stringify(suggestion)})`);
+  if (!DNS_1035.test(o.app_name) || o.app_name.length > MAX_APP_NAME) {
+    const suggestion = o.app_name.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^[^a-z]+/, '').slice(0, MAX_APP_NAME).replace(/-+$/, '') || 'app';
+    problems.push(`[scale.orchestrator] app_name ${JSON.stringify(o.app_name)}: names in Kubernetes are lower-case letters, digits and '-', at most ${MAX_APP_NAME} characters here, starting with a letter and ending with a letter or digit (e.g. ${JSON.stringify(suggestion)})`);
   }
   if (!DNS_LABEL.test(o.namespace) || o.namespace.length > 63) problems.push(`[scale.orchestrator] namespace ${JSON.stringify(o.namespace)}: a namespace is lower-case letters, digits and '-', at most 63 characters`);
+  else if (SYSTEM_NAMESPACES.has(o.namespace)) problems.push(`[scale.orchestrator] namespace ${JSON.stringify(o.namespace)} is the cluster's own: deploy into a namespace of the app's`);
+  if (o.storage_class !== '' && !DNS_SUBDOMAIN.test(o.storage_class)) problems.push(`[scale.orchestrator] storage_class ${JSON.stringify(o.storage_class)}: a storage class name (lower-case letters, digits, '-' and '.')`);
+  for (const key of ['docdb_root_username', 'kv_username', 'kv_dashboard_username', 'docdb_dashboard_username'] as const) {
+    if (!USERNAME.test(o[key])) problems.push(`[scale.orchestrator] ${key} ${JSON.stringify(o[key])}: letters, digits, '.', '_' and '-' (the databases and dashboards take no other)`);
+  }
+  for (const key of ['docdb_root_password', 'kv_password', 'kv_dashboard_password', 'docdb_dashboard_password'] as const) {
+    if (/[\u0000-\u001f\u007f]/.test(o[key])) problems.push(`[scale.orchestrator] ${key}: a password with a line break or another control character is cut or refused by the databases`);
+  }
+  if (/[\u0000-\u001f\u007f]/.test(m.prometheus_admin_password)) problems.push('[scale.monitoring] prometheus_admin_password: a password with a line break or another control character');
+  if (o.registry !== '' && !/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?(:\d{1,5})?(\/[a-z0-9]([a-z0-9._-]*[a-z0-9])?)*$/.test(o.registry)) {
+    problems.push(`[scale.orchestrator] registry ${JSON.stringify(o.registry)}: a registry host and path in lower case, without a scheme (registry.example.com/team, ghcr.io/me)`);
+  }
   if (o.container_port > 65535) problems.push(`[scale.orchestrator] container_port ${o.container_port}: a port is 1–65535`);
   if (o.ingress_node_port < 30000 || o.ingress_node_port > 32767) problems.push(`[scale.orchestrator] ingress_node_port ${o.ingress_node_port}: a node port is in Kubernetes' range 30000–32767`);
 
@@ -95,8 +118,8 @@ export function deploySpec(input: DeployInput): { spec: DeploySpec; warnings: st
     const v = o[key].trim();
     if (v === '') return undefined;
     const ok = key.startsWith('cpu') ? CPU.test(v) : MEMORY.test(v);
-    if (!ok || amount(v) <= 0) {
-      problems.push(`[scale.orchestrator] ${key} ${JSON.stringify(o[key])}: ${key.startsWith('cpu') ? 'a CPU quantity such as 250m, 0.5 or 2' : 'a memory quantity such as 256Mi, 1Gi, 512M or 1G (suffixes Ki Mi Gi K M G)'}`);
+    if (!ok || amount(v) <= 0 || (key.startsWith('memory') && amount(v) < 4 * 2 ** 20)) {
+      problems.push(`[scale.orchestrator] ${key} ${JSON.stringify(o[key])}: ${key.startsWith('cpu') ? 'a CPU quantity such as 250m, 0.5 or 2' : 'a memory quantity of at least 4Mi such as 256Mi, 1Gi, 512M or 1G (suffixes Ki Mi Gi K M G; without one it counts bytes)'}`);
       return undefined;
     }
     return normaliseQuantity(v);
@@ -119,7 +142,8 @@ export function deploySpec(input: DeployInput): { spec: DeploySpec; warnings: st
     readinessPath = livenessPath = o.health_check_path;
   }
 
-  if (o.domain !== '' && !HOSTNAME.test(o.domain)) problems.push(`[scale.orchestrator] domain ${JSON.stringify(o.domain)}: a host name such as api.example.com`);
+  if (o.domain !== '' && !HOSTNAME.test(o.domain)) problems.push(`[scale.orchestrator] domain ${JSON.stringify(o.domain)}: a host name in lower case such as api.example.com`);
+  if (o.domain !== '' || o.cert_manager_email !== '') warnings.push('TLS is not set up by this version (no certificate is requested): the app, the dashboards\' logins and the sticky cookie travel over plain HTTP until a TLS-terminating load balancer is put in front');
   if (o.cert_manager_email !== '' && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(o.cert_manager_email)) problems.push(`[scale.orchestrator] cert_manager_email ${JSON.stringify(o.cert_manager_email)}: an e-mail address`);
   if (o.ingress_class !== '' && !DNS_LABEL.test(o.ingress_class)) problems.push(`[scale.orchestrator] ingress_class ${JSON.stringify(o.ingress_class)}: an ingress class name`);
   if (o.ingress_class !== '' && o.ingress_class !== 'traefik') {
@@ -145,13 +169,17 @@ export function deploySpec(input: DeployInput): { spec: DeploySpec; warnings: st
       problems.push(`[scale.database] ${key}: not a URI`);
       return;
     }
-    if (/^(localhost|127\.|\[?::1\]?$|0\.0\.0\.0)/.test(host)) problems.push(`[scale.database] ${key} points at this machine (${host}): the pods cannot reach it — unset it (${key === 'docdb_uri' ? 'DOCDB_URI' : 'KV_URL'}) to provision the database in the cluster, or name a host the pods reach`);
+    const scheme = value.slice(0, value.indexOf(':')).toLowerCase();
+    const schemes = key === 'docdb_uri' ? ['postgres', 'postgresql', 'mongodb', 'mongodb+srv'] : ['redis', 'rediss'];
+    if (!schemes.includes(scheme)) problems.push(`[scale.database] ${key}: a ${schemes.map((x) => `${x}://`).join(', ')} URI the pods reach (${scheme}: is not one)`);
+    else if (/^(localhost|127\.|\[?::1\]?$|0\.0\.0\.0)/.test(host)) problems.push(`[scale.database] ${key} points at this machine (${host}): the pods cannot reach it — unset it (${key === 'docdb_uri' ? 'DOCDB_URI' : 'KV_URL'}) to provision the database in the cluster, or name a host the pods reach`);
   };
   externalUri('docdb_uri', db.docdb_uri);
   externalUri('kv_url', db.kv_url);
   const docdbProvision = db.docdb_uri === '' && o.docdb_enabled;
   const kvProvision = db.kv_url === '' && o.kv_enabled;
-  if (!docdbProvision && db.docdb_uri === '') warnings.push('no document database (docdb_enabled = false, no docdb_uri): each pod keeps its data in SQLite on an emptyDir — lost when the pod goes, and not shared between replicas');
+  if (!docdbProvision && db.docdb_uri === '' && o.max_replicas > 1) problems.push('docdb_enabled = false and no [scale.database] docdb_uri: replicas would each keep their own SQLite data — set max_replicas = 1, or give docdb_uri');
+  else if (!docdbProvision && db.docdb_uri === '') warnings.push('no document database (docdb_enabled = false, no docdb_uri): each pod keeps its data in SQLite on an emptyDir — lost when the pod goes, and not shared between replicas');
   if (!kvProvision && db.kv_url === '') {
     if (o.max_replicas > 1) problems.push('kv_enabled = false and no [scale.database] kv_url: replicas cannot form one svc cluster without Redis — set max_replicas = 1, or give kv_url');
     else warnings.push('no Redis (kv_enabled = false, no kv_url): one pod, no cluster');
@@ -160,19 +188,22 @@ export function deploySpec(input: DeployInput): { spec: DeploySpec; warnings: st
   const appSecrets: Record<string, string> = {};
   for (const [name, raw] of Object.entries(config['scale.secrets'])) {
     const missing: string[] = [];
-    const value = raw.replace(/\$\{([^}]*)\}/g, (_, v: string) => {
+    // `$${…}` is a literal `${…}`.
+    const value = raw.replace(/\$\$\{|\$\{([^}]*)\}/g, (_whole, v: string | undefined) => {
+      if (v === undefined) return '${';
       const resolved = /^[A-Za-z_][A-Za-z0-9_]*$/.test(v) ? env[v] : undefined;
-      if (resolved === undefined) missing.push(v);
+      if (resolved === undefined || resolved === '') missing.push(v);
       return resolved ?? '';
     });
-    for (const v of missing) problems.push(`[scale.secrets] ${name}: \${${v}} is not set in the environment (it is resolved when you deploy, never written as is)`);
+    for (const v of missing) problems.push(`[scale.secrets] ${name}: \${${v}} is not set in the environment, or empty (it is resolved when you deploy, never written as is; $\${…} writes a literal \${…})`);
+    if (SET_BY_DEPLOYMENT.includes(name)) problems.push(`[scale.secrets] ${name}: svc's Deployment sets ${name} itself, so this value would never reach the pods${name === 'DOCDB_URI' || name === 'KV_URL' ? ` — give an external database as [scale.database] ${name === 'DOCDB_URI' ? 'docdb_uri' : 'kv_url'}` : ''}`);
     appSecrets[name] = value;
   }
 
   if (problems.length > 0) throw new DeployConfigError(problems);
 
   const cred = (configured: string): Credential => (configured !== '' ? { value: configured, generated: false } : { value: random(), generated: true });
-  const jwtConfigured = appSecrets.JWT_SECRET;
+  const jwtConfigured = appSecrets.JWT_SECRET || config['scale.jwt'].secret;
   const spec: DeploySpec = {
     app: o.app_name,
     namespace: o.namespace,
@@ -223,7 +254,7 @@ export function deploySpec(input: DeployInput): { spec: DeploySpec; warnings: st
       k8sMetrics: m.k8s_metrics_enabled,
       logPipeline: o.log_pipeline_enabled && m.enabled,
       adminPassword: cred(m.prometheus_admin_password),
-      scrapeToken: cred(''),
+      scrapeToken: cred(config['scale.metrics'].scrape_token),
       metricsPath: config['scale.metrics'].endpoint,
       metricsNamespace: config['scale.metrics'].namespace,
     },
@@ -232,8 +263,12 @@ export function deploySpec(input: DeployInput): { spec: DeploySpec; warnings: st
     jwtSecret: jwtConfigured !== undefined && jwtConfigured !== '' ? { value: jwtConfigured, generated: false } : cred(''),
     shutdownTimeoutMs: config['scale.server'].shutdown_timeout_ms,
     clusterName: config['scale.cluster'].name || o.app_name,
+    profile: input.profile ?? '',
+    workers: Math.max(1, Math.ceil(amount(resources.limits.cpu ?? resources.requests.cpu ?? '1'))),
+    adminPassword: cred(config['scale.admin'].default_password),
     configChecksum: configChecksum(input.files, appSecrets),
   };
+  if (input.experimental && o.svc_commit === '') warnings.push(`--experimental with svc_branch ${o.svc_branch}: the image's tag does not follow the branch as it moves — pin [scale.orchestrator] svc_commit`);
   if (o.log_pipeline_enabled && !m.enabled) warnings.push('log_pipeline_enabled needs [scale.monitoring] enabled (its dashboard lives in the metrics UI): no log pipeline');
   return { spec, warnings };
 }

@@ -37,7 +37,8 @@ export function redactSecrets(objects: K8sObject[]): K8sObject[] {
  */
 export function renderYaml(objects: K8sObject[], options: { showSecrets: boolean }): string {
   const docs = options.showSecrets ? objects : redactSecrets(objects);
-  return docs.map((o) => `---\n${stringify(o, { lineWidth: 0, sortMapEntries: false, aliasDuplicateObjects: false })}`).join('');
+  // YAML 1.1 rules, as kubectl reads it: strings such as `no`, `on`, `y` or `1_000` are quoted, so they stay strings.
+  return docs.map((o) => `---\n${stringify(o, { version: '1.1', lineWidth: 0, sortMapEntries: false, aliasDuplicateObjects: false })}`).join('');
 }
 
 /** The component an object belongs to, for the plan's grouping. */
@@ -50,7 +51,8 @@ function componentOf(o: K8sObject): string {
 
 /** The URL the app will be served at once deployed. */
 export function servedUrl(spec: DeploySpec): string {
-  return spec.ingress.domain !== '' ? `http://${spec.ingress.domain}/` : `http://<node address>:${spec.nodePort}/`;
+  if (spec.ingress.className !== '') return `http://${spec.ingress.domain || '<the address of the cluster\'s ingress controller>'}/ (through the ${spec.ingress.className} controller the cluster runs)`;
+  return spec.ingress.domain !== '' ? `http://${spec.ingress.domain}:${spec.nodePort}/ (or http://${spec.ingress.domain}/ through a load balancer in front of node port ${spec.nodePort})` : `http://<node address>:${spec.nodePort}/`;
 }
 
 export interface PlanSummary {
@@ -84,12 +86,17 @@ export function planText(plan: PlanSummary): string {
     lines.push(`  ${component}:`);
     for (const o of members) lines.push(`    ${`${o.kind}`.padEnd(26)} ${o.metadata.namespace ? `${o.metadata.namespace}/` : ''}${o.metadata.name}${describe(o, spec)}`);
   }
-  const generated = [
-    spec.docdb.provision && spec.docdb.password.generated && `${spec.app}-docdb-secret`,
-    spec.kv.provision && spec.kv.password.generated && `${spec.app}-kv-secret`,
-    spec.jwtSecret.generated && 'the JWT secret',
-  ].filter(Boolean);
-  if (generated.length > 0) lines.push(`  credentials generated once (random; kept in Secrets, read back on later deploys): ${generated.join(', ')}`);
+  // Every credential svc generates, by the Secret that keeps it (the manifests' own names).
+  const secretsHolding = (value: string): string[] =>
+    objects.filter((o) => o.kind === 'Secret' && Object.values((o.stringData ?? {}) as Record<string, string>).includes(value)).map((o) => o.metadata.name);
+  const generated = [spec.docdb.password, spec.kv.password, spec.jwtSecret, spec.adminPassword, spec.monitoring.adminPassword, spec.monitoring.scrapeToken, spec.kv.dashboard.password, spec.docdb.dashboard.password]
+    .filter((c) => c.generated)
+    .flatMap((c) => secretsHolding(c.value));
+  const names = [...new Set(generated)];
+  if (names.length > 0) {
+    lines.push(`  credentials generated once (random; kept in Secrets, read back on later deploys, never regenerated): ${names.join(', ')}`);
+    lines.push(`    read one: kubectl -n ${spec.namespace} get secret ${names[0]} -o jsonpath='{.data}' (each value base64)`);
+  }
   lines.push(`  ${objects.length} objects; --show-yaml prints them${objects.some((o) => o.kind === 'Secret') ? ' (Secret values redacted; --show-secrets shows them)' : ''}`);
   if (plan.warnings.length > 0) {
     lines.push('warnings:');

@@ -99,6 +99,12 @@ export interface DeploySpec {
   shutdownTimeoutMs: number;
   /** The cluster name the pods join (`SVC_CLUSTER_NAME`). */
   clusterName: string;
+  /** `--profile` of the deploy: the pods layer the same `svc.<profile>.toml` (`SVC_PROFILE`; '' none). */
+  profile: string;
+  /** Worker threads per pod (`SVC_WORKERS`): the CPU limit (else request, else 1), rounded up — not the node's cores. */
+  workers: number;
+  /** The admin account's first password (`ADMIN_DEFAULT_PASSWORD`; generated, so it is never only in a pod's log). */
+  adminPassword: Credential;
   /** sha256 (hex) of the app's configuration (svc.toml files, the secrets' names and a hash of their values). */
   configChecksum: string;
 }

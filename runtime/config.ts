@@ -373,6 +373,8 @@ export const SCHEMA = {
     registry: { kind: 'string', default: '', env: ['SVC_SCALE_REGISTRY'] },
     /** An image already built and pushed (deploys run it instead of `{registry}/{app}:{tag}`). */
     image: { kind: 'string', default: '', env: ['SVC_SCALE_IMAGE'] },
+    /** Where the image's production dependencies are installed: `build` (a build stage on the full Node image, npm ci from the lockfile) or `host` (copied from this machine's install: same Node major and platform; for a base image without npm). */
+    image_deps: { kind: 'enum', default: 'build', values: ['build', 'host'], env: ['SVC_SCALE_IMAGE_DEPS'] },
     /** The docker-compatible command `--build` runs (empty: docker when `docker info` answers, else podman). */
     container_cli: { kind: 'string', default: '', env: ['SVC_SCALE_CONTAINER_CLI'] },
     /** With `--experimental`: svc installed from this git repository (branch, commit) instead of the copy beside the app. */

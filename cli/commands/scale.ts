@@ -9,7 +9,7 @@
  */
 import { dirname } from 'node:path';
 import { ConfigError, loadConfig } from '../../runtime/index.ts';
-import { appImage, buildManifests, DeployConfigError, deploySpec, ManifestError, planText, renderYaml, validateManifests } from '../../deploy/index.ts';
+import { appImage, buildManifests, ImageError, DeployConfigError, deploySpec, ManifestError, planText, renderYaml, validateManifests } from '../../deploy/index.ts';
 import { EntryError, resolveEntry } from '../entry.ts';
 
 export interface ScaleFlags {
@@ -20,6 +20,8 @@ export interface ScaleFlags {
   build?: boolean;
   target?: string;
   experimental?: boolean;
+  /** `--no-push`: build the image here only. */
+  push?: boolean;
 }
 
 /** A usage or configuration error: the message, exit 2. */
@@ -34,11 +36,13 @@ export async function scale(entryArg: string | undefined, flags: ScaleFlags): Pr
       throw new UsageError(`--target ${JSON.stringify(flags.target)}: the one target is orchestrator (Kubernetes)`);
     }
     if ((flags.showYaml || flags.showSecrets) && !flags.dryRun) throw new UsageError('--show-yaml and --show-secrets go with --dry-run');
+    if (flags.showSecrets && !flags.showYaml) throw new UsageError('--show-secrets shows the Secrets of --show-yaml: give both');
+    if (flags.push === false && !flags.build) throw new UsageError('--no-push goes with --build');
     const { config, files, warnings } = loadConfig({ dir: projectRoot, profile: flags.profile, env: process.env });
     for (const w of warnings) if (!/unknown key scale\.(orchestrator|monitoring|database)\./.test(w)) process.stderr.write(`svc: warning: ${w}\n`);
     const experimental = flags.experimental === true;
-    const { spec, warnings: notes } = deploySpec({ config, files, warnings, env: process.env, image: '', experimental });
-    const image = appImage({ entry, projectRoot, config, build: flags.build === true, env: process.env, experimental });
+    const { spec, warnings: notes } = deploySpec({ config, files, warnings, env: process.env, image: '', experimental, profile: flags.profile });
+    const image = appImage({ entry, projectRoot, config, build: flags.build === true, env: process.env, experimental, push: flags.push !== false });
     spec.images.app = image.ref;
     const objects = buildManifests(spec);
     const problems = validateManifests(objects);
@@ -57,7 +61,11 @@ export async function scale(entryArg: string | undefined, flags: ScaleFlags): Pr
     }
     if (flags.build) {
       await image.build((line: string) => process.stderr.write(`svc: ${line}\n`));
-      process.stdout.write(`Image pushed: ${spec.images.app}\n`);
+      process.stdout.write(`${flags.push === false ? 'Image built' : 'Image pushed'}: ${spec.images.app}\n`);
+      if (flags.push === false) {
+        process.stdout.write(`Run it here as a pod would: ${runHint(spec.images.app, spec.port)}\n`);
+        return;
+      }
     }
     process.stderr.write(
       'svc: applying the plan to a cluster is not part of this version of svc. ' +
@@ -65,6 +73,11 @@ export async function scale(entryArg: string | undefined, flags: ScaleFlags): Pr
     );
     process.exit(1);
   } catch (error) {
+    // A bad entry or package setting found while deciding the image's content is a configuration error too.
+    if (error instanceof ImageError && error.code === 'SVC_ERR_IMAGE_CONTEXT' && flags.dryRun) {
+      process.stderr.write(`svc: ${error.message}\n`);
+      process.exit(2);
+    }
     if (error instanceof EntryError || error instanceof UsageError || error instanceof ConfigError || error instanceof DeployConfigError || error instanceof ManifestError) {
       process.stderr.write(`svc: ${error.message}\n`);
       process.exit(2);
@@ -72,4 +85,9 @@ export async function scale(entryArg: string | undefined, flags: ScaleFlags): Pr
     process.stderr.write(`svc: ${(error as Error).message}\n`);
     process.exit(1);
   }
+}
+
+/** The command that runs a built image on this machine as the pod runs it (read-only root, writable scratch). */
+function runHint(ref: string, port: number): string {
+  return `docker run --rm -p 127.0.0.1:${port}:${port} --read-only --tmpfs /tmp --tmpfs /app/.svc --tmpfs /app/node_modules/.cache -e JWT_SECRET=$(openssl rand -hex 32) ${ref}   (or podman run …)`;
 }

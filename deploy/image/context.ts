@@ -8,11 +8,12 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, realpathSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { DOCKERIGNORE, dockerfile } from './dockerfile.ts';
+import { CONFIG_FILE, imageConfigFiles } from './config-files.ts';
 import { ImageError } from './errors.ts';
 import { copyFile, copyTree, hashTree, type Skip } from './files.ts';
 import { appDependencies, posixRelative, prunedFile, readJson, runtimePackages } from './modules.ts';
@@ -25,8 +26,10 @@ const SVC_PARTS = ['index.ts', 'kernel', 'actors', 'stores', 'transports', 'clus
 /** Never in the image from svc's folder: demo apps (the image serves the user's). */
 const SVC_LEFT_OUT = new Set(['examples', 'test', 'bench', 'node_modules']);
 
-/** Folders and files of a project that never go into the image: installs, local data, history, build output, secrets. */
-const PROJECT_LEFT_OUT = new Set(['node_modules', '.svc', '.git', 'dist', 'bench-results', '.env']);
+/** Folders and files of a project that never go into the image, at any depth: installs, local data, history, secrets (npm tokens too). */
+const PROJECT_LEFT_OUT = new Set(['node_modules', '.svc', '.git', '.env', '.npmrc']);
+/** Left out at the project's top only: its build output and benchmark results (a `dist` deeper down may be the app's). */
+const PROJECT_TOP_LEFT_OUT = new Set(['dist', 'bench-results']);
 /** `.env.*` files hold secrets too; these templates do not. */
 const ENV_TEMPLATES = new Set(['.env.example', '.env.sample', '.env.template']);
 
@@ -70,6 +73,15 @@ export interface ImageContext {
   cleanup(): void;
 }
 
+/** The real path of what exists; the path itself otherwise (the checks that follow name it). */
+function realpathOr(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return path;
+  }
+}
+
 /** The build stage's image for a runtime image: `node:20-bookworm-slim` → `node:20-bookworm`. */
 export function buildImageFor(baseImage: string): string {
   return baseImage.replace(/^([^@]*:[^@/]*?)-slim\b/, '$1');
@@ -77,8 +89,9 @@ export function buildImageFor(baseImage: string): string {
 
 /** What goes into the image, chosen from the sources (read, never written): the same for staging and for the tag. */
 function sources(options: ImageContextOptions) {
-  const projectRoot = resolve(options.projectRoot);
-  const entry = posixRelative(projectRoot, resolve(options.entry));
+  // Real paths: a project reached through a symbolic link is hashed and copied as the files it holds.
+  const projectRoot = realpathOr(resolve(options.projectRoot));
+  const entry = posixRelative(projectRoot, realpathOr(resolve(options.entry)));
   if (!isAbsolute(options.entry) || entry.startsWith('../') || entry === '..' || isAbsolute(entry) || entry === '') {
     throw new ImageError('SVC_ERR_IMAGE_CONTEXT', `the entry ${options.entry} must be an absolute path of a file in the project ${projectRoot}`);
   }
@@ -86,7 +99,13 @@ function sources(options: ImageContextOptions) {
   if (!Number.isInteger(options.port) || options.port < 1 || options.port > 65535) throw new ImageError('SVC_ERR_IMAGE_CONTEXT', `port ${options.port} is not a TCP port`);
   const svcRoot = resolve(options.svcRoot ?? SVC_ROOT);
   const svcPkg = readJson<{ name: string; files?: string[] }>(join(svcRoot, 'package.json'));
-  const projectSkip: Skip = (name) => PROJECT_LEFT_OUT.has(name) || (name.startsWith('.env.') && !ENV_TEMPLATES.has(name));
+  // svc.toml and its profiles go in cleaned (config-files.ts), not as they are.
+  const projectSkip: Skip = (name, rel) =>
+    PROJECT_LEFT_OUT.has(name) || (name.startsWith('.env.') && !ENV_TEMPLATES.has(name)) || (rel === name && (CONFIG_FILE.test(name) || PROJECT_TOP_LEFT_OUT.has(name)));
+  const segments = entry.split('/');
+  if (segments.some((segment, i) => projectSkip(segment, segments.slice(0, i + 1).join('/'), i < segments.length - 1))) {
+    throw new ImageError('SVC_ERR_IMAGE_CONTEXT', `the entry ${entry} is in a folder the image leaves out (node_modules, .svc, .git, or dist and bench-results at the project's top): move it, or build it elsewhere`);
+  }
   const svcSkip: Skip = (name, _rel, isDir) => (isDir && (name === 'node_modules' || name === '.svc' || name === '.git')) || name === '.env';
   const wanted = new Set([...SVC_PARTS, ...(svcPkg.files ?? []).filter((f) => !f.startsWith('!')).map((f) => f.replace(/\/+$/, ''))]);
   const parts = [...['package.json', 'package-lock.json', 'npm-shrinkwrap.json'], ...[...wanted].sort().filter((part) => !SVC_LEFT_OUT.has(part.split('/')[0] as string) || part === 'bench/harness')].filter((part) =>
@@ -106,7 +125,8 @@ function sources(options: ImageContextOptions) {
     svcRepo: options.svcRepo,
   });
   if (options.svcRepo) parts.length = 0; // svc comes from the repository: none of this copy goes in
-  return { projectRoot, svcRoot, entry, parts, projectSkip, svcSkip, app, text };
+  const configFiles = imageConfigFiles(projectRoot);
+  return { projectRoot, svcRoot, entry, parts, projectSkip, svcSkip, app, text, configFiles };
 }
 
 /**
@@ -119,9 +139,10 @@ function sources(options: ImageContextOptions) {
  * contentTag({ entry: '/srv/app/app.ts', projectRoot: '/srv/app', baseImage: 'node:20-bookworm-slim', port: 8000, deps: 'build' }) // '3f9c2a7be410'
  */
 export function contentTag(options: ImageContextOptions): string {
-  const { projectRoot, svcRoot, parts, projectSkip, svcSkip, app, text } = sources(options);
+  const { projectRoot, svcRoot, parts, projectSkip, svcSkip, app, text, configFiles } = sources(options);
   const hash = createHash('sha256');
   hashTree(hash, projectRoot, 'app', projectSkip);
+  for (const file of configFiles) hash.update(`config\0app/${file.name}\0${file.content}\0`);
   for (const part of parts) hashTree(hash, join(svcRoot, part), `svc/${part}`, svcSkip);
   hash.update(`deps\0${JSON.stringify(app.empty ? null : [app.packageJson, app.lockfile ?? null])}\0`);
   hash.update(`Dockerfile\0${text}\0.dockerignore\0${DOCKERIGNORE}`);
@@ -137,12 +158,13 @@ export function contentTag(options: ImageContextOptions): string {
  */
 export function imageContext(options: ImageContextOptions): ImageContext {
   const log = options.log ?? (() => undefined);
-  const { projectRoot, svcRoot, entry, parts, projectSkip, svcSkip, app, text } = sources(options);
+  const { projectRoot, svcRoot, entry, parts, projectSkip, svcSkip, app, text, configFiles } = sources(options);
   const dir = mkdtempSync(join(options.tmpDir ?? tmpdir(), 'svc-image-'));
   const cleanup = (): void => rmSync(dir, { recursive: true, force: true });
   try {
     // The project: everything but installs, local data, history, build output and secrets.
     copyTree(projectRoot, join(dir, 'app'), projectSkip);
+    for (const file of configFiles) writeFileSync(join(dir, 'app', file.name), file.content);
     // svc's run-time files.
     for (const part of parts) {
       const from = join(svcRoot, part);

@@ -37,3 +37,5 @@ export type { RegistryCredentials } from './credentials.ts';
 export { IMAGE_ERRORS, ImageError } from './errors.ts';
 export type { ImageErrorCode } from './errors.ts';
 export { treeHash } from './files.ts';
+export { CONFIG_FILE, imageConfigFiles } from './config-files.ts';
+export type { ImageConfigFile } from './config-files.ts';

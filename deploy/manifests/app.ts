@@ -59,11 +59,16 @@ function appEnv(spec: DeploySpec): Record<string, unknown>[] {
     env('SVC_CLUSTER_NAME', spec.clusterName),
     { name: 'SVC_ADVERTISE_HOST', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
     env('SVC_SHUTDOWN_TIMEOUT_MS', String(spec.shutdownTimeoutMs)),
+    // Worker threads by the pod's CPU, not the node's cores (each opens its own database connections).
+    env('SVC_WORKERS', String(spec.workers)),
     // The ingress proxy (the one way in: network.ts) sets X-Forwarded-For; its pods have cluster-private addresses, so
     // per-address limits (logins) count the clients, not the proxy.
     env('SVC_TRUSTED_PROXIES', TRUSTED_PROXIES),
     secretEnv('JWT_SECRET', jwt.secret, jwt.key),
+    // The first admin's password from a Secret: without it svc would generate one and print it to the pod's log.
+    secretEnv('ADMIN_DEFAULT_PASSWORD', names.admin, 'password'),
   ];
+  if (spec.profile !== '') out.splice(3, 0, env('SVC_PROFILE', spec.profile));
   if (docdbUri(spec) !== '') out.push(secretEnv('DOCDB_URI', names.docdb, 'uri'));
   if (kvUrl(spec) !== '') out.push(secretEnv('KV_URL', names.kv, 'url'));
   if (spec.monitoring.enabled) {
@@ -116,7 +121,8 @@ export function appDeployment(spec: DeploySpec): K8sObject {
     kind: 'Deployment',
     metadata: meta(spec, nameOf(spec), 'app'),
     spec: {
-      replicas: spec.replicas.min,
+      // With an autoscaler the replica count is its own: an apply that set it would scale the app back to min_replicas.
+      ...(spec.resources.requests.cpu ? {} : { replicas: spec.replicas.min }),
       selector: { matchLabels: selectorLabels(spec, 'app') },
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
       template: {

@@ -26,6 +26,7 @@ export function secretNames(spec: DeploySpec) {
     kv: nameOf(spec, 'kv-secret'),
     app: nameOf(spec, 'secrets'),
     jwt: nameOf(spec, 'jwt-secret'),
+    admin: nameOf(spec, 'admin-secret'),
     scrape: nameOf(spec, 'metrics-scrape-secret'),
     grafana: nameOf(spec, 'grafana-secret'),
     kvDashboard: nameOf(spec, 'kv-dashboard-secret'),
@@ -134,6 +135,7 @@ export function secrets(spec: DeploySpec): K8sObject[] {
   else if (url !== '') out.push(secret(spec, names.kv, 'kv', { url }));
   if (Object.keys(spec.appSecrets).length > 0) out.push(secret(spec, names.app, 'app', spec.appSecrets));
   if (!hasAppJwt(spec)) out.push(secret(spec, names.jwt, 'app', { JWT_SECRET: spec.jwtSecret.value }));
+  out.push(secret(spec, names.admin, 'app', { password: spec.adminPassword.value }));
   if (spec.monitoring.enabled) {
     out.push(secret(spec, names.scrape, 'prometheus', { token: spec.monitoring.scrapeToken.value }));
     const admin = spec.monitoring.adminPassword.value;

@@ -71,7 +71,9 @@ export interface StartOptions extends StartRequest {
  * const options = loadStart({ entry: '/srv/app/main.ts', dev: false, faux: false });
  */
 export function loadStart(request: StartRequest): StartOptions {
-  const { entry, profile } = request;
+  const { entry } = request;
+  // `--profile`, else SVC_PROFILE (how a deployment's pods get the profile it was planned with).
+  const profile = request.profile ?? (process.env.SVC_PROFILE || undefined);
   const projectRoot = dirname(entry);
   const production = profile === 'prod' || profile === 'production' || process.env.NODE_ENV === 'production';
   const flagValues: Record<string, unknown> = {};
@@ -90,7 +92,7 @@ export function loadStart(request: StartRequest): StartOptions {
   const { config, warnings } = loadConfig({ dir: projectRoot, profile, env: process.env, flags: flagValues });
   for (const w of warnings) process.stderr.write(`svc: warning: ${w}\n`);
   const moduleName = relative(process.cwd(), entry).replace(/\.[mc]?[jt]s$/, '') || basename(entry);
-  return { ...request, projectRoot, production, parentFd, config, moduleName, paths: dataPaths(projectRoot, config), version: PACKAGE.version };
+  return { ...request, profile, projectRoot, production, parentFd, config, moduleName, paths: dataPaths(projectRoot, config), version: PACKAGE.version };
 }
 
 /** The boot data of a worker thread of this start (`extra` over the defaults). */

@@ -57,6 +57,9 @@ t.test('every value the seed defaults', async (t) => {
   t.equal(spec.monitoring.k8sMetrics, true);
   t.equal(spec.monitoring.metricsPath, '/metrics');
   t.equal(spec.shutdownTimeoutMs, 10_000);
+  t.equal(spec.workers, 1, 'one worker thread per pod without a CPU figure (not one per node core)');
+  t.equal(plan('[scale.orchestrator]\ncpu_request = "500m"\ncpu_limit = "2500m"').spec.workers, 3, 'the CPU limit, rounded up');
+  t.ok(spec.adminPassword.generated, 'the first admin\'s password generated (never only in a pod\'s log)');
   t.ok(spec.docdb.password.generated && spec.kv.password.generated && spec.jwtSecret.generated && spec.monitoring.adminPassword.generated, 'no development default password: each generated');
   t.not(spec.docdb.password.value, spec.kv.password.value);
   t.match(warnings.join('\n'), /cpu_request/, 'no autoscaler without a CPU request: a warning');
@@ -72,7 +75,7 @@ t.test('set values are read; a database URL set means that database is not provi
   t.equal(spec.docdb.uri, 'postgres://u:p@db.internal:5432/x');
   t.equal(spec.probes.readinessPath, '/ping');
   t.equal(spec.probes.livenessPath, '/ping');
-  t.equal(plan('[scale.orchestrator]\nmemory_request = "512K"').spec.resources.requests.memory, '512k', 'the seed\'s K is Kubernetes\' k');
+  t.equal(plan('[scale.orchestrator]\nmemory_request = "512000K"').spec.resources.requests.memory, '512000k', 'the seed\'s K is Kubernetes\' k');
   t.equal(plan('[scale.orchestrator]\nhealth_check_path = "/health"').spec.probes.readinessPath, '/healthz/ready', '/health selects the built-in endpoints');
 });
 
@@ -88,6 +91,10 @@ t.test('[scale.secrets]: ${VAR} resolved from the environment; unresolved is an 
   const { spec } = plan('[scale.secrets]\nSTRIPE = "${STRIPE_KEY}"\nPLAIN = "as-is"\nJWT_SECRET = "k-${PART}-z"', { STRIPE_KEY: 'sk_live_1', PART: 'mid' });
   t.same(spec.appSecrets, { STRIPE: 'sk_live_1', PLAIN: 'as-is', JWT_SECRET: 'k-mid-z' });
   t.same(spec.jwtSecret, { value: 'k-mid-z', generated: false }, 'a configured JWT_SECRET is the pods\' secret');
+  t.same(plan('[scale.secrets]\nTEMPLATE = "Hello $${NAME}, ${WHO}"', { WHO: 'you' }).spec.appSecrets, { TEMPLATE: 'Hello ${NAME}, you' }, '$${…} is a literal ${…}');
+  const configured = plan('[scale.jwt]\nsecret = "a-jwt-secret-of-the-app-0123456789"\n[scale.metrics]\nscrape_token = "a-scrape-token-of-the-app-0123456789"').spec;
+  t.same(configured.jwtSecret, { value: 'a-jwt-secret-of-the-app-0123456789', generated: false }, '[scale.jwt] secret is the pods\' secret, not replaced');
+  t.same(configured.monitoring.scrapeToken, { value: 'a-scrape-token-of-the-app-0123456789', generated: false }, 'and [scale.metrics] scrape_token the scrape token');
   const p = problems('[scale.secrets]\nSTRIPE = "${STRIPE_KEY}"');
   t.equal(p.length, 1);
   t.match(p[0], /STRIPE.*\$\{STRIPE_KEY\}.*not set/);
@@ -108,6 +115,15 @@ t.test('each mistake is refused with a message naming the key', async (t) => {
     ['a python image', 'python_image = "python:3.12-slim"', /python_image.*Node/],
     ['a bad domain', 'domain = "not a host"', /domain "not a host"/],
     ['no Redis with several replicas', 'kv_enabled = false\nmax_replicas = 3', /kv_enabled = false/],
+    ['no shared database with several replicas', 'docdb_enabled = false\nmax_replicas = 3', /docdb_enabled = false/],
+    ['an app name starting with a digit (a Service name starts with a letter)', 'app_name = "1shop"', /app_name "1shop"/],
+    ['the cluster\'s own namespace', 'namespace = "kube-system"', /kube-system" is the cluster's own/],
+    ['a storage class Kubernetes refuses', 'storage_class = "Fast_SSD"', /storage_class "Fast_SSD"/],
+    ['an upper-case domain', 'domain = "Shop.Example.COM"', /domain "Shop.Example.COM"/],
+    ['a registry with a scheme', 'registry = "https://reg.example.com/x"', /registry "https:\/\/reg/],
+    ['a username with a space', 'kv_username = "a b"', /kv_username "a b"/],
+    ['a password with a line break', 'docdb_root_password = "abc\\ndef"', /docdb_root_password: a password with a line break/],
+    ['memory counted in bytes', 'memory_limit = "512"', /memory_limit "512".*without one it counts bytes/],
   ];
   for (const [name, toml, expected] of cases) {
     const p = problems(`[scale.orchestrator]\n${toml}`);
@@ -115,6 +131,9 @@ t.test('each mistake is refused with a message naming the key', async (t) => {
   }
   t.match(problems('[scale.monitoring]\nenabld = true').join('\n'), /\[scale\.monitoring\] enabld: unknown key/);
   t.match(problems('[scale.database]\nkv_url = "redis://127.0.0.1:6379"').join('\n'), /kv_url points at this machine/);
+  t.match(problems('[scale.database]\ndocdb_uri = "sqlite:///data/x.db"').join('\n'), /docdb_uri: a postgres:\/\/.* URI the pods reach \(sqlite: is not one\)/);
+  t.match(problems('[scale.secrets]\nDOCDB_URI = "postgres://x"').join('\n'), /DOCDB_URI: svc's Deployment sets DOCDB_URI itself.*\[scale\.database\] docdb_uri/, 'a secret the Deployment would shadow');
+  t.match(problems('[scale.secrets]\nA = "${EMPTY}"', { EMPTY: '' }).join('\n'), /\$\{EMPTY\} is not set in the environment, or empty/);
   t.throws(() => plan('[scale.orchestrator]\nmin_replicas = "two"'), /min_replicas must be an integer/, 'a wrong type stops loading, naming the key');
   t.equal(problems('[scale.orchestrator]\ncpu_request = "x"\nmin_replicas = 5\nmax_replicas = 1').length, 2, 'every problem at once');
 });

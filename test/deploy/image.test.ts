@@ -3,7 +3,7 @@
 // and `--build` against a recording fake of the docker-compatible command (argv and stdin recorded; the password only
 // ever on stdin). The real build and run are in test/integration/deploy/image-podman.test.ts.
 import t from 'tap';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -15,6 +15,7 @@ import {
   dockerfile,
   IMAGE_ERRORS,
   ImageError,
+  imageConfigFiles,
   imageContext,
   type ImageContextOptions,
   parseDotEnv,
@@ -346,4 +347,44 @@ t.test('--experimental: the build stage clones svc from its repository (a commit
   const pinned = dockerfile({ ...base, svcRepo: { url: 'https://git.example.com/svc.git', branch: 'main', commit: '0123abc' } });
   t.match(pinned, /git -C \/build\/svc checkout --detach '0123abc'/);
   t.match(dockerfile(base), /COPY svc\/ \/app\/node_modules\/svc\//, 'without it: the copy');
+});
+
+t.test('svc.toml in the image: no deploy sections, no credential; a deploy-only change keeps the tag', async (t) => {
+  const dir = project(t);
+  const toml = (replicas: number): string =>
+    ['[scale.server]', 'port = 8000', '[scale.jwt]', 'secret = "jwt-secret-in-the-file-0123456789"', '[scale.database]', 'docdb_uri = "postgres://u:db-pass-in-uri@db.internal/x"',
+     '[scale.orchestrator]', `max_replicas = ${replicas}`, 'kv_password = "kv-pass-in-the-file"', '[scale.secrets]', 'STRIPE = "sk_literal_in_the_file"', '[scale.sso.google]', 'client_secret = "google-secret-in-the-file"', ''].join('\n');
+  writeFileSync(join(dir, 'svc.toml'), toml(3));
+  writeFileSync(join(dir, 'svc.prod.toml'), '[scale.metrics]\nscrape_token = "scrape-token-in-the-profile-0123456789"\n');
+  writeFileSync(join(dir, '.npmrc'), '//registry.example.com/:_authToken=npm-token-in-npmrc\n');
+  const context = stage(t, dir);
+  const staged = readFileSync(join(context.dir, 'app/svc.toml'), 'utf8');
+  t.match(staged, /\[scale\.server\]\s+port = 8000/, 'the app\'s settings are there');
+  for (const secret of ['jwt-secret-in-the-file', 'db-pass-in-uri', 'kv-pass-in-the-file', 'sk_literal_in_the_file', 'google-secret-in-the-file', 'max_replicas']) t.notMatch(staged, secret, `${secret}: not in the image`);
+  t.notMatch(readFileSync(join(context.dir, 'app/svc.prod.toml'), 'utf8'), 'scrape-token-in-the-profile', 'nor in a profile');
+  t.notOk(existsSync(join(context.dir, 'app/.npmrc')), '.npmrc (npm tokens) stays out');
+  const removed = imageConfigFiles(dir).flatMap((f) => f.removed);
+  t.ok(removed.some((r) => r.startsWith('[scale.jwt] secret (give it as [scale.secrets] JWT_SECRET)')), `what was left out is said: ${removed.join('; ')}`);
+  const tag = context.tag;
+  writeFileSync(join(dir, 'svc.toml'), toml(5));
+  t.equal(stage(t, dir).tag, tag, 'max_replicas 3 → 5: the same image');
+});
+
+t.test('a project reached through a symbolic link is hashed as its files; dist is left out at the top only', async (t) => {
+  const dir = project(t);
+  const link = `${dir}-link`;
+  symlinkSync(dir, link);
+  t.teardown(() => rmSync(link, { force: true }));
+  const viaLink = (): string => contentTag({ entry: join(link, 'app.ts'), projectRoot: link, baseImage: 'node:20-bookworm-slim', port: 8000, deps: 'build' });
+  const before = viaLink();
+  writeFileSync(join(dir, 'app.ts'), `${readFileSync(join(dir, 'app.ts'), 'utf8')}\n// edited\n`);
+  t.not(viaLink(), before, 'an edit behind the link changes the tag');
+  mkdirSync(join(dir, 'lib/vendor/dist'), { recursive: true });
+  writeFileSync(join(dir, 'lib/vendor/dist/index.js'), 'export {};\n');
+  mkdirSync(join(dir, 'dist'), { recursive: true });
+  writeFileSync(join(dir, 'dist/out.js'), 'export {};\n');
+  const context = stage(t, dir);
+  t.ok(existsSync(join(context.dir, 'app/lib/vendor/dist/index.js')), 'a dist deeper down is the app\'s');
+  t.notOk(existsSync(join(context.dir, 'app/dist')), 'the top-level dist is build output');
+  t.throws(() => stage(t, dir, { entry: join(dir, 'dist/out.js') }), { code: 'SVC_ERR_IMAGE_CONTEXT' }, 'an entry in a folder left out: refused, not a broken image');
 });

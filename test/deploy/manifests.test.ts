@@ -79,6 +79,9 @@ function fixture(overrides: (s: DeploySpec) => void = () => {}): DeploySpec {
     jwtSecret: cred('jwt-secret-value-9Xy7Wv6Ut5'),
     shutdownTimeoutMs: 10_000,
     clusterName: 'shop',
+    profile: '',
+    workers: 1,
+    adminPassword: cred('admin-pw-9f8e7d6c5b4a39281706'),
     configChecksum: 'c0ffee'.repeat(10) + 'abcd',
   };
   overrides(spec);
@@ -465,4 +468,18 @@ t.test('namespace and network policies', async (t) => {
   t.same(pol('shop-allow-ingress').ingress, [{ ports: [{ protocol: 'TCP', port: 8000 }] }], 'the proxy takes traffic from anywhere on its port');
   t.same(pol('shop-allow-grafana').ingress[0].from[0].podSelector.matchLabels['app.kubernetes.io/component'], 'ingress');
   t.notOk(pol('shop-default-deny').policyTypes.includes('Egress'), 'egress left open');
+});
+
+t.test('the replica count, the worker threads, the profile and the first admin\'s password', async (t) => {
+  const fixed = buildManifests(fixture());
+  t.equal((must(fixed, 'Deployment', 'shop').spec as Any).replicas, 1, 'no autoscaler: the Deployment holds min_replicas');
+  const scaled = buildManifests(fixture((s) => (s.resources.requests.cpu = '250m')));
+  t.ok(scaled.some((o) => o.kind === 'HorizontalPodAutoscaler'));
+  t.notOk('replicas' in (must(scaled, 'Deployment', 'shop').spec as Any), 'with one the count is the autoscaler\'s (an apply never scales the app back)');
+  const env = podSpecOf(must(buildManifests(fixture((s) => { s.workers = 3; s.profile = 'prod'; })), 'Deployment', 'shop')).containers[0].env as Any[];
+  t.same(env.find((e) => e.name === 'SVC_WORKERS'), { name: 'SVC_WORKERS', value: '3' });
+  t.same(env.find((e) => e.name === 'SVC_PROFILE'), { name: 'SVC_PROFILE', value: 'prod' }, 'the pods layer the profile the plan was made with');
+  t.same(env.find((e) => e.name === 'ADMIN_DEFAULT_PASSWORD'), { name: 'ADMIN_DEFAULT_PASSWORD', valueFrom: { secretKeyRef: { name: 'shop-admin-secret', key: 'password' } } });
+  t.equal((must(fixed, 'Secret', 'shop-admin-secret').stringData as Any).password, 'admin-pw-9f8e7d6c5b4a39281706');
+  t.notOk(podSpecOf(must(fixed, 'Deployment', 'shop')).containers[0].env.some((e: Any) => e.name === 'SVC_PROFILE'), 'no profile: none set');
 });
