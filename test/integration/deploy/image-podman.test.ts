@@ -1,5 +1,6 @@
-// The app's image for real: a base image made from this machine's Node (no registry can be pulled from), the
-// generated Dockerfile built by `podman build` (through buildAndPush and a docker-compatible wrapper), run as a pod
+// The app's image for real, as a user makes it: `svc start app.ts --scale --build --no-push` with svc.toml naming a base
+// image made from this machine's Node (no registry can be pulled from), `image_deps = "host"` and a docker-compatible
+// wrapper of podman as `container_cli`; the generated Dockerfile built by `podman build`, run as a pod
 // runs it (read-only root, tmpfs at /tmp, /app/.svc and /app/node_modules/.cache), /healthz/ready and walkers answered
 // on a published loopback port, then SIGTERM drains it and it exits 0. Skipped — loudly — where podman cannot run.
 import t from 'tap';
@@ -7,8 +8,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { buildAndPush, imageContext, SVC_ROOT } from '../../../deploy/image/index.ts';
-import { freePort, Podman, podmanAvailable } from '../../kit/index.ts';
+import { SVC_ROOT } from '../../../deploy/image/index.ts';
+import { freePort, Podman, podmanAvailable, runSvc } from '../../kit/index.ts';
 
 const APP = `import { entry, Node, Root, T, Walker } from 'svc';
 
@@ -81,20 +82,32 @@ t.test('the image for real: built by podman from a local Node base, ready, servi
   writeFileSync(join(project, 'package.json'), `${JSON.stringify({ name: 'image-fixture', version: '1.0.0', type: 'module', dependencies: { svc: `file:${SVC_ROOT}` } }, null, 2)}\n`);
   writeFileSync(join(project, '.env'), 'SVC_REGISTRY_USERNAME=someone\nSVC_REGISTRY_PASSWORD=never-in-the-image\n');
 
-  at = Date.now();
-  const context = imageContext({ entry: join(project, 'app.ts'), projectRoot: project, baseImage: base, port: 8000, deps: 'host' });
-  t.teardown(() => context.cleanup());
-  const stageMs = Date.now() - at;
   // A repository of this run's own: test files running at once build the same tag, and removing one's image would stop the other's container.
   const run = `${process.pid}-${randomBytes(3).toString('hex')}`;
-  const ref = `localhost/svc-image-test-${run}:${context.tag}`;
-  t.teardown(() => removeImage(podman, ref, base));
-
+  writeFileSync(
+    join(project, 'svc.toml'),
+    [
+      '[scale.orchestrator]',
+      `app_name = "svc-image-test-${run}"`,
+      `base_image = "${base}"`,
+      'image_deps = "host"',
+      `container_cli = "${podman.wrapper()}"`,
+      'registry = "localhost"',
+      '[scale.jwt]',
+      'secret = "a-secret-of-the-file-that-stays-out-0123456789"',
+      '',
+    ].join('\n'),
+  );
   at = Date.now();
-  const lines: string[] = [];
-  await buildAndPush({ cli: [podman.wrapper()], context, ref, registry: 'localhost', credentials: undefined, push: false, log: (line) => lines.push(line) });
+  const built = await runSvc(['start', join(project, 'app.ts'), '--scale', '--build', '--no-push'], { clean: true, cwd: project });
   const buildMs = Date.now() - at;
-  t.ok(lines.some((l) => l.includes(' build -t ')), 'built through the docker-compatible command');
+  t.equal(built.code, 0, built.stderr);
+  const ref = /^Image built: (\S+)$/m.exec(built.stdout)?.[1] ?? '';
+  t.match(ref, new RegExp(`^localhost/svc-image-test-${run}:[0-9a-f]{12}$`), 'the content-tagged reference');
+  t.teardown(() => removeImage(podman, ref, base));
+  t.match(built.stderr, / build -t /, 'built through the docker-compatible command');
+  t.notMatch(built.stdout + built.stderr, 'never-in-the-image', 'the registry password (in .env) appears nowhere');
+  t.match(built.stdout, /Run it here as a pod would: docker run --rm -p 127\.0\.0\.1:8000:8000 --read-only/, 'and how to run it is said');
   const size = Number((await podman.ok(['image', 'inspect', '--format', '{{.Size}}', ref])).trim());
   t.ok(size > 0, 'the image is in the local store');
   t.equal((await podman.ok(['image', 'inspect', '--format', '{{.Config.User}}', ref])).trim(), '1000:1000', 'it runs as a non-root user');
@@ -134,9 +147,9 @@ t.test('the image for real: built by podman from a local Node base, ready, servi
   t.equal((await post('AddNote', { text: 'kept in /app/.svc' })).status, 200, 'a walker writes a node (SQLite in the writable data folder)');
   t.same((await post('ListNotes', {})).json.data.reports, ['kept in /app/.svc'], 'and another reads it back');
 
-  const probe = "const fs = require('fs'); console.log(JSON.stringify({ uid: process.getuid(), env: fs.existsSync('/app/.env'), cwd: process.cwd(), pid1: fs.readFileSync('/proc/1/cmdline', 'utf8').split('\\0')[0] }))";
+  const probe = "const fs = require('fs'); console.log(JSON.stringify({ uid: process.getuid(), env: fs.existsSync('/app/.env'), cwd: process.cwd(), pid1: fs.readFileSync('/proc/1/cmdline', 'utf8').split('\\0')[0], tomlSecret: fs.readFileSync('/app/svc.toml', 'utf8').includes('a-secret-of-the-file') }))";
   const inside = JSON.parse(await podman.ok(['exec', id, 'node', '-e', probe])) as Record<string, unknown>;
-  t.same(inside, { uid: 1000, env: false, cwd: '/app', pid1: 'node' }, 'user 1000, no .env in the image, node is PID 1');
+  t.same(inside, { uid: 1000, env: false, cwd: '/app', pid1: 'node', tomlSecret: false }, "user 1000, no .env in the image, node is PID 1, svc.toml's credential left out");
 
   at = Date.now();
   await podman.ok(['stop', '--time', '30', id], { timeoutMs: 60_000 });
@@ -148,7 +161,7 @@ t.test('the image for real: built by podman from a local Node base, ready, servi
   t.match(output, /svc: stopped/, 'and its end');
   t.notMatch(output, /never-in-the-image/, "the .env's secret is nowhere in its output");
 
-  const figures = [`image ${(size / 1e6).toFixed(0)} MB (${size} bytes)`, `base image ${baseMs} ms`, `context staged ${stageMs} ms`, `podman build ${buildMs} ms`];
+  const figures = [`image ${(size / 1e6).toFixed(0)} MB (${size} bytes)`, `base image ${baseMs} ms`, `svc start --scale --build --no-push (staged, podman build) ${buildMs} ms`];
   figures.push(`run to /healthz/ready ${readyMs} ms`, `SIGTERM to exit ${stopMs} ms`, `test ${Date.now() - began} ms`);
   t.comment(figures.join('; '));
 });
