@@ -5,7 +5,7 @@
  * several), and hashed into the image's tag.
  */
 import { createHash, type Hash } from 'node:crypto';
-import { copyFileSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync } from 'node:fs';
+import { chmodSync, copyFileSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /** Whether a name (a file or folder's own name, with the path relative to the copy's root) is left out. */
@@ -37,6 +37,14 @@ let linking = true;
 /** One file: a hard link, or a copy (another file system, or links refused). */
 export function copyFile(src: string, dst: string): void {
   mkdirSync(dirname(dst), { recursive: true });
+  // A file only its owner may read (0600) would be unreadable to the image's user (1000): such a file is copied, and
+  // the copy made readable — a link would change the original's mode.
+  const mode = statSync(src).mode;
+  if ((mode & 0o004) === 0) {
+    copyFileSync(src, dst);
+    chmodSync(dst, (mode & 0o777) | 0o444);
+    return;
+  }
   if (linking) {
     try {
       linkSync(src, dst);

@@ -209,6 +209,11 @@ function traefikRefs(c: Checker, entry: Entry): void {
   const spec = obj(entry.object.spec) ?? {};
   if (entry.kind === 'Middleware') {
     arr(obj(spec.chain)?.middlewares).forEach((m, i) => middlewareRef(c, entry, 'Middleware', m, at('spec.chain.middlewares', i)));
+    // Credentials a middleware reads: a Secret of its namespace (basic and digest auth, forward auth's TLS).
+    for (const auth of ['basicAuth', 'digestAuth'] as const) {
+      const secret = obj(spec[auth])?.secret;
+      if (secret !== undefined) configRef(c, entry, 'Secret', secret, `spec.${auth}.secret`);
+    }
     const service = obj(obj(spec.errors)?.service);
     if (service && (service.kind ?? 'Service') === 'Service') {
       serviceBackend(c, entry, str(service.namespace) ?? entry.namespace, service.name, 'spec.errors.service.name', service.port, 'spec.errors.service.port');

@@ -3,7 +3,7 @@
 // and `--build` against a recording fake of the docker-compatible command (argv and stdin recorded; the password only
 // ever on stdin). The real build and run are in test/integration/deploy/image-podman.test.ts.
 import t from 'tap';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -387,4 +387,13 @@ t.test('a project reached through a symbolic link is hashed as its files; dist i
   t.ok(existsSync(join(context.dir, 'app/lib/vendor/dist/index.js')), 'a dist deeper down is the app\'s');
   t.notOk(existsSync(join(context.dir, 'app/dist')), 'the top-level dist is build output');
   t.throws(() => stage(t, dir, { entry: join(dir, 'dist/out.js') }), { code: 'SVC_ERR_IMAGE_CONTEXT' }, 'an entry in a folder left out: refused, not a broken image');
+});
+
+t.test('a file only its owner may read is readable in the image (copied, never the original changed)', async (t) => {
+  const dir = project(t);
+  writeFileSync(join(dir, 'private.json'), '{"k":1}\n', { mode: 0o600 });
+  chmodSync(join(dir, 'private.json'), 0o600);
+  const context = stage(t, dir);
+  t.equal(statSync(join(context.dir, 'app/private.json')).mode & 0o777, 0o644, 'readable by the image\'s user');
+  t.equal(statSync(join(dir, 'private.json')).mode & 0o777, 0o600, 'the project\'s file keeps its mode');
 });

@@ -297,6 +297,8 @@ t.test('references: an IngressRoute to a missing Service, port or Middleware', a
   });
   t.same(withChange((_, objects) => objects.push(ingress({ number: 80 }))), [], 'an Ingress to the Service port');
   refused(t, withChange((_, objects) => objects.push(ingress({ name: 'https' }))), `Ingress/${NS}/web`, 'spec.rules[0].http.paths[0].backend.service.port.name', /no port named "https"/);
+  const auth = (secret: string) => ({ apiVersion: 'traefik.io/v1alpha1', kind: 'Middleware', metadata: { name: 'auth', namespace: NS }, spec: { basicAuth: { secret } } });
+  refused(t, withChange((_, objects) => objects.push(auth('htpasswd'))), `Middleware/${NS}/auth`, 'spec.basicAuth.secret', /Secret "htpasswd"/);
 });
 
 t.test('resources: requests above limits, unparsable quantities', async (t) => {
