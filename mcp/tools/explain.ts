@@ -64,9 +64,12 @@ function parseCatalogue(): void {
       section = (heading[1] as string).replace(/\s*\(`[^`]*`\)\s*$/, '').trim();
       continue;
     }
-    const row = /^\|\s*`([A-Z][A-Z0-9_]+)`\s*\|\s*(\d{3})\s*\|\s*(.+?)\s*\|\s*$/.exec(line);
+    // A row's second cell: an HTTP status, or (a command's errors, such as svc start --scale's) the exit code.
+    const row = /^\|\s*`([A-Z][A-Z0-9_]+)`\s*\|\s*(\d{3}|\d)\s*\|\s*(.+?)\s*\|\s*$/.exec(line);
     if (row) {
-      codes.set(row[1] as string, { code: row[1] as string, status: Number(row[2]), meaning: plain(row[3] as string), section });
+      const exit = (row[2] as string).length === 1;
+      const meaning = plain(row[3] as string);
+      codes.set(row[1] as string, { code: row[1] as string, status: exit ? null : Number(row[2]), meaning: exit ? `${meaning} (the command exits ${row[2]})` : meaning, section });
       continue;
     }
     const close = /^\|\s*(\d{4})\s*\|\s*(.+?)\s*\|\s*$/.exec(line);
