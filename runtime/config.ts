@@ -434,35 +434,37 @@ export interface LoadedConfig {
 }
 
 function typed(spec: KeySpec, value: unknown, where: string): unknown {
+  // A wrong value of a credential's key is not repeated in the message (it may be the credential).
+  const got = (v: unknown): string => (/password|secret|token|access_key/i.test(where) ? '(a value of another type; not shown)' : JSON.stringify(v));
   switch (spec.kind) {
     case 'int':
       if (typeof value === 'number' && Number.isInteger(value) && value >= (spec.min ?? -Infinity)) return value;
-      throw new ConfigError(`${where} must be an integer${spec.min !== undefined ? ` ≥ ${spec.min}` : ''}, got ${JSON.stringify(value)}`);
+      throw new ConfigError(`${where} must be an integer${spec.min !== undefined ? ` ≥ ${spec.min}` : ''}, got ${got(value)}`);
     case 'number':
       if (typeof value === 'number' && Number.isFinite(value) && value >= (spec.min ?? -Infinity)) return value;
-      throw new ConfigError(`${where} must be a number${spec.min !== undefined ? ` ≥ ${spec.min}` : ''}, got ${JSON.stringify(value)}`);
+      throw new ConfigError(`${where} must be a number${spec.min !== undefined ? ` ≥ ${spec.min}` : ''}, got ${got(value)}`);
     case 'bool':
       if (typeof value === 'boolean') return value;
-      throw new ConfigError(`${where} must be true or false, got ${JSON.stringify(value)}`);
+      throw new ConfigError(`${where} must be true or false, got ${got(value)}`);
     case 'string':
       if (typeof value === 'string' && !(spec.nonEmpty && value === '')) return value;
       if (typeof value === 'string') throw new ConfigError(`${where} must not be empty`);
-      throw new ConfigError(`${where} must be a string, got ${JSON.stringify(value)}`);
+      throw new ConfigError(`${where} must be a string, got ${got(value)}`);
     case 'enum':
       if (typeof value === 'string' && spec.values?.includes(value)) return value;
-      throw new ConfigError(`${where} must be one of ${spec.values?.join(', ')}, got ${JSON.stringify(value)}`);
+      throw new ConfigError(`${where} must be one of ${spec.values?.join(', ')}, got ${got(value)}`);
     case 'list':
       if (Array.isArray(value) && value.every((v) => typeof v === 'string')) return value;
-      throw new ConfigError(`${where} must be a list of strings, got ${JSON.stringify(value)}`);
+      throw new ConfigError(`${where} must be a list of strings, got ${got(value)}`);
     case 'numbers':
       if (Array.isArray(value) && value.every((v) => typeof v === 'number' && Number.isFinite(v) && v >= 0)) return value;
-      throw new ConfigError(`${where} must be a list of numbers ≥ 0, got ${JSON.stringify(value)}`);
+      throw new ConfigError(`${where} must be a list of numbers ≥ 0, got ${got(value)}`);
     case 'table':
       if (value && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Date)) {
         const entries = Object.entries(value as Record<string, unknown>);
         if (entries.every(([k, v]) => /^[A-Za-z_][\w-]*$/.test(k) && (typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v))))) return Object.fromEntries(entries);
       }
-      throw new ConfigError(`${where} must be a table of names to strings or numbers ({ billing = "billing.ts" }), got ${JSON.stringify(value)}`);
+      throw new ConfigError(`${where} must be a table of names to strings or numbers ({ billing = "billing.ts" }), got ${got(value)}`);
   }
 }
 
@@ -520,7 +522,7 @@ function apply(doc: Record<string, unknown>, file: string, into: Record<string, 
       if (section === 'scale.secrets') {
         // Free names: each becomes an environment variable of the app's pods.
         if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(key)) throw new ConfigError(`${file}: [scale.secrets] ${key}: a secret's name must be an environment variable name (letters, digits, _)`);
-        if (typeof value !== 'string') throw new ConfigError(`${file}: [scale.secrets] ${key} must be a string ("value" or "\${ENV_VAR}"), got ${JSON.stringify(value)}`);
+        if (typeof value !== 'string') throw new ConfigError(`${file}: [scale.secrets] ${key} must be a string ("value" or "\${ENV_VAR}"), got a ${Array.isArray(value) ? 'list' : typeof value} (not shown)`);
         (into[section] as Record<string, unknown>)[key] = value;
       } else if (known && Object.hasOwn(known, key)) {
         (into[section] as Record<string, unknown>)[key] = typed(known[key] as KeySpec, value, `${file}: [${section}] ${key}`);

@@ -48,7 +48,7 @@ export async function scale(entryArg: string | undefined, flags: ScaleFlags): Pr
     const problems = validateManifests(objects);
     if (problems.length > 0) throw new ManifestError(problems);
     if (flags.dryRun) {
-      const plan = planText({ spec, objects, warnings: [...image.warnings, ...notes], imageNote: image.note });
+      const plan = planText({ spec, objects, warnings: [...image.warnings, ...notes], imageNote: flags.build ? `${image.note} — not in a dry run` : image.note });
       if (flags.showYaml) {
         // The YAML alone on stdout (`… --show-yaml | kubectl apply -f -`); the plan beside it on stderr.
         process.stderr.write(plan);

@@ -156,3 +156,20 @@ t.test('--experimental: svc from a git repository, its URL, branch and commit ch
   t.match(run('[scale.orchestrator]\nsvc_repo_url = "https://x/y.git"\nsvc_commit = "main"', true).join('\n'), /svc_commit "main": a commit id/);
   t.match(run('[scale.orchestrator]\nsvc_repo_url = "https://x/y.git"\nsvc_branch = "a b"', true).join('\n'), /svc_branch "a b"/);
 });
+
+t.test('a credential of the wrong type is not repeated in the message', async (t) => {
+  const message = (toml: string): string => {
+    try {
+      plan(toml);
+    } catch (error) {
+      return (error as Error).message;
+    }
+    return '';
+  };
+  const password = message('[scale.orchestrator]\ndocdb_root_password = 123456');
+  t.match(password, /docdb_root_password must be a string/);
+  t.notMatch(password, '123456');
+  const secret = message('[scale.secrets]\nA = { b = "hunter2" }');
+  t.match(secret, /\[scale\.secrets\] A must be a string/);
+  t.notMatch(secret, 'hunter2');
+});
