@@ -46,10 +46,10 @@ export function appImage(options: { entry: string; projectRoot: string; config: 
   if (o.image !== '' && !options.build) {
     return { ref: o.image, note: 'configured: [scale.orchestrator] image', warnings, build: async () => undefined };
   }
-  const registry = o.registry !== '' ? o.registry.replace(/\/+$/, '') : credentials ? `docker.io/${credentials.username}` : '';
+  const registry = o.registry.replace(/\/+$/, '');
   const ref = `${registry === '' ? '' : `${registry}/`}${o.app_name}:${contentTag(context)}`;
   if (o.image !== '') warnings.push(`--build: the image built (${ref}) is deployed instead of [scale.orchestrator] image (${o.image})`);
-  if (registry === '' && push) warnings.push('no registry: set [scale.orchestrator] registry (SVC_SCALE_REGISTRY), or SVC_REGISTRY_USERNAME for docker.io/<username> — the cluster pulls the image from there');
+  if (registry === '' && push) warnings.push('no registry: the image is named without one (for a local cluster that loads images itself); set [scale.orchestrator] registry (SVC_SCALE_REGISTRY) for the registry the cluster pulls from');
   return {
     ref,
     note: options.build ? (push ? 'built and pushed by --build' : 'built here by --build --no-push, not pushed') : 'the image --build makes of this code: without --build the registry must already hold it',

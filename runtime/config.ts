@@ -369,7 +369,7 @@ export const SCHEMA = {
     busybox_image: { kind: 'string', default: 'busybox:1.36', env: ['SVC_SCALE_BUSYBOX_IMAGE'], nonEmpty: true },
     /** npm packages added to the image (`name` or `name@version`), installed when it is built. */
     additional_packages: { kind: 'list', default: [], env: ['SVC_SCALE_ADDITIONAL_PACKAGES'] },
-    /** Where `--build` pushes `{registry}/{app}:{tag}` (empty: `docker.io/<SVC_REGISTRY_USERNAME>`). */
+    /** Where `--build` pushes `{registry}/{app}:{tag}` (a host and path: `registry.example.com/team`; empty: no registry, `--build --no-push` only). */
     registry: { kind: 'string', default: '', env: ['SVC_SCALE_REGISTRY'] },
     /** An image already built and pushed (deploys run it instead of `{registry}/{app}:{tag}`). */
     image: { kind: 'string', default: '', env: ['SVC_SCALE_IMAGE'] },

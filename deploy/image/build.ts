@@ -89,7 +89,7 @@ export interface BuildAndPushOptions {
   context: { dir: string };
   /** The image's reference, `{registry}/{app}:{tag}`. */
   ref: string;
-  /** The registry logged in to (its host, e.g. `registry.example.com` or `docker.io`). */
+  /** The registry logged in to (its host, e.g. `registry.example.com`). */
   registry: string;
   /** The registry's credentials ({@link registryCredentials}); needed to push. */
   credentials: RegistryCredentials | undefined;
