@@ -6,7 +6,7 @@
  * runs the container command.
  */
 import type { SvcConfig } from '../runtime/index.ts';
-import { buildAndPush, chooseContainerCli, contentTag, imageConfigFiles, imageContext, ImageError, REGISTRY_PASSWORD_VARIABLES, REGISTRY_USERNAME_VARIABLES, registryCredentials, type ImageContextOptions } from './image/index.ts';
+import { buildAndPush, chooseContainerCli, contentTag, imageConfigFiles, imageContext, ImageError, registryCredentials, requireCredentials, type ImageContextOptions } from './image/index.ts';
 
 export interface AppImage {
   /** The reference the Deployment names. */
@@ -56,9 +56,7 @@ export function appImage(options: { entry: string; projectRoot: string; config: 
     warnings,
     build: async (log) => {
       // Credentials first: without them nothing is staged or run (not even `docker info`).
-      if (push && (!credentials || credentials.username === '' || credentials.password === '')) {
-        throw new ImageError('SVC_ERR_IMAGE_CREDENTIALS', `pushing ${ref} needs container registry credentials: set ${REGISTRY_USERNAME_VARIABLES.join(' or ')} and ${REGISTRY_PASSWORD_VARIABLES.join(' or ')} in the environment or in the project's .env; nothing was run`);
-      }
+      if (push) requireCredentials(ref, credentials);
       if (push && registry === '') throw new ImageError('SVC_ERR_IMAGE_LOGIN', 'no registry to push to: set [scale.orchestrator] registry (SVC_SCALE_REGISTRY)');
       const cli = await chooseContainerCli(o.container_cli);
       const staged = imageContext({ ...context, log });

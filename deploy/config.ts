@@ -10,6 +10,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { SvcConfig } from '../runtime/index.ts';
 import type { Credential, DeploySpec } from './spec.ts';
+import { isDnsLabel, isDnsSubdomain, parseQuantity } from './validate/index.ts';
 
 /** The deployment cannot be planned: every problem found, one line each (the CLI exits 2). */
 export class DeployConfigError extends Error {
@@ -25,10 +26,8 @@ const DEPLOY_SECTIONS = ['scale.orchestrator', 'scale.monitoring', 'scale.databa
 /** The longest suffix svc adds to the app's name (`-kv-dashboard-auth`): names stay within 63 characters. */
 export const MAX_APP_NAME = 40;
 
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-/** A Service's name (DNS-1035): it starts with a letter. */
-const DNS_1035 = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
-const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+/** A Service's name (DNS-1035): a DNS-1123 label that starts with a letter. */
+const isServiceName = (name: string): boolean => isDnsLabel(name) && /^[a-z]/.test(name);
 /** Namespaces of the cluster's own: never deployed into. */
 const SYSTEM_NAMESPACES = new Set(['kube-system', 'kube-public', 'kube-node-lease']);
 /** Environment variables the app's Deployment sets itself: a secret of that name would be shadowed by it. */
@@ -37,15 +36,11 @@ const SET_BY_DEPLOYMENT = ['NODE_ENV', 'SVC_HOST', 'SVC_PORT', 'SVC_PROFILE', 'S
 const USERNAME = /^[A-Za-z0-9._-]{1,63}$/;
 const CPU = /^(\d+(\.\d+)?|\.\d+)m?$/;
 const MEMORY = /^(\d+(\.\d+)?|\.\d+)(Ki|Mi|Gi|Ti|K|k|M|G|T)?$/;
-const HOSTNAME = DNS_SUBDOMAIN;
 const IMAGE = /^[a-z0-9][a-z0-9._\-/:@]*$/i;
 
-/** A Kubernetes quantity in base units (cores, bytes); NaN when it does not parse. */
+/** A quantity as svc.toml takes it (an upper-case `K` too) in base units (cores, bytes); NaN when it does not parse. */
 function amount(value: string): number {
-  const m = /^(\d+(?:\.\d+)?|\.\d+)(m|Ki|Mi|Gi|Ti|k|K|M|G|T)?$/.exec(value);
-  if (!m) return Number.NaN;
-  const scale: Record<string, number> = { m: 1e-3, Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, k: 1e3, K: 1e3, M: 1e6, G: 1e9, T: 1e12 };
-  return Number(m[1]) * (m[2] ? (scale[m[2]] as number) : 1);
+  return parseQuantity(normaliseQuantity(value));
 }
 
 /** The memory suffixes svc.toml takes (Ki Mi Gi K M G) as Kubernetes spells them (`K` is decimal kilo, which Kubernetes writes `k`). */
@@ -93,13 +88,13 @@ export function deploySpec(input: DeployInput): { spec: DeploySpec; warnings: st
     if (hit && DEPLOY_SECTIONS.includes(hit[3] as string)) problems.push(`${hit[1]}: [${hit[3]}] ${hit[4]}: unknown key`);
   }
 
-  if (!DNS_1035.test(o.app_name) || o.app_name.length > MAX_APP_NAME) {
+  if (!isServiceName(o.app_name) || o.app_name.length > MAX_APP_NAME) {
     const suggestion = o.app_name.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^[^a-z]+/, '').slice(0, MAX_APP_NAME).replace(/-+$/, '') || 'app';
     problems.push(`[scale.orchestrator] app_name ${JSON.stringify(o.app_name)}: names in Kubernetes are lower-case letters, digits and '-', at most ${MAX_APP_NAME} characters here, starting with a letter and ending with a letter or digit (e.g. ${JSON.stringify(suggestion)})`);
   }
-  if (!DNS_LABEL.test(o.namespace) || o.namespace.length > 63) problems.push(`[scale.orchestrator] namespace ${JSON.stringify(o.namespace)}: a namespace is lower-case letters, digits and '-', at most 63 characters`);
+  if (!isDnsLabel(o.namespace)) problems.push(`[scale.orchestrator] namespace ${JSON.stringify(o.namespace)}: a namespace is lower-case letters, digits and '-', at most 63 characters`);
   else if (SYSTEM_NAMESPACES.has(o.namespace)) problems.push(`[scale.orchestrator] namespace ${JSON.stringify(o.namespace)} is the cluster's own: deploy into a namespace of the app's`);
-  if (o.storage_class !== '' && !DNS_SUBDOMAIN.test(o.storage_class)) problems.push(`[scale.orchestrator] storage_class ${JSON.stringify(o.storage_class)}: a storage class name (lower-case letters, digits, '-' and '.')`);
+  if (o.storage_class !== '' && !isDnsSubdomain(o.storage_class)) problems.push(`[scale.orchestrator] storage_class ${JSON.stringify(o.storage_class)}: a storage class name (lower-case letters, digits, '-' and '.')`);
   for (const key of ['docdb_root_username', 'kv_username', 'kv_dashboard_username', 'docdb_dashboard_username'] as const) {
     if (!USERNAME.test(o[key])) problems.push(`[scale.orchestrator] ${key} ${JSON.stringify(o[key])}: letters, digits, '.', '_' and '-' (the databases and dashboards take no other)`);
   }
@@ -142,10 +137,10 @@ export function deploySpec(input: DeployInput): { spec: DeploySpec; warnings: st
     readinessPath = livenessPath = o.health_check_path;
   }
 
-  if (o.domain !== '' && !HOSTNAME.test(o.domain)) problems.push(`[scale.orchestrator] domain ${JSON.stringify(o.domain)}: a host name in lower case such as api.example.com`);
+  if (o.domain !== '' && !isDnsSubdomain(o.domain)) problems.push(`[scale.orchestrator] domain ${JSON.stringify(o.domain)}: a host name in lower case such as api.example.com`);
   if (o.domain !== '' || o.cert_manager_email !== '') warnings.push('TLS is not set up by this version (no certificate is requested): the app, the dashboards\' logins and the sticky cookie travel over plain HTTP until a TLS-terminating load balancer is put in front');
   if (o.cert_manager_email !== '' && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(o.cert_manager_email)) problems.push(`[scale.orchestrator] cert_manager_email ${JSON.stringify(o.cert_manager_email)}: an e-mail address`);
-  if (o.ingress_class !== '' && !DNS_LABEL.test(o.ingress_class)) problems.push(`[scale.orchestrator] ingress_class ${JSON.stringify(o.ingress_class)}: an ingress class name`);
+  if (o.ingress_class !== '' && !isDnsLabel(o.ingress_class)) problems.push(`[scale.orchestrator] ingress_class ${JSON.stringify(o.ingress_class)}: an ingress class name`);
   if (o.ingress_class !== '' && o.ingress_class !== 'traefik') {
     warnings.push(`ingress_class ${o.ingress_class}: a plain Ingress of that class — the per-client limits (${o.ingress_limit_rps} rps, ${o.ingress_limit_connections} connections) and sticky sessions are the controller's to configure`);
   }

@@ -9,8 +9,10 @@
 import { createStartRuntime, loadStart, PORT_RANGE, StartError, startFailure } from '../../runtime/index.ts';
 import { EntryError, resolveEntry } from '../entry.ts';
 import { watchLauncher } from '../launcher.ts';
+import type { ScaleFlags } from './scale.ts';
 
-export interface StartFlags {
+/** `svc start`'s flags; those of `--scale` are the deploy command's own. */
+export interface StartFlags extends ScaleFlags {
   port?: number | string;
   host?: string;
   faux?: boolean;
@@ -22,12 +24,6 @@ export interface StartFlags {
   main?: boolean;
   workers?: number | string;
   scale?: boolean;
-  dryRun?: boolean;
-  showYaml?: boolean;
-  showSecrets?: boolean;
-  build?: boolean;
-  target?: string;
-  experimental?: boolean;
 }
 
 export async function start(entryArg: string | undefined, flags: StartFlags): Promise<void> {

@@ -112,6 +112,21 @@ const REFERENCE = /^[A-Za-z0-9][A-Za-z0-9._\-/:@]*$/;
  * const context = imageContext({ … });
  * await buildAndPush({ cli: ['docker'], context, ref: `ghcr.io/me/app:${context.tag}`, registry: 'ghcr.io', credentials: registryCredentials(root), push: true, log: console.log });
  */
+/**
+ * Pushing needs the registry's login: throws `SVC_ERR_IMAGE_CREDENTIALS` naming the variables to set when there is
+ * none (called before anything is staged or run).
+ *
+ * @example
+ * requireCredentials('registry.example.com/team/shop:3f9a01c2e4b7', registryCredentials(projectRoot));
+ */
+export function requireCredentials(ref: string, credentials: RegistryCredentials | undefined): asserts credentials is RegistryCredentials {
+  if (credentials !== undefined && credentials.username !== '' && credentials.password !== '') return;
+  const [user, otherUser] = REGISTRY_USERNAME_VARIABLES;
+  const [password, otherPassword] = REGISTRY_PASSWORD_VARIABLES;
+  const names = `${user} and ${password} (or ${otherUser} and ${otherPassword})`;
+  throw new ImageError('SVC_ERR_IMAGE_CREDENTIALS', `pushing ${ref} needs container registry credentials: set ${names} in the environment or in the project's .env; nothing was run`);
+}
+
 export async function buildAndPush(options: BuildAndPushOptions): Promise<{ ref: string }> {
   const { cli, ref, registry, credentials, push } = options;
   const run = options.run ?? runCommand;
@@ -121,12 +136,7 @@ export async function buildAndPush(options: BuildAndPushOptions): Promise<{ ref:
   if (cli.length === 0) throw new ImageError('SVC_ERR_CONTAINER_CLI', 'no container command given');
   if (!REFERENCE.test(ref)) throw new ImageError('SVC_ERR_IMAGE_BUILD', `"${ref}" is not an image reference`);
   if (push) {
-    if (credentials === undefined || credentials.username === '' || credentials.password === '') {
-      const [user, otherUser] = REGISTRY_USERNAME_VARIABLES;
-      const [password, otherPassword] = REGISTRY_PASSWORD_VARIABLES;
-      const names = `${user} and ${password} (or ${otherUser} and ${otherPassword})`;
-      throw new ImageError('SVC_ERR_IMAGE_CREDENTIALS', `pushing ${ref} needs container registry credentials: set ${names} in the environment or in the project's .env; nothing was run`);
-    }
+    requireCredentials(ref, credentials);
     if (!REFERENCE.test(registry)) throw new ImageError('SVC_ERR_IMAGE_LOGIN', `"${registry}" is not a registry host`);
     if (credentials.username.startsWith('-') || /\s/.test(credentials.username)) throw new ImageError('SVC_ERR_IMAGE_CREDENTIALS', 'the registry username may not start with "-" or hold spaces');
   }

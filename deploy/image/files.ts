@@ -4,7 +4,7 @@
  * `node_modules` of 27,000 files is linked in a second where a copy takes
  * several), and hashed into the image's tag.
  */
-import { createHash, type Hash } from 'node:crypto';
+import type { Hash } from 'node:crypto';
 import { chmodSync, copyFileSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync, symlinkSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
@@ -58,35 +58,6 @@ export function copyFile(src: string, dst: string): void {
   copyFileSync(src, dst);
 }
 
-/**
- * The sha256 of a tree's content: every entry's path (sorted, `/`-separated), kind, executable bit and bytes (a link's
- * target). Timestamps, owners and inode numbers do not count: the same files give the same hash on any machine.
- *
- * @example
- * treeHash('/tmp/ctx').slice(0, 12) // '3f9c2a7be410'
- */
-export function treeHash(root: string): string {
-  const hash = createHash('sha256');
-  const walk = (dir: string, rel: string): void => {
-    const names = readdirSync(dir).sort();
-    for (const name of names) {
-      const path = join(dir, name);
-      const childRel = rel === '' ? name : `${rel}/${name}`;
-      const st = lstatSync(path);
-      if (st.isDirectory()) {
-        hash.update(`d\0${childRel}\0`);
-        walk(path, childRel);
-      } else if (st.isSymbolicLink()) {
-        hash.update(`l\0${childRel}\0${readlinkSync(path)}\0`);
-      } else if (st.isFile()) {
-        hash.update(`f\0${childRel}\0${st.mode & 0o111 ? 'x' : '-'}\0${st.size}\0`);
-        hash.update(readFileSync(path));
-      }
-    }
-  };
-  walk(root, '');
-  return hash.digest('hex');
-}
 
 /**
  * Add a source tree (or one file) to a hash as it would be copied by {@link copyTree} with `skip`: paths under

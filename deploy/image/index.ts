@@ -30,12 +30,11 @@ export { buildImageFor, contentTag, imageContext, SVC_ROOT } from './context.ts'
 export type { ImageContext, ImageContextOptions } from './context.ts';
 export { APP_USER, dockerfile, DOCKERIGNORE } from './dockerfile.ts';
 export type { DockerfilePlan } from './dockerfile.ts';
-export { buildAndPush, chooseContainerCli, runCommand } from './build.ts';
+export { buildAndPush, chooseContainerCli, requireCredentials, runCommand } from './build.ts';
 export type { BuildAndPushOptions, Runner, RunResult } from './build.ts';
 export { parseDotEnv, registryCredentials, REGISTRY_PASSWORD_VARIABLES, REGISTRY_USERNAME_VARIABLES } from './credentials.ts';
 export type { RegistryCredentials } from './credentials.ts';
 export { IMAGE_ERRORS, ImageError } from './errors.ts';
 export type { ImageErrorCode } from './errors.ts';
-export { treeHash } from './files.ts';
 export { CONFIG_FILE, imageConfigFiles } from './config-files.ts';
 export type { ImageConfigFile } from './config-files.ts';
