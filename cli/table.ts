@@ -36,6 +36,9 @@ export const ARGUMENT_HELP: Readonly<Record<string, Readonly<Record<string, stri
     rest: 'compare: the two result.json files (before, after)',
   },
   init: { dir: 'The folder of the new project (default: the current folder)' },
+  scale: { action: 'status, destroy or rollback', entry: 'The app module whose [scale.orchestrator] names the deployment; default main.ts, else app.ts' },
+  status: { entry: 'The app module whose [scale.orchestrator] names the deployment; default main.ts, else app.ts' },
+  destroy: { entry: 'The app module whose [scale.orchestrator] names the deployment; default main.ts, else app.ts' },
 };
 
 /**
@@ -70,8 +73,10 @@ export function buildCli(): CAC {
     .option('--no-push', 'With --scale --build: build the image here only (no registry, no credentials)')
     .option('--target <target>', 'With --scale: the deployment target (orchestrator, the default: Kubernetes)')
     .option('-e, --experimental', 'With --scale --build: install svc from [scale.orchestrator] svc_repo_url instead of this copy')
+    .option('--enable-tls', 'With --scale: HTTPS for [scale.orchestrator] domain through cert-manager (installed when the cluster has none; needs cert_manager_email)')
     .example('svc start app.ts --port 8000')
     .example('svc start app.ts --scale --dry-run --show-yaml   # the Kubernetes manifests, validated')
+    .example('svc start app.ts --scale                # apply to the cluster of the kubeconfig, roll out, probe')
     .example('svc start --dev                 # main.ts (or app.ts) of this folder, reloaded on changes')
     .action(async (entry: string | undefined, options: Record<string, unknown>) => {
       const { start } = await import('./commands/start.ts');
@@ -148,6 +153,37 @@ export function buildCli(): CAC {
 
   // No cac defaults for --port and --host: a flag wins over svc.toml's [mcp] section, which wins over the built-in
   // value, so the command must see whether the flag was given.
+  const clusterOptions = (command: ReturnType<CAC['command']>) =>
+    command
+      .option('--profile <name>', 'Configuration profile (the same as the deploy)')
+      .option('--target <target>', 'The deployment target (orchestrator, the default: Kubernetes)')
+      .option('--watch', 'status: follow changes until interrupted')
+      .option('--json', 'status: one JSON object per report, for scripts')
+      .option('--interval <ms>', 'status --watch: ms between reads (default 2000)')
+      .option('-y, --yes', 'destroy: do not ask for confirmation')
+      .option('--keep-data', 'destroy: keep the databases\' claims and credential Secrets')
+      .option('--to <revision>', 'rollback: the revision to return to (default: the one before the current)');
+  clusterOptions(cli.command('scale <action> [entry]', 'A deployed app: status (one row per component), destroy (asks y), rollback [--to N]'))
+    .example('svc scale status app.ts --watch')
+    .example('echo y | svc scale destroy app.ts          # or --yes; --keep-data keeps the claims')
+    .example('svc scale rollback app.ts --to 3')
+    .action(async (action: string, entry: string | undefined, options: Record<string, unknown>) => {
+      const commands = await import('./commands/cluster.ts');
+      if (action === 'status') return commands.scaleStatus(entry, options);
+      if (action === 'destroy') return commands.scaleDestroy(entry, options);
+      if (action === 'rollback') return commands.scaleRollback(entry, options);
+      process.stderr.write(`svc: scale ${action}: the actions are status, destroy and rollback (deploy with svc start <entry> --scale)\n`);
+      process.exit(2);
+    });
+  clusterOptions(cli.command('status [entry]', 'The older form of svc scale status')).action(async (entry: string | undefined, options: Record<string, unknown>) => {
+    const { scaleStatus } = await import('./commands/cluster.ts');
+    await scaleStatus(entry, options);
+  });
+  clusterOptions(cli.command('destroy [entry]', 'The older form of svc scale destroy')).action(async (entry: string | undefined, options: Record<string, unknown>) => {
+    const { scaleDestroy } = await import('./commands/cluster.ts');
+    await scaleDestroy(entry, options);
+  });
+
   cli
     .command('mcp', 'Serve the tool-protocol server (MCP) for AI clients: docs, compiler tools, prompts')
     .option('--transport <name>', 'stdio, sse or streamable-http (default [mcp] transport, stdio)')

@@ -16,6 +16,8 @@ export interface AppImage {
   warnings: string[];
   /** Build and push it (`--build`): stage, login (password on stdin), build, push, clean up. */
   build(log: (line: string) => void): Promise<void>;
+  /** What `build` needs and can be checked without running anything (the registry and its credentials); throws ImageError. */
+  check(): void;
 }
 
 /**
@@ -44,7 +46,7 @@ export function appImage(options: { entry: string; projectRoot: string; config: 
     for (const key of file.removed.filter((r) => !carried.test(r))) warnings.push(`${file.name}: ${key} is a credential: it is left out of the image`);
   }
   if (o.image !== '' && !options.build) {
-    return { ref: o.image, note: 'configured: [scale.orchestrator] image', warnings, build: async () => undefined };
+    return { ref: o.image, note: 'configured: [scale.orchestrator] image', warnings, build: async () => undefined, check: () => undefined };
   }
   const registry = o.registry.replace(/\/+$/, '');
   const ref = `${registry === '' ? '' : `${registry}/`}${o.app_name}:${contentTag(context)}`;
@@ -54,6 +56,10 @@ export function appImage(options: { entry: string; projectRoot: string; config: 
     ref,
     note: options.build ? (push ? 'built and pushed by --build' : 'built here by --build --no-push, not pushed') : 'the image --build makes of this code: without --build the registry must already hold it',
     warnings,
+    check: () => {
+      if (push) requireCredentials(ref, credentials);
+      if (push && registry === '') throw new ImageError('SVC_ERR_IMAGE_LOGIN', 'no registry to push to: set [scale.orchestrator] registry (SVC_SCALE_REGISTRY)');
+    },
     build: async (log) => {
       // Credentials first: without them nothing is staged or run (not even `docker info`).
       if (push) requireCredentials(ref, credentials);

@@ -64,6 +64,8 @@ export interface DeployInput {
   experimental?: boolean;
   /** `--profile`: the pods layer the same `svc.<profile>.toml`. */
   profile?: string | undefined;
+  /** Commands that only read or delete (status, destroy, rollback): an unresolved `${VAR}` of `[scale.secrets]` is no problem. */
+  lenientSecrets?: boolean;
 }
 
 /**
@@ -138,7 +140,8 @@ export function deploySpec(input: DeployInput): { spec: DeploySpec; warnings: st
   }
 
   if (o.domain !== '' && !isDnsSubdomain(o.domain)) problems.push(`[scale.orchestrator] domain ${JSON.stringify(o.domain)}: a host name in lower case such as api.example.com`);
-  if (o.domain !== '' || o.cert_manager_email !== '') warnings.push('TLS is not set up by this version (no certificate is requested): the app, the dashboards\' logins and the sticky cookie travel over plain HTTP until a TLS-terminating load balancer is put in front');
+  if (o.domain !== '') warnings.push(`plain HTTP until \`svc start <entry> --scale --enable-tls\`: the app, the dashboards' logins and the sticky cookie travel unencrypted (${o.domain} and the node's address both reach it)`);
+  if (!/^https:\/\/[^\s/]+/.test(o.acme_server)) problems.push(`[scale.orchestrator] acme_server ${JSON.stringify(o.acme_server)}: an https:// URL of an ACME directory`);
   if (o.cert_manager_email !== '' && !/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(o.cert_manager_email)) problems.push(`[scale.orchestrator] cert_manager_email ${JSON.stringify(o.cert_manager_email)}: an e-mail address`);
   if (o.ingress_class !== '' && !isDnsLabel(o.ingress_class)) problems.push(`[scale.orchestrator] ingress_class ${JSON.stringify(o.ingress_class)}: an ingress class name`);
   if (o.ingress_class !== '' && o.ingress_class !== 'traefik') {
@@ -190,7 +193,7 @@ export function deploySpec(input: DeployInput): { spec: DeploySpec; warnings: st
       if (resolved === undefined || resolved === '') missing.push(v);
       return resolved ?? '';
     });
-    for (const v of missing) problems.push(`[scale.secrets] ${name}: \${${v}} is not set in the environment, or empty (it is resolved when you deploy, never written as is; $\${…} writes a literal \${…})`);
+    if (!input.lenientSecrets) for (const v of missing) problems.push(`[scale.secrets] ${name}: \${${v}} is not set in the environment, or empty (it is resolved when you deploy, never written as is; $\${…} writes a literal \${…})`);
     if (SET_BY_DEPLOYMENT.includes(name)) problems.push(`[scale.secrets] ${name}: svc's Deployment sets ${name} itself, so this value would never reach the pods${name === 'DOCDB_URI' || name === 'KV_URL' ? ` — give an external database as [scale.database] ${name === 'DOCDB_URI' ? 'docdb_uri' : 'kv_url'}` : ''}`);
     appSecrets[name] = value;
   }
@@ -235,6 +238,7 @@ export function deploySpec(input: DeployInput): { spec: DeploySpec; warnings: st
       livenessFailureThreshold: o.liveness_failure_threshold,
     },
     replicas: { min: o.min_replicas, max: o.max_replicas, cpuTarget: o.cpu_utilization_target },
+    rollout: { progressDeadlineSeconds: o.progress_deadline_seconds, revisionHistoryLimit: o.revision_history_limit },
     ingress: {
       className: o.ingress_class,
       rps: o.ingress_limit_rps,
@@ -243,6 +247,8 @@ export function deploySpec(input: DeployInput): { spec: DeploySpec; warnings: st
       sticky: o.sticky_sessions,
       domain: o.domain,
       certManagerEmail: o.cert_manager_email,
+      acmeServer: o.acme_server,
+      certManagerManifest: o.cert_manager_manifest,
     },
     monitoring: {
       enabled: m.enabled,

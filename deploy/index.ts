@@ -10,9 +10,10 @@ export { planText, redactSecrets, renderYaml, REDACTED, servedUrl } from './plan
 export type { PlanSummary } from './plan.ts';
 export { MANAGED_LABEL } from './spec.ts';
 export type { Credential, DeploySpec, K8sObject } from './spec.ts';
-export { assertValid, ManifestError, parseQuantity, validateManifests } from './validate/index.ts';
+export { assertValid, ManifestError, parseQuantity, schemaProblems, SUPPORTED_KINDS, validateManifests } from './validate/index.ts';
 export type { ManifestProblem } from './validate/index.ts';
 export { buildManifests, CHECKSUM_ANNOTATION, IMAGES } from './manifests/index.ts';
 export { appImage } from './app-image.ts';
 export type { AppImage } from './app-image.ts';
 export { ImageError, IMAGE_ERRORS } from './image/index.ts';
+export * from './cluster/index.ts';

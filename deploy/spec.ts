@@ -63,6 +63,8 @@ export interface DeploySpec {
     livenessFailureThreshold: number;
   };
   replicas: { min: number; max: number; cpuTarget: number };
+  /** The app's rollouts: the deadline one may go without progress, and the old revisions kept for rollback. */
+  rollout: { progressDeadlineSeconds: number; revisionHistoryLimit: number };
   ingress: {
     /** '' : svc's own Traefik proxy; 'traefik': the cluster's Traefik (CRDs); another: a plain networking.k8s.io Ingress of that class. */
     className: string;
@@ -72,6 +74,10 @@ export interface DeploySpec {
     sticky: boolean;
     domain: string;
     certManagerEmail: string;
+    /** The ACME directory of `--enable-tls`. */
+    acmeServer: string;
+    /** Where `--enable-tls` installs cert-manager from when the cluster has none (a URL or a file). */
+    certManagerManifest: string;
   };
   monitoring: {
     enabled: boolean;

@@ -362,6 +362,14 @@ export const SCHEMA = {
     ingress_class: { kind: 'string', default: '', env: ['SVC_SCALE_INGRESS_CLASS'] },
     domain: { kind: 'string', default: '', env: ['SVC_SCALE_DOMAIN'] },
     cert_manager_email: { kind: 'string', default: '', env: ['SVC_SCALE_CERT_MANAGER_EMAIL'] },
+    /** The ACME directory `--enable-tls` asks certificates of (Let's Encrypt's production directory by default). */
+    acme_server: { kind: 'string', default: 'https://acme-v02.api.letsencrypt.org/directory', env: ['SVC_SCALE_ACME_SERVER'], nonEmpty: true },
+    /** The cert-manager release `--enable-tls` installs when the cluster has none: a URL or a file of its manifests. */
+    cert_manager_manifest: { kind: 'string', default: 'https://github.com/cert-manager/cert-manager/releases/download/v1.16.2/cert-manager.yaml', env: ['SVC_SCALE_CERT_MANAGER_MANIFEST'], nonEmpty: true },
+    /** Seconds a rollout may make no progress before it is failed and rolled back (the Deployment's progressDeadlineSeconds). */
+    progress_deadline_seconds: { kind: 'int', default: 300, min: 1, env: ['SVC_SCALE_PROGRESS_DEADLINE_SECONDS'] },
+    /** Old revisions of the app kept for `svc scale rollback` (the Deployment's revisionHistoryLimit). */
+    revision_history_limit: { kind: 'int', default: 10, min: 1, env: ['SVC_SCALE_REVISION_HISTORY_LIMIT'] },
     /** The runtime image the app's image is built from (a Node image: the original product's `python_image` reads as this). */
     base_image: { kind: 'string', default: 'node:20-bookworm-slim', env: ['SVC_SCALE_BASE_IMAGE'], nonEmpty: true },
     /** The original product's name of base_image; set, it wins (it must name a Node image). */

@@ -1,15 +1,32 @@
 /**
- * `svc start <entry> --scale`: deploy the app to Kubernetes. This version plans
- * (`--dry-run`: the plan by component, `--show-yaml`: the manifests) and builds
- * the image (`--build`); applying the plan to a cluster is not part of it yet.
+ * `svc start <entry> --scale`: deploy the app to Kubernetes. `--dry-run` prints
+ * the plan (`--show-yaml`: the manifests) and contacts nothing; `--build` builds
+ * and pushes the image first; otherwise the plan is applied to the cluster of the
+ * kubeconfig, the rollout followed to its end (a failed one rolled back), the app
+ * probed through the ingress, and `Deployment complete: <url>` printed.
+ * `--enable-tls` then binds the ingress to `domain` with a certificate.
  *
- * Exit codes: 0 a plan (or a built image), 2 a configuration the deploy refuses
- * (every problem listed, before anything is contacted), 1 a failure on the way
- * (the image build).
+ * Exit codes: 0 deployed (or a plan, or a built image), 2 a configuration the
+ * deploy refuses (every problem listed, before anything is contacted), 1 a
+ * failure on the way (the cluster, the apply, the rollout, the image build).
  */
 import { dirname } from 'node:path';
 import { ConfigError, loadConfig } from '../../runtime/index.ts';
-import { appImage, buildManifests, ImageError, DeployConfigError, deploySpec, ManifestError, planText, renderYaml, validateManifests } from '../../deploy/index.ts';
+import {
+  appImage,
+  buildManifests,
+  ClusterError,
+  connectCluster,
+  deploySpec,
+  deployToCluster,
+  DeployConfigError,
+  ImageError,
+  ManifestError,
+  planText,
+  renderYaml,
+  tlsConfigProblems,
+  validateManifests,
+} from '../../deploy/index.ts';
 import { EntryError, resolveEntry } from '../entry.ts';
 
 export interface ScaleFlags {
@@ -22,6 +39,8 @@ export interface ScaleFlags {
   experimental?: boolean;
   /** `--no-push`: build the image here only. */
   push?: boolean;
+  /** `--enable-tls`: HTTPS for `domain` through cert-manager. */
+  enableTls?: boolean;
 }
 
 /** A usage or configuration error: the message, exit 2. */
@@ -38,6 +57,7 @@ export async function scale(entryArg: string | undefined, flags: ScaleFlags): Pr
     if ((flags.showYaml || flags.showSecrets) && !flags.dryRun) throw new UsageError('--show-yaml and --show-secrets go with --dry-run');
     if (flags.showSecrets && !flags.showYaml) throw new UsageError('--show-secrets shows the Secrets of --show-yaml: give both');
     if (flags.push === false && !flags.build) throw new UsageError('--no-push goes with --build');
+    if (flags.enableTls && flags.dryRun) process.stderr.write('svc: warning: --dry-run ignores --enable-tls (issuing a certificate changes the cluster)\n');
     const { config, files, warnings } = loadConfig({ dir: projectRoot, profile: flags.profile, env: process.env });
     for (const w of warnings) if (!/unknown key scale\.(orchestrator|monitoring|database)\./.test(w)) process.stderr.write(`svc: warning: ${w}\n`);
     const experimental = flags.experimental === true;
@@ -59,6 +79,13 @@ export async function scale(entryArg: string | undefined, flags: ScaleFlags): Pr
       process.stderr.write(`svc: planned in ${Math.round(performance.now() - started)} ms\n`);
       return;
     }
+    if (flags.enableTls && !(flags.build && flags.push === false)) {
+      const problems = tlsConfigProblems(spec);
+      if (problems.length > 0) throw new UsageError(problems.join('\n'));
+    }
+    // The registry's credentials, then the cluster's configuration: no image is built for a deploy that cannot happen.
+    if (flags.build) image.check();
+    const kube = flags.build && flags.push === false ? undefined : connectCluster(process.env);
     if (flags.build) {
       await image.build((line: string) => process.stderr.write(`svc: ${line}\n`));
       process.stdout.write(`${flags.push === false ? 'Image built' : 'Image pushed'}: ${spec.images.app}\n`);
@@ -67,12 +94,16 @@ export async function scale(entryArg: string | undefined, flags: ScaleFlags): Pr
         return;
       }
     }
-    process.stderr.write(
-      'svc: applying the plan to a cluster is not part of this version of svc. ' +
-        '`svc start <entry> --scale --dry-run --show-yaml` prints the manifests (their Secrets redacted; with --show-secrets in full).\n',
-    );
-    process.exit(1);
+    for (const w of [...image.warnings, ...notes]) process.stderr.write(`svc: warning: ${w}\n`);
+    process.stderr.write(`svc: deploying ${spec.app} to ${kube!.server} (namespace ${spec.namespace}); image ${spec.images.app} (${image.note})\n`);
+    const result = await deployToCluster(kube!, spec, { log: (line) => process.stderr.write(`svc: ${line}\n`), enableTls: flags.enableTls === true });
+    process.stderr.write(`svc: deployed in ${((performance.now() - started) / 1000).toFixed(1)} s (apply ${result.timings.apply} ms, rollout ${result.timings.rollout} ms)\n`);
+    process.stdout.write(`Deployment complete: ${result.url}\n`);
   } catch (error) {
+    if (error instanceof ClusterError) {
+      process.stderr.write(`svc: ${error.message}\n`);
+      process.exit(1);
+    }
     // A bad entry or package setting found while deciding the image's content is a configuration error too.
     if (error instanceof ImageError && error.code === 'SVC_ERR_IMAGE_CONTEXT' && flags.dryRun) {
       process.stderr.write(`svc: ${error.message}\n`);

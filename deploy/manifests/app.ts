@@ -123,6 +123,9 @@ export function appDeployment(spec: DeploySpec): K8sObject {
     spec: {
       // With an autoscaler the replica count is its own: an apply that set it would scale the app back to min_replicas.
       ...(spec.resources.requests.cpu ? {} : { replicas: spec.replicas.min }),
+      // Declared, not left to defaults: the deadline a stalled rollout is failed (and rolled back) at, the revisions kept for rollback.
+      progressDeadlineSeconds: spec.rollout.progressDeadlineSeconds,
+      revisionHistoryLimit: spec.rollout.revisionHistoryLimit,
       selector: { matchLabels: selectorLabels(spec, 'app') },
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
       template: {

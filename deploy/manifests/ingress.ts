@@ -92,6 +92,8 @@ function proxyRbac(spec: DeploySpec): K8sObject[] {
       rules: [
         { apiGroups: [''], resources: ['secrets', 'services'], verbs: ['get', 'list', 'watch'] },
         { apiGroups: ['discovery.k8s.io'], resources: ['endpointslices'], verbs: ['get', 'list', 'watch'] },
+        // The Ingress provider: cert-manager's HTTP-01 solver publishes its challenge as an Ingress (`--enable-tls`).
+        { apiGroups: ['networking.k8s.io'], resources: ['ingresses'], verbs: ['get', 'list', 'watch'] },
         { apiGroups: [TRAEFIK_GROUP], resources: TRAEFIK_KINDS.map((k) => `${k.toLowerCase()}s`), verbs: ['get', 'list', 'watch'] },
       ],
     },
@@ -121,6 +123,11 @@ function proxyArgs(spec: DeploySpec): string[] {
     '--providers.kubernetescrd.allowCrossNamespace=false',
     // No Nodes (cluster-scoped): the Role above is all it may read.
     '--providers.kubernetescrd.disableClusterScopeResources=true',
+    // Ingresses of this app only: those of cert-manager's HTTP-01 solver (labelled by the Issuer `--enable-tls` makes).
+    '--providers.kubernetesingress=true',
+    `--providers.kubernetesingress.namespaces=${spec.namespace}`,
+    `--providers.kubernetesingress.labelSelector=app.kubernetes.io/name=${spec.app}`,
+    '--providers.kubernetesingress.disableClusterScopeResources=true',
     '--global.checkNewVersion=false',
     '--global.sendAnonymousUsage=false',
     '--log.level=INFO',
@@ -202,9 +209,12 @@ function middlewares(spec: DeploySpec): K8sObject[] {
   return out;
 }
 
-function match(spec: DeploySpec, path: string): string {
-  const prefix = `PathPrefix(\`${path}\`)`;
-  return spec.ingress.domain !== '' ? `Host(\`${spec.ingress.domain}\`) && ${prefix}` : prefix;
+/**
+ * A route's rule: by path only, so the app answers by the node's address and by its domain alike until TLS is
+ * enabled (`--enable-tls` binds the routes to the domain: deploy/cluster/tls.ts).
+ */
+function match(path: string): string {
+  return `PathPrefix(\`${path}\`)`;
 }
 
 /** The IngressRoute `{app}`: every route through the limits; the app's with the sticky cookie. */
@@ -214,7 +224,7 @@ function ingressRoute(spec: DeploySpec): K8sObject {
     const names = r.basicAuth ? [...limits, nameOf(spec, 'kv-dashboard-auth')] : limits;
     const service: Record<string, unknown> = { kind: 'Service', name: r.service, port: r.port };
     if (r.sticky) service.sticky = { cookie: { name: 'route', maxAge: STICKY_MAX_AGE, httpOnly: true, sameSite: 'lax', secure: false } };
-    return { kind: 'Rule', match: match(spec, r.path), middlewares: names.map((name) => ({ name, namespace: spec.namespace })), services: [service] };
+    return { kind: 'Rule', match: match(r.path), middlewares: names.map((name) => ({ name, namespace: spec.namespace })), services: [service] };
   });
   return {
     apiVersion: `${TRAEFIK_GROUP}/v1alpha1`,
@@ -227,8 +237,8 @@ function ingressRoute(spec: DeploySpec): K8sObject {
 /** A plain Ingress `{app}` of another controller's class: the same paths. */
 function plainIngress(spec: DeploySpec): K8sObject {
   const paths = ingressRoutes(spec).map((r) => ({ path: r.path, pathType: 'Prefix', backend: { service: { name: r.service, port: { number: r.port } } } }));
+  // No host until TLS is enabled: reachable by address and by domain alike.
   const rule: Record<string, unknown> = { http: { paths } };
-  if (spec.ingress.domain !== '') rule.host = spec.ingress.domain;
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'Ingress',

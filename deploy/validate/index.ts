@@ -130,6 +130,29 @@ export function validateManifests(objects: K8sObject[]): ManifestProblem[] {
 }
 
 /**
+ * The problems of one object against its kind's schema alone (the packages'
+ * schema and the unknown-field rule, nothing of the strict layer: no name,
+ * selector or reference checks), as {@link validateManifests} reports them. A
+ * kind svc does not validate is one problem at `kind` (or `apiVersion`): check
+ * {@link SUPPORTED_KINDS} first to let such kinds through.
+ *
+ * @example
+ * schemaProblems({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'a', namespace: 'shop' }, dta: {} });
+ * // [{ object: 'ConfigMap/shop/a', path: 'dta', message: 'unknown field "dta" (did you mean "data"?)' }]
+ */
+export function schemaProblems(object: K8sObject): ManifestProblem[] {
+  const raw = obj(object);
+  if (!raw) return [{ object: '#0', path: '', message: `is not an object (got ${object === null ? 'null' : Array.isArray(object) ? 'an array' : typeof object})` }];
+  const apiVersion = str(raw.apiVersion) ?? '';
+  const kind = str(raw.kind) ?? '';
+  const metadata = obj(raw.metadata);
+  const cluster = isClusterScoped(apiVersion, kind);
+  const id = identify(kind, cluster ? '' : (str(metadata?.namespace) ?? ''), str(metadata?.name) ?? '', 0, cluster);
+  if (KINDS[`${apiVersion}/${kind}`] === undefined) return [{ object: id, ...unknownKind(apiVersion, kind) }];
+  return checkSchema(raw).map((p) => ({ object: id, path: p.path, message: p.message }));
+}
+
+/**
  * Throws a {@link ManifestError} listing every problem of the set, or
  * returns when there is none.
  *

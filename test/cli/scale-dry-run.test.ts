@@ -134,10 +134,15 @@ t.test('--build through a recording fake docker (no engine or registry here): th
 
   const password = 'pw-not-in-argv-7781';
   writeFileSync(join(project, '.env'), `SVC_REGISTRY_USERNAME=deployer\nSVC_REGISTRY_PASSWORD=${password}\n`);
-  const r = await runSvc(['start', join(project, 'app.ts'), '--scale', '--build'], { clean: true, cwd: project, env });
+  // A kubeconfig naming a fake API server that is gone: the image is pushed, then the deploy cannot reach the cluster.
+  const gone = await startFakeKubeApi();
+  const kubeconfig = join(dir, 'kubeconfig');
+  writeFileSync(kubeconfig, readFileSync(gone.kubeconfig));
+  await gone.close();
+  const r = await runSvc(['start', join(project, 'app.ts'), '--scale', '--build'], { clean: true, cwd: project, env: { ...env, KUBECONFIG: kubeconfig } });
   t.match(r.stdout, /Image pushed: registry\.example\.com\/team\/svc:[0-9a-f]{12}\n/, r.stderr);
-  t.equal(r.code, 1, 'then: applying is not in this version (exit 1, said)');
-  t.match(r.stderr, /not part of this version/);
+  t.equal(r.code, 1, 'then: the deploy cannot reach the cluster (exit 1, said)');
+  t.match(r.stderr, /cannot reach the API server at http:\/\/127\.0\.0\.1:\d+/);
   const lines = readFileSync(calls, 'utf8').trim().split('\n');
   const argv = lines.filter((l) => l.startsWith('argv: ')).map((l) => l.slice(6));
   t.match(argv[0], /^info/, 'docker info: is there an engine');

@@ -28,3 +28,5 @@ export { startFakeKubeApi } from './fake-kube-api.ts';
 export type { FakeKubeApi } from './fake-kube-api.ts';
 export { Podman, PODMAN_DIR, podmanAvailable } from './podman.ts';
 export type { PodmanResult } from './podman.ts';
+export { standInIngress } from './stand-in-ingress.ts';
+export type { StandInIngress } from './stand-in-ingress.ts';

@@ -69,3 +69,8 @@ t.test('the deploy errors (a CLI exit, not a wire status) are in docs/errors.md'
   const { DeployConfigError, ManifestError } = await import('../../deploy/index.ts');
   for (const code of [new DeployConfigError(['x']).code, new ManifestError([]).code]) t.match(doc, `| \`${code}\` | 2 |`, `${code} is in docs/errors.md`);
 });
+
+t.test('the cluster errors of a deploy (a CLI exit 1) are in docs/errors.md', async (t) => {
+  const { CLUSTER_ERRORS } = await import('../../deploy/index.ts');
+  for (const code of Object.keys(CLUSTER_ERRORS)) t.match(doc, `| \`${code}\` | 1 |`, `${code} is in docs/errors.md`);
+});

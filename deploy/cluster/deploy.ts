@@ -1,0 +1,189 @@
+/**
+ * `svc start <entry> --scale` against a cluster: check the cluster answers and
+ * the ingress node port is free (nothing is created otherwise), read back the
+ * credentials a first deploy made, apply the plan, follow the app's rollout to
+ * its end (rolling back a failed one), probe the app through the ingress, and
+ * say where it is served.
+ */
+import { buildManifests } from '../manifests/index.ts';
+import type { DeploySpec, K8sObject } from '../spec.ts';
+import { assertValid } from '../validate/index.ts';
+import { adoptCredentials, applyObjects, provisionedOnce, type ApplyReport } from './apply.ts';
+import { ClusterError, KubeApiError, reachCluster, type Kube } from './kube.ts';
+import { awaitRollout, rollback, type RolloutOutcome } from './rollout.ts';
+import { boundTls, dnsRecord, enableTls, ingressRef } from './tls.ts';
+
+type Json = Record<string, unknown>;
+
+export interface DeployResult {
+  url: string;
+  apply: ApplyReport;
+  rollout: RolloutOutcome;
+  /** ms: checks before anything is created, the apply, the rollout, the ingress probe. */
+  timings: { preflight: number; apply: number; rollout: number; probe: number };
+}
+
+/**
+ * The Service (other than this app's own proxy) holding `nodePort`, or undefined. A user who may not list Services
+ * cluster-wide gets undefined and a warning: the API server refuses a taken port anyway (422).
+ */
+export async function nodePortHolder(kube: Kube, spec: DeploySpec, warn: (line: string) => void): Promise<string | undefined> {
+  let services: K8sObject[];
+  try {
+    services = await kube.list('v1', 'Service');
+  } catch (error) {
+    if (error instanceof KubeApiError && error.status === 403) {
+      warn(`cannot list the cluster's Services to check node port ${spec.nodePort} is free (403); the API server will refuse it if it is taken`);
+      return undefined;
+    }
+    throw error;
+  }
+  for (const s of services) {
+    const ports = ((s.spec as Json | undefined)?.ports as { nodePort?: number }[] | undefined) ?? [];
+    if (!ports.some((p) => p.nodePort === spec.nodePort)) continue;
+    if (s.metadata.namespace === spec.namespace && s.metadata.name === `${spec.app}-ingress`) continue;
+    return `${s.metadata.namespace}/${s.metadata.name}`;
+  }
+  return undefined;
+}
+
+/** The address a node of the cluster is reached at: its ExternalIP, else its InternalIP. */
+export async function nodeAddress(kube: Kube): Promise<string | undefined> {
+  const nodes = await kube.list('v1', 'Node').catch(() => [] as K8sObject[]);
+  const addresses = nodes.flatMap((n) => (((n.status as Json | undefined)?.addresses as { type: string; address: string }[] | undefined) ?? []));
+  return (addresses.find((a) => a.type === 'ExternalIP') ?? addresses.find((a) => a.type === 'InternalIP'))?.address;
+}
+
+/** Where the app is reached from outside and how to probe it: the URL to print, the URL to request and its Host header. */
+async function ingressTarget(kube: Kube, spec: DeploySpec): Promise<{ url: string; probe?: string; host?: string; note?: string }> {
+  const path = spec.probes.readinessPath;
+  if (spec.ingress.className !== '') {
+    if (spec.ingress.domain === '') return { url: `(through the cluster's ${spec.ingress.className} controller)`, note: `no domain: svc cannot know the address of the cluster's ${spec.ingress.className} controller, so the app was not probed through it` };
+    return { url: `http://${spec.ingress.domain}/`, probe: `http://${spec.ingress.domain}${path}` };
+  }
+  const address = await nodeAddress(kube);
+  if (!address) return { url: `http://<node address>:${spec.nodePort}/`, note: 'the cluster reports no node address: the app was not probed through the ingress' };
+  const hostPart = address.includes(':') ? `[${address}]` : address;
+  const url = spec.ingress.domain !== '' ? `http://${spec.ingress.domain}:${spec.nodePort}/` : `http://${hostPart}:${spec.nodePort}/`;
+  return { url, probe: `http://${hostPart}:${spec.nodePort}${path}`, host: spec.ingress.domain || undefined };
+}
+
+/** GET the health path through the ingress until it answers 2xx (true) or `timeoutMs` passes (the last error). */
+async function probe(target: string, host: string | undefined, timeoutMs: number): Promise<true | string> {
+  const until = Date.now() + timeoutMs;
+  let last = '';
+  for (;;) {
+    try {
+      const res = await fetch(target, { headers: host ? { host } : {}, signal: AbortSignal.timeout(5000), redirect: 'manual' });
+      await res.arrayBuffer();
+      if (res.status >= 200 && res.status < 300) return true;
+      last = `${res.status}`;
+    } catch (error) {
+      last = ((error as Error).cause as Error | undefined)?.message ?? (error as Error).message;
+    }
+    if (Date.now() > until) return last;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
+/**
+ * Check, before anything is created, that the cluster answers and the ingress node port is free.
+ *
+ * @example
+ * await preflight(kube, spec, warn); // throws ClusterError SVC_ERR_CLUSTER_UNREACHABLE / SVC_ERR_NODE_PORT_TAKEN
+ */
+export async function preflight(kube: Kube, spec: DeploySpec, warn: (line: string) => void): Promise<void> {
+  await reachCluster(kube);
+  if (spec.ingress.className === '') {
+    const holder = await nodePortHolder(kube, spec, warn);
+    if (holder) throw new ClusterError('SVC_ERR_NODE_PORT_TAKEN', `node port ${spec.nodePort} is used by ${holder}: choose another [scale.orchestrator] ingress_node_port (SVC_SCALE_INGRESS_NODE_PORT); nothing was created`);
+  }
+}
+
+/**
+ * Deploy: preflight, credentials read back, apply, rollout (rolled back on failure), ingress probe, TLS when asked.
+ * The objects are built here, after the credentials are read back: `build(spec)` is buildManifests unless a test
+ * gives another.
+ *
+ * @example
+ * const result = await deployToCluster(kube, spec, { log: (l) => process.stderr.write(`svc: ${l}\n`) });
+ * console.log(`Deployment complete: ${result.url}`);
+ */
+export async function deployToCluster(
+  kube: Kube,
+  spec: DeploySpec,
+  options: { log: (line: string) => void; enableTls?: boolean; probeTimeoutMs?: number; tlsTimeoutMs?: number; build?: (spec: DeploySpec) => K8sObject[] },
+): Promise<DeployResult> {
+  const log = options.log;
+  const t0 = Date.now();
+  await preflight(kube, spec, (w) => log(`warning: ${w}`));
+  const { adopted, warnings } = await adoptCredentials(kube, spec);
+  for (const w of warnings) log(`warning: ${w}`);
+  if (adopted.length > 0) log(`credentials read back from the cluster (kept as they are): ${adopted.join(', ')}`);
+  else log('first deploy: the databases and their credentials are provisioned now');
+  const objects = (options.build ?? buildManifests)(spec);
+  assertValid(objects);
+  const t1 = Date.now();
+  const report = await applyObjects(kube, objects, log, provisionedOnce(spec));
+  const t2 = Date.now();
+  if (report.failed.length > 0) {
+    const lines = report.failed.map((f) => `  ${f.object}: ${f.error}`);
+    throw new ClusterError(
+      'SVC_ERR_APPLY',
+      `${report.failed.length} object${report.failed.length === 1 ? '' : 's'} of the plan could not be applied (the others were; run the deploy again to finish):\n${lines.join('\n')}`,
+    );
+  }
+  const rollout = await awaitRollout(kube, spec.namespace, spec.app, { onProgress: log });
+  const t3 = Date.now();
+  if (!rollout.ok) {
+    const failure = rollout.failure!;
+    const logs = failure.logs?.trim() ? `\nlast lines of ${failure.pod}'s log:\n${failure.logs.trimEnd().split('\n').map((l) => `  | ${l}`).join('\n')}` : '';
+    let undo: string;
+    try {
+      const { from, to } = await rollback(kube, spec.namespace, spec.app);
+      const back = await awaitRollout(kube, spec.namespace, spec.app, { onProgress: log, timeoutMs: (spec.rollout.progressDeadlineSeconds + 60) * 1000 });
+      undo = `rolled back from revision ${from} to revision ${to}${back.ok ? ', which is serving again' : ` (the rollback did not become healthy either: ${back.failure?.reason})`}`;
+    } catch (error) {
+      undo = error instanceof ClusterError && error.code === 'SVC_ERR_ROLLBACK' ? 'not rolled back: this was the first revision (nothing earlier to return to)' : `the rollback failed: ${(error as Error).message}`;
+    }
+    throw new ClusterError('SVC_ERR_ROLLOUT', `the new version did not become healthy: ${failure.reason}${logs}\n${undo}`);
+  }
+  log(`app: revision ${rollout.revision} rolled out in ${(rollout.ms / 1000).toFixed(1)} s`);
+  const target = await ingressTarget(kube, spec);
+  let url = target.url;
+  if (target.probe) {
+    const answered = await probe(target.probe, target.host, options.probeTimeoutMs ?? 60_000);
+    if (answered !== true) {
+      throw new ClusterError('SVC_ERR_INGRESS_PROBE', `the app is rolled out, but ${target.probe}${target.host ? ` (Host: ${target.host})` : ''} did not answer 2xx through the ingress: ${answered}`);
+    }
+    log(`ingress: ${target.probe} answers`);
+  } else if (target.note) {
+    log(`note: ${target.note}`);
+  }
+  const t4 = Date.now();
+  const ref = ingressRef(spec);
+  let bound = boundTls(await kube.read(ref.apiVersion, ref.kind, spec.namespace, spec.app));
+  if (options.enableTls) {
+    url = await enableTls(kube, spec, log, { timeoutMs: options.tlsTimeoutMs });
+    bound = { domain: spec.ingress.domain, secretName: '' };
+  } else if (bound) {
+    url = `https://${bound.domain}/`;
+  }
+  if (spec.ingress.domain !== '' && !bound) {
+    const address = await dnsTarget(kube, spec);
+    const record = dnsRecord(spec.ingress.domain, address);
+    log(`DNS: ${record ? `create the record ${record}` : `point ${spec.ingress.domain} at the cluster's ingress`}; the app answers at the node's address meanwhile. HTTPS: svc start <entry> --scale --enable-tls`);
+  }
+  return { url, apply: report, rollout, timings: { preflight: t1 - t0, apply: t2 - t1, rollout: t3 - t2, probe: t4 - t3 } };
+}
+
+/** What the domain's DNS record points at: the ingress Service's load balancer (address or host name), else a node. */
+async function dnsTarget(kube: Kube, spec: DeploySpec): Promise<{ ip?: string; hostname?: string }> {
+  if (spec.ingress.className === '') {
+    const svc = await kube.read('v1', 'Service', spec.namespace, `${spec.app}-ingress`);
+    const lb = (((svc?.status as Json | undefined)?.loadBalancer as Json | undefined)?.ingress as { ip?: string; hostname?: string }[] | undefined)?.[0];
+    if (lb?.hostname || lb?.ip) return lb;
+  }
+  const ip = await nodeAddress(kube);
+  return ip ? { ip } : {};
+}

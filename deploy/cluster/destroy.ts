@@ -1,0 +1,182 @@
+/**
+ * `svc scale destroy <entry>`: what a deployment left in the cluster, listed in
+ * full (the claims and the data in them included) before anything is deleted,
+ * then deleted and waited for. The namespace goes as a whole only when it is the
+ * app's own (made by svc for it, holding nothing of anyone else); in `default` or
+ * a namespace shared with other apps only the objects carrying this app's labels
+ * are deleted. The Traefik CRDs stay: they are shared by every app of the cluster.
+ */
+import type { DeploySpec, K8sObject } from '../spec.ts';
+import { objectId } from './apply.ts';
+import { ClusterError, type Kube } from './kube.ts';
+import { tlsNames } from './tls.ts';
+
+type Json = Record<string, unknown>;
+
+/** The kinds a deployment makes, namespaced then cluster-scoped. */
+const NAMESPACED: [string, string][] = [
+  ['traefik.io/v1alpha1', 'IngressRoute'],
+  ['traefik.io/v1alpha1', 'Middleware'],
+  ['networking.k8s.io/v1', 'Ingress'],
+  ['cert-manager.io/v1', 'Certificate'],
+  ['cert-manager.io/v1', 'Issuer'],
+  ['autoscaling/v2', 'HorizontalPodAutoscaler'],
+  ['policy/v1', 'PodDisruptionBudget'],
+  ['apps/v1', 'Deployment'],
+  ['apps/v1', 'DaemonSet'],
+  ['apps/v1', 'StatefulSet'],
+  ['v1', 'Service'],
+  ['networking.k8s.io/v1', 'NetworkPolicy'],
+  ['v1', 'ConfigMap'],
+  ['v1', 'Secret'],
+  ['v1', 'PersistentVolumeClaim'],
+  ['rbac.authorization.k8s.io/v1', 'RoleBinding'],
+  ['rbac.authorization.k8s.io/v1', 'Role'],
+  ['v1', 'ServiceAccount'],
+];
+const CLUSTER_SCOPED: [string, string][] = [
+  ['rbac.authorization.k8s.io/v1', 'ClusterRoleBinding'],
+  ['rbac.authorization.k8s.io/v1', 'ClusterRole'],
+];
+/** Kinds whose objects in a namespace make it someone else's too (besides the app's). */
+const FOREIGN_CHECK: [string, string][] = [
+  ['apps/v1', 'Deployment'],
+  ['apps/v1', 'StatefulSet'],
+  ['apps/v1', 'DaemonSet'],
+  ['v1', 'Service'],
+  ['v1', 'PersistentVolumeClaim'],
+  ['v1', 'ConfigMap'],
+  ['v1', 'Secret'],
+  ['batch/v1', 'Job'],
+];
+
+export interface DestroyItem {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  namespace?: string;
+  /** What is lost with it (a claim's data). */
+  note?: string;
+}
+
+export interface DestroyPlan {
+  app: string;
+  namespace: string;
+  /** The namespace itself is deleted (it is the app's own). */
+  deleteNamespace: boolean;
+  /** Why the namespace is kept, when it is. */
+  namespaceNote?: string;
+  items: DestroyItem[];
+  /** Kept by `--keep-data`. */
+  kept: DestroyItem[];
+}
+
+const selectorOf = (app: string) => `app.kubernetes.io/name=${app},managed=svc-scale`;
+
+function isOurs(o: K8sObject, app: string): boolean {
+  return o.metadata.labels?.['app.kubernetes.io/name'] === app;
+}
+
+/** Objects every namespace holds whatever runs in it (made by Kubernetes itself). */
+function isSystem(o: K8sObject, app: string): boolean {
+  if (o.kind === 'ConfigMap' && o.metadata.name === 'kube-root-ca.crt') return true;
+  if (o.kind === 'Secret' && (o.type === 'kubernetes.io/service-account-token' || o.metadata.name === tlsNames(app).accountKey)) return true;
+  // Objects a controller made for ours (a cert-manager solver's, a Job's pods…) carry an owner.
+  return Array.isArray(o.metadata.ownerReferences) && (o.metadata.ownerReferences as unknown[]).length > 0;
+}
+
+const item = (o: K8sObject): DestroyItem => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, namespace: o.metadata.namespace });
+
+/**
+ * What a destroy would delete, read from the cluster (nothing is changed).
+ *
+ * @example
+ * const plan = await destroyPlan(kube, spec, { keepData: false });
+ * process.stdout.write(destroyText(plan));
+ */
+export async function destroyPlan(kube: Kube, spec: DeploySpec, options: { keepData: boolean }): Promise<DestroyPlan> {
+  const { app, namespace } = spec;
+  const ns = await kube.read('v1', 'Namespace', undefined, namespace);
+  const items: DestroyItem[] = [];
+  const kept: DestroyItem[] = [];
+  const keepSecrets = new Set([`${app}-docdb-secret`, `${app}-kv-secret`]);
+  if (ns) {
+    for (const [apiVersion, kind] of NAMESPACED) {
+      for (const o of await kube.list(apiVersion, kind, namespace, selectorOf(app))) {
+        const it = item(o);
+        if (kind === 'PersistentVolumeClaim') {
+          const size = ((((o.spec as Json)?.resources as Json)?.requests as Json)?.storage as string | undefined) ?? '';
+          it.note = `${size ? `${size}, ` : ''}the data in it is deleted with it`;
+        }
+        if (options.keepData && (kind === 'PersistentVolumeClaim' || (kind === 'Secret' && keepSecrets.has(o.metadata.name)))) kept.push(it);
+        else items.push(it);
+      }
+    }
+    // The ACME account key cert-manager made for the Issuer (it carries no label of ours).
+    const account = await kube.read('v1', 'Secret', namespace, tlsNames(app).accountKey);
+    if (account) items.push(item({ ...account, apiVersion: 'v1', kind: 'Secret' }));
+  }
+  for (const [apiVersion, kind] of CLUSTER_SCOPED) for (const o of await kube.list(apiVersion, kind, undefined, selectorOf(app))) items.push(item(o));
+  let deleteNamespace = false;
+  let namespaceNote: string | undefined;
+  if (ns) {
+    const system = namespace === 'default' || namespace.startsWith('kube-');
+    const madeForApp = isOurs(ns, app);
+    let foreign: K8sObject | undefined;
+    for (const [apiVersion, kind] of FOREIGN_CHECK) {
+      foreign = (await kube.list(apiVersion, kind, namespace)).find((o) => !isOurs(o, app) && !isSystem(o, app));
+      if (foreign) break;
+    }
+    if (system) namespaceNote = `namespace ${namespace} is a system namespace: only ${app}'s objects are deleted`;
+    else if (!madeForApp) namespaceNote = `namespace ${namespace} was not made by svc for ${app}: only ${app}'s objects are deleted`;
+    else if (foreign) namespaceNote = `namespace ${namespace} also holds ${objectId(foreign)}, not ${app}'s: only ${app}'s objects are deleted`;
+    else if (kept.length > 0) namespaceNote = `--keep-data: namespace ${namespace} stays, with the claims and the database credentials`;
+    else deleteNamespace = true;
+  }
+  return { app, namespace, deleteNamespace, namespaceNote, items, kept };
+}
+
+/**
+ * The listing a destroy asks confirmation for.
+ *
+ * @example
+ * destroyText(plan) // 'svc scale destroy shop: this deletes …'
+ */
+export function destroyText(plan: DestroyPlan): string {
+  const lines: string[] = [];
+  if (plan.items.length === 0 && !plan.deleteNamespace) return `Nothing of ${plan.app} is in the cluster (namespace ${plan.namespace}): nothing to delete.\n`;
+  lines.push(`svc scale destroy ${plan.app}: this deletes`);
+  if (plan.deleteNamespace) lines.push(`  Namespace ${plan.namespace}, and everything in it:`);
+  else if (plan.namespaceNote) lines.push(`  (${plan.namespaceNote})`);
+  for (const i of plan.items) lines.push(`  ${i.kind} ${i.namespace ? `${i.namespace}/` : ''}${i.name}${i.note ? `  — ${i.note}` : ''}`);
+  const claims = plan.items.filter((i) => i.kind === 'PersistentVolumeClaim');
+  if (claims.length > 0) lines.push(`The ${claims.length === 1 ? 'claim' : `${claims.length} claims`} above hold the databases' data: it cannot be recovered (--keep-data keeps them).`);
+  if (plan.kept.length > 0) lines.push(`Kept (--keep-data): ${plan.kept.map((i) => `${i.kind} ${i.name}`).join(', ')}`);
+  lines.push('Kept: the Traefik CustomResourceDefinitions (shared by every app of the cluster).');
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * Delete what the plan lists, and wait until every object (and the namespace) is gone.
+ *
+ * @example
+ * await destroyApply(kube, plan, { log: (l) => console.error(l) });
+ */
+export async function destroyApply(kube: Kube, plan: DestroyPlan, options: { log: (line: string) => void; timeoutMs?: number }): Promise<void> {
+  const started = Date.now();
+  for (const i of plan.items) await kube.delete({ apiVersion: i.apiVersion, kind: i.kind, metadata: { name: i.name, namespace: i.namespace } });
+  if (plan.deleteNamespace) await kube.delete({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: plan.namespace } });
+  const until = started + (options.timeoutMs ?? 300_000);
+  let lastCount = -1;
+  for (;;) {
+    const left: string[] = [];
+    for (const i of plan.items) if (await kube.read(i.apiVersion, i.kind, i.namespace, i.name)) left.push(`${i.kind} ${i.name}`);
+    if (plan.deleteNamespace && (await kube.read('v1', 'Namespace', undefined, plan.namespace))) left.push(`Namespace ${plan.namespace}`);
+    if (left.length === 0) break;
+    if (left.length !== lastCount) options.log(`waiting for ${left.length} object${left.length === 1 ? '' : 's'} to be gone: ${left.slice(0, 5).join(', ')}${left.length > 5 ? ', …' : ''}`);
+    lastCount = left.length;
+    if (Date.now() > until) throw new ClusterError('SVC_ERR_DESTROY', `still there after ${Math.round((Date.now() - started) / 1000)} s: ${left.join(', ')} (a finalizer may hold them: kubectl get … -o yaml)`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  options.log(`deleted in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+}

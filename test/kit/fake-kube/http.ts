@@ -1,0 +1,243 @@
+/**
+ * The HTTP face of the fake: authentication, discovery, routing of `/api/v1/…` and `/apis/{group}/{version}/…`
+ * to the registry (collections, objects, `status`, `scale` and `log` subresources), watches as chunked
+ * newline-delimited JSON, injected failures, and the record of every request.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parse as parseYaml } from 'yaml';
+import type { Kubelet } from './kubelet.ts';
+import type { Answer, Query, Registry } from './registry.ts';
+import { typeKey, type Resource } from './resources.ts';
+import { project, type Change } from './store.ts';
+import { clone, KubeStatusError, reasonOf, type FakeKubeRequest, type Obj } from './types.ts';
+
+/** An injected failure: requests it matches get a Status with its code. */
+export interface Failure {
+  when: (req: FakeKubeRequest) => boolean;
+  status: number;
+  message?: string;
+}
+
+/** What a request is about, once its path is read. */
+type Target =
+  | { kind: 'discovery'; body: Obj }
+  | { kind: 'collection'; res: Resource; version: string; namespace?: string }
+  | { kind: 'object'; res: Resource; version: string; namespace?: string; name: string; sub?: string };
+
+const NOT_FOUND = new KubeStatusError(404, 'NotFound', 'the server could not find the requested resource', {});
+
+/** The HTTP handler. */
+export class FakeKubeHttp {
+  readonly requests: FakeKubeRequest[] = [];
+  readonly failures = new Set<Failure>();
+  /** Open watch responses (ended when the server closes). */
+  readonly watches = new Set<ServerResponse>();
+  address = '';
+
+  constructor(
+    private readonly registry: Registry,
+    private readonly kubelet: Kubelet,
+    private readonly token: string,
+  ) {}
+
+  /** node:http's request listener. */
+  handle = (req: IncomingMessage, res: ServerResponse): void => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const url = new URL(req.url ?? '/', 'http://fake');
+      const text = Buffer.concat(chunks).toString('utf8');
+      const contentType = String(req.headers['content-type'] ?? '')
+        .split(';')[0]
+        ?.trim()
+        .toLowerCase() as string;
+      let body: unknown;
+      if (text) {
+        try {
+          body = JSON.parse(text);
+        } catch {
+          try {
+            body = contentType === 'application/apply-patch+yaml' || contentType.includes('yaml') ? parseYaml(text) : undefined;
+          } catch {
+            body = undefined;
+          }
+        }
+      }
+      const record: FakeKubeRequest = { method: req.method ?? 'GET', path: url.pathname, query: Object.fromEntries(url.searchParams), contentType, body };
+      this.requests.push(record);
+      this.answer(req, res, record, text).catch((error: unknown) => this.fail(res, error));
+    });
+  };
+
+  private send(res: ServerResponse, code: number, body: Obj, warnings: string[] = []): void {
+    const headers: Record<string, string | string[]> = { 'content-type': 'application/json', 'cache-control': 'no-cache, private' };
+    if (warnings.length) headers.warning = warnings.map((w) => `299 - ${JSON.stringify(w)}`);
+    res.writeHead(code, headers);
+    res.end(JSON.stringify(body));
+  }
+
+  private fail(res: ServerResponse, error: unknown): void {
+    if (res.headersSent) {
+      res.destroy();
+      return;
+    }
+    if (error instanceof KubeStatusError) this.send(res, error.code, error.status());
+    else this.send(res, 500, new KubeStatusError(500, 'InternalError', `Internal error occurred: ${error instanceof Error ? error.message : String(error)}`).status());
+  }
+
+  private async answer(req: IncomingMessage, res: ServerResponse, record: FakeKubeRequest, text: string): Promise<void> {
+    if (req.headers.authorization !== `Bearer ${this.token}`) {
+      this.send(res, 401, new KubeStatusError(401, 'Unauthorized', 'Unauthorized').status());
+      return;
+    }
+    for (const f of this.failures) {
+      if (f.when(record)) throw new KubeStatusError(f.status, reasonOf(f.status), f.message ?? `the fake API server was told to fail ${record.method} ${record.path}`, {});
+    }
+    const path = record.path.replace(/\/+$/, '') || '/';
+    const query: Query = record.query;
+    const method = record.method;
+    if (['/healthz', '/readyz', '/livez'].includes(path)) {
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end('ok');
+      return;
+    }
+    if (path === '/version') {
+      this.send(res, 200, { major: '1', minor: '31', gitVersion: 'v1.31.0-fake', gitCommit: '0000000000000000000000000000000000000000', gitTreeState: 'clean', buildDate: '2024-08-13T00:00:00Z', goVersion: 'go1.22.5', compiler: 'gc', platform: 'linux/amd64' });
+      return;
+    }
+    const target = this.route(path);
+    if (record.body === undefined && text && method !== 'GET' && method !== 'DELETE') {
+      throw new KubeStatusError(400, 'BadRequest', `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml`);
+    }
+    if (target.kind === 'discovery') {
+      if (method !== 'GET') throw new KubeStatusError(405, 'MethodNotAllowed', `the server does not allow this method on the requested resource`);
+      this.send(res, 200, target.body);
+      return;
+    }
+    const r = this.registry;
+    if (target.kind === 'collection') {
+      const { res: type, version, namespace } = target;
+      if (method === 'GET' && (query.watch === 'true' || query.watch === '1')) return this.watch(res, type, version, namespace, query);
+      let answer: Answer;
+      if (method === 'GET') answer = r.list(type, version, namespace, query);
+      else if (method === 'POST') {
+        if (type.namespaced && namespace === undefined) throw NOT_FOUND;
+        answer = r.create(type, version, namespace, record.body, query);
+      } else if (method === 'DELETE') answer = r.deleteCollection(type, version, namespace, query);
+      else throw new KubeStatusError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
+      this.send(res, answer.code, answer.body, answer.warnings);
+      return;
+    }
+    const { res: type, version, namespace, name, sub } = target;
+    let answer: Answer;
+    if (sub === 'log') {
+      if (method !== 'GET') throw new KubeStatusError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
+      const pod = r.read(type, namespace, name);
+      const logs = await this.kubelet.logs(pod, query);
+      res.writeHead(200, { 'content-type': 'text/plain' });
+      res.end(logs);
+      return;
+    }
+    if (sub === 'scale') {
+      if (method === 'GET') answer = { code: 200, body: r.scale(type, namespace, name) };
+      else if (method === 'PUT') answer = r.setScale(type, version, namespace, name, record.body, undefined, query);
+      else if (method === 'PATCH') answer = r.setScale(type, version, namespace, name, record.body, record.contentType, query);
+      else throw new KubeStatusError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
+    } else if (sub !== undefined && sub !== 'status') {
+      throw new KubeStatusError(400, 'BadRequest', `the fake API server does not serve ${type.plural}/${sub}`);
+    } else if (method === 'GET') answer = r.get(type, version, namespace, name);
+    else if (method === 'PUT') answer = r.replace(type, version, namespace, name, record.body, query, sub);
+    else if (method === 'PATCH') answer = r.patch(type, version, namespace, name, record.body, record.contentType, query, sub);
+    else if (method === 'DELETE' && sub === undefined) answer = r.delete(type, version, namespace, name, query, record.body);
+    else throw new KubeStatusError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
+    this.send(res, answer.code, answer.body, answer.warnings);
+  }
+
+  /** Read a path: discovery, a collection, or an object (and its subresource); 404 for what is not served now. */
+  private route(path: string): Target {
+    const catalog = this.registry.catalog;
+    const parts = path.split('/').filter(Boolean).map(decodeURIComponent);
+    if (parts[0] === 'api') {
+      if (parts.length === 1) return { kind: 'discovery', body: catalog.coreVersions(this.address) };
+      if (parts[1] !== 'v1') throw NOT_FOUND;
+      return this.resourcePath('', 'v1', parts.slice(2));
+    }
+    if (parts[0] === 'apis') {
+      if (parts.length === 1) return { kind: 'discovery', body: catalog.groups() };
+      const group = parts[1] as string;
+      if (parts.length === 2) {
+        const body = catalog.group(group);
+        if (!body) throw NOT_FOUND;
+        return { kind: 'discovery', body };
+      }
+      return this.resourcePath(group, parts[2] as string, parts.slice(3));
+    }
+    throw NOT_FOUND;
+  }
+
+  private resourcePath(group: string, version: string, rest: string[]): Target {
+    const catalog = this.registry.catalog;
+    if (rest.length === 0) {
+      const body = catalog.resourceList(group, version);
+      if (!body) throw NOT_FOUND;
+      return { kind: 'discovery', body };
+    }
+    const find = (plural: string): Resource => {
+      const res = catalog.byPlural(group, version, plural);
+      if (!res) throw NOT_FOUND;
+      return res;
+    };
+    // `namespaces/{ns}/{plural}…` is namespaced; `namespaces[/{name}[/status|finalize]]` is the Namespace itself.
+    if (rest[0] === 'namespaces' && rest.length >= 3 && !(group === '' && rest.length === 3 && (rest[2] === 'status' || rest[2] === 'finalize'))) {
+      const namespace = rest[1] as string;
+      const res = find(rest[2] as string);
+      if (!res.namespaced) throw NOT_FOUND;
+      if (rest.length === 3) return { kind: 'collection', res, version, namespace };
+      if (rest.length > 5 || (rest[4] !== undefined && !res.subresources.includes(rest[4]))) throw NOT_FOUND;
+      return { kind: 'object', res, version, namespace, name: rest[3] as string, ...(rest[4] ? { sub: rest[4] } : {}) };
+    }
+    const res = find(rest[0] as string);
+    if (rest.length === 1) return { kind: 'collection', res, version };
+    if (res.namespaced || rest.length > 3 || (rest[2] !== undefined && !res.subresources.includes(rest[2]))) throw NOT_FOUND;
+    return { kind: 'object', res, version, name: rest[1] as string, ...(rest[2] ? { sub: rest[2] } : {}) };
+  }
+
+  /**
+   * A watch: ADDED for what exists when no resourceVersion (or "0") is given, then every change after it, as
+   * newline-delimited JSON in one chunked answer; ends on `timeoutSeconds`, the client leaving or the server closing.
+   */
+  private watch(res: ServerResponse, type: Resource, version: string, namespace: string | undefined, query: Query): void {
+    const store = this.registry.store;
+    const matches = this.registry.matcher(type, namespace, query);
+    const present = (o: Obj): Obj => this.registry.present(type, version, o);
+    const rv = query.resourceVersion;
+    const replay: Change[] = rv && rv !== '0' ? store.since(typeKey(type), Number(rv)) : [];
+    res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked', 'cache-control': 'no-cache, private' });
+    const write = (eventType: string, object: Obj): void => {
+      res.write(`${JSON.stringify({ type: eventType, object })}\n`);
+    };
+    if (!rv || rv === '0') for (const o of this.registry.selected(type, namespace, query)) write('ADDED', present(o));
+    for (const change of replay) {
+      const t = project(change, matches);
+      if (t) write(t, present(change.object));
+    }
+    const watcher = {
+      key: typeKey(type),
+      deliver: (change: Change) => {
+        const t = project(change, matches);
+        if (t) write(t, present(clone(change.object)));
+      },
+    };
+    store.watchers.add(watcher);
+    this.watches.add(res);
+    const end = (): void => {
+      store.watchers.delete(watcher);
+      this.watches.delete(res);
+      clearTimeout(timer);
+      if (!res.writableEnded) res.end();
+    };
+    const timer = query.timeoutSeconds ? setTimeout(end, Number(query.timeoutSeconds) * 1000) : undefined;
+    res.on('close', end);
+  }
+}
+
