@@ -119,7 +119,7 @@ export class Kube {
     } catch {
       // not a Status object: keep the text
     }
-    throw new KubeApiError(status, reason, `${method} ${path}: ${status}${reason ? ` ${reason}` : ''}: ${message}`);
+    throw new KubeApiError(status, reason, `${method} ${path.split('?')[0]}: ${status}${reason ? ` ${reason}` : ''}: ${message}`);
   }
 
   /** The plural and scope of a kind, from the server's discovery (cached; refreshed once when the kind is unknown). */

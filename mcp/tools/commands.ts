@@ -32,8 +32,9 @@ const BIN = fileURLToPath(new URL('../../bin/svc.mjs', import.meta.url));
 
 /**
  * The groups `list_commands` sorts commands into: `serve` runs an app;
- * `data` reads and changes what an app stored (its stores, its users'
- * tokens); `tooling` helps build, measure and assist (bench, init, mcp). A
+ * `deploy` acts on an app deployed to Kubernetes (scale, and the older status
+ * and destroy); `data` reads and changes what an app stored (its stores, its
+ * users' tokens); `tooling` helps build, measure and assist (bench, init, mcp). A
  * command added to the table without a group here is listed under `other`.
  *
  * @example
@@ -41,6 +42,7 @@ const BIN = fileURLToPath(new URL('../../bin/svc.mjs', import.meta.url));
  */
 export const COMMAND_GROUPS: readonly { readonly name: string; readonly commands: readonly string[] }[] = [
   { name: 'serve', commands: ['start'] },
+  { name: 'deploy', commands: ['scale', 'status', 'destroy'] },
   { name: 'data', commands: ['db', 'token'] },
   { name: 'tooling', commands: ['bench', 'init', 'mcp'] },
 ];

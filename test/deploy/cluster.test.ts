@@ -59,7 +59,7 @@ async function setup(t: Test, options: Parameters<typeof startFakeKubeApi>[0] = 
 const secretValue = (api: FakeKubeApi, name: string, key: string) => Buffer.from((api.get('v1', 'Secret', 'shop', name) as Any).data[key], 'base64').toString();
 
 t.test('fake Kubernetes API server: a first deploy applies in dependency order, provisions the databases, rolls out and probes the ingress', async (t) => {
-  const env = await setup(t);
+  const env = await setup(t, {}, '[scale.monitoring]\nenabled = true');
   const { url, log } = await env.deploy();
   t.equal(url, `http://127.0.0.1:${env.ingress.port}/`, 'the URL: the node address and the ingress node port');
   t.ok(env.ingress.requests.some((r) => r.path === '/healthz/ready'), 'the health path was probed through the ingress');
@@ -70,7 +70,8 @@ t.test('fake Kubernetes API server: a first deploy applies in dependency order, 
   t.equal(first(/\/namespaces$/), 0, 'the namespace first');
   t.ok(last(/\/customresourcedefinitions$/) < first(/\/ingressroutes$/), 'CRDs before their objects');
   t.ok(last(/\/secrets$/) < first(/\/statefulsets$/), 'Secrets before the StatefulSet');
-  t.ok(last(/\/configmaps$/) < first(/\/statefulsets$/), 'ConfigMaps before the StatefulSet');
+  t.ok(first(/\/configmaps$/) >= 0 && last(/\/configmaps$/) < first(/\/statefulsets$/), 'ConfigMaps before the StatefulSet');
+  t.ok(last(/\/statefulsets$/) < first(/\/daemonsets$/), 'the StatefulSet before the other workloads');
   t.ok(last(/\/persistentvolumeclaims$/) < first(/\/statefulsets$/), 'claims before the workloads');
   t.ok(last(/\/services$/) < first(/\/deployments$/), 'Services before the Deployments');
   t.ok(last(/\/deployments$/) < first(/\/poddisruptionbudgets$/), 'workloads before the disruption budget');
@@ -182,7 +183,7 @@ t.test('fake Kubernetes API server: an interrupted apply names what is missing, 
   const remove = env.api.failWhen((r) => r.method === 'POST' && /horizontalpodautoscalers$/.test(r.path), 500, 'etcdserver: request timed out');
   const error = (await env.deploy().catch((e: unknown) => e)) as Error;
   t.ok(error instanceof ClusterError && (error as ClusterError).code === 'SVC_ERR_APPLY');
-  t.match(error.message, /HorizontalPodAutoscaler\/shop\/shop: .*500.*etcdserver: request timed out/, 'the object that is missing, and why');
+  t.match(error.message, /HorizontalPodAutoscaler\/shop\/shop-hpa: .*500.*etcdserver: request timed out/, 'the object that is missing, and why');
   t.match(error.message, /run the deploy again/);
   t.ok(env.api.get('traefik.io/v1alpha1', 'IngressRoute', 'shop', 'shop'), 'the ingress was still created');
   t.ok(env.api.get('v1', 'Service', 'shop', 'shop'), 'and the Services');
