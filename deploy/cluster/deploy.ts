@@ -9,8 +9,9 @@ import { buildManifests } from '../manifests/index.ts';
 import type { DeploySpec, K8sObject } from '../spec.ts';
 import { assertValid } from '../validate/index.ts';
 import { adoptCredentials, applyObjects, provisionedOnce, type ApplyReport } from './apply.ts';
-import { ClusterError, KubeApiError, reachCluster, type Kube } from './kube.ts';
+import { ClusterError, KubeApiError, nodeAddress, reachCluster, type Kube } from './kube.ts';
 import { awaitRollout, rollback, type RolloutOutcome } from './rollout.ts';
+import { readStatus } from './observe.ts';
 import { boundTls, dnsRecord, enableTls, ingressRef } from './tls.ts';
 
 type Json = Record<string, unknown>;
@@ -45,13 +46,6 @@ export async function nodePortHolder(kube: Kube, spec: DeploySpec, warn: (line: 
     return `${s.metadata.namespace}/${s.metadata.name}`;
   }
   return undefined;
-}
-
-/** The address a node of the cluster is reached at: its ExternalIP, else its InternalIP. */
-export async function nodeAddress(kube: Kube): Promise<string | undefined> {
-  const nodes = await kube.list('v1', 'Node').catch(() => [] as K8sObject[]);
-  const addresses = nodes.flatMap((n) => (((n.status as Json | undefined)?.addresses as { type: string; address: string }[] | undefined) ?? []));
-  return (addresses.find((a) => a.type === 'ExternalIP') ?? addresses.find((a) => a.type === 'InternalIP'))?.address;
 }
 
 /** Where the app is reached from outside and how to probe it: the URL to print, the URL to request and its Host header. */
@@ -133,7 +127,11 @@ export async function deployToCluster(
       `${report.failed.length} object${report.failed.length === 1 ? '' : 's'} of the plan could not be applied (the others were; run the deploy again to finish):\n${lines.join('\n')}`,
     );
   }
-  const rollout = await awaitRollout(kube, spec.namespace, spec.app, { onProgress: log });
+  // A progress line per component while the app rolls out (the app's own lines come from the rollout).
+  let following = true;
+  const components = followComponents(kube, spec, log, () => following);
+  const rollout = await awaitRollout(kube, spec.namespace, spec.app, { onProgress: log }).finally(() => (following = false));
+  await components;
   const t3 = Date.now();
   if (!rollout.ok) {
     const failure = rollout.failure!;
@@ -175,6 +173,24 @@ export async function deployToCluster(
     log(`DNS: ${record ? `create the record ${record}` : `point ${spec.ingress.domain} at the cluster's ingress`}; the app answers at the node's address meanwhile. HTTPS: svc start <entry> --scale --enable-tls`);
   }
   return { url, apply: report, rollout, timings: { preflight: t1 - t0, apply: t2 - t1, rollout: t3 - t2, probe: t4 - t3 } };
+}
+
+/** Log each component's status (but the app's) when it changes, every 500 ms while `going()`. */
+async function followComponents(kube: Kube, spec: DeploySpec, log: (line: string) => void, going: () => boolean): Promise<void> {
+  const said = new Map<string, string>();
+  while (going()) {
+    try {
+      for (const row of (await readStatus(kube, spec)).rows) {
+        if (row.key === 'app' || row.status === 'Not Deployed') continue;
+        const line = `${row.component}: ${row.status} ${row.ready}/${row.desired}${row.reason ? ` (${row.reason})` : ''}`;
+        if (said.get(row.key) !== line) log(line);
+        said.set(row.key, line);
+      }
+    } catch {
+      // Progress lines only: a failed read is tried again.
+    }
+    for (let i = 0; i < 10 && going(); i++) await new Promise((r) => setTimeout(r, 50));
+  }
 }
 
 /** What the domain's DNS record points at: the ingress Service's load balancer (address or host name), else a node. */

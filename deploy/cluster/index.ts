@@ -4,13 +4,13 @@
  * (deploy.ts), TLS through cert-manager (tls.ts), status (status.ts, a pure
  * function of the objects; observe.ts reads them) and destroy (destroy.ts).
  */
-export { CLUSTER_ERRORS, ClusterError, connectCluster, Kube, KubeApiError, reachCluster } from './kube.ts';
+export { CLUSTER_ERRORS, ClusterError, connectCluster, Kube, KubeApiError, nodeAddress, reachCluster } from './kube.ts';
 export type { ClusterErrorCode } from './kube.ts';
 export { adoptCredentials, applyObjects, applyOrder, CREATE_ONLY_ANNOTATION, objectId, provisionedOnce } from './apply.ts';
 export type { ApplyReport } from './apply.ts';
 export { awaitRollout, podTrouble, replicaSetsOf, revisionOf, revisions, rollback } from './rollout.ts';
 export type { RolloutFailure, RolloutOutcome } from './rollout.ts';
-export { deployToCluster, nodeAddress, nodePortHolder, preflight } from './deploy.ts';
+export { deployToCluster, nodePortHolder, preflight } from './deploy.ts';
 export type { DeployResult } from './deploy.ts';
 export { bindTls, boundTls, carryTls, dnsRecord, enableTls, ingressRef, tlsConfigProblems, tlsNames, tlsObjects } from './tls.ts';
 export { destroyApply, destroyPlan, destroyText } from './destroy.ts';

@@ -269,3 +269,11 @@ export async function reachCluster(kube: Kube, timeoutMs = 10_000): Promise<stri
     throw new ClusterError('SVC_ERR_CLUSTER_UNREACHABLE', `cannot reach the API server at ${kube.server}: ${(error as Error).message}; nothing was created`);
   }
 }
+
+/** The address a node of the cluster is reached at: its ExternalIP, else its InternalIP. */
+export async function nodeAddress(kube: Kube): Promise<string | undefined> {
+  const nodes = await kube.list('v1', 'Node').catch(() => [] as K8sObject[]);
+  const addresses = nodes.flatMap((n) => (((n.status as Record<string, unknown> | undefined)?.addresses as { type: string; address: string }[] | undefined) ?? []));
+  return (addresses.find((a) => a.type === 'ExternalIP') ?? addresses.find((a) => a.type === 'InternalIP'))?.address;
+}
+

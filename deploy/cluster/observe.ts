@@ -5,8 +5,7 @@
  */
 import type { DeploySpec } from '../spec.ts';
 import { servedUrl } from '../plan.ts';
-import { nodeAddress } from './deploy.ts';
-import type { Kube } from './kube.ts';
+import { nodeAddress, type Kube } from './kube.ts';
 import { deploymentStatus, type ClusterSnapshot, type StatusReport } from './status.ts';
 
 /**
