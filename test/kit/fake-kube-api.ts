@@ -6,15 +6,23 @@
  * - Real HTTP and real JSON, so `@kubernetes/client-node` (and the deploy code on it) runs unchanged against it:
  *   bearer-token auth, discovery, CRUD with the real Status errors (AlreadyExists, NotFound, Conflict on a stale
  *   resourceVersion, Invalid with causes, Forbidden in a terminating namespace), merge, strategic merge, JSON and
- *   apply patches, watches, pod logs, the `status` and `scale` subresources, dry runs.
+ *   apply patches, watches, pod logs, the `status` and `scale` subresources, dry runs. Plain HTTP: the kubeconfig
+ *   says `insecure-skip-tls-verify: true`, without which client-node refuses an `http:` server.
+ * - Where the real server surprises clients, the fake does too: defaults filled in (a Deployment's strategy, a
+ *   Service's clusterIP and nodePorts, a pod template's pull policy…), zero counts omitted from status, list items
+ *   of built-in kinds without apiVersion and kind, a no-op write keeps the resourceVersion, immutable fields
+ *   (selectors, most of a StatefulSet's spec, a claim's spec) refused, every namespace with its `default`
+ *   ServiceAccount and `kube-root-ca.crt` ConfigMap, an autoscaler that sets its target's replicas within its bounds.
  * - Objects are checked by the same schemas deploy/validate checks manifests with (deploy's `schemaProblems`):
  *   a schema error is 422 Invalid; an unknown field is dropped with a `Warning` header (the server's default
  *   field validation), or refused with 400 under `fieldValidation=Strict`. Kinds deploy does not validate are
  *   stored as sent.
  * - Custom resources are served only while their CRD exists: before, their paths answer 404, as a real server's do.
  * - A simulated control plane (fake-kube/controller.ts) plays the Deployment, ReplicaSet, StatefulSet, DaemonSet,
- *   Job, namespace, garbage-collector, endpoints and cert-manager controllers on one node, `fake-node`, whose
- *   kubelet runs each pod from a script (`pods` option, `scriptPod`) or a real runtime (`runner` option).
+ *   Job, autoscaler, disruption-budget, namespace, garbage-collector, endpoints and cert-manager controllers on one
+ *   node, `fake-node`, whose kubelet (fake-kube/kubelet.ts) runs each pod from a script (`pods` option,
+ *   `scriptPod`) or a real runtime (`runner` option). No scheduler counts resources: a pod is Unschedulable only
+ *   when scripted so.
  * - Server-side apply is a merge patch (no field ownership: a field dropped from the applied object stays).
  * - Time is real: `progressDeadlineSeconds`, `readyAfterMs`, `observeDelayMs` count wall-clock time; tests wait
  *   with `until` (bounded polling), never with sleeps.
@@ -92,7 +100,15 @@ function seedCluster(registry: Registry, nodeAddress: string): void {
         { type: 'PIDPressure', status: 'False', lastHeartbeatTime: now, lastTransitionTime: now, reason: 'KubeletHasSufficientPID', message: 'kubelet has sufficient PID available' },
         { type: 'Ready', status: 'True', lastHeartbeatTime: now, lastTransitionTime: now, reason: 'KubeletReady', message: 'kubelet is posting ready status' },
       ],
-      nodeInfo: { kubeletVersion: 'v1.31.0-fake', kubeProxyVersion: 'v1.31.0-fake', containerRuntimeVersion: 'containerd://1.7.0', operatingSystem: 'linux', architecture: 'amd64', osImage: 'fake', kernelVersion: '6.0.0' },
+      nodeInfo: {
+        kubeletVersion: 'v1.31.0-fake',
+        kubeProxyVersion: 'v1.31.0-fake',
+        containerRuntimeVersion: 'containerd://1.7.0',
+        operatingSystem: 'linux',
+        architecture: 'amd64',
+        osImage: 'fake',
+        kernelVersion: '6.0.0',
+      },
     },
   });
   registry.seed({
@@ -100,6 +116,12 @@ function seedCluster(registry: Registry, nodeAddress: string): void {
     kind: 'Service',
     metadata: { name: 'kubernetes', namespace: 'default', labels: { component: 'apiserver', provider: 'kubernetes' } },
     spec: { clusterIP: '10.96.0.1', ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: 6443 }] },
+  });
+  registry.seed({
+    apiVersion: 'v1',
+    kind: 'Endpoints',
+    metadata: { name: 'kubernetes', namespace: 'default', labels: { 'endpointslice.kubernetes.io/skip-mirror': 'true' } },
+    subsets: [{ addresses: [{ ip: nodeAddress }], ports: [{ name: 'https', port: 6443, protocol: 'TCP' }] }],
   });
 }
 
@@ -147,7 +169,7 @@ export async function startFakeKubeApi(options: FakeKubeOptions = {}): Promise<F
       // client-node refuses a plain-HTTP server unless TLS verification is off: there is no TLS to verify.
       `- name: fake\n  cluster:\n    server: ${url}\n    insecure-skip-tls-verify: true`,
       'users:',
-      '- name: fake\n  user:\n    token: fake-token',
+      `- name: fake\n  user:\n    token: ${options.token ?? 'fake-token'}`,
       'contexts:',
       '- name: fake\n  context:\n    cluster: fake\n    user: fake',
       'current-context: fake',

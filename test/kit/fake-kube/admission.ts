@@ -50,7 +50,12 @@ export function invalid(res: Resource, name: string, errors: FieldError[]): Kube
 export function pathParts(path: string): (string | number)[] {
   const out: (string | number)[] = [];
   const re = /(?:^|\.)([A-Za-z_$][\w$]*)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]/g;
-  for (const m of path.matchAll(re)) out.push(m[1] !== undefined ? m[1] : m[2] !== undefined ? Number(m[2]) : (JSON.parse(m[3] as string) as string));
+  for (const m of path.matchAll(re))
+    out.push(
+      m[1] !== undefined ? m[1]
+      : m[2] !== undefined ? Number(m[2])
+      : (JSON.parse(m[3] as string) as string),
+    );
   return out;
 }
 
@@ -77,14 +82,34 @@ const DNS_1035 = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 export function nameError(kind: string, name: string): FieldError | undefined {
   const subdomain = name.length <= 253 && name.split('.').every((l) => DNS_LABEL.test(l));
   if (kind === 'Namespace' && !(name.length <= 63 && DNS_LABEL.test(name))) {
-    return { field: 'metadata.name', type: 'Invalid', value: name, detail: "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')" };
+    return {
+      field: 'metadata.name',
+      type: 'Invalid',
+      value: name,
+      detail:
+        "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')",
+    };
   }
   if (kind === 'Service' && !(name.length <= 63 && DNS_1035.test(name))) {
-    return { field: 'metadata.name', type: 'Invalid', value: name, detail: "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')" };
+    return {
+      field: 'metadata.name',
+      type: 'Invalid',
+      value: name,
+      detail:
+        "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+    };
   }
   const rbac = ['Role', 'RoleBinding', 'ClusterRole', 'ClusterRoleBinding'].includes(kind);
   if (rbac ? !name || name === '.' || name === '..' || /[/%]/.test(name) : !subdomain) {
-    return { field: 'metadata.name', type: 'Invalid', value: name, detail: rbac ? 'may not contain "/" or "%"' : "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')" };
+    return {
+      field: 'metadata.name',
+      type: 'Invalid',
+      value: name,
+      detail:
+        rbac ? 'may not contain "/" or "%"' : (
+          "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+        ),
+    };
   }
   return undefined;
 }
@@ -233,17 +258,25 @@ export function kindErrors(kind: string, object: Obj, old: Obj | undefined, pars
     errors.push({ field: 'spec.strategy.rollingUpdate', type: 'Forbidden', detail: "may not be specified when strategy `type` is 'Recreate'" });
   }
   if (kind === 'StatefulSet' && old && !same(without(old.spec, STATEFULSET_MUTABLE), without(spec, STATEFULSET_MUTABLE))) {
-    errors.push({ field: 'spec', type: 'Forbidden', detail: `updates to statefulset spec for fields other than ${STATEFULSET_MUTABLE.slice(0, -1).map((f) => `'${f}'`).join(', ')} and 'minReadySeconds' are forbidden` });
+    errors.push({
+      field: 'spec',
+      type: 'Forbidden',
+      detail: `updates to statefulset spec for fields other than ${STATEFULSET_MUTABLE.slice(0, -1)
+        .map((f) => `'${f}'`)
+        .join(', ')} and 'minReadySeconds' are forbidden`,
+    });
   }
   if (kind === 'Job') {
     const policy = spec.template?.spec?.restartPolicy;
-    if (policy !== 'Never' && policy !== 'OnFailure') errors.push({ field: 'spec.template.spec.restartPolicy', type: policy === undefined ? 'Required' : 'NotSupported', value: policy, detail: 'supported values: "OnFailure", "Never"' });
+    if (policy !== 'Never' && policy !== 'OnFailure')
+      errors.push({ field: 'spec.template.spec.restartPolicy', type: policy === undefined ? 'Required' : 'NotSupported', value: policy, detail: 'supported values: "OnFailure", "Never"' });
     if (old && !old.spec?.suspend && !same(old.spec?.template, spec.template)) errors.push({ field: 'spec.template', type: 'Invalid', value: spec.template, detail: 'field is immutable' });
     if (old && !same(old.spec?.completions, spec.completions)) errors.push({ field: 'spec.completions', type: 'Invalid', value: spec.completions, detail: 'field is immutable' });
   }
   if (kind === 'PersistentVolumeClaim' && old) {
     const strip = (s: Obj | undefined): Obj => without(s, ['resources', 'volumeName', 'volumeAttributesClassName']);
-    if (!same(strip(old.spec), strip(spec))) errors.push({ field: 'spec', type: 'Forbidden', detail: 'spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims' });
+    if (!same(strip(old.spec), strip(spec)))
+      errors.push({ field: 'spec', type: 'Forbidden', detail: 'spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims' });
     const before = old.spec?.resources?.requests?.storage;
     const after = spec.resources?.requests?.storage;
     if (before !== undefined && after !== undefined && parseQuantity(String(after)) < parseQuantity(String(before))) {
@@ -261,7 +294,13 @@ export function kindErrors(kind: string, object: Obj, old: Obj | undefined, pars
       for (const key of ['containers', 'initContainers']) if (Array.isArray(out[key])) out[key] = out[key].map((c: Obj) => without(c, ['image']));
       return out;
     };
-    if (!same(strip(old.spec), strip(spec))) errors.push({ field: 'spec', type: 'Forbidden', detail: 'pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)' });
+    if (!same(strip(old.spec), strip(spec)))
+      errors.push({
+        field: 'spec',
+        type: 'Forbidden',
+        detail:
+          'pod updates may not change fields other than `spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)',
+      });
   }
   if (kind === 'CustomResourceDefinition') {
     const expected = `${spec.names?.plural}.${spec.group}`;

@@ -1,22 +1,41 @@
 /**
  * The simulated control plane: every `tickMs`, and soon after every write, it runs passes over the stored
  * objects until one changes nothing — CRD and namespace deletion, foreground deletion and garbage collection
- * by ownerReferences, the kubelet's pods, the workload controllers, Endpoints and LoadBalancer status, claim
- * binding and cert-manager's Certificates. Passes are synchronous; a pod runtime's answers arrive between them.
+ * by ownerReferences, every namespace's default ServiceAccount and root CA ConfigMap, the kubelet's pods, the
+ * workload controllers, autoscalers and disruption budgets, Endpoints and LoadBalancer status, claim binding and
+ * cert-manager's Certificates. Passes are synchronous; a pod runtime's answers arrive between them.
  */
 import { createHash } from 'node:crypto';
 import type { Kubelet } from './kubelet.ts';
 import type { Registry } from './registry.ts';
 import { builtinOf, type Resource } from './resources.ts';
+import { POLICY_KINDS, reconcileAutoscaler, reconcileDisruptionBudget } from './policy.ts';
 import { mapSelects } from './selectors.ts';
 import { clone, isObj, same, timestamp, type Obj } from './types.ts';
-import { DAEMONSET, DEPLOYMENT, isReady, JOB, POD, PVC, REPLICASET, STATEFULSET, reconcileDaemonSet, reconcileDeployment, reconcileJob, reconcileReplicaSet, reconcileStatefulSet, type WorkloadContext } from './workloads.ts';
+import {
+  DAEMONSET,
+  DEPLOYMENT,
+  isReady,
+  JOB,
+  POD,
+  PVC,
+  REPLICASET,
+  STATEFULSET,
+  reconcileDaemonSet,
+  reconcileDeployment,
+  reconcileJob,
+  reconcileReplicaSet,
+  reconcileStatefulSet,
+  type WorkloadContext,
+} from './workloads.ts';
 
 const NAMESPACE = builtinOf('Namespace');
 const SERVICE = builtinOf('Service');
 const ENDPOINTS = builtinOf('Endpoints');
 const EVENT = builtinOf('Event');
 const SECRET = builtinOf('Secret');
+const SERVICE_ACCOUNT = builtinOf('ServiceAccount');
+const CONFIG_MAP = builtinOf('ConfigMap');
 const CRD = builtinOf('CustomResourceDefinition');
 const CRD_CLEANUP = 'customresourcecleanup.apiextensions.k8s.io';
 
@@ -36,6 +55,8 @@ export class Controller {
   private passing = false;
   private readonly seen = new Map<string, { generation: number; at: number }>();
   private readonly endpoints = new Set<string>();
+  /** When each terminating namespace was first seen terminating (by uid). */
+  private readonly terminating = new Map<string, number>();
   private readonly ctx: WorkloadContext;
   /** The last error a pass threw (a bug of the fake; printed once). */
   lastError: unknown;
@@ -116,6 +137,8 @@ export class Controller {
     for (const sts of store.list(STATEFULSET)) reconcileStatefulSet(this.ctx, sts);
     for (const ds of store.list(DAEMONSET)) reconcileDaemonSet(this.ctx, ds);
     for (const job of store.list(JOB)) reconcileJob(this.ctx, job);
+    for (const hpa of store.list(POLICY_KINDS.HPA)) reconcileAutoscaler(this.registry, hpa);
+    for (const pdb of store.list(POLICY_KINDS.PDB)) reconcileDisruptionBudget(this.registry, pdb);
     this.services();
     this.claims();
     this.certificates();
@@ -137,18 +160,45 @@ export class Controller {
     }
   }
 
-  /** A terminating namespace: everything in it deleted; once empty, the namespace removed. */
+  /**
+   * An active namespace gets what every namespace has (its `default` ServiceAccount and the `kube-root-ca.crt`
+   * ConfigMap, made again when deleted); a terminating one has everything in it deleted, then goes once empty.
+   */
   private namespaces(): void {
     const store = this.registry.store;
     for (const ns of store.peekList(NAMESPACE)) {
-      if (!ns.metadata.deletionTimestamp) continue;
+      if (!ns.metadata.deletionTimestamp) {
+        const name = ns.metadata.name;
+        if (!store.peek(SERVICE_ACCOUNT, name, 'default')) this.registry.createInternal(SERVICE_ACCOUNT, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: name } });
+        if (!store.peek(CONFIG_MAP, name, 'kube-root-ca.crt')) {
+          const ca = `-----BEGIN CERTIFICATE-----\n${Buffer.from('the fake API server has no certificate authority').toString('base64')}\n-----END CERTIFICATE-----\n`;
+          this.registry.createInternal(CONFIG_MAP, {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: {
+              name: 'kube-root-ca.crt',
+              namespace: name,
+              annotations: {
+                'kubernetes.io/description':
+                  'Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.',
+              },
+            },
+            data: { 'ca.crt': ca },
+          });
+        }
+        continue;
+      }
       const name = ns.metadata.name;
       const left = [...store.everything()].filter((o) => o.metadata.namespace === name && o.kind !== 'Namespace');
       for (const o of left) {
         const res = this.resourceOf(o);
         if (res?.namespaced && !o.metadata.deletionTimestamp) this.registry.remove(res, clone(o));
       }
-      if (left.length) continue;
+      // Removed once empty, and not before two ticks: a client sees it Terminating, and must wait for it.
+      const since = this.terminating.get(ns.metadata.uid) ?? Date.now();
+      this.terminating.set(ns.metadata.uid, since);
+      if (left.length || Date.now() - since < 2 * this.options.tickMs) continue;
+      this.terminating.delete(ns.metadata.uid);
       store.remove(NAMESPACE, undefined, name);
     }
   }
@@ -191,9 +241,13 @@ export class Controller {
         this.kubelet.forget(uid);
         return;
       }
-      void this.kubelet.stop(clone(pod)).finally(() => {
-        if (store.peek(POD, namespace, name)?.metadata.uid === uid) store.remove(POD, namespace, name);
-      });
+      // A runtime that fails to stop is gone all the same (the kubelet would kill it).
+      void this.kubelet
+        .stop(clone(pod))
+        .catch(() => undefined)
+        .then(() => {
+          if (store.peek(POD, namespace, name)?.metadata.uid === uid) store.remove(POD, namespace, name);
+        });
       return;
     }
     this.kubelet.poll(pod);
@@ -252,7 +306,10 @@ export class Controller {
       const notReady = pods.filter((p) => !isReady(p)).map(address);
       const subsets = pods.length ? [{ ...(ready.length ? { addresses: ready } : {}), ...(notReady.length ? { notReadyAddresses: notReady } : {}), ports }] : undefined;
       const existing = store.peek(ENDPOINTS, ns, svc.metadata.name);
-      const object: Obj = existing ? clone(existing) : { apiVersion: 'v1', kind: 'Endpoints', metadata: { name: svc.metadata.name, namespace: ns, ...(svc.metadata.labels ? { labels: clone(svc.metadata.labels) } : {}) } };
+      const object: Obj =
+        existing ?
+          clone(existing)
+        : { apiVersion: 'v1', kind: 'Endpoints', metadata: { name: svc.metadata.name, namespace: ns, ...(svc.metadata.labels ? { labels: clone(svc.metadata.labels) } : {}) } };
       if (subsets) object.subsets = subsets;
       else delete object.subsets;
       this.endpoints.add(`${ns}/${svc.metadata.name}`);
@@ -295,10 +352,22 @@ export class Controller {
       let status: Obj;
       if (this.options.certificates === 'pending' || !secretName) {
         const before = (cert.status?.conditions ?? []).find((c: Obj) => c.type === 'Ready');
-        status = { conditions: [{ type: 'Ready', status: 'False', lastTransitionTime: before?.status === 'False' ? before.lastTransitionTime : stamp, reason: 'DoesNotExist', message: 'Issuing certificate as Secret does not exist', observedGeneration: cert.metadata.generation }] };
+        status = {
+          conditions: [
+            {
+              type: 'Ready',
+              status: 'False',
+              lastTransitionTime: before?.status === 'False' ? before.lastTransitionTime : stamp,
+              reason: 'DoesNotExist',
+              message: 'Issuing certificate as Secret does not exist',
+              observedGeneration: cert.metadata.generation,
+            },
+          ],
+        };
       } else {
         if (!store.peek(SECRET, cert.metadata.namespace, secretName)) {
-          const pem = (label: string): string => Buffer.from(`-----BEGIN ${label}-----\n${Buffer.from(`fake ${label} for ${cert.metadata.name}`).toString('base64')}\n-----END ${label}-----\n`).toString('base64');
+          const pem = (label: string): string =>
+            Buffer.from(`-----BEGIN ${label}-----\n${Buffer.from(`fake ${label} for ${cert.metadata.name}`).toString('base64')}\n-----END ${label}-----\n`).toString('base64');
           this.registry.createInternal(SECRET, {
             apiVersion: 'v1',
             kind: 'Secret',
@@ -306,7 +375,13 @@ export class Controller {
             metadata: {
               name: secretName,
               namespace: cert.metadata.namespace,
-              annotations: { 'cert-manager.io/certificate-name': cert.metadata.name, 'cert-manager.io/issuer-name': cert.spec?.issuerRef?.name ?? '', 'cert-manager.io/issuer-kind': cert.spec?.issuerRef?.kind ?? 'Issuer', 'cert-manager.io/common-name': cert.spec?.commonName ?? '', 'cert-manager.io/alt-names': (cert.spec?.dnsNames ?? []).join(',') },
+              annotations: {
+                'cert-manager.io/certificate-name': cert.metadata.name,
+                'cert-manager.io/issuer-name': cert.spec?.issuerRef?.name ?? '',
+                'cert-manager.io/issuer-kind': cert.spec?.issuerRef?.kind ?? 'Issuer',
+                'cert-manager.io/common-name': cert.spec?.commonName ?? '',
+                'cert-manager.io/alt-names': (cert.spec?.dnsNames ?? []).join(','),
+              },
               labels: { 'controller.cert-manager.io/fao': 'true' },
             },
             data: { 'tls.crt': pem('CERTIFICATE'), 'tls.key': pem('PRIVATE KEY'), 'ca.crt': pem('CERTIFICATE') },
@@ -316,7 +391,16 @@ export class Controller {
         const issued = cert.status?.notBefore ?? stamp;
         const after = timestamp(Date.parse(issued) + 90 * 86_400_000);
         status = {
-          conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: before?.status === 'True' ? before.lastTransitionTime : stamp, reason: 'Ready', message: 'Certificate is up to date and has not expired', observedGeneration: cert.metadata.generation }],
+          conditions: [
+            {
+              type: 'Ready',
+              status: 'True',
+              lastTransitionTime: before?.status === 'True' ? before.lastTransitionTime : stamp,
+              reason: 'Ready',
+              message: 'Certificate is up to date and has not expired',
+              observedGeneration: cert.metadata.generation,
+            },
+          ],
           notBefore: issued,
           notAfter: after,
           renewalTime: timestamp(Date.parse(issued) + 60 * 86_400_000),
@@ -330,4 +414,3 @@ export class Controller {
     }
   }
 }
-

@@ -102,7 +102,17 @@ export class FakeKubeHttp {
       return;
     }
     if (path === '/version') {
-      this.send(res, 200, { major: '1', minor: '31', gitVersion: 'v1.31.0-fake', gitCommit: '0000000000000000000000000000000000000000', gitTreeState: 'clean', buildDate: '2024-08-13T00:00:00Z', goVersion: 'go1.22.5', compiler: 'gc', platform: 'linux/amd64' });
+      this.send(res, 200, {
+        major: '1',
+        minor: '31',
+        gitVersion: 'v1.31.0-fake',
+        gitCommit: '0000000000000000000000000000000000000000',
+        gitTreeState: 'clean',
+        buildDate: '2024-08-13T00:00:00Z',
+        goVersion: 'go1.22.5',
+        compiler: 'gc',
+        platform: 'linux/amd64',
+      });
       return;
     }
     const target = this.route(path);
@@ -211,11 +221,22 @@ export class FakeKubeHttp {
     const matches = this.registry.matcher(type, namespace, query);
     const present = (o: Obj): Obj => this.registry.present(type, version, o);
     const rv = query.resourceVersion;
-    const replay: Change[] = rv && rv !== '0' ? store.since(typeKey(type), Number(rv)) : [];
     res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked', 'cache-control': 'no-cache, private' });
+    // The client's fetch resolves on the headers: send them now, not with the first event.
+    res.flushHeaders();
     const write = (eventType: string, object: Obj): void => {
       res.write(`${JSON.stringify({ type: eventType, object })}\n`);
     };
+    let replay: Change[] = [];
+    try {
+      replay = rv && rv !== '0' ? store.since(typeKey(type), Number(rv)) : [];
+    } catch (error) {
+      // An expired resourceVersion: one ERROR event (410 Gone) and the end, as the real watch cache answers.
+      if (!(error instanceof KubeStatusError)) throw error;
+      write('ERROR', error.status());
+      res.end();
+      return;
+    }
     if (!rv || rv === '0') for (const o of this.registry.selected(type, namespace, query)) write('ADDED', present(o));
     for (const change of replay) {
       const t = project(change, matches);
@@ -240,4 +261,3 @@ export class FakeKubeHttp {
     res.on('close', end);
   }
 }
-

@@ -12,6 +12,10 @@ interface PodState {
   runtime?: PodRuntime;
   /** The runner's promise has not settled yet. */
   starting?: boolean;
+  /** Settles when the runner's promise has (the runtime assigned, or its error noted). */
+  started?: Promise<void>;
+  /** Scripted by the test: a runtime that arrives now is stopped at once. */
+  scripted?: boolean;
   startError?: string;
   ready?: boolean;
   exit?: number;
@@ -45,6 +49,7 @@ interface Effective {
 export class Kubelet {
   private readonly pods = new Map<string, PodState>();
   private nextIp = 2;
+  private closed = false;
 
   constructor(
     private readonly options: { nodeAddress: string; pods?: (pod: Obj) => PodScript | undefined; runner?: (pod: Obj) => Promise<PodRuntime> | undefined },
@@ -61,14 +66,21 @@ export class Kubelet {
     state = { created: Date.now(), script: { state: job ? 'Succeeded' : 'Running' }, ip: `10.244.${Math.floor(this.nextIp / 254)}.${(this.nextIp % 254) + 1}`, reported: new Set() };
     this.nextIp++;
     this.pods.set(uid, state);
-    const started = this.options.runner?.(clone(pod));
+    let started: Promise<PodRuntime> | undefined;
+    try {
+      started = this.options.runner?.(clone(pod));
+    } catch (error) {
+      // A runner that throws at once fails the pod's start, as one whose promise rejects does.
+      started = Promise.reject(error);
+    }
     if (started) {
       const s = state;
       s.starting = true;
-      started.then(
-        (runtime) => {
-          s.runtime = runtime;
+      s.started = started.then(
+        async (runtime) => {
           s.starting = false;
+          if (s.scripted || this.closed) await runtime.stop(0).catch(() => undefined);
+          else s.runtime = runtime;
           this.changed();
         },
         (error: unknown) => {
@@ -88,6 +100,8 @@ export class Kubelet {
   script(pod: Obj, script: PodScript): void {
     const state = this.state(pod);
     state.script = { ...script };
+    state.scripted = true;
+    void state.runtime?.stop(0).catch(() => undefined);
     state.runtime = undefined;
     state.starting = false;
     state.startError = undefined;
@@ -130,7 +144,7 @@ export class Kubelet {
     const state = this.pods.get(pod.metadata.uid);
     if (!state || state.stopping) return;
     state.stopping = true;
-    while (state.starting) await new Promise((r) => setTimeout(r, 5));
+    await state.started;
     const grace = Number(pod.metadata.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30);
     try {
       await state.runtime?.stop(grace);
@@ -147,9 +161,11 @@ export class Kubelet {
 
   /** Stop every runtime (the server closing). */
   async close(): Promise<void> {
-    const runtimes = [...this.pods.values()].filter((s) => s.runtime && !s.stopping);
+    this.closed = true;
+    const states = [...this.pods.values()];
     this.pods.clear();
-    await Promise.allSettled(runtimes.map((s) => s.runtime?.stop(0)));
+    // A runtime still starting is stopped when it arrives (the runner's callback sees `closed`).
+    await Promise.allSettled(states.map((s) => (s.runtime && !s.stopping ? s.runtime.stop(0) : s.started)));
   }
 
   private effective(state: PodState): Effective {
@@ -197,9 +213,36 @@ export class Kubelet {
       return { status: { phase: 'Pending', conditions: [cond('PodScheduled', false, 'Unschedulable', message)], qosClass }, warnings };
     }
     const base: Obj = { hostIP: this.options.nodeAddress, hostIPs: [{ ip: this.options.nodeAddress }], startTime: started, qosClass };
-    const running = (c: Obj, ready: boolean): Obj => ({ name: c.name, state: { running: { startedAt: started } }, lastState: {}, ready, restartCount: 0, image: c.image, imageID: imageId(c), containerID: containerId(c), started: true });
-    const waiting = (c: Obj, reason: string, message: string | undefined, extra: Obj = {}): Obj => ({ name: c.name, state: { waiting: { reason, ...(message ? { message } : {}) } }, lastState: {}, ready: false, restartCount: 0, image: c.image, imageID: '', started: false, ...extra });
-    const terminated = (c: Obj, exitCode: number, reason: string): Obj => ({ exitCode, reason, ...(eff.message && reason === 'Error' ? { message: eff.message } : {}), startedAt: started, finishedAt: now, containerID: containerId(c) });
+    const running = (c: Obj, ready: boolean): Obj => ({
+      name: c.name,
+      state: { running: { startedAt: started } },
+      lastState: {},
+      ready,
+      restartCount: 0,
+      image: c.image,
+      imageID: imageId(c),
+      containerID: containerId(c),
+      started: true,
+    });
+    const waiting = (c: Obj, reason: string, message: string | undefined, extra: Obj = {}): Obj => ({
+      name: c.name,
+      state: { waiting: { reason, ...(message ? { message } : {}) } },
+      lastState: {},
+      ready: false,
+      restartCount: 0,
+      image: c.image,
+      imageID: '',
+      started: false,
+      ...extra,
+    });
+    const terminated = (c: Obj, exitCode: number, reason: string): Obj => ({
+      exitCode,
+      reason,
+      ...(eff.message && reason === 'Error' ? { message: eff.message } : {}),
+      startedAt: started,
+      finishedAt: now,
+      containerID: containerId(c),
+    });
     const crashing = (c: Obj): Obj => ({
       ...waiting(c, 'CrashLoopBackOff', `back-off 10s restarting failed container=${c.name} pod=${name}_${ns}(${pod.metadata.uid})`),
       lastState: { terminated: terminated(c, eff.exitCode, eff.exitCode === 0 ? 'Completed' : 'Error') },
@@ -207,7 +250,17 @@ export class Kubelet {
       imageID: imageId(c),
       containerID: containerId(c, eff.restarts),
     });
-    const initsDone = inits.map((c) => ({ name: c.name, state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: started, finishedAt: started, containerID: containerId(c) } }, lastState: {}, ready: true, restartCount: 0, image: c.image, imageID: imageId(c), containerID: containerId(c), started: false }));
+    const initsDone = inits.map((c) => ({
+      name: c.name,
+      state: { terminated: { exitCode: 0, reason: 'Completed', startedAt: started, finishedAt: started, containerID: containerId(c) } },
+      lastState: {},
+      ready: true,
+      restartCount: 0,
+      image: c.image,
+      imageID: imageId(c),
+      containerID: containerId(c),
+      started: false,
+    }));
     const unready = (list: string[]): string => `containers with unready status: [${list.join(' ')}]`;
     const withIp = { ...base, podIP: state.ip, podIPs: [{ ip: state.ip }] };
     const scheduled = cond('PodScheduled', true);
@@ -218,7 +271,13 @@ export class Kubelet {
         const ready = eff.state === 'Running';
         status = {
           phase: 'Running',
-          conditions: [cond('PodReadyToStartContainers', true), cond('Initialized', true), ready ? cond('Ready', true) : cond('Ready', false, 'ContainersNotReady', unready(names)), ready ? cond('ContainersReady', true) : cond('ContainersReady', false, 'ContainersNotReady', unready(names)), scheduled],
+          conditions: [
+            cond('PodReadyToStartContainers', true),
+            cond('Initialized', true),
+            ready ? cond('Ready', true) : cond('Ready', false, 'ContainersNotReady', unready(names)),
+            ready ? cond('ContainersReady', true) : cond('ContainersReady', false, 'ContainersNotReady', unready(names)),
+            scheduled,
+          ],
           ...withIp,
           containerStatuses: containers.map((c) => running(c, ready)),
         };
@@ -227,7 +286,13 @@ export class Kubelet {
       case 'CrashLoopBackOff':
         status = {
           phase: 'Running',
-          conditions: [cond('PodReadyToStartContainers', true), cond('Initialized', true), cond('Ready', false, 'ContainersNotReady', unready(names)), cond('ContainersReady', false, 'ContainersNotReady', unready(names)), scheduled],
+          conditions: [
+            cond('PodReadyToStartContainers', true),
+            cond('Initialized', true),
+            cond('Ready', false, 'ContainersNotReady', unready(names)),
+            cond('ContainersReady', false, 'ContainersNotReady', unready(names)),
+            scheduled,
+          ],
           ...withIp,
           containerStatuses: containers.map(crashing),
         };
@@ -241,12 +306,23 @@ export class Kubelet {
         const message = (c: Obj): string | undefined => eff.message ?? (reason === 'ContainerCreating' ? undefined : `Back-off pulling image "${c.image}"`);
         status = {
           phase: 'Pending',
-          conditions: [cond('PodReadyToStartContainers', reason !== 'ContainerCreating'), cond('Initialized', true), cond('Ready', false, 'ContainersNotReady', unready(names)), cond('ContainersReady', false, 'ContainersNotReady', unready(names)), scheduled],
+          conditions: [
+            cond('PodReadyToStartContainers', reason !== 'ContainerCreating'),
+            cond('Initialized', true),
+            cond('Ready', false, 'ContainersNotReady', unready(names)),
+            cond('ContainersReady', false, 'ContainersNotReady', unready(names)),
+            scheduled,
+          ],
           ...(reason === 'ContainerCreating' ? base : withIp),
           containerStatuses: containers.map((c) => waiting(c, reason, message(c))),
         };
         if (reason === 'ImagePullBackOff' || reason === 'ErrImagePull') {
-          for (const c of containers) warnings.push({ reason: reason === 'ErrImagePull' ? 'Failed' : 'BackOff', message: reason === 'ErrImagePull' ? `Failed to pull image "${c.image}": ${message(c)}` : `Back-off pulling image "${c.image}"`, component: 'kubelet' });
+          for (const c of containers)
+            warnings.push({
+              reason: reason === 'ErrImagePull' ? 'Failed' : 'BackOff',
+              message: reason === 'ErrImagePull' ? `Failed to pull image "${c.image}": ${message(c)}` : `Back-off pulling image "${c.image}"`,
+              component: 'kubelet',
+            });
         }
         break;
       }
@@ -255,7 +331,13 @@ export class Kubelet {
         const incomplete = [first?.name, ...rest.map((c) => c.name)].join(' ');
         status = {
           phase: 'Pending',
-          conditions: [cond('PodReadyToStartContainers', true), cond('Initialized', false, 'ContainersNotInitialized', `containers with incomplete status: [${incomplete}]`), cond('Ready', false, 'ContainersNotReady', unready(names)), cond('ContainersReady', false, 'ContainersNotReady', unready(names)), scheduled],
+          conditions: [
+            cond('PodReadyToStartContainers', true),
+            cond('Initialized', false, 'ContainersNotInitialized', `containers with incomplete status: [${incomplete}]`),
+            cond('Ready', false, 'ContainersNotReady', unready(names)),
+            cond('ContainersReady', false, 'ContainersNotReady', unready(names)),
+            scheduled,
+          ],
           ...withIp,
           initContainerStatuses: [crashing(first as Obj), ...rest.map((c) => waiting(c, 'PodInitializing', undefined))],
           containerStatuses: containers.map((c) => waiting(c, 'PodInitializing', undefined)),
@@ -268,9 +350,25 @@ export class Kubelet {
         const ok = eff.state === 'Succeeded';
         status = {
           phase: eff.state,
-          conditions: [cond('PodReadyToStartContainers', false), cond('Initialized', true), cond('Ready', false, ok ? 'PodCompleted' : 'PodFailed'), cond('ContainersReady', false, ok ? 'PodCompleted' : 'PodFailed'), scheduled],
+          conditions: [
+            cond('PodReadyToStartContainers', false),
+            cond('Initialized', true),
+            cond('Ready', false, ok ? 'PodCompleted' : 'PodFailed'),
+            cond('ContainersReady', false, ok ? 'PodCompleted' : 'PodFailed'),
+            scheduled,
+          ],
           ...withIp,
-          containerStatuses: containers.map((c) => ({ name: c.name, state: { terminated: terminated(c, eff.exitCode, ok ? 'Completed' : 'Error') }, lastState: {}, ready: false, restartCount: 0, image: c.image, imageID: imageId(c), containerID: containerId(c), started: false })),
+          containerStatuses: containers.map((c) => ({
+            name: c.name,
+            state: { terminated: terminated(c, eff.exitCode, ok ? 'Completed' : 'Error') },
+            lastState: {},
+            ready: false,
+            restartCount: 0,
+            image: c.image,
+            imageID: imageId(c),
+            containerID: containerId(c),
+            started: false,
+          })),
         };
         break;
       }
@@ -284,7 +382,12 @@ export class Kubelet {
     const name = pod.metadata.name;
     const containers: string[] = (pod.spec?.containers ?? []).map((c: Obj) => c.name);
     const inits: string[] = (pod.spec?.initContainers ?? []).map((c: Obj) => c.name);
-    if (!query.container && containers.length > 1) throw new KubeStatusError(400, 'BadRequest', `a container name must be specified for pod ${name}, choose one of: [${containers.join(' ')}]${inits.length ? ` or one of the init containers: [${inits.join(' ')}]` : ''}`);
+    if (!query.container && containers.length > 1)
+      throw new KubeStatusError(
+        400,
+        'BadRequest',
+        `a container name must be specified for pod ${name}, choose one of: [${containers.join(' ')}]${inits.length ? ` or one of the init containers: [${inits.join(' ')}]` : ''}`,
+      );
     const container = query.container ?? containers[0] ?? '';
     if (![...containers, ...inits].includes(container)) throw new KubeStatusError(400, 'BadRequest', `container ${container} is not valid for pod ${name}`);
     if (!pod.spec?.nodeName) throw new KubeStatusError(400, 'BadRequest', `pod ${name} does not have a host assigned`);
@@ -327,5 +430,9 @@ function qos(containers: Obj[]): string {
     if (Object.keys(requests).length || Object.keys(limits).length) any = true;
     for (const r of ['cpu', 'memory']) if (limits[r] === undefined || (requests[r] !== undefined && requests[r] !== limits[r])) guaranteed = false;
   }
-  return guaranteed ? 'Guaranteed' : any ? 'Burstable' : 'BestEffort';
+  return (
+    guaranteed ? 'Guaranteed'
+    : any ? 'Burstable'
+    : 'BestEffort'
+  );
 }

@@ -24,7 +24,11 @@ export function mergePatch(target: unknown, patch: unknown): unknown {
 
 /** The merge key of a list at `key` whose items are objects, or undefined to replace the list. */
 function mergeKey(key: string, items: Obj[]): string | undefined {
-  const candidates = key === 'ports' ? ['containerPort', 'port', 'name'] : key === 'volumeMounts' || key === 'volumeDevices' ? ['mountPath', 'devicePath'] : key === 'conditions' ? ['type'] : ['name'];
+  const candidates =
+    key === 'ports' ? ['containerPort', 'port', 'name']
+    : key === 'volumeMounts' || key === 'volumeDevices' ? ['mountPath', 'devicePath']
+    : key === 'conditions' ? ['type']
+    : ['name'];
   return candidates.find((c) => items.length > 0 && items.every((i) => i[c] !== undefined));
 }
 
@@ -94,7 +98,10 @@ function invalid(message: string): KubeStatusError {
 function locate(doc: unknown, parts: string[], op: string, path: string): { parent: Obj | unknown[]; key: string } {
   let parent: unknown = doc;
   for (const part of parts.slice(0, -1)) {
-    parent = Array.isArray(parent) ? parent[Number(part)] : isObj(parent) ? parent[part] : undefined;
+    parent =
+      Array.isArray(parent) ? parent[Number(part)]
+      : isObj(parent) ? parent[part]
+      : undefined;
     if (parent === undefined || parent === null || typeof parent !== 'object') throw invalid(`${op} operation does not apply: doc is missing path: "${path}": missing value`);
   }
   return { parent: parent as Obj | unknown[], key: parts[parts.length - 1] as string };
@@ -102,7 +109,11 @@ function locate(doc: unknown, parts: string[], op: string, path: string): { pare
 
 function getAt(doc: unknown, path: string): unknown {
   let value = doc;
-  for (const part of pointer(path)) value = Array.isArray(value) ? value[Number(part)] : isObj(value) ? value[part] : undefined;
+  for (const part of pointer(path))
+    value =
+      Array.isArray(value) ? value[Number(part)]
+      : isObj(value) ? value[part]
+      : undefined;
   return value;
 }
 

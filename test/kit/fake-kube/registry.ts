@@ -44,7 +44,12 @@ function notFound(res: Resource, name: string): KubeStatusError {
 }
 
 function conflict(res: Resource, name: string): KubeStatusError {
-  return new KubeStatusError(409, 'Conflict', `Operation cannot be fulfilled on ${qualified(res)} "${name}": the object has been modified; please apply your changes to the latest version and try again`, { name, ...(res.group ? { group: res.group } : {}), kind: res.plural });
+  return new KubeStatusError(
+    409,
+    'Conflict',
+    `Operation cannot be fulfilled on ${qualified(res)} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+    { name, ...(res.group ? { group: res.group } : {}), kind: res.plural },
+  );
 }
 
 function badRequest(message: string): KubeStatusError {
@@ -181,11 +186,16 @@ export class Registry {
         else {
           let n: number;
           do n = NODE_PORTS.min + Math.floor(Math.random() * (NODE_PORTS.max - NODE_PORTS.min + 1));
-          while (taken.has(n) || [...mine.values()].includes(n));
+          while (taken.has(n) || [...mine.keys()].some((k) => k.endsWith(`/${n}`)));
           p.nodePort = n;
         }
       } else if (!(Number.isInteger(p.nodePort) && p.nodePort >= NODE_PORTS.min && p.nodePort <= NODE_PORTS.max)) {
-        errors.push({ field: `spec.ports[${i}].nodePort`, type: 'Invalid', value: p.nodePort, detail: `provided port is not in the valid range. The range of valid ports is ${NODE_PORTS.min}-${NODE_PORTS.max}` });
+        errors.push({
+          field: `spec.ports[${i}].nodePort`,
+          type: 'Invalid',
+          value: p.nodePort,
+          detail: `provided port is not in the valid range. The range of valid ports is ${NODE_PORTS.min}-${NODE_PORTS.max}`,
+        });
       } else if (taken.has(p.nodePort)) {
         errors.push({ field: `spec.ports[${i}].nodePort`, type: 'Invalid', value: p.nodePort, detail: 'provided port is already allocated' });
       } else if (mine.get(`${p.protocol}/${p.nodePort}`) !== undefined) {
@@ -223,8 +233,6 @@ export class Registry {
       object.spec.manualSelector ??= false;
       object.spec.template.metadata = { ...object.spec.template.metadata, labels: { ...object.spec.template.metadata?.labels, ...labels } };
       object.metadata.labels = { ...labels, ...object.metadata.labels };
-      delete object.metadata.labels['controller-uid'];
-      delete object.metadata.labels['batch.kubernetes.io/controller-uid'];
     }
   }
 
@@ -319,7 +327,8 @@ export class Registry {
     const object = clone(body);
     this.typeMeta(res, version, object);
     if (object.metadata.name !== undefined && object.metadata.name !== name) throw badRequest(`the name of the object (${object.metadata.name}) does not match the name on the URL (${name})`);
-    if (res.namespaced && object.metadata.namespace !== undefined && object.metadata.namespace !== namespace) throw badRequest('the namespace of the provided object does not match the namespace sent on the request');
+    if (res.namespaced && object.metadata.namespace !== undefined && object.metadata.namespace !== namespace)
+      throw badRequest('the namespace of the provided object does not match the namespace sent on the request');
     if (object.metadata.resourceVersion !== undefined && object.metadata.resourceVersion !== old.metadata.resourceVersion) throw conflict(res, name);
     if (subresource === 'status') return this.updateStatus(res, version, old, object.status, query);
     return this.update(res, version, old, object, query);
@@ -362,7 +371,12 @@ export class Registry {
   patch(res: Resource, version: string, namespace: string | undefined, name: string, body: unknown, contentType: string, query: Query = {}, subresource?: string): Answer {
     const apply = contentType === 'application/apply-patch+yaml';
     if (apply) {
-      if (!query.fieldManager) throw new KubeStatusError(422, 'Invalid', 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch', { group: 'meta.k8s.io', kind: 'PatchOptions', causes: [{ reason: 'FieldValueRequired', message: 'Required value: is required for apply patch', field: 'fieldManager' }] });
+      if (!query.fieldManager)
+        throw new KubeStatusError(422, 'Invalid', 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Required value: is required for apply patch', {
+          group: 'meta.k8s.io',
+          kind: 'PatchOptions',
+          causes: [{ reason: 'FieldValueRequired', message: 'Required value: is required for apply patch', field: 'fieldManager' }],
+        });
       if (!isObj(body) || !body.apiVersion || !body.kind) throw badRequest(`invalid object type: ${isObj(body) ? `${body.apiVersion ?? ''}, Kind=${body.kind ?? ''}` : '/, Kind='}`);
     }
     const old = this.store.get(res, namespace, name);
@@ -379,14 +393,23 @@ export class Registry {
         merged = mergePatch(old, body);
         break;
       case 'application/strategic-merge-patch+json':
-        if (res.crd) throw new KubeStatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`);
+        if (res.crd)
+          throw new KubeStatusError(
+            415,
+            'UnsupportedMediaType',
+            `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml`,
+          );
         merged = strategicMergePatch(old, body);
         break;
       case 'application/json-patch+json':
         merged = jsonPatch(old, body);
         break;
       default:
-        throw new KubeStatusError(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml${res.crd ? '' : ', application/strategic-merge-patch+json'}`);
+        throw new KubeStatusError(
+          415,
+          'UnsupportedMediaType',
+          `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml${res.crd ? '' : ', application/strategic-merge-patch+json'}`,
+        );
     }
     if (!isObj(merged)) throw badRequest('the patch did not leave an object');
     const wanted = isObj(body) && isObj(body.metadata) ? body.metadata.resourceVersion : merged.metadata?.resourceVersion;
@@ -403,9 +426,18 @@ export class Registry {
     const old = this.read(res, namespace, name);
     const options: Obj = isObj(body) ? body : {};
     const pre = options.preconditions ?? {};
-    if (pre.uid && pre.uid !== old.metadata.uid) throw new KubeStatusError(409, 'Conflict', `Operation cannot be fulfilled on ${qualified(res)} "${name}": Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${old.metadata.uid}`);
+    if (pre.uid && pre.uid !== old.metadata.uid)
+      throw new KubeStatusError(
+        409,
+        'Conflict',
+        `Operation cannot be fulfilled on ${qualified(res)} "${name}": Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${old.metadata.uid}`,
+      );
     if (pre.resourceVersion && pre.resourceVersion !== old.metadata.resourceVersion) {
-      throw new KubeStatusError(409, 'Conflict', `Operation cannot be fulfilled on ${qualified(res)} "${name}": Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${old.metadata.resourceVersion}`);
+      throw new KubeStatusError(
+        409,
+        'Conflict',
+        `Operation cannot be fulfilled on ${qualified(res)} "${name}": Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${old.metadata.resourceVersion}`,
+      );
     }
     const policy = String(query.propagationPolicy ?? options.propagationPolicy ?? (query.orphanDependents === 'true' || options.orphanDependents === true ? 'Orphan' : 'Background'));
     const grace = query.gracePeriodSeconds ?? options.gracePeriodSeconds;
@@ -440,7 +472,12 @@ export class Registry {
     }
     if (res.kind === 'Namespace') {
       if (meta.deletionTimestamp) {
-        throw new KubeStatusError(409, 'Conflict', `Operation cannot be fulfilled on namespaces "${meta.name}": The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.`, { name: meta.name, kind: 'namespaces' });
+        throw new KubeStatusError(
+          409,
+          'Conflict',
+          `Operation cannot be fulfilled on namespaces "${meta.name}": The system is ensuring all content is removed from this namespace.  Upon completion, this namespace will automatically be purged by the system.`,
+          { name: meta.name, kind: 'namespaces' },
+        );
       }
       const object = clone(old);
       object.metadata.deletionTimestamp = now;
@@ -467,7 +504,10 @@ export class Registry {
     }
     const removed = this.store.remove(res, meta.namespace, meta.name) ?? clone(old);
     if (RETURNS_OBJECT.has(res.kind) || res.crd) return { code: 200, body: removed };
-    return { code: 200, body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { name: meta.name, ...(res.group ? { group: res.group } : {}), kind: res.plural, uid: meta.uid } } };
+    return {
+      code: 200,
+      body: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { name: meta.name, ...(res.group ? { group: res.group } : {}), kind: res.plural, uid: meta.uid } },
+    };
   }
 
   /** The Scale of a Deployment, ReplicaSet or StatefulSet. */
@@ -495,7 +535,8 @@ export class Registry {
     const rv = wanted.metadata?.resourceVersion;
     if (contentType === undefined && rv !== undefined && rv !== current.metadata.resourceVersion) throw conflict(res, name);
     const replicas = wanted.spec?.replicas;
-    if (!Number.isInteger(replicas) || replicas < 0) throw invalid({ ...res, kind: 'Scale', group: 'autoscaling' }, name, [{ field: 'spec.replicas', type: 'Invalid', value: replicas, detail: 'must be greater than or equal to 0' }]);
+    if (!Number.isInteger(replicas) || replicas < 0)
+      throw invalid({ ...res, kind: 'Scale', group: 'autoscaling' }, name, [{ field: 'spec.replicas', type: 'Invalid', value: replicas, detail: 'must be greater than or equal to 0' }]);
     const object = this.read(res, namespace, name);
     object.spec = { ...object.spec, replicas };
     this.update(res, version, this.read(res, namespace, name), object, query);

@@ -142,7 +142,13 @@ export class Catalog {
 
   /** `GET /apis/{group}`, or undefined when the group is not served. */
   group(name: string): Obj | undefined {
-    const versions = [...new Set(this.all().filter((r) => r.group === name).flatMap((r) => r.versions))];
+    const versions = [
+      ...new Set(
+        this.all()
+          .filter((r) => r.group === name)
+          .flatMap((r) => r.versions),
+      ),
+    ];
     return versions.length ? { kind: 'APIGroup', apiVersion: 'v1', ...this.groupOf(name, versions) } : undefined;
   }
 
@@ -176,7 +182,14 @@ function subresource(r: Resource, sub: string): Obj {
     case 'exec':
     case 'attach':
     case 'portforward':
-      return { ...base, kind: sub === 'exec' ? 'PodExecOptions' : sub === 'attach' ? 'PodAttachOptions' : 'PodPortForwardOptions', verbs: ['create', 'get'] };
+      return {
+        ...base,
+        kind:
+          sub === 'exec' ? 'PodExecOptions'
+          : sub === 'attach' ? 'PodAttachOptions'
+          : 'PodPortForwardOptions',
+        verbs: ['create', 'get'],
+      };
     case 'eviction':
       return { ...base, group: 'policy', version: 'v1', kind: 'Eviction', verbs: ['create'] };
     case 'binding':

@@ -73,7 +73,19 @@ export function parseLabelSelector(text: string | undefined): Selector {
 /** Fields a field selector may name (beyond `metadata.name` and `metadata.namespace`), by kind, as the real server allows them. */
 const FIELDS: Record<string, string[]> = {
   Pod: ['status.phase', 'spec.nodeName', 'spec.restartPolicy', 'spec.schedulerName', 'spec.serviceAccountName', 'status.podIP', 'status.nominatedNodeName'],
-  Event: ['involvedObject.kind', 'involvedObject.namespace', 'involvedObject.name', 'involvedObject.uid', 'involvedObject.apiVersion', 'involvedObject.resourceVersion', 'involvedObject.fieldPath', 'reason', 'reportingComponent', 'source', 'type'],
+  Event: [
+    'involvedObject.kind',
+    'involvedObject.namespace',
+    'involvedObject.name',
+    'involvedObject.uid',
+    'involvedObject.apiVersion',
+    'involvedObject.resourceVersion',
+    'involvedObject.fieldPath',
+    'reason',
+    'reportingComponent',
+    'source',
+    'type',
+  ],
   Secret: ['type'],
   Namespace: ['status.phase'],
   Node: ['spec.unschedulable'],
@@ -118,7 +130,15 @@ export function selects(selector: Obj | undefined, labels: Record<string, string
   for (const [key, value] of Object.entries(selector.matchLabels ?? {})) if (labels[key] !== value) return false;
   for (const e of (selector.matchExpressions ?? []) as Obj[]) {
     const op = String(e.operator);
-    const r: Requirement = { key: String(e.key), op: op === 'In' ? 'in' : op === 'NotIn' ? 'notin' : op === 'Exists' ? 'exists' : '!exists', values: (e.values ?? []).map(String) };
+    const r: Requirement = {
+      key: String(e.key),
+      op:
+        op === 'In' ? 'in'
+        : op === 'NotIn' ? 'notin'
+        : op === 'Exists' ? 'exists'
+        : '!exists',
+      values: (e.values ?? []).map(String),
+    };
     if (!holds(r, labels)) return false;
   }
   return true;

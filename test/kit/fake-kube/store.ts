@@ -33,7 +33,12 @@ export function project(change: Change, matches: (object: Obj) => boolean): Chan
   if (change.type !== 'MODIFIED') return matches(change.object) ? change.type : undefined;
   const now = matches(change.object);
   const before = change.old !== undefined && matches(change.old);
-  return now && before ? 'MODIFIED' : now ? 'ADDED' : before ? 'DELETED' : undefined;
+  return (
+    now && before ? 'MODIFIED'
+    : now ? 'ADDED'
+    : before ? 'DELETED'
+    : undefined
+  );
 }
 
 /** Objects, resourceVersions, history and watches. */

@@ -143,7 +143,11 @@ function setReplicas(ctx: WorkloadContext, rs: Obj, replicas: number, d: Obj): v
   if ((rs.spec.replicas ?? 1) === replicas) return;
   const copy = clone(rs);
   copy.spec.replicas = replicas;
-  copy.metadata.annotations = { ...copy.metadata.annotations, 'deployment.kubernetes.io/desired-replicas': String(d.spec.replicas ?? 1), 'deployment.kubernetes.io/max-replicas': String((d.spec.replicas ?? 1) + limits(d).surge) };
+  copy.metadata.annotations = {
+    ...copy.metadata.annotations,
+    'deployment.kubernetes.io/desired-replicas': String(d.spec.replicas ?? 1),
+    'deployment.kubernetes.io/max-replicas': String((d.spec.replicas ?? 1) + limits(d).surge),
+  };
   Object.assign(rs, ctx.registry.save(REPLICASET, copy));
 }
 
@@ -159,6 +163,7 @@ export function reconcileDeployment(ctx: WorkloadContext, d: Obj): void {
   let current = owned.find((rs) => same(unhashed(rs.spec?.template), template));
   const maxRevision = Math.max(0, ...owned.map(revisionOf));
   let created = false;
+  let found = false;
   if (!current && !d.spec?.paused) {
     const hashed = clone(template);
     hashed.metadata = { ...hashed.metadata, labels: { ...hashed.metadata?.labels, 'pod-template-hash': hash } };
@@ -170,7 +175,11 @@ export function reconcileDeployment(ctx: WorkloadContext, d: Obj): void {
         name: `${d.metadata.name}-${hash}`,
         namespace: ns,
         labels: { ...template.metadata?.labels, 'pod-template-hash': hash },
-        annotations: { [REVISION_ANNOTATION]: String(maxRevision + 1), 'deployment.kubernetes.io/desired-replicas': String(desired), 'deployment.kubernetes.io/max-replicas': String(desired + limits(d).surge) },
+        annotations: {
+          [REVISION_ANNOTATION]: String(maxRevision + 1),
+          'deployment.kubernetes.io/desired-replicas': String(desired),
+          'deployment.kubernetes.io/max-replicas': String(desired + limits(d).surge),
+        },
         ownerReferences: [ownerRef(d)],
       },
       spec: {
@@ -186,6 +195,7 @@ export function reconcileDeployment(ctx: WorkloadContext, d: Obj): void {
     const copy = clone(current);
     copy.metadata.annotations = { ...copy.metadata.annotations, [REVISION_ANNOTATION]: String(maxRevision + 1) };
     current = ctx.registry.save(REPLICASET, copy);
+    found = true;
   }
   const olds = owned.filter((rs) => rs.metadata.uid !== current?.metadata.uid).sort((a, b) => revisionOf(a) - revisionOf(b));
   if (current && revisionOf(current) && d.metadata.annotations?.[REVISION_ANNOTATION] !== String(revisionOf(current))) {
@@ -198,7 +208,16 @@ export function reconcileDeployment(ctx: WorkloadContext, d: Obj): void {
   const limit = d.spec?.revisionHistoryLimit ?? 10;
   const idle = olds.filter((rs) => (rs.spec?.replicas ?? 0) === 0 && (rs.status?.replicas ?? 0) === 0);
   for (const rs of idle.slice(0, Math.max(0, idle.length - limit))) ctx.registry.remove(REPLICASET, rs);
-  deploymentStatus(ctx, d, current, olds.filter((rs) => store.peek(REPLICASET, ns, rs.metadata.name)), desired, created);
+  deploymentStatus(
+    ctx,
+    d,
+    current,
+    olds.filter((rs) => store.peek(REPLICASET, ns, rs.metadata.name)),
+    desired,
+    created ? 'created'
+    : found ? 'found'
+    : undefined,
+  );
 }
 
 function rollout(ctx: WorkloadContext, d: Obj, current: Obj, olds: Obj[], desired: number): void {
@@ -241,7 +260,7 @@ function rollout(ctx: WorkloadContext, d: Obj, current: Obj, olds: Obj[], desire
   }
 }
 
-function deploymentStatus(ctx: WorkloadContext, d: Obj, current: Obj | undefined, olds: Obj[], desired: number, created: boolean): void {
+function deploymentStatus(ctx: WorkloadContext, d: Obj, current: Obj | undefined, olds: Obj[], desired: number, fresh: 'created' | 'found' | undefined): void {
   const all = [...(current ? [current] : []), ...olds];
   const sum = (f: (rs: Obj) => number): number => all.reduce((n, rs) => n + f(rs), 0);
   const replicas = sum((rs) => rs.status?.replicas ?? 0);
@@ -267,7 +286,9 @@ function deploymentStatus(ctx: WorkloadContext, d: Obj, current: Obj | undefined
   };
   const availableOk = available >= desired - limits(d).unavailable;
   const conditions = [
-    availableOk ? condition('Available', 'True', 'MinimumReplicasAvailable', 'Deployment has minimum availability.', false) : condition('Available', 'False', 'MinimumReplicasUnavailable', 'Deployment does not have minimum availability.', false),
+    availableOk ?
+      condition('Available', 'True', 'MinimumReplicasAvailable', 'Deployment has minimum availability.', false)
+    : condition('Available', 'False', 'MinimumReplicasUnavailable', 'Deployment does not have minimum availability.', false),
   ];
   const rsName = current?.metadata.name ?? '';
   const key = `${rsName}|${updated}|${ready}|${available}|${oldPods}|${desired}`;
@@ -279,12 +300,12 @@ function deploymentStatus(ctx: WorkloadContext, d: Obj, current: Obj | undefined
   const deadline = (d.spec?.progressDeadlineSeconds ?? 600) * 1000;
   const before = previous.find((c) => c.type === 'Progressing');
   if (d.spec?.paused) conditions.push(condition('Progressing', 'Unknown', 'DeploymentPaused', 'Deployment is paused', false));
-  else if (created) conditions.push(condition('Progressing', 'True', 'NewReplicaSetCreated', `Created new replica set "${rsName}"`, true));
+  else if (fresh === 'created') conditions.push(condition('Progressing', 'True', 'NewReplicaSetCreated', `Created new replica set "${rsName}"`, true));
+  else if (fresh === 'found') conditions.push(condition('Progressing', 'True', 'FoundNewReplicaSet', `Found new replica set "${rsName}"`, true));
   else if (complete) conditions.push(condition('Progressing', 'True', 'NewReplicaSetAvailable', `ReplicaSet "${rsName}" has successfully progressed.`, false));
   else if (!progressed && now - since > deadline) conditions.push(condition('Progressing', 'False', 'ProgressDeadlineExceeded', `ReplicaSet "${rsName}" has timed out progressing.`, false));
-  else if (progressed || before?.reason !== 'NewReplicaSetCreated' || before.message !== `Created new replica set "${rsName}"`) {
-    conditions.push(condition('Progressing', 'True', 'ReplicaSetUpdated', `ReplicaSet "${rsName}" is progressing.`, progressed));
-  } else conditions.push(clone(before));
+  else if (!progressed && before?.status === 'True' && before.reason !== 'NewReplicaSetAvailable' && String(before.message).includes(`"${rsName}"`)) conditions.push(clone(before));
+  else conditions.push(condition('Progressing', 'True', 'ReplicaSetUpdated', `ReplicaSet "${rsName}" is progressing.`, progressed));
   const status = compact({ observedGeneration: d.metadata.generation, replicas, updatedReplicas: updated, readyReplicas: ready, availableReplicas: available, unavailableReplicas: unavailable });
   status.conditions = conditions;
   if (same(status, d.status)) return;
@@ -296,7 +317,11 @@ function deploymentStatus(ctx: WorkloadContext, d: Obj, current: Obj | undefined
 
 /** Pods to remove first: unscheduled, pending, not ready, then the newest. */
 function deletionOrder(pods: Obj[]): Obj[] {
-  const rank = (p: Obj): number => (!p.spec?.nodeName ? 0 : p.status?.phase === 'Pending' ? 1 : !isReady(p) ? 2 : 3);
+  const rank = (p: Obj): number =>
+    !p.spec?.nodeName ? 0
+    : p.status?.phase === 'Pending' ? 1
+    : !isReady(p) ? 2
+    : 3;
   return [...pods].sort((a, b) => rank(a) - rank(b) || String(b.metadata.creationTimestamp).localeCompare(String(a.metadata.creationTimestamp)));
 }
 
@@ -488,10 +513,24 @@ export function reconcileJob(ctx: WorkloadContext, job: Obj): void {
   const conditions: Obj[] = clone(job.status?.conditions ?? []);
   if (!finished && !job.spec?.suspend) {
     if (succeeded >= completions) {
-      conditions.push({ type: 'SuccessCriteriaMet', status: 'True', lastProbeTime: stamp, lastTransitionTime: stamp, reason: 'CompletionsReached', message: 'Reached expected number of succeeded pods' });
+      conditions.push({
+        type: 'SuccessCriteriaMet',
+        status: 'True',
+        lastProbeTime: stamp,
+        lastTransitionTime: stamp,
+        reason: 'CompletionsReached',
+        message: 'Reached expected number of succeeded pods',
+      });
       conditions.push({ type: 'Complete', status: 'True', lastProbeTime: stamp, lastTransitionTime: stamp, reason: 'CompletionsReached', message: 'Reached expected number of succeeded pods' });
     } else if (failed > backoffLimit) {
-      conditions.push({ type: 'FailureTarget', status: 'True', lastProbeTime: stamp, lastTransitionTime: stamp, reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit' });
+      conditions.push({
+        type: 'FailureTarget',
+        status: 'True',
+        lastProbeTime: stamp,
+        lastTransitionTime: stamp,
+        reason: 'BackoffLimitExceeded',
+        message: 'Job has reached the specified backoff limit',
+      });
       conditions.push({ type: 'Failed', status: 'True', lastProbeTime: stamp, lastTransitionTime: stamp, reason: 'BackoffLimitExceeded', message: 'Job has reached the specified backoff limit' });
     } else {
       const running = pods().filter(isActive).length;
