@@ -88,7 +88,14 @@ export async function scaleStatus(entryArg: string | undefined, flags: ClusterFl
     process.once('SIGINT', () => (stop = true));
     while (!stop) {
       await new Promise((r) => setTimeout(r, interval));
-      const next = await readStatus(kube, spec);
+      let next;
+      try {
+        next = await readStatus(kube, spec);
+      } catch (error) {
+        // One failed read (the API server restarting, a timeout) does not end the watch.
+        process.stderr.write(`svc: status: ${(error as Error).message}; trying again\n`);
+        continue;
+      }
       if (statusChanged(report, next)) {
         report = next;
         if (!flags.json) process.stdout.write(`\n${new Date().toISOString()}\n`);

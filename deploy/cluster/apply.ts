@@ -12,7 +12,6 @@
  */
 import type { DeploySpec, K8sObject } from '../spec.ts';
 import { ClusterError, KubeApiError, type Kube } from './kube.ts';
-import { carryTls } from './tls.ts';
 
 /** The order objects are applied in, by kind (lower first); the kinds not named go with the workloads. */
 const KIND_ORDER: Record<string, number> = {
@@ -41,6 +40,12 @@ const KIND_ORDER: Record<string, number> = {
 /** The annotation of objects applied only when missing (shared ones such as CRDs: another app's Traefik may use them). */
 export const CREATE_ONLY_ANNOTATION = 'svc.dev/apply';
 
+/**
+ * The annotation a namespace svc creates carries: the app it was made for. Only such a namespace is ever changed by a
+ * later deploy (its Pod Security labels) or deleted whole by destroy; a namespace that existed before is left as it is.
+ */
+export const CREATED_FOR_ANNOTATION = 'svc.dev/created-for';
+
 /** The kinds of the databases' components that are provisioned once and then left alone. */
 const PROVISIONED_ONCE = new Set(['StatefulSet', 'Deployment', 'PersistentVolumeClaim', 'Secret', 'Service', 'ConfigMap']);
 
@@ -61,6 +66,10 @@ export function provisionedOnce(spec: DeploySpec): Set<string> {
 /** `Kind/namespace/name` (`Kind/name` for a cluster-scoped object). */
 export function objectId(o: { kind: string; metadata: { name: string; namespace?: string } }): string {
   return o.metadata.namespace ? `${o.kind}/${o.metadata.namespace}/${o.metadata.name}` : `${o.kind}/${o.metadata.name}`;
+}
+
+function appOf(o: K8sObject): string {
+  return o.metadata.labels?.['app.kubernetes.io/name'] ?? '';
 }
 
 function componentOf(o: K8sObject): string {
@@ -184,14 +193,32 @@ export async function applyObjects(kube: Kube, objects: K8sObject[], log: (line:
   for (const o of applyOrder(objects)) {
     const id = objectId(o);
     try {
-      const existing = await kube.read(o.apiVersion, o.kind, o.metadata.namespace, o.metadata.name);
+      let existing: K8sObject | undefined;
+      try {
+        existing = await kube.read(o.apiVersion, o.kind, o.metadata.namespace, o.metadata.name);
+      } catch (error) {
+        // A user whose rights end at the namespace may not read cluster-scoped objects: the namespace and the CRDs
+        // are then taken as there (an administrator made them); anything else is a failure.
+        if (error instanceof KubeApiError && error.status === 403 && (o.kind === 'Namespace' || o.kind === 'CustomResourceDefinition')) {
+          log(`warning: ${id} cannot be read (403): taken as made by an administrator, left as it is`);
+          report.kept.push(id);
+          continue;
+        }
+        throw error;
+      }
       if (!existing) {
-        await createServed(kube, o, started + 60_000);
+        const created = o.kind === 'Namespace' ? { ...o, metadata: { ...o.metadata, annotations: { ...o.metadata.annotations, [CREATED_FOR_ANNOTATION]: appOf(o) } } } : o;
+        await createServed(kube, created, started + 60_000);
         report.created.push(id);
         continue;
       }
       if (o.kind === 'Namespace' && (existing.status as { phase?: string } | undefined)?.phase === 'Terminating') {
         throw new ClusterError('SVC_ERR_APPLY', `namespace ${o.metadata.name} is being deleted (a destroy is still finishing): run the deploy again once it is gone`);
+      }
+      if (o.kind === 'Namespace' && existing.metadata.annotations?.[CREATED_FOR_ANNOTATION] !== appOf(o)) {
+        // Not made by svc for this app: its labels (Pod Security) are its owner's.
+        report.kept.push(id);
+        continue;
       }
       const createOnly = o.metadata.annotations?.[CREATE_ONLY_ANNOTATION] === 'create-only';
       if (createOnly || (once.has(componentOf(o)) && PROVISIONED_ONCE.has(o.kind))) {
@@ -208,8 +235,7 @@ export async function applyObjects(kube: Kube, objects: K8sObject[], log: (line:
         report.updated.push(id);
         continue;
       }
-      const desired = o.kind === 'IngressRoute' || o.kind === 'Ingress' ? carryTls(o, existing) : o;
-      await kube.mergePatch(desired);
+      await kube.mergePatch(o);
       report.updated.push(id);
     } catch (error) {
       if (error instanceof ClusterError) throw error;

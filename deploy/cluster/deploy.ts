@@ -5,14 +5,16 @@
  * its end (rolling back a failed one), probe the app through the ingress, and
  * say where it is served.
  */
+import { lookup } from 'node:dns/promises';
+import { request as httpRequest } from 'node:http';
 import { buildManifests } from '../manifests/index.ts';
 import type { DeploySpec, K8sObject } from '../spec.ts';
 import { assertValid } from '../validate/index.ts';
 import { adoptCredentials, applyObjects, provisionedOnce, type ApplyReport } from './apply.ts';
 import { ClusterError, KubeApiError, nodeAddress, reachCluster, type Kube } from './kube.ts';
-import { awaitRollout, rollback, type RolloutOutcome } from './rollout.ts';
+import { awaitRollout, revisionOf, rollback, type RolloutOutcome } from './rollout.ts';
 import { readStatus } from './observe.ts';
-import { boundTls, dnsRecord, enableTls, ingressRef } from './tls.ts';
+import { carryTls, dnsRecord, enableTls, liveTls } from './tls.ts';
 
 type Json = Record<string, unknown>;
 
@@ -48,18 +50,46 @@ export async function nodePortHolder(kube: Kube, spec: DeploySpec, warn: (line: 
   return undefined;
 }
 
+/** The address of the node running a ready ingress proxy pod (the node port answers there: externalTrafficPolicy Local), else any node's. */
+async function ingressAddress(kube: Kube, spec: DeploySpec): Promise<string | undefined> {
+  const pods = await kube.list('v1', 'Pod', spec.namespace, `app.kubernetes.io/name=${spec.app},app.kubernetes.io/component=ingress`).catch(() => [] as K8sObject[]);
+  const ready = pods.find((p) => ((p.status as Json | undefined)?.conditions as Json[] | undefined)?.some((c) => c.type === 'Ready' && c.status === 'True'));
+  const hostIP = (ready?.status as Json | undefined)?.hostIP as string | undefined;
+  return hostIP ?? (await nodeAddress(kube));
+}
+
 /** Where the app is reached from outside and how to probe it: the URL to print, the URL to request and its Host header. */
 async function ingressTarget(kube: Kube, spec: DeploySpec): Promise<{ url: string; probe?: string; host?: string; note?: string }> {
   const path = spec.probes.readinessPath;
   if (spec.ingress.className !== '') {
     if (spec.ingress.domain === '') return { url: `(through the cluster's ${spec.ingress.className} controller)`, note: `no domain: svc cannot know the address of the cluster's ${spec.ingress.className} controller, so the app was not probed through it` };
+    const resolves = await lookup(spec.ingress.domain).then(
+      () => true,
+      () => false,
+    );
+    if (!resolves) return { url: `http://${spec.ingress.domain}/`, note: `${spec.ingress.domain} does not resolve yet, so the app was not probed through the ${spec.ingress.className} controller` };
     return { url: `http://${spec.ingress.domain}/`, probe: `http://${spec.ingress.domain}${path}` };
   }
-  const address = await nodeAddress(kube);
+  const address = await ingressAddress(kube, spec);
   if (!address) return { url: `http://<node address>:${spec.nodePort}/`, note: 'the cluster reports no node address: the app was not probed through the ingress' };
   const hostPart = address.includes(':') ? `[${address}]` : address;
   const url = spec.ingress.domain !== '' ? `http://${spec.ingress.domain}:${spec.nodePort}/` : `http://${hostPart}:${spec.nodePort}/`;
   return { url, probe: `http://${hostPart}:${spec.nodePort}${path}`, host: spec.ingress.domain || undefined };
+}
+
+/** One GET with an explicit Host header (fetch would replace it): the status, or the error. */
+function getOnce(target: string, host: string | undefined): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const url = new URL(target);
+    const req = httpRequest({ hostname: url.hostname.replace(/^\[|\]$/g, ''), port: url.port || 80, path: `${url.pathname}${url.search}`, method: 'GET', headers: host ? { host } : {} }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+      res.on('error', reject);
+    });
+    req.setTimeout(5000, () => req.destroy(new Error('no answer within 5 s')));
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 /** GET the health path through the ingress until it answers 2xx (true) or `timeoutMs` passes (the last error). */
@@ -68,12 +98,11 @@ async function probe(target: string, host: string | undefined, timeoutMs: number
   let last = '';
   for (;;) {
     try {
-      const res = await fetch(target, { headers: host ? { host } : {}, signal: AbortSignal.timeout(5000), redirect: 'manual' });
-      await res.arrayBuffer();
-      if (res.status >= 200 && res.status < 300) return true;
-      last = `${res.status}`;
+      const status = await getOnce(target, host);
+      if (status >= 200 && status < 300) return true;
+      last = `${status}`;
     } catch (error) {
-      last = ((error as Error).cause as Error | undefined)?.message ?? (error as Error).message;
+      last = (error as Error).message;
     }
     if (Date.now() > until) return last;
     await new Promise((r) => setTimeout(r, 500));
@@ -115,37 +144,33 @@ export async function deployToCluster(
   for (const w of warnings) log(`warning: ${w}`);
   if (adopted.length > 0) log(`credentials read back from the cluster (kept as they are): ${adopted.join(', ')}`);
   else log('first deploy: the databases and their credentials are provisioned now');
-  const objects = (options.build ?? buildManifests)(spec);
+  const objects = await carryTls(kube, spec, (options.build ?? buildManifests)(spec));
   assertValid(objects);
   const t1 = Date.now();
+  const before = revisionOf(await kube.read('apps/v1', 'Deployment', spec.namespace, spec.app));
   const report = await applyObjects(kube, objects, log, provisionedOnce(spec));
   const t2 = Date.now();
+  const appId = `Deployment/${spec.namespace}/${spec.app}`;
+  const appChanged = report.created.includes(appId) || report.updated.includes(appId);
   if (report.failed.length > 0) {
     const lines = report.failed.map((f) => `  ${f.object}: ${f.error}`);
-    throw new ClusterError(
-      'SVC_ERR_APPLY',
-      `${report.failed.length} object${report.failed.length === 1 ? '' : 's'} of the plan could not be applied (the others were; run the deploy again to finish):\n${lines.join('\n')}`,
-    );
+    const done = report.created.length + report.updated.length + report.kept.length;
+    let message = `${report.failed.length} object${report.failed.length === 1 ? '' : 's'} of the plan could not be applied (${done === 0 ? 'nothing else was' : `the other ${done} were`}; run the deploy again to finish):\n${lines.join('\n')}`;
+    // The app's Deployment may already be rolling: follow it, and roll it back if it fails, before saying so.
+    if (appChanged) {
+      const outcome = await followRollout(kube, spec, before, log);
+      message += outcome.ok ? `\nthe app itself rolled out (revision ${outcome.rollout.revision})` : `\n${outcome.message}`;
+    }
+    throw new ClusterError('SVC_ERR_APPLY', message);
   }
-  // A progress line per component while the app rolls out (the app's own lines come from the rollout).
   let following = true;
+  // A progress line per component while the app rolls out (the app's own lines come from the rollout).
   const components = followComponents(kube, spec, log, () => following);
-  const rollout = await awaitRollout(kube, spec.namespace, spec.app, { onProgress: log }).finally(() => (following = false));
+  const followed = await followRollout(kube, spec, before, log).finally(() => (following = false));
   await components;
   const t3 = Date.now();
-  if (!rollout.ok) {
-    const failure = rollout.failure!;
-    const logs = failure.logs?.trim() ? `\nlast lines of ${failure.pod}'s log:\n${failure.logs.trimEnd().split('\n').map((l) => `  | ${l}`).join('\n')}` : '';
-    let undo: string;
-    try {
-      const { from, to } = await rollback(kube, spec.namespace, spec.app);
-      const back = await awaitRollout(kube, spec.namespace, spec.app, { onProgress: log, timeoutMs: (spec.rollout.progressDeadlineSeconds + 60) * 1000 });
-      undo = `rolled back from revision ${from} to revision ${to}${back.ok ? ', which is serving again' : ` (the rollback did not become healthy either: ${back.failure?.reason})`}`;
-    } catch (error) {
-      undo = error instanceof ClusterError && error.code === 'SVC_ERR_ROLLBACK' ? 'not rolled back: this was the first revision (nothing earlier to return to)' : `the rollback failed: ${(error as Error).message}`;
-    }
-    throw new ClusterError('SVC_ERR_ROLLOUT', `the new version did not become healthy: ${failure.reason}${logs}\n${undo}`);
-  }
+  if (!followed.ok) throw new ClusterError('SVC_ERR_ROLLOUT', followed.message);
+  const rollout = followed.rollout;
   log(`app: revision ${rollout.revision} rolled out in ${(rollout.ms / 1000).toFixed(1)} s`);
   const target = await ingressTarget(kube, spec);
   let url = target.url;
@@ -159,8 +184,7 @@ export async function deployToCluster(
     log(`note: ${target.note}`);
   }
   const t4 = Date.now();
-  const ref = ingressRef(spec);
-  let bound = boundTls(await kube.read(ref.apiVersion, ref.kind, spec.namespace, spec.app));
+  let bound = await liveTls(kube, spec);
   if (options.enableTls) {
     url = await enableTls(kube, spec, log, { timeoutMs: options.tlsTimeoutMs });
     bound = { domain: spec.ingress.domain, secretName: '' };
@@ -173,6 +197,30 @@ export async function deployToCluster(
     log(`DNS: ${record ? `create the record ${record}` : `point ${spec.ingress.domain} at the cluster's ingress`}; the app answers at the node's address meanwhile. HTTPS: svc start <entry> --scale --enable-tls`);
   }
   return { url, apply: report, rollout, timings: { preflight: t1 - t0, apply: t2 - t1, rollout: t3 - t2, probe: t4 - t3 } };
+}
+
+/**
+ * Follow the app's rollout; when it fails, roll back — only a revision this deploy made (a deploy that changed nothing
+ * does not roll back the version that was serving).
+ */
+async function followRollout(kube: Kube, spec: DeploySpec, before: number, log: (line: string) => void): Promise<{ ok: true; rollout: RolloutOutcome } | { ok: false; message: string }> {
+  const rollout = await awaitRollout(kube, spec.namespace, spec.app, { onProgress: log });
+  if (rollout.ok) return { ok: true, rollout };
+  const failure = rollout.failure!;
+  const logs = failure.logs?.trim() ? `\nlast lines of ${failure.pod}'s log:\n${failure.logs.trimEnd().split('\n').map((l) => `  | ${l}`).join('\n')}` : '';
+  let undo: string;
+  if (rollout.revision === before) {
+    undo = `not rolled back: this deploy did not change the app's pods (revision ${before} is the one that was running)`;
+  } else {
+    try {
+      const { from, to } = await rollback(kube, spec.namespace, spec.app);
+      const back = await awaitRollout(kube, spec.namespace, spec.app, { onProgress: log });
+      undo = `rolled back from revision ${from} to revision ${to}${back.ok ? ', which is serving again' : ` (the rollback did not become healthy either: ${back.failure?.reason})`}`;
+    } catch (error) {
+      undo = error instanceof ClusterError && error.code === 'SVC_ERR_ROLLBACK' ? 'not rolled back: this was the first revision (nothing earlier to return to)' : `the rollback failed: ${(error as Error).message}`;
+    }
+  }
+  return { ok: false, message: `the new version did not become healthy: ${failure.reason}${logs}\n${undo}` };
 }
 
 /** Log each component's status (but the app's) when it changes, every 500 ms while `going()`. */

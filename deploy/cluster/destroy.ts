@@ -6,9 +6,10 @@
  * a namespace shared with other apps only the objects carrying this app's labels
  * are deleted. The Traefik CRDs stay: they are shared by every app of the cluster.
  */
+import { buildManifests } from '../manifests/index.ts';
 import type { DeploySpec, K8sObject } from '../spec.ts';
-import { objectId } from './apply.ts';
-import { ClusterError, type Kube } from './kube.ts';
+import { CREATED_FOR_ANNOTATION, objectId } from './apply.ts';
+import { ClusterError, KubeApiError, type Kube } from './kube.ts';
 import { tlsNames } from './tls.ts';
 
 type Json = Record<string, unknown>;
@@ -34,21 +35,8 @@ const NAMESPACED: [string, string][] = [
   ['rbac.authorization.k8s.io/v1', 'Role'],
   ['v1', 'ServiceAccount'],
 ];
-const CLUSTER_SCOPED: [string, string][] = [
-  ['rbac.authorization.k8s.io/v1', 'ClusterRoleBinding'],
-  ['rbac.authorization.k8s.io/v1', 'ClusterRole'],
-];
-/** Kinds whose objects in a namespace make it someone else's too (besides the app's). */
-const FOREIGN_CHECK: [string, string][] = [
-  ['apps/v1', 'Deployment'],
-  ['apps/v1', 'StatefulSet'],
-  ['apps/v1', 'DaemonSet'],
-  ['v1', 'Service'],
-  ['v1', 'PersistentVolumeClaim'],
-  ['v1', 'ConfigMap'],
-  ['v1', 'Secret'],
-  ['batch/v1', 'Job'],
-];
+/** Kinds made by Kubernetes from others (events, endpoints, leases): never a sign that someone else uses a namespace. */
+const DERIVED_KINDS = new Set(['Event', 'Endpoints', 'EndpointSlice', 'Lease', 'PodMetrics', 'ControllerRevision', 'LocalSubjectAccessReview']);
 
 export interface DestroyItem {
   apiVersion: string;
@@ -77,12 +65,32 @@ function isOurs(o: K8sObject, app: string): boolean {
   return o.metadata.labels?.['app.kubernetes.io/name'] === app;
 }
 
-/** Objects every namespace holds whatever runs in it (made by Kubernetes itself). */
+/** Objects every namespace holds whatever runs in it (made by Kubernetes itself), and cert-manager's ACME key of ours. */
 function isSystem(o: K8sObject, app: string): boolean {
   if (o.kind === 'ConfigMap' && o.metadata.name === 'kube-root-ca.crt') return true;
-  if (o.kind === 'Secret' && (o.type === 'kubernetes.io/service-account-token' || o.metadata.name === tlsNames(app).accountKey)) return true;
-  // Objects a controller made for ours (a cert-manager solver's, a Job's pods…) carry an owner.
-  return Array.isArray(o.metadata.ownerReferences) && (o.metadata.ownerReferences as unknown[]).length > 0;
+  if (o.kind === 'ServiceAccount' && o.metadata.name === 'default') return true;
+  return o.kind === 'Secret' && (o.type === 'kubernetes.io/service-account-token' || o.metadata.name === tlsNames(app).accountKey);
+}
+
+/**
+ * The first object of the namespace that is neither this app's (its label, or owned by an object of its) nor made by
+ * Kubernetes itself, over every kind the server lists; undefined when there is none.
+ */
+async function foreignObject(kube: Kube, namespace: string, app: string): Promise<K8sObject | undefined> {
+  const all: K8sObject[] = [];
+  for (const { apiVersion, kind } of await kube.namespacedKinds()) {
+    if (DERIVED_KINDS.has(kind)) continue;
+    all.push(...(await kube.list(apiVersion, kind, namespace).catch(() => [] as K8sObject[])));
+  }
+  const ours = new Set(all.filter((o) => isOurs(o, app)).map((o) => (o.metadata as { uid?: string }).uid));
+  // Owned by ours, directly or through one more owner (a ReplicaSet's pods, a Job's pods, a solver's objects).
+  for (let pass = 0; pass < 3; pass++) {
+    for (const o of all) {
+      const owners = (o.metadata.ownerReferences as { uid?: string }[] | undefined) ?? [];
+      if (owners.length > 0 && owners.every((r) => ours.has(r.uid))) ours.add((o.metadata as { uid?: string }).uid);
+    }
+  }
+  return all.find((o) => !ours.has((o.metadata as { uid?: string }).uid) && !isSystem(o, app));
 }
 
 const item = (o: K8sObject): DestroyItem => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, namespace: o.metadata.namespace });
@@ -96,7 +104,15 @@ const item = (o: K8sObject): DestroyItem => ({ apiVersion: o.apiVersion, kind: o
  */
 export async function destroyPlan(kube: Kube, spec: DeploySpec, options: { keepData: boolean }): Promise<DestroyPlan> {
   const { app, namespace } = spec;
-  const ns = await kube.read('v1', 'Namespace', undefined, namespace);
+  // A user whose rights end at the namespace cannot read it: it is then taken as there, and never deleted whole.
+  let readable = true;
+  const ns = await kube.read('v1', 'Namespace', undefined, namespace).catch((error: unknown) => {
+    if (error instanceof KubeApiError && error.status === 403) {
+      readable = false;
+      return { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } } as K8sObject;
+    }
+    throw error;
+  });
   const items: DestroyItem[] = [];
   const kept: DestroyItem[] = [];
   const keepSecrets = new Set([`${app}-docdb-secret`, `${app}-kv-secret`]);
@@ -116,18 +132,30 @@ export async function destroyPlan(kube: Kube, spec: DeploySpec, options: { keepD
     const account = await kube.read('v1', 'Secret', namespace, tlsNames(app).accountKey);
     if (account) items.push(item({ ...account, apiVersion: 'v1', kind: 'Secret' }));
   }
-  for (const [apiVersion, kind] of CLUSTER_SCOPED) for (const o of await kube.list(apiVersion, kind, undefined, selectorOf(app))) items.push(item(o));
+  // The cluster-scoped objects of this deployment: those of its plan, by name (the same app in another namespace has its own).
+  for (const o of buildManifests(spec).filter((x) => !x.metadata.namespace && x.kind !== 'Namespace' && x.kind !== 'CustomResourceDefinition')) {
+    const live = await kube.read(o.apiVersion, o.kind, undefined, o.metadata.name).catch((error: unknown) => {
+      if (error instanceof KubeApiError && error.status === 403) return undefined;
+      throw error;
+    });
+    if (live && isOurs(live, app)) items.push(item({ ...live, apiVersion: o.apiVersion, kind: o.kind }));
+  }
+  // And those an earlier plan made (monitoring turned off since): labelled, and named for this app and namespace exactly.
+  const clusterNames = new Set([`${app}-${namespace}-kube-state-metrics`]);
+  for (const [apiVersion, kind] of [['rbac.authorization.k8s.io/v1', 'ClusterRoleBinding'], ['rbac.authorization.k8s.io/v1', 'ClusterRole']] as const) {
+    const listed = await kube.list(apiVersion, kind, undefined, selectorOf(app)).catch(() => [] as K8sObject[]);
+    for (const o of listed) {
+      if (clusterNames.has(o.metadata.name) && !items.some((i) => i.kind === kind && i.name === o.metadata.name)) items.push(item(o));
+    }
+  }
   let deleteNamespace = false;
   let namespaceNote: string | undefined;
   if (ns) {
     const system = namespace === 'default' || namespace.startsWith('kube-');
-    const madeForApp = isOurs(ns, app);
-    let foreign: K8sObject | undefined;
-    for (const [apiVersion, kind] of FOREIGN_CHECK) {
-      foreign = (await kube.list(apiVersion, kind, namespace)).find((o) => !isOurs(o, app) && !isSystem(o, app));
-      if (foreign) break;
-    }
-    if (system) namespaceNote = `namespace ${namespace} is a system namespace: only ${app}'s objects are deleted`;
+    const madeForApp = ns.metadata.annotations?.[CREATED_FOR_ANNOTATION] === app;
+    const foreign = system || !madeForApp ? undefined : await foreignObject(kube, namespace, app);
+    if (!readable) namespaceNote = `namespace ${namespace} cannot be read with these credentials: only ${app}'s objects are deleted`;
+    else if (system) namespaceNote = `namespace ${namespace} is a system namespace: only ${app}'s objects are deleted`;
     else if (!madeForApp) namespaceNote = `namespace ${namespace} was not made by svc for ${app}: only ${app}'s objects are deleted`;
     else if (foreign) namespaceNote = `namespace ${namespace} also holds ${objectId(foreign)}, not ${app}'s: only ${app}'s objects are deleted`;
     else if (kept.length > 0) namespaceNote = `--keep-data: namespace ${namespace} stays, with the claims and the database credentials`;

@@ -12,7 +12,7 @@ export { awaitRollout, podTrouble, replicaSetsOf, revisionOf, revisions, rollbac
 export type { RolloutFailure, RolloutOutcome } from './rollout.ts';
 export { deployToCluster, nodePortHolder, preflight } from './deploy.ts';
 export type { DeployResult } from './deploy.ts';
-export { bindTls, boundTls, carryTls, dnsRecord, enableTls, ingressRef, tlsConfigProblems, tlsNames, tlsObjects } from './tls.ts';
+export { bindTls, boundTls, carryTls, dnsRecord, enableTls, ingressRef, liveTls, tlsConfigProblems, tlsNames, tlsObjects, tlsRoute } from './tls.ts';
 export { destroyApply, destroyPlan, destroyText } from './destroy.ts';
 export type { DestroyItem, DestroyPlan } from './destroy.ts';
 export { COMPONENT_NAMES, deploymentStatus, renderStatus, STATUS_MEANINGS, statusChanged, statusJson } from './status.ts';

@@ -90,7 +90,7 @@ export class Kube {
     // The server's own path prefix (a proxy in front of the API) stays in front of the resource path.
     const base = new URL(this.server);
     const fullPath = `${base.pathname.replace(/\/+$/, '')}${path}`;
-    const opts: RequestOptions = { method, hostname: url.hostname, port: url.port || undefined, path: fullPath, headers: { accept: options.text ? 'text/plain, */*' : 'application/json' } };
+    const opts: RequestOptions = { method, hostname: url.hostname.replace(/^\[|\]$/g, ''), port: url.port || undefined, path: fullPath, headers: { accept: options.text ? 'text/plain, */*' : 'application/json' } };
     await this.config.applyToHTTPSOptions(opts);
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     if (payload) Object.assign(opts.headers as Record<string, string>, { 'content-type': options.contentType ?? 'application/json', 'content-length': String(payload.length) });
@@ -139,6 +139,20 @@ export class Kube {
     const found = kinds.get(kind);
     if (!found) throw new KubeApiError(404, 'NotFound', `the cluster serves no ${kind} of ${apiVersion} (is its CustomResourceDefinition installed?)`);
     return found;
+  }
+
+  /** Every namespaced kind the server lists (its preferred version of each group), from discovery. */
+  async namespacedKinds(): Promise<{ apiVersion: string; kind: string }[]> {
+    const out: { apiVersion: string; kind: string }[] = [];
+    const versions = ['v1'];
+    const groups = (await this.request('GET', '/apis')) as { groups?: { preferredVersion?: { groupVersion?: string } }[] };
+    for (const g of groups.groups ?? []) if (g.preferredVersion?.groupVersion) versions.push(g.preferredVersion.groupVersion);
+    for (const apiVersion of versions) {
+      const path = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
+      const list = (await this.request('GET', path).catch(() => ({}))) as { resources?: { name: string; kind: string; namespaced: boolean; verbs?: string[] }[] };
+      for (const r of list.resources ?? []) if (r.namespaced && !r.name.includes('/') && (r.verbs ?? []).includes('list')) out.push({ apiVersion, kind: r.kind });
+    }
+    return out;
   }
 
   /** The path of a kind's collection (namespace '' or absent: every namespace, for a namespaced kind). */
@@ -232,7 +246,14 @@ export function connectCluster(env: NodeJS.ProcessEnv): Kube {
     if (kubeconfig.length > 0) {
       const missing = kubeconfig.find((f) => !existsSync(f));
       if (missing && kubeconfig.length === 1) throw new ClusterError('SVC_ERR_NO_CLUSTER', `no cluster configured: KUBECONFIG names ${missing}, which does not exist`);
-      kc.loadFromFile(kubeconfig.find((f) => existsSync(f)) as string);
+      // As kubectl: every file of KUBECONFIG, merged (the first one's current context).
+      const present = kubeconfig.filter((f) => existsSync(f));
+      kc.loadFromFile(present[0] as string);
+      for (const f of present.slice(1)) {
+        const more = new KubeConfig();
+        more.loadFromFile(f);
+        kc.mergeConfig(more, true);
+      }
     } else if (existsSync(home)) {
       kc.loadFromFile(home);
     } else if (env.KUBERNETES_SERVICE_HOST && existsSync(SERVICE_ACCOUNT_TOKEN)) {
@@ -242,7 +263,8 @@ export function connectCluster(env: NodeJS.ProcessEnv): Kube {
     }
   } catch (error) {
     if (error instanceof ClusterError) throw error;
-    throw new ClusterError('SVC_ERR_NO_CLUSTER', `no cluster configured: the kubeconfig cannot be read: ${(error as Error).message}`);
+    // The parser's message quotes the lines around the error (tokens, keys): only its first line is said.
+    throw new ClusterError('SVC_ERR_NO_CLUSTER', `no cluster configured: the kubeconfig cannot be read: ${String((error as Error).message).split('\n')[0]?.slice(0, 200)}`);
   }
   if (env.SVC_KUBE_CONTEXT) kc.setCurrentContext(env.SVC_KUBE_CONTEXT);
   const cluster = kc.getCurrentCluster();

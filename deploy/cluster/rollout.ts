@@ -17,8 +17,11 @@ type Json = Record<string, unknown>;
 
 const REVISION = 'deployment.kubernetes.io/revision';
 
-/** Waiting reasons that do not go away by waiting. */
-const FATAL_WAITING = new Set(['CrashLoopBackOff', 'ImagePullBackOff', 'ErrImagePull', 'InvalidImageName', 'CreateContainerConfigError', 'CreateContainerError', 'RunContainerError']);
+/**
+ * Waiting reasons that do not go away by waiting. Not ErrImagePull: a first pull error can be a registry's hiccup
+ * (the kubelet turns a lasting one into ImagePullBackOff).
+ */
+const FATAL_WAITING = new Set(['CrashLoopBackOff', 'ImagePullBackOff', 'InvalidImageName', 'CreateContainerConfigError', 'CreateContainerError', 'RunContainerError']);
 
 export function revisionOf(o: K8sObject | undefined): number {
   return Number(o?.metadata.annotations?.[REVISION] ?? 0);
@@ -53,7 +56,7 @@ export function podTrouble(pod: K8sObject, all = false): { container: string; re
       previous: terminated !== undefined,
     };
   }
-  if (status.phase === 'Failed') return { container: '', reason: 'Failed', message: String(status.message ?? status.reason ?? ''), previous: false };
+  // A pod in phase Failed (evicted, a node's affinity lost, a node shut down) is replaced by its ReplicaSet: not a failure of the version.
   return undefined;
 }
 
@@ -87,17 +90,24 @@ export interface RolloutOutcome {
  * const outcome = await awaitRollout(kube, 'shop', 'shop', { onProgress: (line) => console.error(line) });
  * if (!outcome.ok) await rollback(kube, 'shop', 'shop');
  */
-export async function awaitRollout(kube: Kube, namespace: string, name: string, options: { onProgress?: (line: string) => void; pollMs?: number; timeoutMs?: number } = {}): Promise<RolloutOutcome> {
+export async function awaitRollout(
+  kube: Kube,
+  namespace: string,
+  name: string,
+  options: { onProgress?: (line: string) => void; pollMs?: number; observeTimeoutMs?: number; timeoutMs?: number } = {},
+): Promise<RolloutOutcome> {
   const started = Date.now();
   const pollMs = options.pollMs ?? 250;
+  // As `kubectl rollout status`: no limit on a rollout that progresses (ProgressDeadlineExceeded ends one that does not);
+  // a limit only on the controller never observing the new generation, and a last guard of an hour.
+  const observeTimeoutMs = options.observeTimeoutMs ?? 120_000;
+  const timeoutMs = options.timeoutMs ?? 3_600_000;
   let lastLine = '';
-  let deadlineMs = options.timeoutMs;
   for (;;) {
     const d = await kube.read('apps/v1', 'Deployment', namespace, name);
     if (!d) throw new ClusterError('SVC_ERR_NOT_DEPLOYED', `Deployment ${namespace}/${name} is not in the cluster`);
     const spec = d.spec as Json;
     const status = (d.status ?? {}) as Json;
-    deadlineMs ??= (Number(spec.progressDeadlineSeconds ?? 600) + 60) * 1000;
     const revision = revisionOf(d);
     const done = (ok: boolean, failure?: RolloutFailure): RolloutOutcome => ({ ok, failure, revision, ms: Date.now() - started });
     const observed = Number(status.observedGeneration ?? 0) >= Number(d.metadata.generation ?? 1);
@@ -111,12 +121,18 @@ export async function awaitRollout(kube: Kube, namespace: string, name: string, 
       const line = `app: ${Math.min(updated, desired)}/${desired} pods of revision ${revision} updated, ${ready} ready${total > updated ? `, ${total - updated} old still serving` : ''}`;
       if (line !== lastLine) options.onProgress?.(line);
       lastLine = line;
+      const availableCond = conditionOf(d, 'Available')?.status === 'True';
+      // Complete (kubectl's rule): every replica updated, no old one left, every updated one available.
+      if (updated >= desired && total <= updated && available >= updated && ready >= desired && availableCond) return done(true);
+      const replicaFailure = conditionOf(d, 'ReplicaFailure');
+      if (replicaFailure?.status === 'True') return done(false, { reason: `pods cannot be created: ${String(replicaFailure.message ?? replicaFailure.reason ?? '')}` });
       // The current ReplicaSet's pods: a failure the kubelet reports is a failure now, not at the deadline.
       const current = (await replicaSetsOf(kube, d)).find((rs) => revisionOf(rs) === revision);
       if (current) {
         const hash = current.metadata.labels?.['pod-template-hash'];
         const pods = hash ? (await kube.list('v1', 'Pod', namespace, `pod-template-hash=${hash}`)).filter((p) => ((p.metadata.ownerReferences as { uid?: string }[] | undefined) ?? []).some((r) => r.uid === current.metadata.uid)) : [];
         for (const pod of pods) {
+          if (pod.metadata.deletionTimestamp) continue;
           const trouble = podTrouble(pod);
           if (!trouble) continue;
           const logs = await kube.podLog(namespace, pod.metadata.name, { container: trouble.container.replace(/^init container /, '') || undefined, tailLines: 20, previous: trouble.previous });
@@ -131,10 +147,10 @@ export async function awaitRollout(kube: Kube, namespace: string, name: string, 
           return done(false, { reason: `no progress within progressDeadlineSeconds (${spec.progressDeadlineSeconds ?? 600} s): ${why}`, pod: (stuck?.p ?? notReady)?.metadata.name, logs });
         }
       }
-      const availableCond = conditionOf(d, 'Available')?.status === 'True';
-      if (updated >= desired && total <= updated && available >= updated && ready >= desired && availableCond) return done(true);
+    } else if (Date.now() - started > observeTimeoutMs) {
+      return done(false, { reason: `the Deployment controller did not observe generation ${d.metadata.generation} within ${Math.round(observeTimeoutMs / 1000)} s (is kube-controller-manager running?)` });
     }
-    if (Date.now() - started > deadlineMs) return done(false, { reason: `the rollout did not finish within ${Math.round(deadlineMs / 1000)} s (${lastLine || 'the new generation was never observed'})` });
+    if (Date.now() - started > timeoutMs) return done(false, { reason: `the rollout did not finish within ${Math.round(timeoutMs / 1000)} s (${lastLine})` });
     await new Promise((r) => setTimeout(r, pollMs));
   }
 }

@@ -2,24 +2,29 @@
  * `--enable-tls`: HTTPS for a deployed app through cert-manager. Installs
  * cert-manager when the cluster has none (or reuses it), makes an ACME Issuer
  * whose HTTP-01 challenges go through the app's own ingress class, a Certificate
- * for `domain`, and binds the ingress to the host with the certificate — by
- * merging into the live object, and every later deploy carries that binding over
- * (the original product's redeploys wiped the TLS section and the host).
+ * for `domain`, and — once it is issued — binds the ingress to the host with the
+ * certificate, built from the live routes; every later deploy carries that
+ * binding over (the original product's redeploys wiped the TLS section and the
+ * host), following the configured domain.
  *
- * Until TLS is enabled the routes match any host, so the app answers at the
- * node's address and at its domain alike.
+ * With Traefik (svc's own proxy or the cluster's) the binding is the IngressRoute
+ * `{app}-tls`: a Traefik route with a `tls` section answers TLS only, so the plain
+ * route `{app}` stays and the app keeps answering over HTTP at the node's address
+ * (the deploy's probe uses it). With another controller the Ingress `{app}` itself
+ * gets the `tls` section and the host. Until TLS is enabled the routes match any
+ * host, so the app answers at the node's address and at its domain alike.
  */
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import type { DeploySpec, K8sObject } from '../spec.ts';
 import { applyObjects, objectId } from './apply.ts';
-import { ClusterError, type Kube } from './kube.ts';
+import { ClusterError, KubeApiError, type Kube } from './kube.ts';
 
 type Json = Record<string, unknown>;
 
 /** The names `--enable-tls` gives its objects. */
 export function tlsNames(app: string) {
-  return { issuer: `${app}-acme`, accountKey: `${app}-acme-account`, certificate: `${app}-tls`, secret: `${app}-tls` };
+  return { issuer: `${app}-acme`, accountKey: `${app}-acme-account`, certificate: `${app}-tls`, secret: `${app}-tls`, route: `${app}-tls` };
 }
 
 /**
@@ -49,8 +54,9 @@ export function bindTls(o: K8sObject, tls: { domain: string; secretName: string 
   if (o.kind === 'IngressRoute') {
     spec.tls = { secretName: tls.secretName };
     for (const route of (spec.routes as Json[]) ?? []) {
-      const match = String(route.match ?? '');
-      if (!match.includes('Host(')) route.match = match === '' ? hostRule(tls.domain) : `${hostRule(tls.domain)} && ${match}`;
+      // The host of the binding replaces any other (a changed domain follows).
+      const match = String(route.match ?? '').replace(/^Host\(`[^`]*`\)( && )?/, '');
+      route.match = match === '' ? hostRule(tls.domain) : `${hostRule(tls.domain)} && ${match}`;
     }
   } else if (o.kind === 'Ingress') {
     spec.tls = [{ hosts: [tls.domain], secretName: tls.secretName }];
@@ -76,14 +82,48 @@ export function boundTls(o: K8sObject | undefined): { domain: string; secretName
 }
 
 /**
- * The desired ingress object with the live one's TLS binding carried over (a deploy never unbinds TLS).
+ * The TLS route `{app}-tls` of Traefik: the app's IngressRoute, renamed, bound to the domain and the certificate (on
+ * the cluster's Traefik, its `websecure` entry point; svc's proxy serves TLS and plain HTTP on its one entry point).
  *
  * @example
- * await kube.mergePatch(carryTls(desired, live));
+ * tlsRoute(spec, route, { domain: 'shop.example.com', secretName: 'shop-tls' }).metadata.name // 'shop-tls'
  */
-export function carryTls(desired: K8sObject, existing: K8sObject | undefined): K8sObject {
-  const bound = boundTls(existing);
-  return bound ? bindTls(desired, bound) : desired;
+export function tlsRoute(spec: DeploySpec, route: K8sObject, tls: { domain: string; secretName: string }): K8sObject {
+  const bound = bindTls(route, tls);
+  const { name: _name, namespace, labels, annotations } = route.metadata;
+  bound.metadata = { name: tlsNames(spec.app).route, namespace, labels, ...(annotations ? { annotations } : {}) };
+  if (spec.ingress.className === 'traefik') (bound.spec as Json).entryPoints = ['websecure'];
+  return bound;
+}
+
+/**
+ * The live TLS binding of the app (its domain and certificate Secret), or undefined.
+ *
+ * @example
+ * await liveTls(kube, spec) // { domain: 'shop.example.com', secretName: 'shop-tls' }
+ */
+export async function liveTls(kube: Kube, spec: DeploySpec): Promise<{ domain: string; secretName: string } | undefined> {
+  const ref = ingressRef(spec);
+  const name = ref.kind === 'IngressRoute' ? tlsNames(spec.app).route : spec.app;
+  return boundTls((await kube.read(ref.apiVersion, ref.kind, spec.namespace, name)) ?? undefined);
+}
+
+/**
+ * The plan's objects with the live TLS binding carried over, so a deploy never unbinds TLS: the TLS route rebuilt from
+ * the plan's routes (Traefik), or the plan's Ingress bound. The configured domain wins over the bound one.
+ *
+ * @example
+ * await applyObjects(kube, await carryTls(kube, spec, objects), log);
+ */
+export async function carryTls(kube: Kube, spec: DeploySpec, objects: K8sObject[]): Promise<K8sObject[]> {
+  const bound = await liveTls(kube, spec);
+  if (!bound) return objects;
+  const tls = { domain: spec.ingress.domain || bound.domain, secretName: bound.secretName };
+  const ref = ingressRef(spec);
+  const plain = objects.find((o) => o.kind === ref.kind && o.metadata.name === spec.app);
+  if (!plain) return objects;
+  if (ref.kind === 'IngressRoute') return [...objects, tlsRoute(spec, plain, tls)];
+  return objects.map((o) => (o === plain ? bindTls(o, tls) : o));
 }
 
 async function manifestText(source: string): Promise<string> {
@@ -117,7 +157,11 @@ const condition = (o: K8sObject | undefined, type: string) => ((o?.status as Jso
  * `[scale.orchestrator] cert_manager_manifest` and waited for (its Deployments available).
  */
 async function ensureCertManager(kube: Kube, spec: DeploySpec, log: (line: string) => void, timeoutMs: number): Promise<void> {
-  const crd = await kube.read('apiextensions.k8s.io/v1', 'CustomResourceDefinition', undefined, 'certificates.cert-manager.io');
+  const crd = await kube.read('apiextensions.k8s.io/v1', 'CustomResourceDefinition', undefined, 'certificates.cert-manager.io').catch((error: unknown) => {
+    // A user whose rights end at the namespace: cert-manager is the administrator's to install.
+    if (error instanceof KubeApiError && error.status === 403) return { apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'certificates.cert-manager.io' } } as K8sObject;
+    throw error;
+  });
   if (crd) {
     log('cert-manager: installed in the cluster already; reused');
     return;
@@ -155,7 +199,11 @@ export function tlsObjects(spec: DeploySpec): K8sObject[] {
   const names = tlsNames(spec.app);
   const labels = labelsOf(spec);
   // HTTP-01 answers go through the app's own ingress: svc's Traefik reads Ingresses carrying the app's label.
-  const solverIngress: Json = spec.ingress.className === '' ? { ingressTemplate: { metadata: { labels: { 'app.kubernetes.io/name': spec.app } } } } : { ingressClassName: spec.ingress.className };
+  // (By its class annotation and the app's label: a cluster's default IngressClass is not stamped over an annotation.)
+  const solverIngress: Json =
+    spec.ingress.className === ''
+      ? { class: `svc-${spec.app}`, serviceType: 'ClusterIP', ingressTemplate: { metadata: { labels: { 'app.kubernetes.io/name': spec.app } } } }
+      : { ingressClassName: spec.ingress.className, serviceType: 'ClusterIP' };
   return [
     {
       apiVersion: 'cert-manager.io/v1',
@@ -188,15 +236,18 @@ export async function enableTls(kube: Kube, spec: DeploySpec, log: (line: string
   if (problems.length > 0) throw new ClusterError('SVC_ERR_TLS', problems.join('\n'));
   const timeoutMs = options.timeoutMs ?? 300_000;
   await ensureCertManager(kube, spec, log, timeoutMs);
-  const report = await applyObjects(kube, tlsObjects(spec), log);
-  if (report.failed.length > 0) throw new ClusterError('SVC_ERR_TLS', `the Issuer or the Certificate could not be applied: ${report.failed.map((f) => `${f.object}: ${f.error}`).join('; ')}`);
+  // cert-manager's webhook answers 500 until its CA is injected, some seconds after its Deployments are available.
+  for (let until = Date.now() + 90_000; ; ) {
+    const report = await applyObjects(kube, tlsObjects(spec), log);
+    if (report.failed.length === 0) break;
+    const webhook = report.failed.every((f) => /webhook|x509|connection refused|500/.test(f.error));
+    if (!webhook || Date.now() > until) throw new ClusterError('SVC_ERR_TLS', `the Issuer or the Certificate could not be applied: ${report.failed.map((f) => `${f.object}: ${f.error}`).join('; ')}`);
+    await new Promise((r) => setTimeout(r, 2000));
+  }
   const ref = ingressRef(spec);
   const live = await kube.read(ref.apiVersion, ref.kind, spec.namespace, spec.app);
   if (!live) throw new ClusterError('SVC_ERR_NOT_DEPLOYED', `the app's ingress (${ref.kind} ${spec.namespace}/${spec.app}) is not in the cluster: deploy first (svc start <entry> --scale)`);
-  const bound = bindTls(live, { domain: spec.ingress.domain, secretName: tlsNames(spec.app).secret });
-  // A merge patch of the spec alone: whatever else the live object holds stays.
-  await kube.mergePatch(live, { spec: bound.spec });
-  log(`ingress: bound to ${spec.ingress.domain} with the certificate ${tlsNames(spec.app).secret}; waiting for the certificate to be issued`);
+  log(`certificate: requested for ${spec.ingress.domain}; waiting for it to be issued (the ingress is bound once it is)`);
   let last = '';
   const ready = await poll(async () => {
     const cert = await kube.read('cert-manager.io/v1', 'Certificate', spec.namespace, tlsNames(spec.app).certificate);
@@ -209,9 +260,20 @@ export async function enableTls(kube: Kube, spec: DeploySpec, log: (line: string
   if (!ready) {
     throw new ClusterError(
       'SVC_ERR_TLS',
-      `the certificate for ${spec.ingress.domain} was not issued within ${Math.round(timeoutMs / 1000)} s (${last}): the domain must resolve to the ingress and port 80 reach it for the HTTP-01 challenge; kubectl describe certificate ${tlsNames(spec.app).certificate} -n ${spec.namespace}`,
+      `the certificate for ${spec.ingress.domain} was not issued within ${Math.round(timeoutMs / 1000)} s (${last}); the ingress was left as it was. The domain must resolve to the ingress and its port 80 reach it for the HTTP-01 challenge: kubectl describe certificate ${tlsNames(spec.app).certificate} -n ${spec.namespace}`,
     );
   }
+  // Bound only now, with the certificate there: built from the live routes, by merging.
+  const tls = { domain: spec.ingress.domain, secretName: tlsNames(spec.app).secret };
+  if (ref.kind === 'IngressRoute') {
+    const route = tlsRoute(spec, live, tls);
+    const existing = await kube.read(ref.apiVersion, ref.kind, spec.namespace, route.metadata.name);
+    if (existing) await kube.mergePatch(route);
+    else await kube.create(route);
+  } else {
+    await kube.mergePatch(live, { spec: bindTls(live, tls).spec });
+  }
+  log(`ingress: bound to ${spec.ingress.domain} with the certificate ${tls.secretName}`);
   return `https://${spec.ingress.domain}/`;
 }
 

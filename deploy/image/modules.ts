@@ -85,6 +85,8 @@ export function runtimePackages(root: string): StagedPackage[] {
     const optional = new Set([...Object.keys(pkg.optionalDependencies ?? {}), ...Object.keys(pkg.peerDependencies ?? {})]);
     const wanted = new Set([...Object.keys(pkg.dependencies ?? {}), ...optional]);
     for (const name of wanted) {
+      // Type declarations only (a library may list @types/node as a dependency): nothing of them runs.
+      if (name.startsWith('@types/')) continue;
       const found = resolvePackage(name, dir);
       if (found === undefined) {
         if (optional.has(name)) continue;

@@ -127,6 +127,8 @@ function proxyArgs(spec: DeploySpec): string[] {
     '--providers.kubernetesingress=true',
     `--providers.kubernetesingress.namespaces=${spec.namespace}`,
     `--providers.kubernetesingress.labelSelector=app.kubernetes.io/name=${spec.app}`,
+    // Their class (an annotation cert-manager sets, which a cluster's default IngressClass does not override).
+    `--providers.kubernetesingress.ingressClass=svc-${spec.app}`,
     '--providers.kubernetesingress.disableClusterScopeResources=true',
     '--global.checkNewVersion=false',
     '--global.sendAnonymousUsage=false',

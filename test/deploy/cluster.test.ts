@@ -253,7 +253,7 @@ t.test("fake Kubernetes API server: destroy in a shared namespace deletes only t
   env.api.put({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'billing-config', namespace: 'shop' }, data: { a: '1' } });
   const plan = await destroyPlan(env.kube, env.spec(), { keepData: false });
   t.notOk(plan.deleteNamespace, 'a shared namespace stays');
-  t.match(plan.namespaceNote, /also holds Deployment\/shop\/billing/);
+  t.match(plan.namespaceNote, /also holds (Deployment\/shop\/billing|ConfigMap\/shop\/billing-config), not shop.s/);
   await destroyApply(env.kube, plan, { log: () => undefined });
   t.ok(env.api.get('apps/v1', 'Deployment', 'shop', 'billing'), "the other app's Deployment is untouched");
   t.ok(env.api.get('v1', 'ConfigMap', 'shop', 'billing-config'), 'and its ConfigMap');
@@ -308,18 +308,37 @@ t.test('fake Kubernetes API server: a domain without TLS stays reachable by addr
   const issuer = env.api.get('cert-manager.io/v1', 'Issuer', 'shop', 'shop-acme') as Any;
   t.equal(issuer.spec.acme.email, 'ops@example.com', 'the ACME issuer');
   t.same(issuer.spec.acme.solvers[0].http01.ingress.ingressTemplate.metadata.labels, { 'app.kubernetes.io/name': 'shop' }, "its challenges go through the app's own proxy");
+  t.equal(issuer.spec.acme.solvers[0].http01.ingress.class, 'svc-shop', 'by the class the proxy reads');
   const cert = env.api.get('cert-manager.io/v1', 'Certificate', 'shop', 'shop-tls') as Any;
   t.same(cert.spec.dnsNames, ['shop.example.com'], 'the certificate for the domain');
-  t.same(route().spec.tls, { secretName: 'shop-tls' }, 'the ingress bound to the certificate');
-  t.ok(route().spec.routes.every((r: Any) => r.match.startsWith('Host(`shop.example.com`) && ')), 'and to the host');
+  const bound = () => env.api.get('traefik.io/v1alpha1', 'IngressRoute', 'shop', 'shop-tls') as Any;
+  t.same(bound().spec.tls, { secretName: 'shop-tls' }, 'the TLS route bound to the certificate');
+  t.ok(bound().spec.routes.every((r: Any) => r.match.startsWith('Host(`shop.example.com`) && ')), 'and to the host');
+  t.same(bound().spec.routes.map((r: Any) => r.match.replace(/^Host\(`shop\.example\.com`\) && /, '')), route().spec.routes.map((r: Any) => r.match), 'the same routes as the plain one');
+  t.notOk(route().spec.tls, 'the plain route stays plain: HTTP at the node address still answers');
 
   const again = await env.deploy(tls);
-  t.same(route().spec.tls, { secretName: 'shop-tls' }, 'a redeploy keeps the TLS section');
-  t.ok(route().spec.routes.every((r: Any) => r.match.startsWith('Host(`shop.example.com`) && ')), 'and the host');
+  t.same(bound().spec.tls, { secretName: 'shop-tls' }, 'a redeploy keeps the TLS section');
+  t.ok(bound().spec.routes.every((r: Any) => r.match.startsWith('Host(`shop.example.com`) && ')), 'and the host');
   t.equal(again.url, 'https://shop.example.com/');
   t.notOk(again.log.some((l) => /create the record/.test(l)), 'no DNS hint once TLS is on');
   const status = await readStatus(env.kube, env.spec(tls));
-  t.ok(status.urls.includes('https://shop.example.com/') || status.urls.some((u) => u.startsWith('https://shop.example.com')), 'status shows https://domain');
+  t.ok(status.urls.some((u) => u.startsWith('https://shop.example.com')), 'status shows https://domain');
+  await env.deploy(tls.replace('shop.example.com', 'www.example.com'));
+  t.ok(bound().spec.routes.every((r: Any) => r.match.startsWith('Host(`www.example.com`) && ')), 'a changed domain follows');
   const reuse = await env.deploy(tls, undefined, { enableTls: true });
   t.ok(reuse.log.some((l) => /cert-manager: installed in the cluster already; reused/.test(l)), 'cert-manager reused');
+});
+
+t.test('fake Kubernetes API server: a certificate that is not issued leaves the ingress unbound', async (t) => {
+  const env = await setup(t, { certificates: 'pending' });
+  const manifest = certManagerManifest(env.dir);
+  const tls = `domain = "shop.example.com"\ncert_manager_email = "ops@example.com"\ncert_manager_manifest = "${manifest}"`;
+  await env.deploy(tls);
+  const log: string[] = [];
+  const error = (await deployToCluster(env.kube, env.spec(tls), { log: (l) => log.push(l), enableTls: true, tlsTimeoutMs: 1500, probeTimeoutMs: 5000 }).catch((e: unknown) => e)) as ClusterError;
+  t.equal(error.code, 'SVC_ERR_TLS');
+  t.match(error.message, /was not issued within 2 s .*the ingress was left as it was/);
+  t.notOk(env.api.get('traefik.io/v1alpha1', 'IngressRoute', 'shop', 'shop-tls'), 'no TLS route without a certificate');
+  t.notOk((env.api.get('traefik.io/v1alpha1', 'IngressRoute', 'shop', 'shop') as Any).spec.tls, 'the plain route untouched');
 });
