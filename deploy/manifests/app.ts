@@ -6,7 +6,7 @@
  * (`maxSurge: 1, maxUnavailable: 0`); a pod being replaced first pauses
  * (`preStop`) so the endpoints controller and the ingress take it out of
  * rotation, then gets SIGTERM and drains — WebSocket clients are closed with
- * 1001 and reconnect to another pod — within `terminationGracePeriodSeconds`,
+ * 4503 (svc is going away) and reconnect to another pod — within `terminationGracePeriodSeconds`,
  * which is above svc's drain deadline.
  */
 import type { DeploySpec, K8sObject } from '../spec.ts';
