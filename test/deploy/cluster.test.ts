@@ -342,3 +342,15 @@ t.test('fake Kubernetes API server: a certificate that is not issued leaves the 
   t.notOk(env.api.get('traefik.io/v1alpha1', 'IngressRoute', 'shop', 'shop-tls'), 'no TLS route without a certificate');
   t.notOk((env.api.get('traefik.io/v1alpha1', 'IngressRoute', 'shop', 'shop') as Any).spec.tls, 'the plain route untouched');
 });
+
+t.test('fake Kubernetes API server: the health path must answer 2xx through the ingress, with the Host of the domain', async (t) => {
+  const env = await setup(t);
+  env.ingress.answer(204);
+  await env.deploy('domain = "shop.example.com"');
+  t.ok(env.ingress.requests.some((r) => r.path === '/healthz/ready' && r.host === 'shop.example.com'), 'the probe names the domain as its Host');
+  env.ingress.answer(503);
+  const log: string[] = [];
+  const error = (await deployToCluster(env.kube, env.spec(), { log: (l) => log.push(l), probeTimeoutMs: 600 }).catch((e: unknown) => e)) as ClusterError;
+  t.equal(error.code, 'SVC_ERR_INGRESS_PROBE');
+  t.match(error.message, new RegExp(`the app is rolled out, but http://127\\.0\\.0\\.1:${env.ingress.port}/healthz/ready did not answer 2xx through the ingress: 503`));
+});
