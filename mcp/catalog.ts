@@ -111,13 +111,11 @@ export const DOCS: Readonly<Record<string, DocEntry>> = {
   'tutorial-fullstack-auth': page('tutorial-fullstack-auth', 'tutorial', 'Tutorial: signing users in from a page', 'Register, log in, keep the token, call private walkers, refresh, and single sign-on redirects back to your page.'),
   'tutorial-fullstack-routing': { absent: NO_CLIENT },
   'tutorial-production-local': page('tutorial-production-local', 'tutorial', 'Tutorial: production on one host', 'Run svc under a process manager: secrets, the prod profile, data folder, durability, proxies, health checks, graceful stop.'),
-  'tutorial-production-k8s': {
-    absent: 'Deployment to Kubernetes (`svc start --scale`) is not built yet (README, "Not built yet"); for several processes today see svc://docs/scale (KV_URL, DOCDB_URI)',
-  },
+  'tutorial-production-k8s': page('tutorial-production-k8s', 'tutorial', 'Tutorial: production on Kubernetes', 'svc start --scale: the plan, the image, the deploy with its rollout and rollback, status, HTTPS through cert-manager, destroy.'),
 
   client: page('client', 'service', 'Calling svc from clients', 'Any HTTP client: endpoints, tokens, the envelope; WebSocket walkers and WalkerSocket from svc/client.'),
   scale: page('scale', 'service', 'Scaling: threads, processes, shared stores', 'Worker threads, a cluster of processes through Redis (KV_URL), PostgreSQL or MongoDB (DOCDB_URI), event streaming, metrics.'),
-  cli: page('cli', 'workflow', 'The svc command', 'svc start, init, token, db, bench and mcp: what each does and its main flags.'),
+  cli: page('cli', 'workflow', 'The svc command', 'svc start (and --scale), scale, init, token, db, bench and mcp: what each does and its main flags.'),
   config: page('config', 'workflow', 'Configuration', 'svc.toml, profiles, environment variables and flags: precedence and the keys you touch most.'),
   'code-organization': page('code-organization', 'workflow', 'Organizing a project', 'The entry module and helper modules, what is exported, the project folder, public/, .svc/, several apps with sv.import.'),
   mcp: page('mcp', 'workflow', 'The svc tool server (MCP)', 'svc mcp: transports, the svc:// resources, the tools and prompts for AI clients, and a workflow that uses them.'),

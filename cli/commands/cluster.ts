@@ -4,8 +4,8 @@
  * Each reads the app's name and namespace from its configuration (the same as
  * `svc start <entry> --scale`) and the rest from the cluster of the kubeconfig.
  *
- * Exit codes: 0 done (status: every component Running, or `--json`/`--watch`),
- * 1 a failure or a component not Running, 2 a usage or configuration error.
+ * Exit codes: 0 done (status: every deployed component Running; `--watch`: when
+ * interrupted), 1 a failure or a component not Running, 2 a usage or configuration error.
  */
 import { dirname } from 'node:path';
 import { createInterface } from 'node:readline';

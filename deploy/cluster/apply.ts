@@ -216,7 +216,14 @@ export async function applyObjects(kube: Kube, objects: K8sObject[], log: (line:
         throw new ClusterError('SVC_ERR_APPLY', `namespace ${o.metadata.name} is being deleted (a destroy is still finishing): run the deploy again once it is gone`);
       }
       if (o.kind === 'Namespace' && existing.metadata.annotations?.[CREATED_FOR_ANNOTATION] !== appOf(o)) {
-        // Not made by svc for this app: its labels (Pod Security) are its owner's.
+        // Not made by svc for this app: its labels (Pod Security) are its owner's. Said when they differ from the plan's.
+        const want = Object.entries(o.metadata.labels ?? {}).filter(([k, v]) => k.startsWith('pod-security.kubernetes.io/') && existing.metadata.labels?.[k] !== v);
+        if (want.length > 0) {
+          log(
+            `warning: namespace ${o.metadata.name} existed before svc (no ${CREATED_FOR_ANNOTATION} annotation): its Pod Security labels are left as they are; the plan's are ` +
+              `kubectl label --overwrite ns ${o.metadata.name} ${want.map(([k, v]) => `${k}=${v}`).join(' ')} (or adopt it for ${appOf(o)}: kubectl annotate ns ${o.metadata.name} ${CREATED_FOR_ANNOTATION}=${appOf(o)})`,
+          );
+        }
         report.kept.push(id);
         continue;
       }

@@ -190,6 +190,9 @@ export async function deployToCluster(
     bound = { domain: spec.ingress.domain, secretName: '' };
   } else if (bound) {
     url = `https://${bound.domain}/`;
+    if (spec.ingress.domain !== '' && spec.ingress.domain !== bound.domain) {
+      log(`warning: TLS is bound to ${bound.domain} (its certificate's domain), not to domain = ${spec.ingress.domain}: svc start <entry> --scale --enable-tls binds the new one`);
+    }
   }
   if (spec.ingress.domain !== '' && !bound) {
     const address = await dnsTarget(kube, spec);

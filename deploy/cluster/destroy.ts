@@ -62,7 +62,7 @@ export interface DestroyPlan {
 const selectorOf = (app: string) => `app.kubernetes.io/name=${app},managed=svc-scale`;
 
 function isOurs(o: K8sObject, app: string): boolean {
-  return o.metadata.labels?.['app.kubernetes.io/name'] === app;
+  return o.metadata.labels?.['app.kubernetes.io/name'] === app && o.metadata.labels?.managed === 'svc-scale';
 }
 
 /** Objects every namespace holds whatever runs in it (made by Kubernetes itself), and cert-manager's ACME key of ours. */
@@ -73,24 +73,47 @@ function isSystem(o: K8sObject, app: string): boolean {
 }
 
 /**
- * The first object of the namespace that is neither this app's (its label, or owned by an object of its) nor made by
- * Kubernetes itself, over every kind the server lists; undefined when there is none.
+ * The first object of the namespace that is neither this app's (its labels, or owned — at any depth — by an object of
+ * its) nor made by Kubernetes itself, over every kind the server lists: `foreign`; or, when a kind cannot be listed
+ * (403, an API group down), `unknown` naming it — the namespace is then not known to be the app's alone.
  */
-async function foreignObject(kube: Kube, namespace: string, app: string): Promise<K8sObject | undefined> {
-  const all: K8sObject[] = [];
-  for (const { apiVersion, kind } of await kube.namespacedKinds()) {
-    if (DERIVED_KINDS.has(kind)) continue;
-    all.push(...(await kube.list(apiVersion, kind, namespace).catch(() => [] as K8sObject[])));
+async function foreignObject(kube: Kube, namespace: string, app: string): Promise<{ foreign?: K8sObject; unknown?: string }> {
+  let kinds: { apiVersion: string; kind: string }[];
+  try {
+    kinds = await kube.namespacedKinds();
+  } catch (error) {
+    return { unknown: `the cluster's kinds (${(error as Error).message})` };
   }
-  const ours = new Set(all.filter((o) => isOurs(o, app)).map((o) => (o.metadata as { uid?: string }).uid));
-  // Owned by ours, directly or through one more owner (a ReplicaSet's pods, a Job's pods, a solver's objects).
-  for (let pass = 0; pass < 3; pass++) {
-    for (const o of all) {
-      const owners = (o.metadata.ownerReferences as { uid?: string }[] | undefined) ?? [];
-      if (owners.length > 0 && owners.every((r) => ours.has(r.uid))) ours.add((o.metadata as { uid?: string }).uid);
+  const uid = (o: K8sObject) => (o.metadata as { uid?: string }).uid;
+  const ours = new Set<string | undefined>();
+  const owned: K8sObject[] = [];
+  for (const { apiVersion, kind } of kinds) {
+    if (DERIVED_KINDS.has(kind)) continue;
+    let objects: K8sObject[];
+    try {
+      objects = await kube.list(apiVersion, kind, namespace);
+    } catch (error) {
+      return { unknown: `${kind} of ${apiVersion} (${(error as Error).message})` };
+    }
+    for (const o of objects) {
+      if (isOurs(o, app)) ours.add(uid(o));
+      else if (((o.metadata.ownerReferences as unknown[] | undefined) ?? []).length > 0) owned.push(o);
+      else if (!isSystem(o, app)) return { foreign: o };
     }
   }
-  return all.find((o) => !ours.has((o.metadata as { uid?: string }).uid) && !isSystem(o, app));
+  // Owned by ours, at any depth (cert-manager's solver pods sit four owners below a Certificate).
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const o of owned) {
+      if (ours.has(uid(o))) continue;
+      const owners = (o.metadata.ownerReferences as { uid?: string }[] | undefined) ?? [];
+      if (owners.every((r) => ours.has(r.uid))) {
+        ours.add(uid(o));
+        changed = true;
+      }
+    }
+  }
+  return { foreign: owned.find((o) => !ours.has(uid(o)) && !isSystem(o, app)) };
 }
 
 const item = (o: K8sObject): DestroyItem => ({ apiVersion: o.apiVersion, kind: o.kind, name: o.metadata.name, namespace: o.metadata.namespace });
@@ -153,10 +176,11 @@ export async function destroyPlan(kube: Kube, spec: DeploySpec, options: { keepD
   if (ns) {
     const system = namespace === 'default' || namespace.startsWith('kube-');
     const madeForApp = ns.metadata.annotations?.[CREATED_FOR_ANNOTATION] === app;
-    const foreign = system || !madeForApp ? undefined : await foreignObject(kube, namespace, app);
+    const { foreign, unknown } = system || !madeForApp ? {} : await foreignObject(kube, namespace, app);
     if (!readable) namespaceNote = `namespace ${namespace} cannot be read with these credentials: only ${app}'s objects are deleted`;
     else if (system) namespaceNote = `namespace ${namespace} is a system namespace: only ${app}'s objects are deleted`;
-    else if (!madeForApp) namespaceNote = `namespace ${namespace} was not made by svc for ${app}: only ${app}'s objects are deleted`;
+    else if (!madeForApp) namespaceNote = `namespace ${namespace} was not made by svc for ${app} (no ${CREATED_FOR_ANNOTATION}=${app} annotation): only ${app}'s objects are deleted`;
+    else if (unknown) namespaceNote = `namespace ${namespace} may hold objects of others: ${unknown} cannot be listed; only ${app}'s objects are deleted`;
     else if (foreign) namespaceNote = `namespace ${namespace} also holds ${objectId(foreign)}, not ${app}'s: only ${app}'s objects are deleted`;
     else if (kept.length > 0) namespaceNote = `--keep-data: namespace ${namespace} stays, with the claims and the database credentials`;
     else deleteNamespace = true;

@@ -149,7 +149,7 @@ export class Kube {
     for (const g of groups.groups ?? []) if (g.preferredVersion?.groupVersion) versions.push(g.preferredVersion.groupVersion);
     for (const apiVersion of versions) {
       const path = apiVersion.includes('/') ? `/apis/${apiVersion}` : `/api/${apiVersion}`;
-      const list = (await this.request('GET', path).catch(() => ({}))) as { resources?: { name: string; kind: string; namespaced: boolean; verbs?: string[] }[] };
+      const list = (await this.request('GET', path)) as { resources?: { name: string; kind: string; namespaced: boolean; verbs?: string[] }[] };
       for (const r of list.resources ?? []) if (r.namespaced && !r.name.includes('/') && (r.verbs ?? []).includes('list')) out.push({ apiVersion, kind: r.kind });
     }
     return out;
@@ -231,7 +231,7 @@ export class Kube {
 const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
 
 /**
- * The cluster of this machine's configuration: `KUBECONFIG` (its first file wins, as kubectl does), else
+ * The cluster of this machine's configuration: `KUBECONFIG` (its files merged, the first one's context, as kubectl does), else
  * ~/.kube/config, else the pod's service account when svc runs in a cluster. `SVC_KUBE_CONTEXT` picks a context.
  * Nothing is contacted.
  *

@@ -124,8 +124,8 @@ export async function awaitRollout(
       const availableCond = conditionOf(d, 'Available')?.status === 'True';
       // Complete (kubectl's rule): every replica updated, no old one left, every updated one available.
       if (updated >= desired && total <= updated && available >= updated && ready >= desired && availableCond) return done(true);
+      // (A ReplicaFailure — quota, admission — may be an old ReplicaSet's or pass: it is named at the deadline, not failed on.)
       const replicaFailure = conditionOf(d, 'ReplicaFailure');
-      if (replicaFailure?.status === 'True') return done(false, { reason: `pods cannot be created: ${String(replicaFailure.message ?? replicaFailure.reason ?? '')}` });
       // The current ReplicaSet's pods: a failure the kubelet reports is a failure now, not at the deadline.
       const current = (await replicaSetsOf(kube, d)).find((rs) => revisionOf(rs) === revision);
       if (current) {
@@ -142,7 +142,13 @@ export async function awaitRollout(
         if (progressing?.status === 'False' && progressing.reason === 'ProgressDeadlineExceeded') {
           const stuck = pods.map((p) => ({ p, why: unschedulable(p) })).find((x) => x.why !== '');
           const notReady = pods.find((p) => conditionOf(p, 'Ready')?.status !== 'True');
-          const why = stuck ? `pod ${stuck.p.metadata.name} cannot be scheduled: ${stuck.why}` : notReady ? `pod ${notReady.metadata.name} never became ready (its readiness probe fails)` : String(progressing.message ?? '');
+          const why = stuck
+            ? `pod ${stuck.p.metadata.name} cannot be scheduled: ${stuck.why}`
+            : notReady
+              ? `pod ${notReady.metadata.name} never became ready (its readiness probe fails)`
+              : replicaFailure?.status === 'True'
+                ? `pods cannot be created: ${String(replicaFailure.message ?? replicaFailure.reason ?? '')}`
+                : String(progressing.message ?? '');
           const logs = !stuck && notReady ? await kube.podLog(namespace, notReady.metadata.name, { tailLines: 20 }) : undefined;
           return done(false, { reason: `no progress within progressDeadlineSeconds (${spec.progressDeadlineSeconds ?? 600} s): ${why}`, pod: (stuck?.p ?? notReady)?.metadata.name, logs });
         }

@@ -110,7 +110,7 @@ export async function liveTls(kube: Kube, spec: DeploySpec): Promise<{ domain: s
 
 /**
  * The plan's objects with the live TLS binding carried over, so a deploy never unbinds TLS: the TLS route rebuilt from
- * the plan's routes (Traefik), or the plan's Ingress bound. The configured domain wins over the bound one.
+ * the plan's routes (Traefik), or the plan's Ingress bound, to the domain its certificate is for.
  *
  * @example
  * await applyObjects(kube, await carryTls(kube, spec, objects), log);
@@ -118,7 +118,8 @@ export async function liveTls(kube: Kube, spec: DeploySpec): Promise<{ domain: s
 export async function carryTls(kube: Kube, spec: DeploySpec, objects: K8sObject[]): Promise<K8sObject[]> {
   const bound = await liveTls(kube, spec);
   if (!bound) return objects;
-  const tls = { domain: spec.ingress.domain || bound.domain, secretName: bound.secretName };
+  // The bound domain: its certificate is for it. A new domain is bound by the next --enable-tls (a new certificate).
+  const tls = { domain: bound.domain, secretName: bound.secretName };
   const ref = ingressRef(spec);
   const plain = objects.find((o) => o.kind === ref.kind && o.metadata.name === spec.app);
   if (!plain) return objects;
@@ -255,7 +256,9 @@ export async function enableTls(kube: Kube, spec: DeploySpec, log: (line: string
     const said = c ? `${c.reason ?? ''} ${c.message ?? ''}`.trim() : 'no status yet';
     if (said !== last) log(`certificate: ${said}`);
     last = said;
-    return c?.status === 'True' ? true : undefined;
+    // Ready for the Certificate as it is now (a domain just changed is not ready until cert-manager has seen it).
+    const current = c?.observedGeneration === undefined || c.observedGeneration === cert?.metadata.generation;
+    return c?.status === 'True' && current ? true : undefined;
   }, timeoutMs);
   if (!ready) {
     throw new ClusterError(

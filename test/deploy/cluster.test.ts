@@ -324,8 +324,13 @@ t.test('fake Kubernetes API server: a domain without TLS stays reachable by addr
   t.notOk(again.log.some((l) => /create the record/.test(l)), 'no DNS hint once TLS is on');
   const status = await readStatus(env.kube, env.spec(tls));
   t.ok(status.urls.some((u) => u.startsWith('https://shop.example.com')), 'status shows https://domain');
-  await env.deploy(tls.replace('shop.example.com', 'www.example.com'));
-  t.ok(bound().spec.routes.every((r: Any) => r.match.startsWith('Host(`www.example.com`) && ')), 'a changed domain follows');
+  const moved = await env.deploy(tls.replace('shop.example.com', 'www.example.com'));
+  t.ok(bound().spec.routes.every((r: Any) => r.match.startsWith('Host(`shop.example.com`) && ')), 'a changed domain keeps the binding its certificate is for');
+  t.ok(moved.log.some((l) => /TLS is bound to shop\.example\.com .* --enable-tls binds the new one/.test(l)), 'and says how to bind the new one');
+  const rebound = await env.deploy(tls.replace('shop.example.com', 'www.example.com'), undefined, { enableTls: true });
+  t.equal(rebound.url, 'https://www.example.com/');
+  t.ok(bound().spec.routes.every((r: Any) => r.match.startsWith('Host(`www.example.com`) && ')), '--enable-tls binds the new domain');
+  t.same((env.api.get('cert-manager.io/v1', 'Certificate', 'shop', 'shop-tls') as Any).spec.dnsNames, ['www.example.com'], 'with a certificate for it');
   const reuse = await env.deploy(tls, undefined, { enableTls: true });
   t.ok(reuse.log.some((l) => /cert-manager: installed in the cluster already; reused/.test(l)), 'cert-manager reused');
 });

@@ -78,8 +78,8 @@ t.test('get_resource: content, or an error for what cannot be read', async (t) =
   const ok = await getResource(resources, { uri: 'svc://docs/osp' });
   t.equal(ok.uri, 'svc://docs/osp');
   t.match('content' in ok ? ok.content : '', /^# Reference: nodes, edges and walkers/);
-  const absent = await getResource(resources, { uri: 'svc://docs/tutorial-production-k8s' });
-  t.match(absent, { uri: 'svc://docs/tutorial-production-k8s', error: /not built yet/ });
+  const absent = await getResource(resources, { uri: 'svc://docs/tutorial-fullstack-setup' });
+  t.match(absent, { uri: 'svc://docs/tutorial-fullstack-setup', error: /no client-side framework/ });
   t.match(await getResource(resources, { uri: 'svc://docs/../../etc/passwd' }), { error: /not a resource URI/ });
   t.match(await getResource(resources, { uri: 'svc://docs/nope' }), { error: /unknown resource/ });
   t.match(await getResource(createResources({ grammar, expose: { grammar: false } }), { uri: 'svc://grammar/spec' }), { error: /not offered/ });
