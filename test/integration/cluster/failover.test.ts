@@ -64,7 +64,11 @@ t.test('a paused member (SIGSTOP past its lease) is taken over; woken, its late 
       await new Promise((resolve) => setTimeout(resolve, 50));
     }
   }
-  t.same(await readAll(a.url, tokens), Array(8).fill(2), 'A serves every root');
+  // Each counter is at 2 through A — or 3 where an attempt A answered 503 was applied all the same (not acknowledged, so
+  // allowed: see below); never below 2, and never more than the refused attempts over 2.
+  const served = await readAll(a.url, tokens);
+  t.ok(served.every((n) => n >= 2), `A serves every root, each bumped through A (${served})`);
+  t.ok(served.reduce((x, y) => x + y, 0) <= 16 + refused, `none beyond what A acknowledged or refused (${served})`);
   b.proc.kill('SIGCONT');
   const late = await Promise.all(inFlight);
   // What B held in hand failed (503: its lease lapsed, or its store write was fenced; 504: its deadline passed while it

@@ -17,6 +17,9 @@ import { SVC_ROOT } from '../../../deploy/image/index.ts';
 import { bearer, register, tokenOf } from '../../helpers/identity.ts';
 import { Podman, podmanAvailable, podRunner, post, runSvc, skipPostgres, skipRedis, startFakeKubeApi, type FakeKubeApi, type PodRunner } from '../../kit/index.ts';
 
+// Two image builds and two rollouts of real containers: on a loaded CI machine this file needs more than tap's 120 s.
+t.setTimeout(300_000);
+
 /** The app; version 2 reports one more field from Echo and Live. */
 function app(version: 1 | 2): string {
   const extra = version === 1 ? '' : ', version: 2';
@@ -123,7 +126,7 @@ type Reply = { status: number; body: { ok?: boolean; data?: { reports?: unknown[
 const why = (await podmanAvailable()) || skipPostgres || skipRedis || undefined;
 if (why) t.comment(`SKIPPED: the app is not deployed for real to the fake Kubernetes API server on this machine: ${why}`);
 
-t.test('end to end on the fake Kubernetes API server with real containers: deployed, a write kept, rolled to v2 failing no request', { skip: why ?? false, timeout: 115_000 }, async (t) => {
+t.test('end to end on the fake Kubernetes API server with real containers: deployed, a write kept, rolled to v2 failing no request', { skip: why ?? false, timeout: 280_000 }, async (t) => {
   const began = Date.now();
   const podman = await Podman.open();
   const base = await baseWithShell(podman, await podman.ensureNodeBaseImage());
