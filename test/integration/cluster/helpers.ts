@@ -29,8 +29,21 @@ export function load(urls: () => string[], tokens: string[]) {
   };
 }
 
+/**
+ * Each root's counter as the member at `url` reads it. A 503 (a root changing owners: a member joining again or its
+ * lease lapsing, answered with Retry-After) is asked again, as a client would, for up to 15 s.
+ */
 export async function readAll(url: string, tokens: string[]): Promise<number[]> {
-  return Promise.all(tokens.map(async (token) => (await walk(url, 'Read', {}, token)).body?.data?.reports?.[0] as number));
+  return Promise.all(
+    tokens.map(async (token) => {
+      const until = Date.now() + 15_000;
+      for (;;) {
+        const r = await walk(url, 'Read', {}, token);
+        if (r.status !== 503 || Date.now() > until) return r.body?.data?.reports?.[0] as number;
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }),
+  );
 }
 
 /** What one request got, and how long it took. */
