@@ -37,6 +37,7 @@ import { dirname } from 'node:path';
 import { SvcError } from '../../kernel/index.ts';
 import { kvstoreError, applyUpdate, checkBatch, checkDocument, parsePath, validateFilter, validateFind, validateUpdate, type JsonValue, type DocBackend, type Document, type Filter, type FindOptions, type Update } from '../../actors/data/index.ts';
 import { selectSql, typeExpr, valueExpr, type IndexLookup } from './docdb-sql.ts';
+import { enableWal } from './wal.ts';
 
 export interface SqliteDocOptions {
   /** How long a writer waits for another connection's write lock (default 5 s). */
@@ -111,7 +112,7 @@ export class SqliteDocBackend implements DocBackend {
       if (path !== ':memory:' && path !== '') mkdirSync(dirname(path), { recursive: true });
       this.db = new Database(path);
       this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
-      this.db.pragma('journal_mode = WAL');
+      enableWal(this.db);
       this.db.pragma(`synchronous = ${options.synchronous ?? 'NORMAL'}`);
       this.db.exec(`CREATE TABLE IF NOT EXISTS docdb (
         db TEXT NOT NULL, col TEXT NOT NULL, id TEXT NOT NULL, doc TEXT NOT NULL,

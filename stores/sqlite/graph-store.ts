@@ -13,6 +13,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { SvcError } from '../../kernel/index.ts';
 import { storeError, fenceLapsed, type AnchorStore, type CommitBatch, type QuarantineEntry, type StoredDoc, type StoreStats } from '../../actors/graph/index.ts';
+import { enableWal } from './wal.ts';
 
 export interface SqliteStoreOptions {
   /** `NORMAL` (default): durable across process crashes; `FULL`: across power loss. */
@@ -70,7 +71,7 @@ export class SqliteStore implements AnchorStore {
     // The wait first: switching to WAL takes a lock another thread or process opening the same file may hold.
     this.db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
     if (!options.readOnly) {
-      this.db.pragma('journal_mode = WAL');
+      enableWal(this.db);
       this.db.pragma(`synchronous = ${options.synchronous ?? 'NORMAL'}`);
     }
     if (!options.readOnly) this.db.exec(`

@@ -12,6 +12,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { storeError } from '../../actors/graph/index.ts';
 import { identityError, notFound, type ApiKeyRecord, type DeletedUser, type GraphDrop, type Identity, identityFromRow, type ImmediateUserLookup, normalize, type OneTimeToken, PATCHABLE, pageBounds, type Role, type SsoUnlink, type Status, type UserPatch, type UserRecord, type UsersPage, type UsersPageOptions, type UsersRepository } from '../../actors/identity/index.ts';
+import { enableWal } from './wal.ts';
 
 interface UserRow {
   user_id: string;
@@ -119,7 +120,7 @@ export class SqliteUsersRepository implements UsersRepository, ImmediateUserLook
     // The wait first: switching to WAL takes a lock another thread or process opening the same file may hold.
     this.db.pragma('busy_timeout = 5000');
     if (!readOnly) {
-      this.db.pragma('journal_mode = WAL');
+      enableWal(this.db);
       this.db.pragma('synchronous = NORMAL');
     }
     this.db.pragma('foreign_keys = ON');
