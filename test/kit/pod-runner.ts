@@ -556,7 +556,10 @@ export function podRunner(podman: Podman): PodRunner {
         return;
       }
       served.set(target.pod, (served.get(target.pod) ?? 0) + 1);
+      // Once connected, the relay is the pod's: an error as the pod ends it (its drain closes WebSockets) is a close, not a refusal.
+      let connected = false;
       const upstream = connect(target.port, LOOPBACK, () => {
+        connected = true;
         const lines = [`${req.method} ${req.url} HTTP/1.1`];
         for (let i = 0; i < req.rawHeaders.length; i += 2) lines.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}`);
         for (const [k, v] of Object.entries(forwarded(req))) lines.push(`${k}: ${v}`);
@@ -568,7 +571,7 @@ export function podRunner(podman: Podman): PodRunner {
       sockets.add(upstream);
       upstream.on('close', () => (sockets.delete(upstream), client.destroy()));
       upstream.on('error', (error) => {
-        refused.push({ status: 502, why: `${target.pod} (upgrade): ${error.message}`, at: Date.now() });
+        if (!connected) refused.push({ status: 502, why: `${target.pod} (upgrade): ${error.message}`, at: Date.now() });
         client.destroy();
       });
       client.on('error', () => upstream.destroy());
