@@ -6,7 +6,7 @@
  * bytes.
  */
 import { stringify } from 'yaml';
-import type { DeploySpec, K8sObject } from './spec.ts';
+import { componentOf, type DeploySpec, type K8sObject } from './spec.ts';
 
 /** What stands in for a Secret's value in the plan and the YAML. */
 export const REDACTED = '<redacted>';
@@ -39,14 +39,6 @@ export function renderYaml(objects: K8sObject[], options: { showSecrets: boolean
   const docs = options.showSecrets ? objects : redactSecrets(objects);
   // YAML 1.1 rules, as kubectl reads it: strings such as `no`, `on`, `y` or `1_000` are quoted, so they stay strings.
   return docs.map((o) => `---\n${stringify(o, { version: '1.1', lineWidth: 0, sortMapEntries: false, aliasDuplicateObjects: false })}`).join('');
-}
-
-/** The component an object belongs to, for the plan's grouping. */
-function componentOf(o: K8sObject): string {
-  const label = o.metadata.labels?.['app.kubernetes.io/component'];
-  if (label) return label;
-  if (o.kind === 'Namespace' || o.kind === 'CustomResourceDefinition') return 'cluster';
-  return 'app';
 }
 
 /** The URL the app will be served at once deployed. */

@@ -13,6 +13,34 @@ export interface K8sObject {
   [k: string]: unknown;
 }
 
+/** A JSON object of unknown shape, as the API server answers it. */
+export type Json = Record<string, unknown>;
+
+/** The condition of `type` in an object's `status.conditions` (a Deployment's `Available`, a pod's `Ready`, a Certificate's `Ready`). */
+export function conditionOf(o: Json | undefined, type: string): Json | undefined {
+  const conditions = (o?.status as Json | undefined)?.conditions;
+  return Array.isArray(conditions) ? (conditions as Json[]).find((c) => c !== null && typeof c === 'object' && c.type === type) : undefined;
+}
+
+/** The component an object belongs to: its `app.kubernetes.io/component` label, `cluster` for cluster-wide kinds, else `app`. */
+export function componentOf(o: K8sObject): string {
+  const label = o.metadata.labels?.['app.kubernetes.io/component'];
+  if (label) return label;
+  if (o.kind === 'Namespace' || o.kind === 'CustomResourceDefinition') return 'cluster';
+  return 'app';
+}
+
+/** Call `check` every `intervalMs` until it answers a value (returned) or `timeoutMs` passes (undefined). */
+export async function poll<T>(check: () => Promise<T | undefined>, timeoutMs: number, intervalMs = 250): Promise<T | undefined> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > until) return undefined;
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
 /** A credential: its value, and whether svc generated it (random, once) or the user configured it. */
 export interface Credential {
   value: string;

@@ -10,7 +10,7 @@
  * cluster holds (read back, never regenerated: a new password would lock every
  * running pod out of its database).
  */
-import type { DeploySpec, K8sObject } from '../spec.ts';
+import { componentOf, type DeploySpec, type K8sObject } from '../spec.ts';
 import { ClusterError, KubeApiError, type Kube } from './kube.ts';
 
 /** The order objects are applied in, by kind (lower first); the kinds not named go with the workloads. */
@@ -70,10 +70,6 @@ export function objectId(o: { kind: string; metadata: { name: string; namespace?
 
 function appOf(o: K8sObject): string {
   return o.metadata.labels?.['app.kubernetes.io/name'] ?? '';
-}
-
-function componentOf(o: K8sObject): string {
-  return o.metadata.labels?.['app.kubernetes.io/component'] ?? (o.kind === 'Namespace' || o.kind === 'CustomResourceDefinition' ? 'cluster' : 'app');
 }
 
 /**

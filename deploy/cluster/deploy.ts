@@ -8,7 +8,7 @@
 import { lookup } from 'node:dns/promises';
 import { request as httpRequest } from 'node:http';
 import { buildManifests } from '../manifests/index.ts';
-import type { DeploySpec, K8sObject } from '../spec.ts';
+import { conditionOf, type DeploySpec, type Json, type K8sObject } from '../spec.ts';
 import { assertValid } from '../validate/index.ts';
 import { adoptCredentials, applyObjects, provisionedOnce, type ApplyReport } from './apply.ts';
 import { ClusterError, KubeApiError, nodeAddress, reachCluster, type Kube } from './kube.ts';
@@ -16,7 +16,6 @@ import { awaitRollout, revisionOf, rollback, type RolloutOutcome } from './rollo
 import { readStatus } from './observe.ts';
 import { carryTls, dnsRecord, enableTls, liveTls } from './tls.ts';
 
-type Json = Record<string, unknown>;
 
 export interface DeployResult {
   url: string;
@@ -53,7 +52,7 @@ export async function nodePortHolder(kube: Kube, spec: DeploySpec, warn: (line: 
 /** The address of the node running a ready ingress proxy pod (the node port answers there: externalTrafficPolicy Local), else any node's. */
 async function ingressAddress(kube: Kube, spec: DeploySpec): Promise<string | undefined> {
   const pods = await kube.list('v1', 'Pod', spec.namespace, `app.kubernetes.io/name=${spec.app},app.kubernetes.io/component=ingress`).catch(() => [] as K8sObject[]);
-  const ready = pods.find((p) => ((p.status as Json | undefined)?.conditions as Json[] | undefined)?.some((c) => c.type === 'Ready' && c.status === 'True'));
+  const ready = pods.find((p) => conditionOf(p, 'Ready')?.status === 'True');
   const hostIP = (ready?.status as Json | undefined)?.hostIP as string | undefined;
   return hostIP ?? (await nodeAddress(kube));
 }

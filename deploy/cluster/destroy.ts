@@ -7,12 +7,11 @@
  * are deleted. The Traefik CRDs stay: they are shared by every app of the cluster.
  */
 import { buildManifests } from '../manifests/index.ts';
-import type { DeploySpec, K8sObject } from '../spec.ts';
+import type { DeploySpec, Json, K8sObject } from '../spec.ts';
 import { CREATED_FOR_ANNOTATION, objectId } from './apply.ts';
 import { ClusterError, KubeApiError, type Kube } from './kube.ts';
 import { tlsNames } from './tls.ts';
 
-type Json = Record<string, unknown>;
 
 /** The kinds a deployment makes, namespaced then cluster-scoped. */
 const NAMESPACED: [string, string][] = [

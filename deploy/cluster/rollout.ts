@@ -10,10 +10,8 @@
  * Rolling back is what `kubectl rollout undo` does: the Deployment's pod template
  * is set to that of an earlier revision's ReplicaSet.
  */
-import type { K8sObject } from '../spec.ts';
+import { conditionOf, type Json, type K8sObject } from '../spec.ts';
 import { ClusterError, type Kube } from './kube.ts';
-
-type Json = Record<string, unknown>;
 
 const REVISION = 'deployment.kubernetes.io/revision';
 
@@ -26,8 +24,6 @@ const FATAL_WAITING = new Set(['CrashLoopBackOff', 'ImagePullBackOff', 'InvalidI
 export function revisionOf(o: K8sObject | undefined): number {
   return Number(o?.metadata.annotations?.[REVISION] ?? 0);
 }
-
-const conditionOf = (o: K8sObject | undefined, type: string) => ((o?.status as Json | undefined)?.conditions as Json[] | undefined)?.find((c) => c.type === type);
 
 /** The ReplicaSets a Deployment owns, oldest revision first. */
 export async function replicaSetsOf(kube: Kube, deployment: K8sObject): Promise<K8sObject[]> {

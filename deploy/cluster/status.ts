@@ -32,7 +32,7 @@
  * pod, a starting pod, a pod not ready), then the rollout's and the Deployment's notes.
  */
 import type { Component } from '../manifests/common.ts';
-import type { K8sObject } from '../spec.ts';
+import { conditionOf, type Json, type K8sObject } from '../spec.ts';
 
 /** A component's status. */
 export type Status = 'Running' | 'Degraded' | 'Pending' | 'Restarting' | 'Failed' | 'Not Deployed';
@@ -174,13 +174,11 @@ export interface StatusReport {
   urls: string[];
 }
 
-type Json = Record<string, unknown>;
 const rec = (v: unknown): Json => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : {});
 const list = (v: unknown): Json[] => (Array.isArray(v) ? v.map(rec) : []);
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
 const labelOf = (o: K8sObject, key: string): string | undefined => o.metadata.labels?.[key];
-const condition = (o: Json, type: string): Json | undefined => list(rec(o.status).conditions).find((c) => c.type === type);
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? '' : 's'}`;
 const detail = (reason: string, message: unknown): string => (str(message) ? `${reason}: ${str(message)}` : reason);
 const joinReasons = (...parts: (string | undefined)[]): string | undefined => parts.filter((p): p is string => p !== undefined && p !== '').join('; ') || undefined;
@@ -219,7 +217,7 @@ function analysePod(pod: K8sObject): Analysed {
   const inits = list(status.initContainerStatuses);
   const mains = list(status.containerStatuses);
   const all = [...inits.map((c) => ({ c, init: true })), ...mains.map((c) => ({ c, init: false }))];
-  const ready = condition(pod, 'Ready')?.status === 'True';
+  const ready = conditionOf(pod, 'Ready')?.status === 'True';
   const restarts = all.reduce((n, { c }) => n + (num(c.restartCount) ?? 0), 0);
   const exits = all.map(({ c }) => exitOf(c)).filter((e): e is LastExit => e !== undefined);
   const latest = exits.reduce<LastExit | undefined>((a, e) => (a === undefined || (e.finishedAt ?? '') > (a.finishedAt ?? '') ? e : a), undefined);
@@ -244,7 +242,7 @@ function analysePod(pod: K8sObject): Analysed {
     const why = str(status.reason) !== undefined ? detail(str(status.reason) as string, status.message) : str(status.message);
     return out('failed', why ?? (phase === 'Succeeded' ? 'Completed' : `Failed${latest ? `: container ${latest.container}${exitText(latest)}` : ''}`));
   }
-  const scheduled = condition(pod, 'PodScheduled');
+  const scheduled = conditionOf(pod, 'PodScheduled');
   if (scheduled?.status === 'False') return out('unschedulable', detail(str(scheduled.reason) ?? 'Unschedulable', scheduled.message));
   if (ready) return out('ready');
   const initDone = (c: Json): boolean => num(rec(rec(c.state).terminated).exitCode) === 0;
@@ -300,11 +298,11 @@ function deploymentState(d: K8sObject, replicaSets: readonly K8sObject[], pods: 
   // A rollout is under way while the new revision is not all in place and an older one still has pods (a first deploy or
   // a scale-out has none); once the new pods are all ready, the old ones left being scaled down are no news.
   if ((updated < desired || currentReady < desired) && (oldPods.length > 0 || old.some((rs) => (num(rec(rs.spec).replicas) ?? 0) > 0))) {
-    const serving = oldPods.filter((p) => condition(p, 'Ready')?.status === 'True').length;
+    const serving = oldPods.filter((p) => conditionOf(p, 'Ready')?.status === 'True').length;
     rollout = `rolling out: ${updated}/${desired} updated${serving > 0 ? `, ${plural(serving, 'pod')} of the previous revision serving` : ''}`;
   }
-  const progressing = condition(d, 'Progressing');
-  const replicaFailure = condition(d, 'ReplicaFailure');
+  const progressing = conditionOf(d, 'Progressing');
+  const replicaFailure = conditionOf(d, 'ReplicaFailure');
   return {
     ref: `Deployment/${d.metadata.name}`,
     desired,
@@ -438,7 +436,7 @@ function urlsOf(snapshot: ClusterSnapshot, options: StatusOptions, mine: (o: K8s
       const names = rec(c.spec).dnsNames;
       return (Array.isArray(names) && names.includes(domain)) || rec(c.spec).commonName === domain;
     };
-    const certified = (snapshot.certificates ?? []).some((c) => (labelOf(c, NAME_LABEL) ?? options.app) === options.app && covers(c) && condition(c, 'Ready')?.status === 'True');
+    const certified = (snapshot.certificates ?? []).some((c) => (labelOf(c, NAME_LABEL) ?? options.app) === options.app && covers(c) && conditionOf(c, 'Ready')?.status === 'True');
     out.push(`${certified ? 'https' : 'http'}://${domain}/`);
   }
   out.push(...(options.urls ?? []));

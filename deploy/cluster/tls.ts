@@ -16,11 +16,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
-import type { DeploySpec, K8sObject } from '../spec.ts';
+import { conditionOf, poll, type DeploySpec, type Json, type K8sObject } from '../spec.ts';
 import { applyObjects, objectId } from './apply.ts';
 import { ClusterError, KubeApiError, type Kube } from './kube.ts';
 
-type Json = Record<string, unknown>;
 
 /** The names `--enable-tls` gives its objects. */
 export function tlsNames(app: string) {
@@ -140,19 +139,6 @@ async function manifestText(source: string): Promise<string> {
   }
 }
 
-/** Poll `check` every 250 ms until it answers a value or `timeoutMs` passes (then undefined). */
-async function poll<T>(check: () => Promise<T | undefined>, timeoutMs: number): Promise<T | undefined> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > until) return undefined;
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
-
-const condition = (o: K8sObject | undefined, type: string) => ((o?.status as Json | undefined)?.conditions as Json[] | undefined)?.find((c) => c.type === type);
-
 /**
  * cert-manager in the cluster: reused when its Certificate kind is served, else installed from
  * `[scale.orchestrator] cert_manager_manifest` and waited for (its Deployments available).
@@ -174,7 +160,7 @@ async function ensureCertManager(kube: Kube, spec: DeploySpec, log: (line: strin
   const report = await applyObjects(kube, objects, log);
   if (report.failed.length > 0) throw new ClusterError('SVC_ERR_TLS', `cert-manager could not be installed: ${report.failed.map((f) => `${f.object}: ${f.error}`).join('; ')}`);
   for (const d of objects.filter((o) => o.kind === 'Deployment')) {
-    const ok = await poll(async () => (condition(await kube.read('apps/v1', 'Deployment', d.metadata.namespace, d.metadata.name), 'Available')?.status === 'True' ? true : undefined), timeoutMs);
+    const ok = await poll(async () => (conditionOf(await kube.read('apps/v1', 'Deployment', d.metadata.namespace, d.metadata.name), 'Available')?.status === 'True' ? true : undefined), timeoutMs);
     if (!ok) throw new ClusterError('SVC_ERR_TLS', `cert-manager: ${objectId(d)} did not become available within ${Math.round(timeoutMs / 1000)} s`);
   }
   log('cert-manager: running');
@@ -252,7 +238,7 @@ export async function enableTls(kube: Kube, spec: DeploySpec, log: (line: string
   let last = '';
   const ready = await poll(async () => {
     const cert = await kube.read('cert-manager.io/v1', 'Certificate', spec.namespace, tlsNames(spec.app).certificate);
-    const c = condition(cert, 'Ready');
+    const c = conditionOf(cert, 'Ready');
     const said = c ? `${c.reason ?? ''} ${c.message ?? ''}`.trim() : 'no status yet';
     if (said !== last) log(`certificate: ${said}`);
     last = said;
