@@ -239,7 +239,8 @@ async function followComponents(kube: Kube, spec: DeploySpec, log: (line: string
     } catch {
       // Progress lines only: a failed read is tried again.
     }
-    for (let i = 0; i < 10 && going(); i++) await new Promise((r) => setTimeout(r, 50));
+    // A snapshot is a dozen LIST calls: once a second is progress enough, and spares the API server during a long rollout.
+    for (let i = 0; i < 20 && going(); i++) await new Promise((r) => setTimeout(r, 50));
   }
 }
 
