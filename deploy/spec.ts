@@ -30,17 +30,6 @@ export function componentOf(o: K8sObject): string {
   return 'app';
 }
 
-/** Call `check` every `intervalMs` until it answers a value (returned) or `timeoutMs` passes (undefined). */
-export async function poll<T>(check: () => Promise<T | undefined>, timeoutMs: number, intervalMs = 250): Promise<T | undefined> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await check();
-    if (v !== undefined) return v;
-    if (Date.now() > until) return undefined;
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
-}
-
 /** A credential: its value, and whether svc generated it (random, once) or the user configured it. */
 export interface Credential {
   value: string;

@@ -11,11 +11,10 @@ import { buildManifests } from '../manifests/index.ts';
 import { conditionOf, type DeploySpec, type Json, type K8sObject } from '../spec.ts';
 import { assertValid } from '../validate/index.ts';
 import { adoptCredentials, applyObjects, provisionedOnce, type ApplyReport } from './apply.ts';
-import { ClusterError, KubeApiError, nodeAddress, reachCluster, type Kube } from './kube.ts';
+import { ClusterError, KubeApiError, nodeAddress, poll, reachCluster, type Kube } from './kube.ts';
 import { awaitRollout, revisionOf, rollback, type RolloutOutcome } from './rollout.ts';
 import { readStatus } from './observe.ts';
 import { carryTls, dnsRecord, enableTls, liveTls } from './tls.ts';
-
 
 export interface DeployResult {
   url: string;
@@ -93,9 +92,8 @@ function getOnce(target: string, host: string | undefined): Promise<number> {
 
 /** GET the health path through the ingress until it answers 2xx (true) or `timeoutMs` passes (the last error). */
 async function probe(target: string, host: string | undefined, timeoutMs: number): Promise<true | string> {
-  const until = Date.now() + timeoutMs;
   let last = '';
-  for (;;) {
+  const answered = await poll(async () => {
     try {
       const status = await getOnce(target, host);
       if (status >= 200 && status < 300) return true;
@@ -103,9 +101,9 @@ async function probe(target: string, host: string | undefined, timeoutMs: number
     } catch (error) {
       last = (error as Error).message;
     }
-    if (Date.now() > until) return last;
-    await new Promise((r) => setTimeout(r, 500));
-  }
+    return undefined;
+  }, timeoutMs, 500);
+  return answered ?? last;
 }
 
 /**

@@ -12,7 +12,6 @@ import { CREATED_FOR_ANNOTATION, objectId } from './apply.ts';
 import { ClusterError, KubeApiError, type Kube } from './kube.ts';
 import { tlsNames } from './tls.ts';
 
-
 /** The kinds a deployment makes, namespaced then cluster-scoped. */
 const NAMESPACED: [string, string][] = [
   ['traefik.io/v1alpha1', 'IngressRoute'],

@@ -299,3 +299,13 @@ export async function nodeAddress(kube: Kube): Promise<string | undefined> {
   return (addresses.find((a) => a.type === 'ExternalIP') ?? addresses.find((a) => a.type === 'InternalIP'))?.address;
 }
 
+/** Call `check` every `intervalMs` until it answers a value (returned) or `timeoutMs` passes (undefined). */
+export async function poll<T>(check: () => Promise<T | undefined>, timeoutMs: number, intervalMs = 250): Promise<T | undefined> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await check();
+    if (v !== undefined) return v;
+    if (Date.now() > until) return undefined;
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}

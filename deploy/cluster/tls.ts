@@ -16,10 +16,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
-import { conditionOf, poll, type DeploySpec, type Json, type K8sObject } from '../spec.ts';
+import { conditionOf, type DeploySpec, type Json, type K8sObject } from '../spec.ts';
 import { applyObjects, objectId } from './apply.ts';
-import { ClusterError, KubeApiError, type Kube } from './kube.ts';
-
+import { ClusterError, KubeApiError, poll, type Kube } from './kube.ts';
 
 /** The names `--enable-tls` gives its objects. */
 export function tlsNames(app: string) {

@@ -126,7 +126,9 @@ t.test('login takes the same time whether or not the account exists', async (t) 
   const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1] as number;
   const ratio = median(unknown) / median(known);
   t.comment(`median login ms: existing ${median(known).toFixed(1)}, unknown ${median(unknown).toFixed(1)}`);
-  t.ok(ratio > 0.5 && ratio < 2, `unknown/existing time ratio ${ratio.toFixed(2)} is near 1`);
+  // Without the dummy verification the ratio is ~0.02; with it, ~1 — within 0.25..4 while another test file loads the
+  // machine (0.47 was seen with two files at a time), far from what the leak gives.
+  t.ok(ratio > 0.25 && ratio < 4, `unknown/existing time ratio ${ratio.toFixed(2)} is near 1`);
 });
 
 t.test('/user/me: the user without secrets; needs a token', async (t) => {

@@ -17,7 +17,7 @@ import { SVC_ROOT } from '../../../deploy/image/index.ts';
 import { bearer, register, tokenOf } from '../../helpers/identity.ts';
 import { Podman, podmanAvailable, podRunner, post, runSvc, skipPostgres, skipRedis, startFakeKubeApi, type FakeKubeApi, type PodRunner } from '../../kit/index.ts';
 
-// Two image builds and two rollouts of real containers: on a loaded CI machine this file needs more than tap's 120 s.
+// Two image builds and two rollouts of real containers: on a loaded CI machine (two test files at a time) this file may need more than the 240 s tap gives a file.
 t.setTimeout(300_000);
 
 /** The app; version 2 reports one more field from Echo and Live. */
