@@ -6,6 +6,7 @@
  */
 import Type from 'typebox';
 import { setDataFallback, type StorageConfig as DataStorageConfig } from './actors/data/index.ts';
+import { setSandboxFallback, type SandboxSettings } from './actors/sandbox/index.ts';
 import { dataPaths, loadConfig } from './runtime/index.ts';
 
 // Outside `svc start` (a script, a test), `store()` and `kvstore()` read the current folder's svc.toml and the environment.
@@ -19,6 +20,13 @@ setDataFallback(() => {
     docdbUri: config['scale.database'].docdb_uri,
     kvUrl: config['scale.database'].kv_url,
   };
+});
+
+// Outside `svc start`, `sandboxes()` reads the current folder's svc.toml and the environment too.
+setSandboxFallback(() => {
+  const projectRoot = process.cwd();
+  const { config } = loadConfig({ dir: projectRoot, env: process.env });
+  return { settings: config['scale.sandbox'] as SandboxSettings, dataDir: dataPaths(projectRoot, config).dataDir };
 });
 
 export {
@@ -55,6 +63,9 @@ export { registerEmailer, openUsersRepository, registerUsersRepository } from '.
 export { store, StorageFactory, kvstore, DocDbStore, KvStore, mutex, debounce } from './actors/data/index.ts';
 export type { DbType, KvstoreOptions, FindNodesOptions, Lock, MutexOptions, RetryOptions } from './actors/data/index.ts';
 export type { Storage, StorageConfig, StorageType, FileMetadata, UploadedFile, UploadSource, Document, Filter, FindOptions, Update } from './actors/data/index.ts';
+
+export { sandboxes, Sandboxes, SANDBOX_ERRORS } from './actors/sandbox/index.ts';
+export type { SandboxInfo, SandboxState, CreateSandbox, ExecCommandOptions, ExecResult, CommandChunk } from './actors/sandbox/index.ts';
 
 export type { Emailer, EmailerConfig } from './actors/identity/index.ts';
 export { sv, RemoteWalker, SvCallError } from './transports/sv/index.ts';

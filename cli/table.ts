@@ -120,6 +120,21 @@ export function buildCli(): CAC {
     });
 
   cli
+    .command('sandbox <action> [id]', 'The project\'s sandboxes: list, logs <id> [--follow], exec <id> -- <command>, stop <id>, destroy <id>, cleanup')
+    .option('--user <id>', 'list: only this user\'s sandboxes')
+    .option('--follow', 'logs: keep printing new output until the sandbox stops (or Ctrl-C)')
+    .option('--json', 'list, stop, destroy, cleanup: answer with one JSON document on stdout')
+    .option('--profile <name>', 'Configuration profile')
+    .example('svc sandbox list')
+    .example('svc sandbox logs sbx-1a2b3c4d5e6f7a8b --follow')
+    .example('svc sandbox exec sbx-1a2b3c4d5e6f7a8b -- ls -la')
+    .example('svc sandbox cleanup')
+    .action(async (action: string, id: string | undefined, options: Record<string, unknown>) => {
+      const { sandbox } = await import('./commands/sandbox.ts');
+      await sandbox(action, id, options);
+    });
+
+  cli
     .command('bench [target] [...rest]', 'Load an app (a URL, or an entry file it starts) with a scenario; write result.json and report.html. compare a.json b.json: what changed beyond noise')
     .option('--scenario <file>', 'A scenario: .ts/.mts/.js/.mjs (default export), .json or .toml (default: every public walker and function that takes no required field)')
     .option('--duration <s>', 'Measured seconds (default 10)')

@@ -393,6 +393,40 @@ export const SCHEMA = {
     plugin_versions: { kind: 'table', default: {} },
   },
   /** `svc start --scale`: the app's own secrets, `NAME = "value"` or `NAME = "${ENV_VAR}"` (resolved at deploy time), in the `{app}-secrets` Secret. */
+  /** `sandboxes()`: previews of users' projects (README *Sandboxes*). Quantities and the provider are checked at start (actors/sandbox/settings.ts). */
+  'scale.sandbox': {
+    enabled: { kind: 'bool', default: true, env: ['SVC_SANDBOX_ENABLED'] },
+    /** `orchestrator` (pods on Kubernetes) comes with the Kubernetes provider; today it is refused at start. */
+    type: { kind: 'enum', default: 'local', values: ['local', 'container', 'orchestrator'], env: ['SVC_SANDBOX_TYPE'] },
+    /** The container provider's image: it must hold Node and a POSIX shell. */
+    base_image: { kind: 'string', default: 'node:20-slim', env: ['SVC_SANDBOX_BASE_IMAGE'], nonEmpty: true },
+    memory_limit: { kind: 'string', default: '512Mi', env: ['SVC_SANDBOX_MEMORY_LIMIT'], nonEmpty: true },
+    cpu_limit: { kind: 'string', default: '500m', env: ['SVC_SANDBOX_CPU_LIMIT'], nonEmpty: true },
+    /** Container provider: a network of its own per sandbox that reaches nothing (no internet, no host service, no other sandbox). */
+    network_isolation: { kind: 'bool', default: true, env: ['SVC_SANDBOX_NETWORK_ISOLATION'] },
+    /** A sandbox older than this (counted from its creation) is removed by the cleanup. */
+    ttl_seconds: { kind: 'int', default: 3600, min: 1, env: ['SVC_SANDBOX_TTL_SECONDS'] },
+    max_per_user: { kind: 'int', default: 3, min: 1, env: ['SVC_SANDBOX_MAX_PER_USER'] },
+    /** Container provider: user 1000, no privilege escalation, no capabilities. */
+    security_context: { kind: 'bool', default: true, env: ['SVC_SANDBOX_SECURITY_CONTEXT'] },
+    /** Scratch space: `/tmp` is a tmpfs of this size. */
+    storage_limit: { kind: 'string', default: '256Mi', env: ['SVC_SANDBOX_STORAGE_LIMIT'], nonEmpty: true },
+    /** A docker-compatible command (empty: the first of docker, podman whose engine answers). */
+    container_cli: { kind: 'string', default: '', env: ['SVC_SANDBOX_CONTAINER_CLI'] },
+    readiness_timeout_seconds: { kind: 'number', default: 120, min: 0.1, env: ['SVC_SANDBOX_READINESS_TIMEOUT_SECONDS'] },
+    /** The local provider's port pool: `port_count` ports from `port_base`, `port_stride` apart. */
+    port_base: { kind: 'int', default: 5180, min: 1, env: ['SVC_SANDBOX_PORT_BASE'] },
+    port_count: { kind: 'int', default: 10, min: 1, env: ['SVC_SANDBOX_PORT_COUNT'] },
+    port_stride: { kind: 'int', default: 2, min: 1, env: ['SVC_SANDBOX_PORT_STRIDE'] },
+    /** How often a supervisor checks that its dev server still runs. */
+    check_interval_ms: { kind: 'int', default: 1000, min: 10, env: ['SVC_SANDBOX_CHECK_INTERVAL_MS'] },
+    cleanup_interval_seconds: { kind: 'number', default: 60, min: 0.1, env: ['SVC_SANDBOX_CLEANUP_INTERVAL_SECONDS'] },
+    /** Dev-server crashes restarted before the sandbox is given up as `error`. */
+    max_restarts: { kind: 'int', default: 3, min: 0, env: ['SVC_SANDBOX_MAX_RESTARTS'] },
+    pids_limit: { kind: 'int', default: 256, min: 1, env: ['SVC_SANDBOX_PIDS_LIMIT'] },
+    /** Where sandbox folders live (empty: `sandboxes/` in the data folder). */
+    root: { kind: 'string', default: '', env: ['SVC_SANDBOX_ROOT'] },
+  },
   'scale.secrets': {},
   'scale.monitoring': {
     enabled: { kind: 'bool', default: false, env: ['SVC_MONITORING_ENABLED'] },

@@ -42,6 +42,7 @@ import { httpModule } from './modules/http.ts';
 import { websocketModule } from './modules/websocket.ts';
 import { serverModule } from './modules/server.ts';
 import { controlModule } from './modules/control.ts';
+import { sandboxModule } from './modules/sandbox.ts';
 
 /**
  * The runtime of one serving thread, not started yet (its modules checked).
@@ -89,6 +90,7 @@ export function serveModules(options: ServeOptions): RuntimeModule[] {
     hooksModule(boot, registry),
     // Before the front: at a drain, fetching stops first, while requests in hand are answered.
     consumersModule(system, boot, subscriptions, thread),
+    sandboxModule(system, boot, fingerprint, options.relay, member, thread),
     fieldsModule(boot),
     httpModule(system, boot, registry, routes, member),
     websocketModule(system, boot, sockets),

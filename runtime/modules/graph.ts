@@ -13,7 +13,7 @@ import { BROKER, GRAPH, INVALIDATION, LOG, STORE } from '../keys.ts';
  * Partitions of a cluster member: on worker threads of members with the same
  * app fingerprint that are not leaving.
  */
-function clusterPlacement(system: ActorSystem, fingerprint: string, relay: RelayTransport | undefined): RendezvousPlacement {
+export function clusterPlacement(system: ActorSystem, fingerprint: string, relay: RelayTransport | undefined): RendezvousPlacement {
   const own = processOf(system.nodeId);
   return new RendezvousPlacement({
     accepts: (node) => {

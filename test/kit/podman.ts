@@ -155,6 +155,46 @@ export class Podman {
   }
 
   /**
+   * The local Node base ({@link ensureNodeBaseImage}) with a POSIX shell and `sleep` — this machine's dash and
+   * coreutils' sleep, which need only the libc the base holds — and any `extra` commands of this machine (`id`, `cat`…)
+   * with the libraries `ldd` names for them: code that runs `/bin/sh -c …` in a container (a preStop hook, a sandbox's
+   * dev server and commands) then runs as it does on a Debian-based image. Made once and kept, as the base is; the
+   * extra commands are in its tag.
+   *
+   * @example
+   * const image = await podman.ensureNodeShellImage(['id']); // 'localhost/svc-node-base-sh:20.20.2-id'
+   */
+  async ensureNodeShellImage(extra: readonly string[] = []): Promise<string> {
+    const base = await this.ensureNodeBaseImage();
+    const name = `${base.replace(/^localhost\/svc-node-base:/, 'localhost/svc-node-base-sh:')}${extra.map((c) => `-${c}`).join('')}`;
+    if (await this.imageExists(name)) return name;
+    const dir = mkdtempSync(join(tmpdir(), 'svc-base-sh-'));
+    try {
+      const put = (from: string, to: string): void => {
+        mkdirSync(dirname(join(dir, 'root', to)), { recursive: true });
+        copyFileSync(realpathSync(from), join(dir, 'root', to));
+      };
+      put('/bin/sh', 'bin/sh');
+      put('/bin/sleep', 'bin/sleep');
+      for (const command of extra) {
+        const path = spawnSync('sh', ['-c', `command -v '${command}'`], { encoding: 'utf8' }).stdout.trim();
+        if (!path.startsWith('/')) throw new Error(`no ${command} on this machine to put in ${name}`);
+        put(path, `usr/bin/${command}`);
+        const ldd = spawnSync('ldd', [realpathSync(path)], { encoding: 'utf8' });
+        for (const line of ldd.status === 0 ? ldd.stdout.split('\n') : []) {
+          const lib = /=>\s*(\/\S+)/.exec(line)?.[1];
+          if (lib) put(lib, lib.slice(1));
+        }
+      }
+      writeFileSync(join(dir, 'Dockerfile'), `FROM ${base}\nCOPY root/ /\n`);
+      await this.ok(['build', '-q', '-t', name, dir], { timeoutMs: 60_000 });
+      return name;
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  /**
    * A Node base image made on this machine (no registry can be pulled from): this process's Node binary at
    * /usr/local/bin/node, the libraries `ldd` names for it and the rest of glibc's (Debian's libc6: native addons need
    * librt and others), the CA certificates, /etc/passwd and /etc/group with root

@@ -9,7 +9,7 @@
 // is read back by the new pod. Skipped — loudly — where podman, PostgreSQL or Redis cannot run.
 import t from 'tap';
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WalkerSocket } from 'svc/client';
@@ -100,27 +100,6 @@ async function removeImages(podman: Podman, refs: string[]): Promise<void> {
   if (doomed.length) await podman.run(['rmi', ...doomed]);
 }
 
-/**
- * The local Node base with a shell and `sleep` (this machine's dash and coreutils' sleep, which need only the libc the
- * base holds): the app pod's preStop hook `/bin/sh -c 'sleep 5'` then runs as it does on the default Debian-based base
- * image (the local base has no shell: there the hook fails and SIGTERM comes at once). Made once and kept, as the
- * base is.
- */
-async function baseWithShell(podman: Podman, base: string): Promise<string> {
-  const name = base.replace(/^localhost\/svc-node-base:/, 'localhost/svc-node-base-sh:');
-  if (await podman.imageExists(name)) return name;
-  const dir = mkdtempSync(join(tmpdir(), 'svc-base-sh-'));
-  try {
-    copyFileSync(realpathSync('/bin/sh'), join(dir, 'sh'));
-    copyFileSync(realpathSync('/bin/sleep'), join(dir, 'sleep'));
-    writeFileSync(join(dir, 'Dockerfile'), `FROM ${base}\nCOPY sh /bin/sh\nCOPY sleep /bin/sleep\n`);
-    await podman.ok(['build', '-q', '-t', name, dir], { timeoutMs: 60_000 });
-    return name;
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 type Reply = { status: number; body: { ok?: boolean; data?: { reports?: unknown[] } } };
 
 const why = (await podmanAvailable()) || skipPostgres || skipRedis || undefined;
@@ -129,7 +108,9 @@ if (why) t.comment(`SKIPPED: the app is not deployed for real to the fake Kubern
 t.test('end to end on the fake Kubernetes API server with real containers: deployed, a write kept, rolled to v2 failing no request', { skip: why ?? false, timeout: 280_000 }, async (t) => {
   const began = Date.now();
   const podman = await Podman.open();
-  const base = await baseWithShell(podman, await podman.ensureNodeBaseImage());
+  // The local base with a shell and `sleep`: the app pod's preStop hook `/bin/sh -c 'sleep 5'` runs as on the default
+  // Debian-based base image (the bare local base has no shell: there the hook fails and SIGTERM comes at once).
+  const base = await podman.ensureNodeShellImage();
   const run = `${process.pid.toString(36)}${randomBytes(2).toString('hex')}`;
   const name = `roll-${run}`;
   const namespace = `roll-${run}`;

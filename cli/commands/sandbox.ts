@@ -1,0 +1,113 @@
+/**
+ * `svc sandbox <action>`: the operator's view of the project's sandboxes,
+ * through the same records and providers as the running service (its
+ * `svc.toml` and environment; `--profile`):
+ *
+ * - `list [--user <id>]`: one line per sandbox (or `--json`);
+ * - `logs <id> [--follow]`: the dev server's output (followed until it stops, or Ctrl-C);
+ * - `exec <id> -- <command…>`: run a command in it, its output as it comes, its exit code as ours;
+ * - `stop <id>`, `destroy <id>`;
+ * - `cleanup`: remove what is expired, failed or left over now (the service does it every `cleanup_interval_seconds`).
+ *
+ * A failure is one line on stderr and exit code 1 (2: a usage error).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { cleanupSandboxes, currentSandboxes, isActive, sandboxes, setSandboxFallback, type SandboxSettings } from '../../actors/sandbox/index.ts';
+import { dataPaths, loadConfig } from '../../runtime/index.ts';
+
+export interface SandboxFlags {
+  user?: string;
+  follow?: boolean;
+  json?: boolean;
+  profile?: string;
+  '--'?: string[];
+}
+
+const ACTIONS = 'list, logs <id> [--follow], exec <id> -- <command>, stop <id>, destroy <id>, cleanup';
+
+function usage(message: string): never {
+  process.stderr.write(`svc: sandbox: ${message} (actions: ${ACTIONS})\n`);
+  process.exit(2);
+}
+
+function needId(action: string, id: string | undefined): string {
+  if (!id) usage(`${action} needs a sandbox id`);
+  return id;
+}
+
+export async function sandbox(action: string | undefined, id: string | undefined, flags: SandboxFlags): Promise<void> {
+  const projectRoot = process.cwd();
+  setSandboxFallback(() => {
+    const { config } = loadConfig({ dir: projectRoot, profile: flags.profile, env: process.env });
+    return { settings: config['scale.sandbox'] as SandboxSettings, dataDir: dataPaths(projectRoot, config).dataDir };
+  });
+  const box = sandboxes();
+  const out = (value: unknown, text: string) => process.stdout.write(flags.json ? `${JSON.stringify(value, null, 2)}\n` : `${text}\n`);
+  let code = 0;
+  try {
+    switch (action) {
+      case 'list': {
+        const all = await box.list(flags.user);
+        out(
+          all,
+          all.length === 0
+            ? 'no sandboxes'
+            : all.map((s) => `${s.sandbox_id}  ${s.state.padEnd(8)}  ${s.user}/${s.project}  ${s.url || '-'}  created ${s.created_at}${s.error ? `  (${s.error})` : ''}`).join('\n'),
+        );
+        break;
+      }
+      case 'logs': {
+        const sid = needId('logs', id);
+        let offset = 0;
+        for (;;) {
+          const chunk = await box.logs(sid, offset);
+          if (chunk.content) process.stdout.write(chunk.content);
+          offset = chunk.offset;
+          if (!flags.follow) break;
+          if (chunk.content === '') {
+            const now = await box.get(sid);
+            if (!isActive(now.state)) break;
+            await sleep(250);
+          }
+        }
+        break;
+      }
+      case 'exec': {
+        const sid = needId('exec', id);
+        const command = (flags['--'] ?? []).join(' ');
+        if (command === '') usage('exec needs a command after --');
+        const abort = new AbortController();
+        process.once('SIGINT', () => abort.abort(new Error('interrupted')));
+        for await (const chunk of box.streamCommand(sid, command, { timeout: 24 * 3600, signal: abort.signal })) {
+          if (chunk.type === 'stdout') process.stdout.write(chunk.data);
+          else if (chunk.type === 'stderr') process.stderr.write(chunk.data);
+          else if (chunk.type === 'exit') code = chunk.exit_code;
+        }
+        break;
+      }
+      case 'stop': {
+        const info = await box.stop(needId('stop', id));
+        out(info, `${info.sandbox_id} ${info.state}`);
+        break;
+      }
+      case 'destroy': {
+        const sid = needId('destroy', id);
+        const { destroyed } = await box.destroy(sid);
+        out({ sandbox_id: sid, destroyed }, `${sid} destroyed`);
+        break;
+      }
+      case 'cleanup': {
+        const report = await cleanupSandboxes(currentSandboxes());
+        out(report, `removed ${report.removed.length} sandbox(es), ${report.orphans.length} orphan(s), ${report.folders.length} stray folder(s)`);
+        break;
+      }
+      default:
+        usage(action ? `unknown action ${JSON.stringify(action)}` : 'an action is needed');
+    }
+  } catch (error) {
+    const e = error as Error & { code?: string };
+    process.stderr.write(`svc: sandbox ${action}: ${typeof e.code === 'string' ? `${e.code}: ` : ''}${e.message}\n`);
+    code = 1;
+  }
+  process.exit(code);
+}

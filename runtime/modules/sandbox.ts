@@ -1,0 +1,42 @@
+/** The `sandbox` module: `sandboxes()` on every serving thread, their supervisors placed like the graph's partitions, the cleanup on one thread per process. */
+import { type ActorSystem, MAIN_THREAD, remoteLeases, workerPlacement } from '../../kernel/index.ts';
+import { bindSandboxes, checkSandboxSettings, defineSandboxKind, disabledEnv, sandboxEnv, sandboxRoot, startSandboxCleanup, type SandboxBinding, type SandboxSettings } from '../../actors/sandbox/index.ts';
+import type { MemberState } from '../../cluster/index.ts';
+import type { RelayTransport } from '../../transports/worker/index.ts';
+import type { ServeBoot } from '../boot.ts';
+import { dataPaths } from '../paths.ts';
+import type { RuntimeModule } from '../runtime.ts';
+import { consumesEvents } from './events.ts';
+import { clusterPlacement } from './graph.ts';
+import { GRAPH, LOG } from '../keys.ts';
+
+export function sandboxModule(system: ActorSystem, boot: ServeBoot, fingerprint: string, relay: RelayTransport | undefined, member: MemberState | undefined, thread: string): RuntimeModule {
+  let unbind: (() => void) | undefined;
+  let stopCleanup: (() => void) | undefined;
+  return {
+    name: 'sandbox',
+    needs: [LOG, GRAPH],
+    async start(rt) {
+      const log = rt.need(LOG).child({ room: 'sandbox' });
+      const settings = boot.config['scale.sandbox'] as SandboxSettings;
+      const root = sandboxRoot(settings, dataPaths(boot.projectRoot, boot.config).dataDir);
+      if (!settings.enabled) {
+        unbind = bindSandboxes({ system, env: disabledEnv(settings), root });
+        return;
+      }
+      await checkSandboxSettings(settings);
+      const env = sandboxEnv(settings, log);
+      defineSandboxKind(system, env, {
+        placement: member ? clusterPlacement(system, fingerprint, relay) : workerPlacement(),
+        ...(boot.activationLeases ? { lease: remoteLeases(system, MAIN_THREAD) } : {}),
+      });
+      const binding: SandboxBinding = { system, env, root };
+      unbind = bindSandboxes(binding);
+      if (consumesEvents(thread)) stopCleanup = startSandboxCleanup(binding);
+    },
+    close() {
+      stopCleanup?.();
+      unbind?.();
+    },
+  };
+}
