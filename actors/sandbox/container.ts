@@ -26,8 +26,9 @@
  * - the dev server's output lands in `logPath(record)` on the host (that file
  *   alone is bound into the container), so logs are read from a file at byte
  *   offsets, and survive the container; `<cli> logs` holds nothing;
- * - the container's first process is a shell that waits for the dev script
- *   (`sh -c script`, as npm runs it), so processes orphaned inside are reaped;
+ * - the container's first process is a shell that runs the dev script
+ *   (`sh -c script`, as npm runs it), passes SIGTERM on and waits, so `stop`
+ *   is quick and processes orphaned inside are reaped;
  * - a command (`exec`) carries a token in its environment: on a timeout or an
  *   abort every process inside with that token is killed (killing the CLI
  *   client leaves them running).
@@ -107,25 +108,27 @@ const relays = new Map<string, Promise<Relay>>();
 
 /**
  * The container CLI to use: `configured` (`[scale.sandbox] container_cli`, a command or a wrapper script's path) when
- * set, else the first of `docker`, `podman` on the PATH whose engine answers `info` within 5 s (a docker client with no
- * engine behind it is skipped). Undefined: none.
+ * set, else the first of `docker`, `podman` on the PATH — each only if its engine answers `info` within 5 s (a docker
+ * client with no engine behind it is skipped). Undefined: none answers.
  *
  * @example
  * const cli = await findContainerCli(settings.container_cli); // ['/usr/bin/podman']
  * if (!cli) throw sandboxError('SANDBOX_UNAVAILABLE', 'no container engine answers here');
  */
 export async function findContainerCli(configured: string): Promise<string[] | undefined> {
+  const answering = async (cli: string[]): Promise<boolean> => (await runCli(cli, ['info'], PROBE_TIMEOUT_MS).catch(() => undefined))?.code === 0;
   const wanted = configured.trim();
   if (wanted) {
-    if (await executable(wanted)) return [wanted];
-    return wanted.split(/\s+/);
+    // A path may hold spaces; anything else is a command line.
+    const cli = (await executable(wanted)) ? [wanted] : wanted.split(/\s+/);
+    return (await answering(cli)) ? cli : undefined;
   }
   for (const name of ['docker', 'podman']) {
-    for (const dir of (process.env.PATH ?? '').split(delimiter).filter(Boolean)) {
+    const dirs = (process.env.PATH ?? '').split(delimiter).filter(Boolean);
+    for (const dir of dirs) {
       const path = join(dir, name);
       if (!(await executable(path))) continue;
-      const info = await runCli([path], ['info'], PROBE_TIMEOUT_MS).catch(() => undefined);
-      if (info?.code === 0) return [path];
+      if (await answering([path])) return [path];
       break;
     }
   }
@@ -380,8 +383,8 @@ export class ContainerRunner implements Runner {
   }
 
   /** A supervisor takes the sandbox over: {@link ensureRelay}. */
-  async adopt(record: SandboxRecord): Promise<void> {
-    await this.ensureRelay(record);
+  async adopt(record: SandboxRecord): Promise<Started> {
+    return this.ensureRelay(record);
   }
 
   /**

@@ -17,5 +17,7 @@ export { SANDBOX_KIND } from './supervisor.ts';
 export type { SandboxEnv, SupervisorMsg } from './supervisor.ts';
 export { bytesOf, coresOf, sandboxSettingsProblems } from './settings.ts';
 export { appDir, logPath, READY_TEXT } from './project.ts';
+export { localIsolation } from './isolation.ts';
+export type { LocalIsolation } from './isolation.ts';
 export { checkPath, SKIPPED_DIRS } from './paths.ts';
 export type { SandboxState, SandboxType, SandboxRecord, SandboxInfo, SandboxSettings, ExecResult, Runner } from './types.ts';

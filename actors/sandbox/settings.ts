@@ -3,22 +3,25 @@
  * quantities that parse, a port pool that fits, a provider that can run here.
  */
 import { sandboxError } from './errors.ts';
+import { parseCpu, parseQuantity } from './isolation.ts';
 import type { Runner, SandboxSettings } from './types.ts';
 
-const UNITS: Record<string, number> = { '': 1, k: 1e3, K: 1e3, M: 1e6, G: 1e9, T: 1e12, Ki: 1024, Mi: 1024 ** 2, Gi: 1024 ** 3, Ti: 1024 ** 4 };
-
-/** Bytes of a Kubernetes quantity (`512Mi`, `2Gi`, `500M`, `1048576`); NaN when it is not one. */
+/** Bytes of a Kubernetes quantity (`512Mi`, `2Gi`, `500M`); NaN when it is not one. */
 export function bytesOf(quantity: string): number {
-  const m = /^\s*(\d+(?:\.\d+)?)\s*(|k|K|M|G|T|Ki|Mi|Gi|Ti)\s*$/.exec(quantity);
-  if (!m) return Number.NaN;
-  return Math.round(Number(m[1]) * (UNITS[m[2] as string] as number));
+  try {
+    return parseQuantity(quantity);
+  } catch {
+    return Number.NaN;
+  }
 }
 
 /** Cores of a Kubernetes CPU quantity (`500m` = 0.5, `2` = 2); NaN when it is not one. */
 export function coresOf(quantity: string): number {
-  const m = /^\s*(\d+(?:\.\d+)?)(m?)\s*$/.exec(quantity);
-  if (!m) return Number.NaN;
-  return m[2] === 'm' ? Number(m[1]) / 1000 : Number(m[1]);
+  try {
+    return parseCpu(quantity);
+  } catch {
+    return Number.NaN;
+  }
 }
 
 /** Every problem of `settings`, in words (empty: none). */

@@ -114,7 +114,9 @@ class Supervisor implements ActorLogic<SupervisorMsg, unknown> {
           }
           this.launched = true;
           this.startedAt = Date.now();
-          await runner.adopt?.(record);
+          const moved = await runner.adopt?.(record);
+          // The relay had to move (its port was taken meanwhile): the record says where the preview is now.
+          if (moved && (moved.url !== record.url || moved.relay_port !== record.relay_port)) await records.update(this.id, moved);
         }
         if (!alive) return record.state === 'starting' ? this.fail(ctx, record, await this.why(record, 'the dev server exited before it was ready')) : this.crashed(ctx, record);
         if (record.state === 'starting') {

@@ -115,8 +115,8 @@ export interface Runner {
   exec(record: SandboxRecord, command: string, options: ExecOptions): Promise<number>;
   /** The dev server's output from byte `offset`. */
   logs(record: SandboxRecord, offset: number): Promise<{ content: string; offset: number }>;
-  /** A supervisor takes over a sandbox another process started (an earlier run, a member that died): rebuild what lived only in that process (a relay). */
-  adopt?(record: SandboxRecord): Promise<void>;
+  /** A supervisor takes over a sandbox another process started (an earlier run, a member that died): rebuild what lived only in that process (a relay); what changed is recorded. */
+  adopt?(record: SandboxRecord): Promise<Started | void>;
   /** How its dev server ended, when known: its exit code, or the signal that killed it; `removed`: its container was removed from outside. */
   exitOf?(record: SandboxRecord): Promise<{ code?: number; signal?: string; removed?: boolean } | undefined>;
   /** Sandboxes of this provider running on this host that no record names (for reconciliation): their ids. */

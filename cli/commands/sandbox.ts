@@ -13,6 +13,8 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import { cleanupSandboxes, currentSandboxes, isActive, sandboxes, setSandboxFallback, type SandboxSettings } from '../../actors/sandbox/index.ts';
+import { setDataFallback, type StorageConfig } from '../../actors/data/index.ts';
+import '../../stores/index.ts';
 import { dataPaths, loadConfig } from '../../runtime/index.ts';
 
 export interface SandboxFlags {
@@ -37,9 +39,15 @@ function needId(action: string, id: string | undefined): string {
 
 export async function sandbox(action: string | undefined, id: string | undefined, flags: SandboxFlags): Promise<void> {
   const projectRoot = process.cwd();
+  const config = () => loadConfig({ dir: projectRoot, profile: flags.profile, env: process.env }).config;
+  // The records are in the project's document store, found as svc start finds it.
+  setDataFallback(() => {
+    const c = config();
+    return { projectRoot, dataDir: dataPaths(projectRoot, c).dataDir, storage: c.storage as StorageConfig, docdbUri: c['scale.database'].docdb_uri, kvUrl: c['scale.database'].kv_url };
+  });
   setSandboxFallback(() => {
-    const { config } = loadConfig({ dir: projectRoot, profile: flags.profile, env: process.env });
-    return { settings: config['scale.sandbox'] as SandboxSettings, dataDir: dataPaths(projectRoot, config).dataDir };
+    const c = config();
+    return { settings: c['scale.sandbox'] as SandboxSettings, dataDir: dataPaths(projectRoot, c).dataDir };
   });
   const box = sandboxes();
   const out = (value: unknown, text: string) => process.stdout.write(flags.json ? `${JSON.stringify(value, null, 2)}\n` : `${text}\n`);

@@ -1,6 +1,6 @@
 /** The `sandbox` module: `sandboxes()` on every serving thread, their supervisors placed like the graph's partitions, the cleanup on one thread per process. */
 import { type ActorSystem, MAIN_THREAD, remoteLeases, workerPlacement } from '../../kernel/index.ts';
-import { bindSandboxes, checkSandboxSettings, defineSandboxKind, disabledEnv, sandboxEnv, sandboxRoot, startSandboxCleanup, type SandboxBinding, type SandboxSettings } from '../../actors/sandbox/index.ts';
+import { bindSandboxes, checkSandboxSettings, localIsolation, defineSandboxKind, disabledEnv, sandboxEnv, sandboxRoot, startSandboxCleanup, type SandboxBinding, type SandboxSettings } from '../../actors/sandbox/index.ts';
 import type { MemberState } from '../../cluster/index.ts';
 import type { RelayTransport } from '../../transports/worker/index.ts';
 import type { ServeBoot } from '../boot.ts';
@@ -32,7 +32,14 @@ export function sandboxModule(system: ActorSystem, boot: ServeBoot, fingerprint:
       });
       const binding: SandboxBinding = { system, env, root };
       unbind = bindSandboxes(binding);
-      if (consumesEvents(thread)) stopCleanup = startSandboxCleanup(binding);
+      if (!consumesEvents(thread)) return;
+      stopCleanup = startSandboxCleanup(binding);
+      if (env.runner.type === 'local') {
+        // What the local provider isolates here, said once per process: a missing part is a warning.
+        const isolation = localIsolation();
+        const missing = isolation.user === undefined || !isolation.cgroup || !isolation.privateTmp;
+        (missing ? log.warn.bind(log) : log.info.bind(log))({ isolation }, `sandboxes: local provider${missing ? ' with partial isolation (see isolation.notes)' : ''}`);
+      }
     },
     close() {
       stopCleanup?.();
