@@ -35,12 +35,10 @@
  */
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { constants as fsConstants } from 'node:fs';
-import { access, chown, open } from 'node:fs/promises';
-import { request } from 'node:http';
-import { connect, createServer, type Server, type Socket } from 'node:net';
+import { chown, open } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
 import { delimiter, join } from 'node:path';
+import { answers, type CliResult, CLI_TIMEOUT_MS, closeRelay, executable, firewalls, freeLoopbackPort, iptables, openRelay, type Relay, relays, rulesOf, runCli, shown } from './container-host.ts';
 import { sandboxError } from './errors.ts';
 import { appDir, devScript, logPath, READY_TEXT, sandboxEnv } from './project.ts';
 import { bytesOf, coresOf } from './settings.ts';
@@ -51,14 +49,12 @@ export const CONTAINER_PORT = 8000;
 /** The most bytes one `logs` call answers. */
 const LOG_CHUNK_BYTES = 1024 * 1024;
 const DEFAULT_EXEC_TIMEOUT_MS = 30_000;
-const CLI_TIMEOUT_MS = 30_000;
 const PROBE_TIMEOUT_MS = 5_000;
 /** The user a sandbox runs as with `security_context` (as in the official Node images). */
 const SANDBOX_UID = 1000;
 const LOG_IN_CONTAINER = '/var/log/svc-dev.log';
 const EXEC_TOKEN = 'SVC_SANDBOX_EXEC';
 const READY_BYTES = Buffer.from(READY_TEXT);
-const SBIN = ['/usr/sbin', '/sbin', '/usr/bin', '/bin', '/usr/local/sbin'];
 
 /**
  * The container's first process: the dev script's output to the log; the script run as npm runs it; SIGTERM passed
@@ -78,20 +74,6 @@ for(let round=0;round<20;round++){let n=0;for(const p of fs.readdirSync('/proc')
 try{if(fs.readFileSync('/proc/'+p+'/environ','latin1').split('\\0').includes(mark)){process.kill(+p,'SIGKILL');n++}}catch{}}if(!n)break}`;
 
 /** What a CLI call ended with. */
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-/** A relay of this process: 127.0.0.1:port → the container's address. */
-interface Relay {
-  server: Server;
-  port: number;
-  target: { host: string; port: number } | undefined;
-  sockets: Set<Socket>;
-}
-
 /** Where `ready` has read a dev server's log up to. */
 interface LogScan {
   from: number;
@@ -102,9 +84,6 @@ interface LogScan {
 interface NetworkFacts {
   iface: string;
 }
-
-/** Relays live as long as this process, whichever runner made them (a supervisor may build its own runner). */
-const relays = new Map<string, Promise<Relay>>();
 
 /**
  * The container CLI to use: `configured` (`[scale.sandbox] container_cli`, a command or a wrapper script's path) when
@@ -135,41 +114,6 @@ export async function findContainerCli(configured: string): Promise<string[] | u
   return undefined;
 }
 
-async function executable(path: string): Promise<boolean> {
-  return access(path, fsConstants.X_OK).then(
-    () => true,
-    () => false,
-  );
-}
-
-/** Run `cli args`; never rejects for an exit code. Rejects SANDBOX_UNAVAILABLE when it cannot run or does not answer in time. */
-function runCli(cli: readonly string[], args: readonly string[], timeoutMs = CLI_TIMEOUT_MS): Promise<CliResult> {
-  return new Promise((resolve, reject) => {
-    const [command, ...rest] = [...cli, ...args] as [string, ...string[]];
-    const child = spawn(command, rest, { stdio: ['ignore', 'pipe', 'pipe'] });
-    const out: Buffer[] = [];
-    const err: Buffer[] = [];
-    child.stdout.on('data', (d: Buffer) => out.push(d));
-    child.stderr.on('data', (d: Buffer) => err.push(d));
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(sandboxError('SANDBOX_UNAVAILABLE', `${shown(cli, args)} did not answer within ${timeoutMs} ms`));
-    }, timeoutMs);
-    child.on('error', (error) => {
-      clearTimeout(timer);
-      reject(sandboxError('SANDBOX_UNAVAILABLE', `${shown(cli, args)} cannot run: ${error.message}`, { cause: error }));
-    });
-    child.on('close', (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code: code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0), stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') });
-    });
-  });
-}
-
-function shown(cli: readonly string[], args: readonly string[]): string {
-  return `${[...cli, ...args.slice(0, 2)].join(' ')}`;
-}
-
 /** Whether a CLI's error says the container (or network) does not exist. */
 function missing(r: CliResult): boolean {
   return r.code !== 0 && /no such (container|object|network)|not found|does not exist|unknown network|no container with/i.test(r.stderr);
@@ -198,18 +142,6 @@ export function wholeUtf8(bytes: Buffer): number {
   const b = bytes[lead] as number;
   const need = b >= 0xf8 ? 1 : b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 1;
   return bytes.length - lead < need ? lead : bytes.length;
-}
-
-/** A free port on 127.0.0.1 now (the kernel's choice). */
-function freeLoopbackPort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
 }
 
 /** The sandbox's container and network name. */
@@ -612,94 +544,3 @@ export class ContainerRunner implements Runner {
   }
 }
 
-/** Whether an HTTP GET on `url` answers (any status) within a second. */
-function answers(url: string): Promise<boolean> {
-  return new Promise((resolve) => {
-    const req = request(url, { method: 'GET', agent: false, timeout: 1000 }, (res) => {
-      res.resume();
-      res.destroy();
-      resolve(true);
-    });
-    req.on('timeout', () => req.destroy());
-    req.on('error', () => resolve(false));
-    req.end();
-  });
-}
-
-async function openRelay(wanted: number): Promise<Relay> {
-  // Half-open both ways: a client that ends its request still reads the answer.
-  const relay: Relay = { server: createServer({ allowHalfOpen: true }), port: 0, target: undefined, sockets: new Set() };
-  relay.server.on('connection', (client) => {
-    const target = relay.target;
-    if (!target) return client.destroy();
-    const upstream = connect({ port: target.port, host: target.host, allowHalfOpen: true });
-    for (const socket of [client, upstream]) {
-      relay.sockets.add(socket);
-      socket.on('close', () => relay.sockets.delete(socket));
-      socket.on('error', () => (client.destroy(), upstream.destroy()));
-    }
-    client.pipe(upstream).pipe(client);
-  });
-  const listen = (port: number): Promise<void> =>
-    new Promise((resolve, reject) => {
-      relay.server.once('error', reject);
-      relay.server.listen(port, '127.0.0.1', () => (relay.server.off('error', reject), resolve()));
-    });
-  try {
-    await listen(wanted);
-  } catch (error) {
-    // Its port was taken since (svc was down): another one, which the caller records.
-    if (wanted === 0 || (error as NodeJS.ErrnoException).code !== 'EADDRINUSE') throw sandboxError('SANDBOX_FAILED', `the preview relay cannot listen: ${(error as Error).message}`, { cause: error });
-    await listen(0);
-  }
-  relay.port = (relay.server.address() as { port: number }).port;
-  return relay;
-}
-
-async function closeRelay(id: string): Promise<void> {
-  const made = relays.get(id);
-  if (!made) return;
-  relays.delete(id);
-  const relay = await made.catch(() => undefined);
-  if (!relay) return;
-  for (const socket of relay.sockets) socket.destroy();
-  await new Promise<void>((resolve) => relay.server.close(() => resolve()));
-}
-
-type Family = 'iptables' | 'ip6tables';
-
-/** The firewall commands to fence a bridge with (IPv6 too where the kernel has it). `required`: none is an error. */
-async function firewalls(required: boolean): Promise<Array<{ family: Family; path: string }>> {
-  const found: Array<{ family: Family; path: string }> = [];
-  const ipv6 = await access('/proc/sys/net/ipv6').then(
-    () => true,
-    () => false,
-  );
-  for (const family of ipv6 ? (['iptables', 'ip6tables'] as const) : (['iptables'] as const)) {
-    let path: string | undefined;
-    for (const dir of SBIN) if (!path && (await executable(join(dir, family)))) path = join(dir, family);
-    if (path) found.push({ family, path });
-    else if (required) throw sandboxError('SANDBOX_UNAVAILABLE', `network_isolation needs ${family} on this host to fence a sandbox's network`);
-  }
-  if (required && process.getuid?.() !== 0) throw sandboxError('SANDBOX_UNAVAILABLE', 'network_isolation needs svc to run as root: it fences each sandbox network with firewall rules');
-  return process.getuid?.() === 0 ? found : [];
-}
-
-async function iptables(fw: { family: Family; path: string }, args: string[]): Promise<string> {
-  const r = await runCli([fw.path, '-w', '5'], args, 15_000);
-  if (r.code !== 0) throw sandboxError('SANDBOX_FAILED', `${fw.family} ${args.join(' ')}: ${r.stderr.trim()}`);
-  return r.stdout;
-}
-
-/** Our rules in the mangle table, each with the arguments that delete it. */
-async function rulesOf(fw: { family: Family; path: string }): Promise<Array<{ id: string; line: string; argv: string[] }>> {
-  const out: Array<{ id: string; line: string; argv: string[] }> = [];
-  for (const line of (await iptables(fw, ['-t', 'mangle', '-S'])).split('\n')) {
-    const id = /--comment "svc-sandbox ([^"\s]+)"/.exec(line)?.[1];
-    if (!id || !line.startsWith('-A ')) continue;
-    const argv = [...line.matchAll(/"((?:[^"\\]|\\.)*)"|(\S+)/g)].map((m) => (m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : (m[2] as string)));
-    argv[0] = '-D';
-    out.push({ id, line: `${line} `, argv });
-  }
-  return out;
-}
