@@ -6,9 +6,9 @@
  * environment, its supervisors in this process.
  */
 import { randomBytes } from 'node:crypto';
-import { chown, cp, lstat, mkdir, readdir, rm } from 'node:fs/promises';
+import { chown, cp, lstat, mkdir, readdir, realpath, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import { join, resolve } from 'node:path';
+import { basename, dirname, join, resolve, sep } from 'node:path';
 import { ActorSystem, type ActorRef } from '../../kernel/index.ts';
 import { kvstore } from '../data/index.ts';
 import { sandboxError } from './errors.ts';
@@ -46,6 +46,8 @@ export type CommandChunk = { type: 'stdout' | 'stderr'; data: string } | { type:
 
 /** The longest a stop, destroy or check may take (a container engine can be slow). */
 const ASK_MS = 120_000;
+/** The longest a command may run (a day). */
+const MAX_TIMEOUT_S = 86_400;
 /** Most bytes of stdout and of stderr kept by `execCommand` (the streaming form has no cap). */
 const OUTPUT_CAP = 8 * 1024 * 1024;
 
@@ -134,9 +136,18 @@ function checkName(value: unknown, what: string): string {
 }
 
 /** Copy a folder's files in (its links are copied as links: the path checks refuse any that points out). */
-async function copyFolder(from: string, to: string): Promise<void> {
+async function copyFolder(from: string, to: string, root: string): Promise<void> {
   const stat = await lstat(from).catch(() => undefined);
   if (!stat?.isDirectory()) throw sandboxError('SANDBOX_INVALID', `files: ${shown(from)} is not a folder`);
+  // Copied as svc's own user: never a folder holding the sandboxes (nor svc's data beside them), nor one inside them.
+  const real = await realpath(from);
+  const sandboxes = await realpath(root).catch(() => resolve(root));
+  // The default layout keeps the sandboxes in the data folder (`<data>/sandboxes`): that folder is svc's too.
+  const data = basename(sandboxes) === 'sandboxes' ? dirname(sandboxes) : sandboxes;
+  const inside = (path: string, folder: string) => path === folder || path.startsWith(folder + sep);
+  if (inside(sandboxes, real) || inside(data, real) || inside(real, data)) {
+    throw sandboxError('SANDBOX_INVALID', 'files: this folder holds (or is inside) svc\'s data folder or its sandboxes: copy a project folder instead');
+  }
   await cp(from, to, { recursive: true, verbatimSymlinks: true, filter: (src) => !src.split(/[\\/]/).includes('.git') });
 }
 
@@ -225,7 +236,7 @@ export class Sandboxes {
       inserted = true;
       const app = appDir(record);
       await mkdir(app, { recursive: true });
-      if (typeof files === 'string') await copyFolder(resolve(files), app);
+      if (typeof files === 'string') await copyFolder(resolve(files), app, b.root);
       else for (const [path, content] of Object.entries(files)) await writeProjectFile(app, path, content);
       if (env.runner.owner) await chownTree(app, env.runner.owner);
       const prepared = await env.runner.prepare(record);
@@ -312,8 +323,10 @@ export class Sandboxes {
 
   private static timeoutMs(options: ExecCommandOptions): number {
     const timeout = options.timeout ?? 30;
-    if (typeof timeout !== 'number' || !Number.isFinite(timeout) || timeout <= 0) throw sandboxError('SANDBOX_INVALID', `timeout is a number of seconds > 0, got ${shown(timeout)}`);
-    return Math.round(timeout * 1000);
+    if (typeof timeout !== 'number' || !Number.isFinite(timeout) || timeout <= 0 || timeout > MAX_TIMEOUT_S) {
+      throw sandboxError('SANDBOX_INVALID', `timeout is a number of seconds above 0 and at most ${MAX_TIMEOUT_S} (a day), got ${shown(timeout)}`);
+    }
+    return Math.max(1, Math.round(timeout * 1000));
   }
 
   /** `sh -c command` in the project folder: its output and exit code. Past `timeout` seconds (30) it is killed: SANDBOX_TIMEOUT. */

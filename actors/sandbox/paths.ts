@@ -1,25 +1,37 @@
 /**
- * Paths inside a sandbox's project. Refused, before anything is touched: a
- * `..` segment, an absolute path, the shell metacharacters `;`, `|`, `&` and
- * backtick (and `$`, NUL, newline, backslash), an empty path. Then what the
- * text cannot show: a symbolic link inside the project may point anywhere,
- * so the real path of what a path names (or of its nearest existing folder)
- * must stay under the project's real path — the project's code can make such
- * links, and svc reads and writes as a more privileged user than that code.
- * The last component is opened without following a link (`O_NOFOLLOW`).
+ * Paths inside a sandbox's project. Refused as text, before anything is
+ * touched: a `..` segment, an absolute path, the shell metacharacters `;`,
+ * `|`, `&` and backtick, a backslash or control character, an empty path.
+ *
+ * Then the file system: the project's own code runs beside these calls and
+ * may make links and swap folders for links at any moment, while svc reads
+ * and writes as a more privileged user than that code. So a path is walked
+ * one folder at a time from an open handle on the project folder, each step
+ * opened without following a link (`O_NOFOLLOW`) through
+ * `/proc/self/fd/<handle>/<name>` — openat(2) as Node can reach it: the
+ * kernel resolves the handle to the folder already open, not to a path that
+ * may have been swapped since. A link anywhere on the path is refused; a
+ * file is opened non-blocking and must be a regular file (a FIFO the code
+ * made does not hang svc). Where /proc is missing (not Linux) each step is
+ * checked with realpath instead, which leaves a window a swap can win.
  */
-import { constants } from 'node:fs';
-import { chown, lstat, mkdir, open, readdir, realpath, rm } from 'node:fs/promises';
-import { dirname, join, relative, sep } from 'node:path';
+import { constants, existsSync } from 'node:fs';
+import { type FileHandle, lchown, lstat, mkdir, open, readdir, realpath, unlink } from 'node:fs/promises';
+import { join, sep } from 'node:path';
 import { sandboxError } from './errors.ts';
 
 /** Directories `listFiles` never lists (nor descends into). */
 export const SKIPPED_DIRS = new Set(['.svc', 'node_modules', '__pycache__', 'dist', '.git']);
 
-/** The largest file `readFile` answers (bytes). */
-export const MAX_READ_BYTES = 16 * 1024 * 1024;
+/** The largest file `readFile` answers and `writeFile` takes (bytes). */
+export const MAX_FILE_BYTES = 16 * 1024 * 1024;
 
-const FORBIDDEN = /[;|&`$\0\n\r\\]/;
+/** Files `listFiles` answers at most. */
+const MAX_LISTED = 100_000;
+
+const FORBIDDEN = /[;|&`\0-\x1f\x7f\\]/;
+const ANCHORED = process.platform === 'linux' && existsSync('/proc/self/fd');
+const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
 function shown(path: unknown): string {
   const text = JSON.stringify(String(path));
@@ -30,7 +42,7 @@ function shown(path: unknown): string {
 export function checkPath(path: unknown): string[] {
   if (typeof path !== 'string' || path === '') throw sandboxError('SANDBOX_BAD_PATH', `${shown(path)} is not a path (a non-empty string relative to the project)`);
   if (path.startsWith('/') || /^[A-Za-z]:/.test(path)) throw sandboxError('SANDBOX_BAD_PATH', `${shown(path)} is absolute (paths are relative to the project)`);
-  if (FORBIDDEN.test(path)) throw sandboxError('SANDBOX_BAD_PATH', `${shown(path)} holds a character refused in sandbox paths (; | & \` $ \\ or a control character)`);
+  if (FORBIDDEN.test(path)) throw sandboxError('SANDBOX_BAD_PATH', `${shown(path)} holds a character refused in sandbox paths (; | & \` \\ or a control character)`);
   const parts = path.split('/').filter((s) => s !== '' && s !== '.');
   if (parts.includes('..')) throw sandboxError('SANDBOX_BAD_PATH', `${shown(path)} has a ".." segment (it would leave the sandbox)`);
   if (parts.length === 0) throw sandboxError('SANDBOX_BAD_PATH', `${shown(path)} names the project folder itself, not a file`);
@@ -38,120 +50,192 @@ export function checkPath(path: unknown): string[] {
   return parts;
 }
 
-/** The nearest existing ancestor of `target` (itself included), resolved, must be inside `realRoot`. */
-async function assertInside(realRoot: string, target: string, original: string): Promise<void> {
-  let at = target;
-  for (;;) {
-    try {
-      const real = await realpath(at);
-      if (real !== realRoot && !real.startsWith(realRoot + sep)) throw sandboxError('SANDBOX_BAD_PATH', `${shown(original)} resolves outside the sandbox (through a symbolic link)`);
-      return;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-      const up = dirname(at);
-      if (up === at) return;
-      at = up;
-    }
+/** What a failed step means, in the sandbox's words (never the host's path). */
+function refused(error: unknown, path: string): Error {
+  switch ((error as NodeJS.ErrnoException).code) {
+    case 'ENOENT':
+      return sandboxError('SANDBOX_FILE_NOT_FOUND', `no file ${shown(path)} in the sandbox`);
+    case 'ELOOP':
+    case 'EMLINK':
+      return sandboxError('SANDBOX_BAD_PATH', `${shown(path)} goes through a symbolic link (links are not followed)`);
+    case 'ENOTDIR':
+      return sandboxError('SANDBOX_BAD_PATH', `${shown(path)}: a folder on the path is not a folder`);
+    case 'EISDIR':
+      return sandboxError('SANDBOX_INVALID', `${shown(path)} is a folder`);
+    case 'ENXIO':
+    case 'EAGAIN':
+      return sandboxError('SANDBOX_INVALID', `${shown(path)} is not a regular file`);
+    case 'EACCES':
+    case 'EPERM':
+      return sandboxError('SANDBOX_INVALID', `${shown(path)} cannot be reached (permission denied)`);
+    default:
+      return (error as { code?: string }).code?.startsWith('SANDBOX_') ? (error as Error) : sandboxError('SANDBOX_INVALID', `${shown(path)}: ${(error as NodeJS.ErrnoException).code ?? 'the file operation failed'}`);
   }
 }
 
-/** The absolute path `path` names under `root`, checked (text, then links). */
-export async function resolveInside(root: string, path: unknown): Promise<string> {
-  const parts = checkPath(path);
-  const realRoot = await realpath(root);
-  const target = join(realRoot, ...parts);
-  await assertInside(realRoot, target, String(path));
-  return target;
+/** An open folder of the project: where its entries are reached from. */
+interface Dir {
+  /** `/proc/self/fd/<n>`, or (not Linux) the folder's checked real path. */
+  at: string;
+  close(): Promise<void>;
+}
+
+async function openRoot(root: string): Promise<Dir> {
+  if (!ANCHORED) {
+    const real = await realpath(root);
+    return { at: real, close: async () => undefined };
+  }
+  const handle = await open(root, constants.O_RDONLY | constants.O_DIRECTORY);
+  return anchored(handle);
+}
+
+function anchored(handle: FileHandle): Dir {
+  return { at: `/proc/self/fd/${handle.fd}`, close: () => handle.close() };
+}
+
+/** The folder `name` inside `dir`, not through a link; made (owned by `owner`) when `create` and missing. */
+async function step(dir: Dir, name: string, create: boolean, owner: { uid: number; gid: number } | undefined, realRoot: string): Promise<Dir> {
+  const at = join(dir.at, name);
+  const openIt = async (): Promise<Dir> => {
+    if (ANCHORED) return anchored(await open(at, DIR_FLAGS));
+    const stat = await lstat(at);
+    if (stat.isSymbolicLink()) throw Object.assign(new Error('link'), { code: 'ELOOP' });
+    if (!stat.isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
+    const real = await realpath(at);
+    if (real !== realRoot && !real.startsWith(realRoot + sep)) throw Object.assign(new Error('outside'), { code: 'ELOOP' });
+    return { at: real, close: async () => undefined };
+  };
+  try {
+    return await openIt();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT' || !create) throw error;
+    try {
+      await mkdir(at, { mode: 0o755 });
+      if (owner) await lchown(at, owner.uid, owner.gid);
+    } catch (made) {
+      if ((made as NodeJS.ErrnoException).code !== 'EEXIST') throw made;
+    }
+    return openIt();
+  }
+}
+
+/** The folder holding the last segment of `parts`, walked from `root`; the caller closes it. */
+async function parentOf(root: string, parts: string[], create = false, owner?: { uid: number; gid: number }): Promise<Dir> {
+  const realRoot = ANCHORED ? '' : await realpath(root);
+  let dir = await openRoot(root);
+  try {
+    for (const name of parts.slice(0, -1)) {
+      const next = await step(dir, name, create, owner, realRoot);
+      await dir.close();
+      dir = next;
+    }
+    return dir;
+  } catch (error) {
+    await dir.close();
+    throw error;
+  }
 }
 
 /** Read a file of the project (UTF-8). */
 export async function readProjectFile(root: string, path: string): Promise<string> {
-  const target = await resolveInside(root, path);
-  let handle;
+  const parts = checkPath(path);
   try {
-    handle = await open(target, constants.O_RDONLY | constants.O_NOFOLLOW);
+    const dir = await parentOf(root, parts);
+    let handle: FileHandle;
+    try {
+      handle = await open(join(dir.at, parts[parts.length - 1] as string), constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    } finally {
+      await dir.close();
+    }
+    try {
+      const stat = await handle.stat();
+      if (!stat.isFile()) throw sandboxError(stat.isDirectory() ? 'SANDBOX_INVALID' : 'SANDBOX_INVALID', `${shown(path)} is not a regular file`);
+      if (stat.size > MAX_FILE_BYTES) throw sandboxError('SANDBOX_INVALID', `${shown(path)} is larger than ${MAX_FILE_BYTES} bytes`);
+      return await handle.readFile('utf8');
+    } finally {
+      await handle.close();
+    }
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT' || code === 'ENOTDIR') throw sandboxError('SANDBOX_FILE_NOT_FOUND', `no file ${shown(path)} in the sandbox`);
-    if (code === 'ELOOP') throw sandboxError('SANDBOX_BAD_PATH', `${shown(path)} is a symbolic link (not followed)`);
-    throw error;
-  }
-  try {
-    const stat = await handle.stat();
-    if (!stat.isFile()) throw sandboxError('SANDBOX_FILE_NOT_FOUND', `${shown(path)} is not a file`);
-    if (stat.size > MAX_READ_BYTES) throw sandboxError('SANDBOX_INVALID', `${shown(path)} is larger than ${MAX_READ_BYTES} bytes`);
-    return await handle.readFile('utf8');
-  } finally {
-    await handle.close();
+    throw refused(error, path);
   }
 }
 
 /** Write a file of the project (folders made as needed), owned by `owner` when given. */
 export async function writeProjectFile(root: string, path: string, content: string | Uint8Array, owner?: { uid: number; gid: number }): Promise<void> {
+  const parts = checkPath(path);
   if (typeof content !== 'string' && !(content instanceof Uint8Array)) throw sandboxError('SANDBOX_INVALID', 'a file content is a string or bytes');
-  const target = await resolveInside(root, path);
-  const realRoot = await realpath(root);
-  // Folders made one at a time, each checked: a link swapped in for one of them is refused, not followed.
-  const folders = relative(realRoot, dirname(target)).split(sep).filter((s) => s !== '');
-  let at = realRoot;
-  for (const name of folders) {
-    at = join(at, name);
+  const bytes = typeof content === 'string' ? Buffer.byteLength(content) : content.byteLength;
+  if (bytes > MAX_FILE_BYTES) throw sandboxError('SANDBOX_INVALID', `${shown(path)}: ${bytes} bytes is more than a sandbox file may hold (${MAX_FILE_BYTES})`);
+  try {
+    const dir = await parentOf(root, parts, true, owner);
+    let handle: FileHandle;
     try {
-      await mkdir(at);
-      if (owner) await chown(at, owner.uid, owner.gid);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
-      const stat = await lstat(at);
-      if (!stat.isDirectory()) throw sandboxError('SANDBOX_BAD_PATH', `${shown(path)}: ${shown(relative(realRoot, at))} is not a folder`);
+      // Not truncated before it is known to be a regular file of the project.
+      handle = await open(join(dir.at, parts[parts.length - 1] as string), constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK, 0o644);
+    } finally {
+      await dir.close();
     }
-  }
-  let handle;
-  try {
-    handle = await open(target, constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | constants.O_NOFOLLOW, 0o644);
+    try {
+      const stat = await handle.stat();
+      if (!stat.isFile()) throw sandboxError('SANDBOX_INVALID', `${shown(path)} is not a regular file`);
+      await handle.truncate(0);
+      await handle.writeFile(content);
+      if (owner) await handle.chown(owner.uid, owner.gid);
+    } finally {
+      await handle.close();
+    }
   } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === 'ELOOP') throw sandboxError('SANDBOX_BAD_PATH', `${shown(path)} is a symbolic link (not followed)`);
-    if (code === 'EISDIR') throw sandboxError('SANDBOX_INVALID', `${shown(path)} is a folder`);
-    throw error;
-  }
-  try {
-    await handle.writeFile(content);
-    if (owner) await handle.chown(owner.uid, owner.gid);
-  } finally {
-    await handle.close();
+    throw refused(error, path);
   }
 }
 
-/** Delete a file of the project (a link is removed, not followed). */
+/** Delete a file of the project (a link is removed, never followed). */
 export async function deleteProjectFile(root: string, path: string): Promise<void> {
-  const target = await resolveInside(root, path);
-  let stat;
+  const parts = checkPath(path);
   try {
-    stat = await lstat(target);
-  } catch {
-    throw sandboxError('SANDBOX_FILE_NOT_FOUND', `no file ${shown(path)} in the sandbox`);
+    const dir = await parentOf(root, parts);
+    try {
+      const at = join(dir.at, parts[parts.length - 1] as string);
+      if ((await lstat(at)).isDirectory()) throw sandboxError('SANDBOX_INVALID', `${shown(path)} is a folder (deleteFile removes files)`);
+      await unlink(at);
+    } finally {
+      await dir.close();
+    }
+  } catch (error) {
+    throw refused(error, path);
   }
-  if (stat.isDirectory()) throw sandboxError('SANDBOX_INVALID', `${shown(path)} is a folder (deleteFile removes files)`);
-  await rm(target, { force: true });
 }
 
 /** Every file of the project, relative and sorted, skipping {@link SKIPPED_DIRS} (links are listed, never followed). */
-export async function listProjectFiles(root: string, limit = 100_000): Promise<string[]> {
+export async function listProjectFiles(root: string): Promise<string[]> {
   const out: string[] = [];
-  const walk = async (dir: string, prefix: string): Promise<void> => {
-    let entries;
-    try {
-      entries = await readdir(dir, { withFileTypes: true });
-    } catch {
-      return;
-    }
-    for (const e of entries) {
-      if (out.length >= limit) return;
-      if (e.isDirectory()) {
-        if (!SKIPPED_DIRS.has(e.name)) await walk(join(dir, e.name), `${prefix}${e.name}/`);
-      } else out.push(`${prefix}${e.name}`);
+  const realRoot = ANCHORED ? '' : await realpath(root);
+  const walk = async (dir: Dir, prefix: string): Promise<void> => {
+    for (const e of await readdir(dir.at, { withFileTypes: true })) {
+      if (out.length >= MAX_LISTED) return;
+      if (!e.isDirectory()) {
+        out.push(`${prefix}${e.name}`);
+        continue;
+      }
+      if (SKIPPED_DIRS.has(e.name)) continue;
+      let child: Dir;
+      try {
+        child = await step(dir, e.name, false, undefined, realRoot);
+      } catch {
+        continue; // swapped for a link, or gone, meanwhile
+      }
+      try {
+        await walk(child, `${prefix}${e.name}/`);
+      } finally {
+        await child.close();
+      }
     }
   };
-  await walk(root, '');
+  const top = await openRoot(root);
+  try {
+    await walk(top, '');
+  } finally {
+    await top.close();
+  }
   return out.sort();
 }

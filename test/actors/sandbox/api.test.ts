@@ -106,8 +106,18 @@ t.test('files: listed sorted and without skipped folders; read, written, deleted
   for (const path of ['../x', '../../etc/passwd', '/etc/passwd', 'a;b', 'a|b', 'a&b', 'a`id`', 'out/secret.txt', 'out/new.txt', 'secret-link', 'src/../../x']) {
     await t.rejects(box.readFile(id, path), { code: 'SANDBOX_BAD_PATH' }, `read ${path} refused`);
     await t.rejects(box.writeFile(id, path, 'pwned'), { code: 'SANDBOX_BAD_PATH' }, `write ${path} refused`);
-    await t.rejects(box.deleteFile(id, path), { code: 'SANDBOX_BAD_PATH' }, `delete ${path} refused`);
+    if (path !== 'secret-link') await t.rejects(box.deleteFile(id, path), { code: 'SANDBOX_BAD_PATH' }, `delete ${path} refused`);
   }
+  await box.deleteFile(id, 'secret-link');
+  t.ok(existsSync(join(outside, 'secret.txt')), 'deleting a link removes the link, not what it points to');
+  // A FIFO the project made is refused at once, not waited on.
+  t.equal((await box.execCommand(id, 'mkfifo pipe')).exit_code, 0);
+  await t.rejects(box.readFile(id, 'pipe'), { code: 'SANDBOX_INVALID' });
+  await t.rejects(box.writeFile(id, 'pipe', 'x'), { code: 'SANDBOX_INVALID' });
+  await box.writeFile(id, 'routes/$id.tsx', 'route');
+  t.equal(await box.readFile(id, 'routes/$id.tsx'), 'route');
+  await t.rejects(box.writeFile(id, 'package.json/x', 'x'), { code: 'SANDBOX_BAD_PATH' });
+  await t.rejects(box.writeFile(id, 'big.bin', new Uint8Array(17 * 1024 * 1024)), { code: 'SANDBOX_INVALID' });
   t.equal(readFileSync(join(outside, 'secret.txt'), 'utf8'), 'secret', 'the file outside is untouched');
   t.notOk(existsSync(join(outside, 'new.txt')), 'nothing was written outside');
   t.notOk(existsSync(join(dir, '..', 'x')), 'nothing was written beside the project');
@@ -137,6 +147,8 @@ t.test('commands: output and exit code, a timeout kills, the stream yields as it
   }
   t.ok(Date.now() - started < 5000, 'leaving the loop ended the command');
   await t.rejects(box.execCommand(id, 'true', { timeout: -1 }), { code: 'SANDBOX_INVALID' });
+  await t.rejects(box.execCommand(id, 'true', { timeout: 1e9 }), { code: 'SANDBOX_INVALID' });
+  t.equal((await box.execCommand(id, 'true', { timeout: 86_400 })).exit_code, 0, 'a day is a timeout');
   await box.stop(id);
   await t.rejects(box.execCommand(id, 'true'), { code: 'SANDBOX_NOT_RUNNING' });
   await box.destroy(id);
@@ -251,6 +263,8 @@ t.test('a folder is copied in; the TTL cleanup removes expired sandboxes and str
   const made = await box.create({ user: 'ttl', project: 'folder', files: src });
   await running(made.sandbox_id);
   t.same((await box.listFiles(made.sandbox_id)).files, ['lib/x.js', 'package.json', 'server.cjs']);
+  await t.rejects(box.create({ user: 'ttl', project: 'data', files: process.env.SVC_DATA_DIR! }), { code: 'SANDBOX_INVALID' }, "svc's data folder is not copied in");
+  await t.rejects(box.create({ user: 'ttl', project: 'data', files: home }), { code: 'SANDBOX_INVALID' }, 'nor a folder holding it');
   const b = currentSandboxes();
   const early = await cleanupSandboxes(b);
   t.same(early.removed, [], 'nothing is due yet');

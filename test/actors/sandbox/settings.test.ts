@@ -29,12 +29,13 @@ t.test('the defaults pass; what cannot be used is named', async (t) => {
 });
 
 t.test('paths as text: the refused ones, and what a good one becomes', async (t) => {
-  for (const bad of ['', '/etc/passwd', '../x', 'a/../../x', 'a;b', 'a|b', 'a&b', 'a`b', 'a$(b)', 'a\\b', 'a\nb', 'a\0b', '.', './', 'C:/x', 'x'.repeat(300)]) {
+  for (const bad of ['', '/etc/passwd', '../x', 'a/../../x', 'a;b', 'a|b', 'a&b', 'a`b', 'a\\b', 'a\nb', 'a\0b', '.', './', 'C:/x', 'x'.repeat(300)]) {
     t.throws(() => checkPath(bad), { code: 'SANDBOX_BAD_PATH' }, JSON.stringify(bad));
   }
   t.throws(() => checkPath(42), { code: 'SANDBOX_BAD_PATH' });
   t.same(checkPath('./src//a.ts'), ['src', 'a.ts']);
   t.same(checkPath('héllo wörld.txt'), ['héllo wörld.txt']);
+  t.same(checkPath('routes/$id.tsx'), ['routes', '$id.tsx'], 'a route file of the file-based routers');
 });
 
 t.test('sandboxes turned off: every call says so', async (t) => {
