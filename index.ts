@@ -26,7 +26,7 @@ setDataFallback(() => {
 setSandboxFallback(() => {
   const projectRoot = process.cwd();
   const { config } = loadConfig({ dir: projectRoot, env: process.env });
-  return { settings: config['scale.sandbox'] as SandboxSettings, dataDir: dataPaths(projectRoot, config).dataDir };
+  return { settings: config['scale.sandbox'] as SandboxSettings, dataDir: dataPaths(projectRoot, config).dataDir, projectRoot };
 });
 
 export {

@@ -17,7 +17,7 @@ import { appDir } from './project.ts';
 import { checkPath, deleteProjectFile, listProjectFiles, readProjectFile, writeProjectFile } from './paths.ts';
 import { isActive, publicInfo, SandboxRecords } from './records.ts';
 import { SANDBOX_KIND, type SandboxEnv, supervisorProps, type SupervisorMsg } from './supervisor.ts';
-import type { ExecResult, Runner, SandboxInfo, SandboxRecord, SandboxSettings } from './types.ts';
+import type { ExecResult, Runner, SandboxInfo, SandboxPaths, SandboxRecord, SandboxSettings } from './types.ts';
 
 /** A thread's sandboxes: its actor system (where supervisors are activated from) and their shared environment. */
 export interface SandboxBinding {
@@ -53,16 +53,16 @@ const OUTPUT_CAP = 8 * 1024 * 1024;
 
 const bindings: SandboxBinding[] = [];
 let fallback: SandboxBinding | undefined;
-let loadFallback: (() => { settings: SandboxSettings; dataDir: string }) | undefined;
-let makeRunner: ((settings: SandboxSettings, records: SandboxRecords, host: string) => Runner) | undefined;
+let loadFallback: (() => { settings: SandboxSettings; dataDir: string; projectRoot: string }) | undefined;
+let makeRunner: ((settings: SandboxSettings, records: SandboxRecords, host: string, paths: SandboxPaths | undefined) => Runner) | undefined;
 
-/** How a runner is made for the settings (the room's index registers it: it knows the providers). */
-export function setRunnerFactory(factory: (settings: SandboxSettings, records: SandboxRecords, host: string) => Runner): void {
+/** How a runner is made for the settings (the room's index registers it: it knows the providers); `paths`: svc's folders, hidden from sandboxes. */
+export function setRunnerFactory(factory: (settings: SandboxSettings, records: SandboxRecords, host: string, paths: SandboxPaths | undefined) => Runner): void {
   makeRunner = factory;
 }
 
-/** How the settings are read outside a runtime (the runtime room registers it: it owns the config loader). */
-export function setSandboxFallback(load: () => { settings: SandboxSettings; dataDir: string }): void {
+/** How the settings and svc's folders are read outside a runtime (the runtime room registers it: it owns the config loader). */
+export function setSandboxFallback(load: () => { settings: SandboxSettings; dataDir: string; projectRoot: string }): void {
   loadFallback = load;
 }
 
@@ -82,12 +82,12 @@ export function defineSandboxKind(system: ActorSystem, env: SandboxEnv, spec: { 
   });
 }
 
-/** The environment of this process's sandboxes: records in the runtime's document store, the provider's runner. */
-export function sandboxEnv(settings: SandboxSettings, log?: SandboxEnv['log']): SandboxEnv {
+/** The environment of this process's sandboxes: records in the runtime's document store, the provider's runner; `paths`: svc's folders (hidden from sandboxes). */
+export function sandboxEnv(settings: SandboxSettings, log?: SandboxEnv['log'], paths?: SandboxPaths): SandboxEnv {
   if (!makeRunner) throw new Error('no sandbox runner factory registered');
   const host = hostname();
   const records = new SandboxRecords(kvstore('svc', 'docdb', undefined, { runtimeCollections: true }));
-  return { settings, records, runner: makeRunner(settings, records, host), host, ...(log ? { log } : {}) };
+  return { settings, records, runner: makeRunner(settings, records, host, paths), host, ...(log ? { log } : {}) };
 }
 
 /** The environment of sandboxes turned off (`[scale.sandbox] enabled = false`): every call answers SANDBOX_DISABLED. */
@@ -114,9 +114,9 @@ function current(): SandboxBinding {
   if (bound) return bound;
   if (!fallback) {
     if (!loadFallback) throw sandboxError('SANDBOX_UNAVAILABLE', 'sandboxes() outside svc start needs the svc package entry (import from "svc")');
-    const { settings, dataDir } = loadFallback();
+    const { settings, dataDir, projectRoot } = loadFallback();
     const system = new ActorSystem({ askTimeoutMs: ASK_MS });
-    const env = sandboxEnv(settings);
+    const env = sandboxEnv(settings, undefined, { dataDir, projectRoot });
     defineSandboxKind(system, env);
     fallback = { system, env, root: sandboxRoot(settings, dataDir) };
   }
@@ -238,9 +238,11 @@ export class Sandboxes {
       await mkdir(app, { recursive: true });
       if (typeof files === 'string') await copyFolder(resolve(files), app, b.root);
       else for (const [path, content] of Object.entries(files)) await writeProjectFile(app, path, content);
-      if (env.runner.owner) await chownTree(app, env.runner.owner);
       const prepared = await env.runner.prepare(record);
       record = (await env.records.update(id, prepared, ['pending'])) ?? { ...record, ...prepared };
+      // Once prepared: a local sandbox's user is made of its port.
+      const owner = env.runner.ownerOf?.(record);
+      if (owner) await chownTree(app, owner);
     } catch (error) {
       await env.runner.release(record).catch(() => undefined);
       if (inserted) await env.records.remove(id).catch(() => undefined);
@@ -307,7 +309,7 @@ export class Sandboxes {
 
   async writeFile(id: string, path: string, content: string | Uint8Array): Promise<void> {
     const record = await this.here(id);
-    await writeProjectFile(appDir(record), path, content, this.b.env.runner.owner);
+    await writeProjectFile(appDir(record), path, content, this.b.env.runner.ownerOf?.(record));
   }
 
   async deleteFile(id: string, path: string): Promise<void> {

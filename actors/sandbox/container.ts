@@ -164,8 +164,7 @@ export interface ContainerRunnerOptions {
  */
 export class ContainerRunner implements Runner {
   readonly type = 'container' as const;
-  /** With `security_context` the project's files belong to the container's user. */
-  readonly owner: { uid: number; gid: number } | undefined;
+  readonly #owner: { uid: number; gid: number } | undefined;
   readonly #settings: SandboxSettings;
   #cli: Promise<string[]> | undefined;
   #flavor: Promise<'podman' | 'docker'> | undefined;
@@ -174,7 +173,7 @@ export class ContainerRunner implements Runner {
 
   constructor(settings: SandboxSettings, options: ContainerRunnerOptions = {}) {
     this.#settings = settings;
-    this.owner = settings.security_context ? { uid: SANDBOX_UID, gid: SANDBOX_UID } : undefined;
+    this.#owner = settings.security_context ? { uid: SANDBOX_UID, gid: SANDBOX_UID } : undefined;
     if (options.cli) this.#cli = Promise.resolve(options.cli);
   }
 
@@ -205,6 +204,11 @@ export class ContainerRunner implements Runner {
     return this.#flavor;
   }
 
+  /** With `security_context` the project's files belong to the container's user (the same for every sandbox: each has a container of its own). */
+  ownerOf(): { uid: number; gid: number } | undefined {
+    return this.#owner;
+  }
+
   /** A port for the dev server inside the container, the network (isolated), the preview's loopback port and URL. */
   async prepare(record: SandboxRecord): Promise<Started> {
     const name = nameOf(record.sandbox_id);
@@ -230,9 +234,9 @@ export class ContainerRunner implements Runner {
     const size = (await log.stat()).size;
     await log.close();
     this.#scans.set(record.sandbox_id, { from: size, found: false });
-    if (this.owner) {
-      await chown(appDir(record), this.owner.uid, this.owner.gid);
-      await chown(logPath(record), this.owner.uid, this.owner.gid);
+    if (this.#owner) {
+      await chown(appDir(record), this.#owner.uid, this.#owner.gid);
+      await chown(logPath(record), this.#owner.uid, this.#owner.gid);
     }
     const env = { ...sandboxEnv({ ...record, port }, '/app', '0.0.0.0'), PATH: `/app/node_modules/.bin:${await this.#imagePathOf(settings.base_image)}` };
     const args = ['run', '-d', '--name', name, '--stop-timeout', '2', '-w', '/app', '-v', `${appDir(record)}:/app`, '-v', `${logPath(record)}:${LOG_IN_CONTAINER}`];

@@ -1,8 +1,13 @@
 /**
  * How the local provider fences a sandbox's processes in, with what this
  * machine offers (probed once, said in {@link localIsolation}'s notes):
- * - another user: uid/gid 65534 (`nobody`) when svc is root, no supplementary
- *   groups, no new privileges (`setpriv`);
+ * - a user of its own: uid = gid = {@link SANDBOX_UID_BASE} + the sandbox's
+ *   port when svc is root (the port is unique among the host's active local
+ *   sandboxes: the shared store hands it out), so one sandbox can neither
+ *   signal another's processes nor reach its files through `/proc/<pid>/cwd`;
+ *   no supplementary groups, no new privileges (`setpriv`). The sandbox's
+ *   folder is root's (0700) and the sandboxes folder 0711: a sandbox reaches
+ *   its own project only through its `/tmp/app`;
  * - a cgroup per sandbox (`svc-sandboxes/<id>`, v1 or v2): memory (swap
  *   included), processes and, where the cpu controller is writable, CPU; entered
  *   by the shell before it execs the sandboxed command, so nothing it starts is
@@ -10,7 +15,11 @@
  * - a mount namespace whose `/tmp` is a tmpfs of `storage_limit`, the project
  *   bound at `/tmp/app` (the sandbox folder may itself be under the host's
  *   `/tmp`, which the tmpfs hides: the shell enters the project first and binds
- *   its own working folder, `/proc/self/cwd`);
+ *   its own working folder, `/proc/self/cwd`); then svc's own folders (its
+ *   data, its project) are covered by an empty read-only tmpfs of mode 0 and
+ *   `/dev/shm` by a fresh tmpfs — mounts made by root in a namespace the
+ *   sandbox does not own, so it cannot undo them (from a user namespace of its
+ *   own they are locked);
  * - its own process group (its leader's pid is the sandbox's pid).
  *
  * Decisions: every command of the chain that runs as root is named by its
@@ -20,15 +29,33 @@
  * `--kill-child`): a later svc process adopts it by its pid. Processes are
  * recognised as a sandbox's by `SVC_SANDBOX_ID` in their environment
  * (`/proc/<pid>/environ`), which guards against a reused pid.
+ *
+ * A command beside a live dev server joins its mount namespace (milliseconds
+ * count there), but only the one its start made, recorded then (`mnt_ns`, its
+ * inode): the dev server can move itself, pid unchanged, into a user and mount
+ * namespace of its own where it may mount anything over anything — joined as
+ * root, that is root for the sandbox. So svc opens the namespace, checks that
+ * it is the recorded one and that the process is still in svc's user
+ * namespace (nothing unprivileged can make, nor enter, a mount namespace owned
+ * by it, and nothing leaves a user namespace for its parent), and hands the
+ * open namespace to `nsenter` (no second look-up by pid); `nsenter` drops to
+ * the sandbox's user itself, so nothing runs as root inside the joined
+ * namespace. Any doubt: a fresh namespace, never a join.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { accessSync, constants, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { accessSync, closeSync, constants, existsSync, fstatSync, mkdirSync, openSync, readdirSync, readFileSync, realpathSync, rmdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { SandboxSettings } from './types.ts';
+import type { SandboxRecord, SandboxSettings } from './types.ts';
 
-/** The user (and group) a root svc runs sandboxes as. */
-const NOBODY = 65534;
+/**
+ * A root svc runs sandbox `s` as uid = gid = `SANDBOX_UID_BASE + s.port` (200000…265535): a user of its own, since
+ * no two active local sandboxes of a host share a port. Nothing else on the host should own ids in that range (a
+ * `/etc/subuid` range that overlaps it would let that user's rootless containers reach sandbox files).
+ */
+export const SANDBOX_UID_BASE = 200_000;
+/** The fd a command's chain is handed its dev server's (checked) mount namespace on. */
+export const JOIN_FD = 3;
 /** Where the project is seen inside a private `/tmp`. */
 export const INSIDE_APP = '/tmp/app';
 const CGROUP_ROOT = '/sys/fs/cgroup';
@@ -36,10 +63,12 @@ const CGROUP_PARENT = 'svc-sandboxes';
 const CPU_PERIOD_US = 100_000;
 /** Only these, by absolute path, for root's part of a chain. */
 const SAFE_DIRS = ['/usr/local/sbin', '/usr/local/bin', '/usr/sbin', '/usr/bin', '/sbin', '/bin'];
+/** Never hidden, nor anything that holds one of them: the chain and the sandbox need them. */
+const SYSTEM_DIRS = ['/tmp', '/proc', '/dev', '/sys', '/usr', '/bin', '/sbin', '/lib', '/lib32', '/lib64', '/etc', '/run', '/var/run'];
 
 /** What the local provider can do here. */
 export interface LocalIsolation {
-  /** `uid:gid` the dev server and commands run as; undefined: svc's own user (svc is not root, or `setpriv` fails). */
+  /** Who the dev server and commands run as (`200000+port`: a uid and gid of its own per sandbox); undefined: svc's own user (svc is not root, or `setpriv` fails). */
   user: string | undefined;
   /** A cgroup per sandbox caps memory and processes. */
   cgroup: boolean;
@@ -66,8 +95,11 @@ type CgroupRoot = { version: 1; memory: string; pids: string; cpu: string | unde
 interface Probe {
   public: LocalIsolation;
   tools: Tools;
-  owner: { uid: number; gid: number } | undefined;
+  /** Root can drop to a sandbox's user here. */
+  drop: boolean;
   cgroup: CgroupRoot | undefined;
+  /** svc's own namespaces (a sandbox's are compared with them): device and inode. */
+  ns: { dev: number; mnt: number; user: number } | undefined;
 }
 
 let probed: Probe | undefined;
@@ -120,10 +152,11 @@ function probe(): Probe {
   const tools: Tools = { sh, unshare: which('unshare'), nsenter: which('nsenter'), mount: which('mount'), mkdir: which('mkdir'), setpriv: which('setpriv'), chown: which('chown') };
   const root = process.getuid?.() === 0;
   const notes: string[] = [];
-  let owner: Probe['owner'];
-  if (root && tools.setpriv && tools.chown && spawnSync(tools.setpriv, [...dropArgs({ uid: NOBODY, gid: NOBODY }), sh, '-c', ':'], { stdio: 'ignore' }).status === 0) {
-    owner = { uid: NOBODY, gid: NOBODY };
-    notes.push(`the dev server and commands run as uid ${NOBODY} (nobody): no supplementary groups, no new privileges; every sandbox shares that uid, so one sandbox's processes may signal another's`);
+  const drop = Boolean(root && tools.setpriv && tools.chown && spawnSync(tools.setpriv, [...dropArgs({ uid: SANDBOX_UID_BASE, gid: SANDBOX_UID_BASE }), sh, '-c', ':'], { stdio: 'ignore' }).status === 0);
+  if (drop) {
+    notes.push(
+      `the dev server and commands run as a user of their own per sandbox (uid and gid ${SANDBOX_UID_BASE} + its port): no supplementary groups, no new privileges; a sandbox cannot signal another's processes nor read its files; its folder is root's (0700)`,
+    );
   } else {
     notes.push(root ? 'setpriv does not work here: the dev server and commands run as root' : "svc is not root: the dev server and commands run as svc's own user");
   }
@@ -133,8 +166,8 @@ function probe(): Probe {
   }
   notes.push(
     privateTmp
-      ? "/tmp is a private tmpfs of storage_limit (the project is at /tmp/app); the project folder's own disk use is not capped"
-      : "no private /tmp (needs root and unshare --mount): the dev server shares the host's /tmp; disk use is not capped",
+      ? "/tmp and /dev/shm are private tmpfs of storage_limit (the project is at /tmp/app); svc's data and project folders are hidden (an empty tmpfs over each); the project folder's own disk use is not capped"
+      : "no private /tmp (needs root and unshare --mount): the dev server shares the host's /tmp and /dev/shm and sees svc's folders as any user does; disk use is not capped",
   );
   const cgroup = probeCgroup();
   notes.push(
@@ -144,11 +177,19 @@ function probe(): Probe {
   );
   notes.push('no network isolation: the dev server listens on 127.0.0.1 (its preview port must be reachable) and reaches the network and host services as svc does');
   notes.push('no PID namespace: sandbox processes see the host\'s process list; the rest of the file system is readable as it is to any unprivileged user');
+  let ns: Probe['ns'];
+  try {
+    const mnt = statSync('/proc/self/ns/mnt');
+    ns = { dev: mnt.dev, mnt: mnt.ino, user: statSync('/proc/self/ns/user').ino };
+  } catch {
+    // No /proc namespaces: no command ever joins a dev server's.
+  }
   probed = {
-    public: { user: owner ? `${owner.uid}:${owner.gid}` : undefined, cgroup: cgroup !== undefined, cpu: Boolean(cgroup?.cpu), privateTmp, notes },
+    public: { user: drop ? `${SANDBOX_UID_BASE}+port` : undefined, cgroup: cgroup !== undefined, cpu: Boolean(cgroup?.cpu), privateTmp, notes },
     tools,
-    owner,
+    drop,
     cgroup,
+    ns,
   };
   return probed;
 }
@@ -162,11 +203,16 @@ export function localIsolation(): LocalIsolation {
 }
 
 /**
- * Who owns a sandbox's project files (svc chowns what it writes there to it); undefined: svc's own user.
- * @example const owner = sandboxOwner(); if (owner) await chown(path, owner.uid, owner.gid);
+ * Who sandbox `record` runs as, and so owns its project's files (svc chowns what it writes there to it):
+ * uid = gid = {@link SANDBOX_UID_BASE} + its port; undefined: svc's own user (not root, or no `setpriv`).
+ * Throws a RangeError for a record without a port (before `prepare`).
+ * @example const owner = sandboxOwner(record); if (owner) await chown(path, owner.uid, owner.gid); // 205180:205180 for port 5180
  */
-export function sandboxOwner(): { uid: number; gid: number } | undefined {
-  return probe().owner;
+export function sandboxOwner(record: Pick<SandboxRecord, 'port'>): { uid: number; gid: number } | undefined {
+  if (!probe().drop) return undefined;
+  const port = record.port;
+  if (!Number.isInteger(port) || port < 1 || port > 65535) throw new RangeError(`a local sandbox's user is made of its port: ${String(port)} is not one (prepare first)`);
+  return { uid: SANDBOX_UID_BASE + port, gid: SANDBOX_UID_BASE + port };
 }
 
 function dropArgs(owner: { uid: number; gid: number }): string[] {
@@ -390,31 +436,53 @@ export function quote(s: string): string {
   return `'${s.replaceAll("'", `'\\''`)}'`;
 }
 
-/** How a sandboxed shell is started: `spawn('/bin/sh', args, { cwd: app })`. */
+/** How a sandboxed shell is started: `spawn('/bin/sh', args, { cwd: app })`, with the checked mount namespace on fd {@link JOIN_FD} when it joins one. */
 export interface FencedShell {
   args: string[];
   /** The project folder as the sandboxed command sees it (for PATH and HOME). */
   inside: string;
 }
 
+/** What {@link fencedShell} fences a script in. */
+export interface Fence {
+  /** The project folder on the host (the shell's working folder). */
+  app: string;
+  /** Who it runs as ({@link sandboxOwner}); undefined: svc's own user. */
+  owner: { uid: number; gid: number } | undefined;
+  cgroup?: SandboxCgroup | undefined;
+  /** The private /tmp's (and /dev/shm's) size. */
+  tmpBytes?: number | undefined;
+  /** Join the mount namespace handed on fd {@link JOIN_FD} ({@link openMountNamespace}) rather than make one. */
+  join?: boolean;
+  /** Host folders a new namespace covers ({@link hiddenPaths}: resolved and checked). */
+  hide?: readonly string[];
+}
+
 /**
  * The `/bin/sh` arguments that run `script` fenced in: the cgroup entered, then (root) a private `/tmp` — a new one,
- * or that of the live process `joinPid` (a command beside the dev server sees its `/tmp`) — then the sandbox's user.
- * The pid of the spawned shell stays the pid of the final `sh -c script` (every step execs in place).
- * @example const { args, inside } = fencedShell('node server.js', { app, cgroup, tmpBytes: 256 << 20 })
+ * svc's folders and `/dev/shm` covered, or the dev server's, handed on fd {@link JOIN_FD} (a command beside the dev
+ * server sees its `/tmp`) — then the sandbox's user. The pid of the spawned shell stays the pid of the final
+ * `sh -c script` (every step execs in place).
+ * @example const { args, inside } = fencedShell('node server.js', { app, owner: sandboxOwner(record), cgroup, tmpBytes: 256 << 20, hide: hiddenPaths([dataDir]) })
  */
-export function fencedShell(script: string, how: { app: string; cgroup?: SandboxCgroup | undefined; tmpBytes?: number | undefined; joinPid?: number | undefined }): FencedShell {
-  const { tools, owner, public: iso } = probe();
+export function fencedShell(script: string, how: Fence): FencedShell {
+  const { tools, public: iso } = probe();
+  const owner = how.owner;
   // The environment is the sandbox's alone, but a spawn hook in svc (a test runner's, an APM agent's) may add a
   // NODE_OPTIONS that would load its code into the sandbox's node processes.
   const steps = ['unset NODE_OPTIONS'];
   if (how.cgroup) steps.push(how.cgroup.enter);
   const drop = owner && tools.setpriv ? `${quote(tools.setpriv)} ${dropArgs(owner).join(' ')} ` : '';
   let inside = how.app;
-  if (iso.privateTmp && how.joinPid !== undefined && tools.nsenter) {
+  if (how.join) {
+    if (!iso.privateTmp || !owner || !tools.setpriv || !tools.nsenter) throw new Error('a command joins a mount namespace only as root, with setpriv and nsenter, dropping to the sandbox user');
     inside = INSIDE_APP;
-    // Entering a mount namespace resets the working folder to its root: the command's own shell goes back to the project.
-    steps.push(`exec ${quote(tools.nsenter)} --target ${how.joinPid} --mount -- ${drop}${quote(tools.sh)} -c "cd ${INSIDE_APP} || exit 126\n$1"`);
+    // Root acts only in svc's namespace: groups cleared and no new privileges, then nsenter joins and drops to the
+    // sandbox's user itself, so what it execs in the joined namespace runs unprivileged. Entering a mount namespace
+    // resets the working folder to its root: the command's shell closes the namespace's fd and goes back to the project.
+    steps.push(
+      `exec ${quote(tools.setpriv)} --clear-groups --no-new-privs -- ${quote(tools.nsenter)} --mount=/proc/self/fd/${JOIN_FD} --setgid ${owner.gid} --setuid ${owner.uid} -- ${quote(tools.sh)} -c "exec ${JOIN_FD}<&-; cd ${INSIDE_APP} || exit 126\n$1"`,
+    );
   } else if (iso.privateTmp) {
     inside = INSIDE_APP;
     const mount = quote(tools.mount as string);
@@ -423,6 +491,9 @@ export function fencedShell(script: string, how: { app: string; cgroup?: Sandbox
       `${mount} -t tmpfs -o ${size}mode=1777 svc-sandbox /tmp`,
       `${quote(tools.mkdir as string)} ${INSIDE_APP}`,
       `${mount} --bind /proc/self/cwd ${INSIDE_APP}`,
+      // After the bind: the project stays at /tmp/app when its host folder is under one of these.
+      ...(how.hide ?? []).map((p) => `${mount} -t tmpfs -o ro,nosuid,nodev,noexec,mode=000,size=4k svc-hidden ${quote(p)}`),
+      ...(hasShm() ? [`${mount} -t tmpfs -o nosuid,nodev,${size}mode=1777 svc-shm /dev/shm`] : []),
       `cd ${INSIDE_APP}`,
       `exec ${drop}${quote(tools.sh)} -c "$1"`,
     ].join(' && ');
@@ -431,6 +502,103 @@ export function fencedShell(script: string, how: { app: string; cgroup?: Sandbox
     steps.push(`exec ${drop}${quote(tools.sh)} -c "$1"`);
   }
   return { args: ['-c', steps.join(' && '), 'svc-sandbox', script], inside };
+}
+
+let shm: boolean | undefined;
+
+function hasShm(): boolean {
+  if (shm === undefined) {
+    try {
+      shm = statSync('/dev/shm').isDirectory();
+    } catch {
+      shm = false;
+    }
+  }
+  return shm;
+}
+
+/** `path` is `dir` or inside it. */
+function within(path: string, dir: string): boolean {
+  return path === dir || path.startsWith(dir === '/' ? '/' : `${dir}/`);
+}
+
+/**
+ * Of `paths`, the host folders a sandbox's namespace can cover, resolved: existing folders only; none that is or
+ * holds a folder the chain or the sandbox needs (`/`, `/usr`, `/etc`, `/tmp`, the commands' folders…); none in
+ * `/proc` or `/sys`, nor in the host's `/tmp` (the private `/tmp` hides it already); none inside another of them
+ * (covered with it, and its mount point gone).
+ * @example hiddenPaths(['/srv/app/.svc/data', '/srv/app', '/']) // ['/srv/app']
+ */
+export function hiddenPaths(paths: readonly string[]): string[] {
+  const needed = [...SYSTEM_DIRS, ...SAFE_DIRS];
+  let tmp = '/tmp';
+  try {
+    tmp = realpathSync('/tmp');
+  } catch {
+    // No /tmp: nothing is in it.
+  }
+  const real: string[] = [];
+  for (const path of paths) {
+    let r: string;
+    try {
+      r = realpathSync(path);
+      if (!statSync(r).isDirectory()) continue;
+    } catch {
+      continue;
+    }
+    if (needed.some((d) => within(d, r)) || [tmp, '/proc', '/sys'].some((d) => within(r, d))) continue;
+    if (!real.includes(r)) real.push(r);
+  }
+  return real.filter((r) => !real.some((o) => o !== r && within(r, o)));
+}
+
+/**
+ * The mount namespace process `pid` is in (its inode) when root made it: not svc's own, and the process still in
+ * svc's user namespace (nothing unprivileged makes or enters a mount namespace that user namespace owns). `'own'`:
+ * svc's (the chain has not made its own yet); undefined: gone, or in a user namespace of its own (it moved itself).
+ * @example const ns = mountNamespaceOf(pid); if (typeof ns === 'number') started.mnt_ns = ns;
+ */
+export function mountNamespaceOf(pid: number): number | 'own' | undefined {
+  const own = probe().ns;
+  if (!own) return undefined;
+  try {
+    // The mount namespace first: a process can move into a user namespace of its own but never back, so the user
+    // namespace still svc's when read after means the mount namespace read before was not one the process made.
+    const mnt = statSync(`/proc/${pid}/ns/mnt`);
+    const user = statSync(`/proc/${pid}/ns/user`);
+    if (user.dev !== own.dev || user.ino !== own.user || mnt.dev !== own.dev) return undefined;
+    return mnt.ino === own.mnt ? 'own' : mnt.ino;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Open the mount namespace of process `pid` for a command to join, when it is the one `recorded` at the dev server's
+ * start and the process is still in svc's user namespace: an fd to hand the chain as {@link JOIN_FD} (the caller
+ * closes it once spawned). Undefined: join nothing, make a fresh namespace (none recorded, the process moved or is
+ * gone, or no join is possible here: not root, no setpriv or nsenter).
+ * @example const fd = openMountNamespace(record.pid, record.mnt_ns); spawn('/bin/sh', fencedShell(cmd, { …, join: fd !== undefined }).args, { stdio: ['ignore', 'pipe', 'pipe', fd ?? 'ignore'] })
+ */
+export function openMountNamespace(pid: number, recorded: number | undefined): number | undefined {
+  const { ns: own, drop, tools, public: iso } = probe();
+  if (!own || !drop || !iso.privateTmp || !tools.nsenter || !tools.setpriv || recorded === undefined || recorded === own.mnt) return undefined;
+  let fd: number;
+  try {
+    fd = openSync(`/proc/${pid}/ns/mnt`, constants.O_RDONLY);
+  } catch {
+    return undefined;
+  }
+  try {
+    // What the fd holds is what is joined (no second look-up by pid); the user namespace is read after it (see mountNamespaceOf).
+    const mnt = fstatSync(fd);
+    const user = statSync(`/proc/${pid}/ns/user`);
+    if (mnt.dev === own.dev && mnt.ino === recorded && user.dev === own.dev && user.ino === own.user) return fd;
+  } catch {
+    // Gone meanwhile.
+  }
+  closeSync(fd);
+  return undefined;
 }
 
 /**

@@ -1,8 +1,8 @@
 /**
  * The local provider: a sandbox's dev server is a process group on this host,
- * fenced in as far as the machine allows (isolation.ts: another user, a
- * cgroup, a private `/tmp`), listening on 127.0.0.1 on a port of the pool
- * (`port_base`, every `port_stride`, `port_count` of them).
+ * fenced in as far as the machine allows (isolation.ts: a user of its own, a
+ * cgroup, a private `/tmp` with svc's folders hidden), listening on 127.0.0.1
+ * on a port of the pool (`port_base`, every `port_stride`, `port_count` of them).
  *
  * Decisions:
  * - the dev server outlives svc (detached, unref'd, its output in a file, no
@@ -13,24 +13,53 @@
  *   (`SVC_SANDBOX_ID`), so a reused pid is never signalled;
  * - a command (`exec`) runs beside a live dev server in its mount namespace
  *   and its cgroup (one `nsenter`, no new namespace or tmpfs: milliseconds
- *   count there); without one, through the same chain as the dev server;
+ *   count there) — only the namespace its start made and recorded (`mnt_ns`),
+ *   checked before it is joined (isolation.ts says why); otherwise, through
+ *   the same chain as the dev server;
+ * - with the shared store's port claims (`claimPort`, `releasePort`) the store
+ *   is the only record of who holds a port: a sandbox is prepared on one
+ *   thread and released on another (its supervisor's);
  * - a command's process group is killed when its shell exits: what it left
  *   running in the background goes too (the dev server is the one long-lived
  *   process of a sandbox).
  */
-import { spawn } from 'node:child_process';
-import { chmodSync, closeSync, constants, fstatSync, openSync, statSync } from 'node:fs';
+import { type ChildProcessByStdio, spawn, type StdioOptions } from 'node:child_process';
+import { chmodSync, chownSync, closeSync, constants, fstatSync, openSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { connect, createServer } from 'node:net';
 import { constants as osConstants } from 'node:os';
+import { dirname } from 'node:path';
+import type { Readable } from 'node:stream';
 import { sandboxError } from './errors.ts';
-import { chownTree, fencedShell, localIsolation, processStat, type SandboxCgroup, sandboxCgroup, sandboxIdOf, sandboxLimits, sandboxOwner, sandboxProcesses, signalGroup } from './isolation.ts';
+import {
+  chownTree,
+  fencedShell,
+  hiddenPaths,
+  localIsolation,
+  mountNamespaceOf,
+  openMountNamespace,
+  processStat,
+  type SandboxCgroup,
+  sandboxCgroup,
+  sandboxIdOf,
+  sandboxLimits,
+  sandboxOwner,
+  sandboxProcesses,
+  signalGroup,
+} from './isolation.ts';
 import { appDir, devScript, logPath, READY_TEXT, sandboxEnv } from './project.ts';
 import type { ExecOptions, Runner, SandboxRecord, SandboxSettings, Started } from './types.ts';
 
 /** The most bytes one `logs` call answers. */
 export const LOG_CHUNK_BYTES = 1024 * 1024;
 const DEFAULT_TIMEOUT_MS = 30_000;
+/** The longest a timer waits (setTimeout fires at once past it). */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+/** How long `start` waits for the chain to make the dev server's mount namespace (to record it). */
+const NAMESPACE_WAIT_MS = 2000;
+/** Signal names by number, for an exit code of 128 + n (the first name of a number: SIGABRT, not its alias SIGIOT). */
+const SIGNAL_NAMES = new Map<number, string>();
+for (const [name, n] of Object.entries(osConstants.signals)) if (!SIGNAL_NAMES.has(n)) SIGNAL_NAMES.set(n, name);
 const READY_TEXT_BYTES = Buffer.from(READY_TEXT);
 
 /** What a {@link LocalRunner} is given besides its settings. */
@@ -43,6 +72,11 @@ export interface LocalRunnerOptions {
   releasePort?: (port: number, sandboxId: string) => Promise<void>;
   /** How long `stop` waits after SIGTERM before SIGKILL (default 3000 ms). */
   stopGraceMs?: number;
+  /**
+   * Host folders a sandbox must not see (svc's data folder, its project folder): covered in the sandbox's mount
+   * namespace by an empty read-only tmpfs. One that is missing, is not a folder, or holds a system folder is skipped.
+   */
+  hide?: readonly string[];
 }
 
 /** Where `ready` has read a dev server's log up to. */
@@ -66,7 +100,7 @@ export class LocalRunner implements Runner {
   readonly #exits = new Map<string, { pid: number; ended: Promise<{ code?: number; signal?: string }> }>();
   readonly #settings: SandboxSettings;
   readonly #options: LocalRunnerOptions;
-  /** Ports this process reserved, and for whom. */
+  /** Ports this runner reserved, and for whom, when no store claims them (`claimPort`): with one, the store alone knows. */
   readonly #claimed = new Map<number, string>();
   readonly #scans = new Map<string, LogScan>();
   /** Sandboxes whose cgroup this runner made or capped (a command then only checks that it is still there). */
@@ -88,18 +122,27 @@ export class LocalRunner implements Runner {
   async prepare(record: SandboxRecord): Promise<Started> {
     const id = record.sandbox_id;
     const taken = this.#options.portTaken ?? portTaken;
+    const claim = this.#options.claimPort;
     for (const port of this.ports()) {
-      const holder = this.#claimed.get(port);
-      if (holder !== undefined && holder !== id) continue;
-      // Reserved before any await, so concurrent prepares of this process never pick the same port.
-      this.#claimed.set(port, id);
-      if (holder === undefined && this.#options.claimPort && !(await this.#options.claimPort(port, id))) {
-        this.#claimed.delete(port);
-        continue;
+      if (claim) {
+        // The store's claim is atomic, and seen by every thread and process (the release may come from any of them).
+        if (!(await claim(port, id))) continue;
+      } else {
+        const holder = this.#claimed.get(port);
+        if (holder !== undefined && holder !== id) continue;
+        // Reserved before any await, so concurrent prepares of this runner never pick the same port.
+        this.#claimed.set(port, id);
       }
       if (await taken(port)) {
         await this.#giveBack(port, id);
         continue;
+      }
+      try {
+        // Fenced before create gives the files to the sandbox's user (it runs nothing yet, but others might look in).
+        if (sandboxOwner({ port })) fenceFolders(record.dir, appDir(record));
+      } catch (error) {
+        await this.#giveBack(port, id);
+        throw sandboxError('SANDBOX_FAILED', `the sandbox's folder cannot be fenced: ${(error as Error).message}`, { cause: error });
       }
       return { port, url: `http://localhost:${port}` };
     }
@@ -109,26 +152,26 @@ export class LocalRunner implements Runner {
   }
 
   async #giveBack(port: number, id: string): Promise<void> {
-    if (this.#claimed.get(port) === id) this.#claimed.delete(port);
-    await this.#options.releasePort?.(port, id);
+    if (this.#options.claimPort) await this.#options.releasePort?.(port, id);
+    else if (this.#claimed.get(port) === id) this.#claimed.delete(port);
   }
 
   async start(record: SandboxRecord): Promise<Started> {
     const app = appDir(record);
     const script = await devScript(app);
-    const owner = sandboxOwner();
     const limits = sandboxLimits(this.#settings);
+    let owner;
     try {
+      owner = sandboxOwner(record);
       if (owner) {
         await chownTree(app, owner);
-        // Without a private /tmp the sandbox's user reaches its project by its host path: the sandbox folder must let it through.
-        if (!localIsolation().privateTmp) chmodSync(record.dir, (statSync(record.dir).mode & 0o7777) | 0o001);
+        fenceFolders(record.dir, app);
       }
     } catch (error) {
       throw sandboxError('SANDBOX_FAILED', `the project folder could not be given to the sandbox's user: ${(error as Error).message}`, { cause: error });
     }
     const cgroup = this.#cgroup(record);
-    const { args, inside } = fencedShell(script, { app, cgroup, tmpBytes: limits.tmpBytes });
+    const { args, inside } = fencedShell(script, { app, owner, cgroup, tmpBytes: limits.tmpBytes, hide: hiddenPaths(this.#options.hide ?? []) });
     let fd: number;
     try {
       // Appended (a restart keeps the earlier output); never through a link.
@@ -150,12 +193,11 @@ export class LocalRunner implements Runner {
     }
     child.unref();
     const pid = child.pid;
-    if (pid !== undefined) {
-      const ended = new Promise<{ code?: number; signal?: string }>((resolve) => child.once('exit', (code, signal) => resolve(signal ? { signal } : code !== null ? { code } : {})));
-      this.#exits.set(record.sandbox_id, { pid, ended });
-    }
-    this.#scans.set(record.sandbox_id, { pid: child.pid, offset: from, found: false, tail: Buffer.alloc(0) });
-    return { pid: child.pid };
+    const ended = new Promise<{ code?: number; signal?: string }>((resolve) => child.once('exit', (code, signal) => resolve(exitOfShell(code, signal))));
+    this.#exits.set(record.sandbox_id, { pid, ended });
+    this.#scans.set(record.sandbox_id, { pid, offset: from, found: false, tail: Buffer.alloc(0) });
+    // Always said (undefined unsets the previous start's): a command joins only the namespace recorded here.
+    return { pid, mnt_ns: await madeNamespace(pid) };
   }
 
   /** The sandbox's cgroup, made with its caps; undefined when none is writable here. */
@@ -192,9 +234,9 @@ export class LocalRunner implements Runner {
     return connects(record.port, 1000);
   }
 
-  /** The unprivileged user a root svc runs sandboxes as (it owns their files). */
-  get owner(): { uid: number; gid: number } | undefined {
-    return sandboxOwner();
+  /** The unprivileged user a root svc runs sandbox `record` as (its own: made of its port), who owns its files. */
+  ownerOf(record: SandboxRecord): { uid: number; gid: number } | undefined {
+    return sandboxOwner(record);
   }
 
   /** How its dev server ended, when this process started it (an adopted one's end is not known). */
@@ -254,12 +296,28 @@ export class LocalRunner implements Runner {
     const signal = options.signal;
     if (signal?.aborted) throw signal.reason;
     const app = appDir(record);
+    const owner = sandboxOwner(record);
     const cgroup = this.#cgroup(record);
-    const joinPid = record.pid !== undefined && ours(record.pid, record.sandbox_id) ? record.pid : undefined;
-    const { args, inside } = fencedShell(command, { app, cgroup, tmpBytes: sandboxLimits(this.#settings).tmpBytes, joinPid });
-    const timeoutMs = options.timeoutMs > 0 ? options.timeoutMs : DEFAULT_TIMEOUT_MS;
+    const timeoutMs = Math.min(options.timeoutMs > 0 ? options.timeoutMs : DEFAULT_TIMEOUT_MS, MAX_TIMER_MS);
+    // The dev server's namespace, checked and held open (the one joined is the one checked); else a fresh one.
+    const ns = record.pid !== undefined && ours(record.pid, record.sandbox_id) ? openMountNamespace(record.pid, record.mnt_ns) : undefined;
+    let fenced;
+    try {
+      fenced = fencedShell(command, { app, owner, cgroup, tmpBytes: sandboxLimits(this.#settings).tmpBytes, join: ns !== undefined, hide: hiddenPaths(this.#options.hide ?? []) });
+    } catch (error) {
+      if (ns !== undefined) closeSync(ns);
+      throw error;
+    }
+    const { args, inside } = fenced;
     return new Promise<number>((resolve, reject) => {
-      const child = spawn('/bin/sh', args, { cwd: app, env: sandboxEnv(record, inside, '127.0.0.1'), detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+      let child: ChildProcessByStdio<null, Readable, Readable>;
+      try {
+        // The namespace goes on fd 3 (JOIN_FD), where the chain's nsenter takes it.
+        const stdio: StdioOptions = ns !== undefined ? ['ignore', 'pipe', 'pipe', ns] : ['ignore', 'pipe', 'pipe'];
+        child = spawn('/bin/sh', args, { cwd: app, env: sandboxEnv(record, inside, '127.0.0.1'), detached: true, stdio }) as ChildProcessByStdio<null, Readable, Readable>;
+      } finally {
+        if (ns !== undefined) closeSync(ns);
+      }
       let failure: unknown;
       let settled = false;
       let code = 0;
@@ -334,6 +392,49 @@ function ours(pid: number, id: string): boolean {
   const of = sandboxIdOf(pid);
   // An environment svc cannot read (another user's, svc not root): a group leader is taken as the sandbox's.
   return of === undefined ? stat.pgid === pid : of === id;
+}
+
+/**
+ * How the dev server's shell ended: an exit code above 128 is how a shell says its command was killed by signal
+ * code - 128 (`kill -9` of the shell's node child: 137), so it is told as that signal, a kill, not a crash.
+ */
+function exitOfShell(code: number | null, signal: NodeJS.Signals | null): { code?: number; signal?: string } {
+  if (signal) return { signal };
+  if (code === null) return {};
+  const named = code > 128 ? SIGNAL_NAMES.get(code - 128) : undefined;
+  return named ? { signal: named } : { code };
+}
+
+/**
+ * The mount namespace the chain made for dev server `pid` (its inode), once it has made it; undefined: none (no
+ * private /tmp here, the chain failed first), or the dev server already left it for one of its own (then no
+ * command ever joins it).
+ */
+async function madeNamespace(pid: number): Promise<number | undefined> {
+  if (!localIsolation().privateTmp) return undefined;
+  const deadline = Date.now() + NAMESPACE_WAIT_MS;
+  for (;;) {
+    const ns = mountNamespaceOf(pid);
+    if (ns !== 'own') return ns;
+    if (Date.now() > deadline) return undefined;
+    await delay(1);
+  }
+}
+
+/**
+ * A sandbox's folders as root leaves them: its folder (`dir`: the project and the log) root's and 0700, so no other
+ * sandbox reaches in by its host path — the dev server reaches its project through its /tmp/app, bound by root
+ * before it drops — or 0711 without a private /tmp (the project is then reached by its host path); the project
+ * folder 0700 (its own user's); the folder of all sandboxes 0711 (nothing listed), unless it is a shared one
+ * (world-writable or sticky, like /tmp), which is left as it is.
+ */
+function fenceFolders(dir: string, app: string): void {
+  chownSync(dir, 0, 0);
+  chmodSync(dir, localIsolation().privateTmp ? 0o700 : 0o711);
+  chmodSync(app, 0o700);
+  const root = dirname(dir);
+  const stat = statSync(root);
+  if (stat.uid === 0 && (stat.mode & 0o1002) === 0) chmodSync(root, (stat.mode & 0o7700) | 0o011);
 }
 
 function live(pid: number): boolean {

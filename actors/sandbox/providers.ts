@@ -3,18 +3,20 @@
  * host) and `container` (a docker-compatible engine). Registered with the
  * facade here, so `sandboxes()` makes the runner its settings name.
  */
-import { setRunnerFactory } from './api.ts';
+import { sandboxRoot, setRunnerFactory } from './api.ts';
 import { ContainerRunner, findContainerCli } from './container.ts';
 import { sandboxError } from './errors.ts';
 import { LocalRunner } from './local.ts';
 import { assertSandboxSettings } from './settings.ts';
 import type { SandboxSettings } from './types.ts';
 
-setRunnerFactory((settings, records, host) => {
+setRunnerFactory((settings, records, host, paths) => {
   if (settings.type === 'container') return new ContainerRunner(settings);
   return new LocalRunner(settings, {
     claimPort: (port, id) => records.claimPort(host, port, id),
     releasePort: (port, id) => records.releasePort(host, port, id),
+    // svc's data (its store, other sandboxes' folders) and its project (the app's source, svc.toml) are not the sandbox's to see.
+    hide: paths ? [paths.dataDir, paths.projectRoot, sandboxRoot(settings, paths.dataDir)] : [],
   });
 });
 

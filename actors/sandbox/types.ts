@@ -36,6 +36,8 @@ export interface SandboxRecord {
   port: number;
   /** Local: the dev server's process id (and process group). */
   pid?: number;
+  /** Local: the inode of the mount namespace its start made (a command joins that one only; none recorded: a fresh one). */
+  mnt_ns?: number;
   /** Container: its name, its network and its address on that network. */
   container?: string;
   network?: string;
@@ -87,7 +89,13 @@ export interface ExecOptions {
 }
 
 /** What a started dev server left to record (pid, container, network, address, relay port). */
-export type Started = Partial<Pick<SandboxRecord, 'pid' | 'container' | 'network' | 'address' | 'relay_port' | 'url' | 'port'>>;
+export type Started = Partial<Pick<SandboxRecord, 'pid' | 'mnt_ns' | 'container' | 'network' | 'address' | 'relay_port' | 'url' | 'port'>>;
+
+/** Where svc keeps its own files on the sandboxes' host, which a sandbox must not see: its data folder, its project folder. */
+export interface SandboxPaths {
+  dataDir: string;
+  projectRoot: string;
+}
 
 /**
  * A provider's seam: what differs between a child process and a container.
@@ -97,8 +105,8 @@ export type Started = Partial<Pick<SandboxRecord, 'pid' | 'container' | 'network
  */
 export interface Runner {
   readonly type: SandboxType;
-  /** Who owns the project's files (the unprivileged user its code runs as), when not svc's own user. */
-  readonly owner?: { uid: number; gid: number };
+  /** Who owns a sandbox's project files (the unprivileged user its code runs as, which may be its own), when not svc's own user. Called once it is prepared. */
+  ownerOf?(record: SandboxRecord): { uid: number; gid: number } | undefined;
   /** Before the first start: what the record needs (a port, a URL). Throws SANDBOX_NO_PORT and the like. */
   prepare(record: SandboxRecord): Promise<Started>;
   /** Start the dev server (not waiting for it to be ready); the log goes to `logPath(record)`. */

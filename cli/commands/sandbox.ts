@@ -47,7 +47,7 @@ export async function sandbox(action: string | undefined, id: string | undefined
   });
   setSandboxFallback(() => {
     const c = config();
-    return { settings: c['scale.sandbox'] as SandboxSettings, dataDir: dataPaths(projectRoot, c).dataDir };
+    return { settings: c['scale.sandbox'] as SandboxSettings, dataDir: dataPaths(projectRoot, c).dataDir, projectRoot };
   });
   const box = sandboxes();
   const out = (value: unknown, text: string) => process.stdout.write(flags.json ? `${JSON.stringify(value, null, 2)}\n` : `${text}\n`);

@@ -19,13 +19,14 @@ export function sandboxModule(system: ActorSystem, boot: ServeBoot, fingerprint:
     async start(rt) {
       const log = rt.need(LOG).child({ room: 'sandbox' });
       const settings = boot.config['scale.sandbox'] as SandboxSettings;
-      const root = sandboxRoot(settings, dataPaths(boot.projectRoot, boot.config).dataDir);
+      const { dataDir } = dataPaths(boot.projectRoot, boot.config);
+      const root = sandboxRoot(settings, dataDir);
       if (!settings.enabled) {
         unbind = bindSandboxes({ system, env: disabledEnv(settings), root });
         return;
       }
       await checkSandboxSettings(settings);
-      const env = sandboxEnv(settings, log);
+      const env = sandboxEnv(settings, log, { dataDir, projectRoot: boot.projectRoot });
       defineSandboxKind(system, env, {
         placement: member ? clusterPlacement(system, fingerprint, relay) : workerPlacement(),
         ...(boot.activationLeases ? { lease: remoteLeases(system, MAIN_THREAD) } : {}),

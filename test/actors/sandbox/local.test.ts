@@ -4,11 +4,11 @@
 // started it and is stopped by another. Isolation is asserted only as root (a visible comment otherwise).
 import t, { type Test } from 'tap';
 import { spawn } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { localIsolation, parseCpu, parseQuantity, sandboxOwner } from '../../../actors/sandbox/isolation.ts';
+import { localIsolation, parseCpu, parseQuantity, SANDBOX_UID_BASE, sandboxOwner } from '../../../actors/sandbox/isolation.ts';
 import { completeUtf8, LocalRunner } from '../../../actors/sandbox/local.ts';
 import { logPath } from '../../../actors/sandbox/project.ts';
 import type { SandboxRecord, SandboxSettings } from '../../../actors/sandbox/types.ts';
@@ -134,9 +134,11 @@ t.teardown(() => {
 });
 
 let n = 0;
-/** A sandbox folder with a project (`dev` script and files), and its record. */
-function sandbox(port: number, files: Record<string, string> = { 'package.json': JSON.stringify({ scripts: { dev: 'node server.js' } }), 'server.js': SERVER_JS }): SandboxRecord {
-  const dir = mkdtempSync(join(tmpdir(), 'svc-local-sb-'));
+/** A sandbox folder (in `under`, else the system's temporary folder) with a project (`dev` script and files), and its record. */
+function sandbox(port: number, files: Record<string, string> = { 'package.json': JSON.stringify({ scripts: { dev: 'node server.js' } }), 'server.js': SERVER_JS }, under = tmpdir()): SandboxRecord {
+  const dir = mkdtempSync(join(under, 'svc-local-sb-'));
+  // As create makes it (mkdir: 0755); start narrows it.
+  chmodSync(dir, 0o755);
   made.push(dir);
   mkdirSync(join(dir, 'app'));
   for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, 'app', name), text);
@@ -236,9 +238,10 @@ t.test('a dev server: start, ready, fenced in, exec, stop', async (t) => {
 
   if (ROOT && iso.user) {
     const members = groupMembers(pid);
-    t.ok(members.length > 0 && members.every((p) => uidOf(p) === 65534), 'the dev server runs as uid 65534');
-    t.same(sandboxOwner(), { uid: 65534, gid: 65534 });
-    t.match(where, /\n65534\n$/, 'exec runs as uid 65534 too');
+    const uid = SANDBOX_UID_BASE + record.port;
+    t.ok(members.length > 0 && members.every((p) => uidOf(p) === uid), 'the dev server runs as uid 200000 + its port');
+    t.same(sandboxOwner(record), { uid, gid: uid });
+    t.ok(where.endsWith(`\n${uid}\n`), 'exec runs as that uid too');
   } else t.comment('skipped: dev server user (not root or no setpriv)');
   if (ROOT && iso.privateTmp) {
     t.equal(existsSync(`/tmp/svc-local-${record.sandbox_id}`), false, "what it writes to /tmp is not in the host's /tmp");
@@ -307,7 +310,7 @@ t.test('commands: timeout, abort, background processes, no dev server', async (t
   }
   times.sort((a, b) => a - b);
   t.comment(`exec round trip with no dev server (full chain: cgroup, new mount namespace and tmpfs, user): p50 ${times[10]?.toFixed(1)} ms`);
-  if (ROOT && iso.user) t.equal(id, '65534\n', 'runs as uid 65534 without a dev server too');
+  if (ROOT && iso.user) t.equal(id, `${SANDBOX_UID_BASE + record.port}\n`, 'runs as uid 200000 + its port without a dev server too');
 });
 
 t.test('a memory hog is killed at its cgroup limit', { skip: ROOT && iso.cgroup ? false : 'no writable cgroup (or not root)' }, async (t) => {
@@ -418,4 +421,161 @@ t.test('a dev server outlives the svc process that started it, and another stops
   t.equal(await runner.alive(record), false, 'removed as an orphan: gone');
   t.same(groupMembers(record.pid as number), [], 'its group is empty');
   t.equal(await connects(base), false, 'and its port closed');
+});
+
+// --- Regressions of the adversarial review (each failed before its fix). ---
+
+/** A server that answers and says it is ready (CommonJS, so a project's package.json type does not matter). */
+const SERVER_CJS = `require('http').createServer((q, r) => r.end('ok')).listen(+process.env.PORT, process.env.HOST, () => console.log('Server ready'));\n`;
+
+/** A folder on the host outside /tmp (a sandbox's private /tmp would hide one in /tmp), removed at teardown. */
+function hostDir(t: Test, mode: number): string {
+  const dir = mkdtempSync(join('/var/tmp', 'svc-local-host-'));
+  chmodSync(dir, mode);
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** A started, ready sandbox of `runner` (stopped and released at teardown). */
+async function running(t: Test, runner: LocalRunner, files: Record<string, string> = { 'package.json': JSON.stringify({ scripts: { dev: 'node server.cjs' } }), 'server.cjs': SERVER_CJS }, under?: string): Promise<SandboxRecord> {
+  const record = sandbox(0, files, under);
+  Object.assign(record, await runner.prepare(record));
+  cleanup(t, runner, record);
+  Object.assign(record, await runner.start(record));
+  await until('ready', () => runner.ready(record), 15_000);
+  return record;
+}
+
+async function run(runner: LocalRunner, record: SandboxRecord, command: string): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await runner.exec(record, command, { timeoutMs: 10_000, onStdout: (c) => (out += c.toString()), onStderr: (c) => (err += c.toString()) });
+  return { code, out, err };
+}
+
+const FENCED = ROOT && Boolean(iso.user) && iso.privateTmp;
+
+t.test('exec never joins a mount namespace the dev server made for itself (root escalation)', { skip: FENCED ? false : 'needs root, setpriv and a private /tmp' }, async (t) => {
+  const runner = new LocalRunner(settings(await freeBase()));
+  const outside = hostDir(t, 0o700);
+  const marker = join(outside, 'pwned');
+  // The dev server moves itself (same pid) into a user and mount namespace of its own and puts its script over setpriv.
+  const record = await running(t, runner, {
+    'package.json': JSON.stringify({ scripts: { dev: 'exec unshare -Urm sh ./inner.sh' } }),
+    'inner.sh': 'chmod 755 evil.sh; mount --bind ./evil.sh /usr/bin/setpriv; mount --bind ./evil.sh /usr/bin/nsenter; exec node server.cjs\n',
+    'evil.sh': `#!/bin/sh\nid > ${marker}\necho evil ran\n`,
+    'server.cjs': SERVER_CJS,
+  });
+  const res = await run(runner, record, 'id -u; echo done');
+  t.equal(existsSync(marker), false, 'the planted script never ran as root');
+  t.notMatch(res.out, /evil ran/, 'nor at all');
+  t.same([res.code, res.out], [0, `${200000 + record.port}\ndone\n`], 'the command ran, as the sandbox user, in a fresh namespace');
+
+  // A record whose namespace is not the one the dev server is in now: no join either.
+  const plain = await running(t, runner);
+  await run(runner, plain, 'echo here > /tmp/beside');
+  t.equal((await run(runner, plain, 'cat /tmp/beside')).out, 'here\n', 'a command joins the recorded namespace: it sees the /tmp of the one before');
+  t.ok(plain.mnt_ns !== undefined && plain.mnt_ns > 0, 'start recorded the mount namespace');
+  const status = (await run(runner, plain, 'grep -E "^(Uid|Groups|CapEff|NoNewPrivs):" /proc/self/status; ls -l /proc/$$/fd')).out;
+  const uid = 200000 + plain.port;
+  t.match(status, new RegExp(`Uid:\\s+${uid}\\s+${uid}\\s+${uid}\\s+${uid}\\n`), 'a joined command runs as the sandbox user');
+  t.match(status, /Groups:\s*\nCapEff:\s+0+\nNoNewPrivs:\s+1\n/, 'no groups, no capabilities, no new privileges');
+  t.notMatch(status, /mnt:\[/, "the command's shell holds no namespace fd");
+  t.equal((await run(runner, { ...plain, mnt_ns: 1 }, 'cat /tmp/beside 2>/dev/null || echo fresh')).out, 'fresh\n', 'another recorded namespace: a fresh one, not the live one');
+  t.equal((await run(runner, { ...plain, mnt_ns: undefined }, 'cat /tmp/beside 2>/dev/null || echo fresh')).out, 'fresh\n', 'none recorded: a fresh one');
+});
+
+t.test('sandboxes neither read, write nor signal each other', { skip: FENCED ? false : 'needs root, setpriv and a private /tmp' }, async (t) => {
+  const runner = new LocalRunner(settings(await freeBase()));
+  const a = await running(t, runner);
+  // B's folder is where A could reach it by its host path (not in /tmp, which A's private /tmp hides), in a root folder as create makes it.
+  const root = join(hostDir(t, 0o755), 'sandboxes');
+  mkdirSync(root, { mode: 0o755 });
+  const b = await running(t, runner, { 'package.json': JSON.stringify({ scripts: { dev: 'node server.cjs' } }), 'server.cjs': SERVER_CJS, 'secret.txt': 'b-secret' }, root);
+  const bPid = b.pid as number;
+  t.not(a.port, b.port);
+  t.same([uidOf(a.pid as number), uidOf(bPid)], [200000 + a.port, 200000 + b.port], 'each runs as a uid of its own: 200000 + its port');
+  t.equal((await run(runner, b, 'cat secret.txt')).out, 'b-secret', 'a sandbox reads its own files');
+  const read = await run(runner, a, `cat /proc/${bPid}/cwd/secret.txt`);
+  t.not(read.code, 0, "another's files cannot be read through /proc");
+  t.notMatch(read.out, /b-secret/);
+  t.not((await run(runner, a, `cat ${join(b.dir, 'app', 'secret.txt')}`)).code, 0, 'nor by their host path');
+  t.not((await run(runner, a, `echo pwned > /proc/${bPid}/cwd/server.cjs`)).code, 0, 'nor written');
+  t.equal(readFileSync(join(b.dir, 'app', 'server.cjs'), 'utf8'), SERVER_CJS);
+  t.not((await run(runner, a, `kill -0 ${bPid}`)).code, 0, 'nor signalled');
+  t.equal(await runner.alive(b), true);
+  t.same(runner.ownerOf(b), { uid: 200000 + b.port, gid: 200000 + b.port }, 'its files belong to it');
+  const mode = (p: string): number => statSync(p).mode & 0o7777;
+  t.same([mode(b.dir), statSync(b.dir).uid], [0o700, 0], "its folder is root's, 0700");
+  t.same([mode(join(b.dir, 'app')), statSync(join(b.dir, 'app')).uid], [0o700, 200000 + b.port], 'its project folder is its own, 0700');
+  t.equal(mode(root), 0o711, 'the sandboxes folder lists nothing to others');
+  t.equal(mode(tmpdir()) & 0o1777, 0o1777, 'a world-writable folder holding sandboxes (here the temporary one) is left as it is');
+});
+
+t.test("svc's folders and /dev/shm are hidden from the sandbox", { skip: FENCED ? false : 'needs root, setpriv and a private /tmp' }, async (t) => {
+  // Like <project>/.svc/data: readable by anyone on the host, and the sandboxes' folders inside it.
+  const project = hostDir(t, 0o755);
+  const data = join(project, '.svc', 'data');
+  mkdirSync(join(data, 'sandboxes'), { recursive: true, mode: 0o755 });
+  writeFileSync(join(data, 'docdb.db'), 'svc data', { mode: 0o644 });
+  writeFileSync(join(project, 'svc.toml'), 'secret = 1', { mode: 0o644 });
+  const shm = `/dev/shm/svc-local-${process.pid}-${Date.now()}`;
+  writeFileSync(shm, 'host shm', { mode: 0o666 });
+  t.teardown(() => rmSync(shm, { force: true }));
+  const runner = new LocalRunner(settings(await freeBase()), { hide: [data, project, '/nonexistent/svc-folder'] });
+  const record = await running(t, runner, undefined, join(data, 'sandboxes'));
+  t.equal(await (await fetch(record.url)).text(), 'ok', 'the dev server runs from a folder inside the hidden ones');
+  const seen = (r: SandboxRecord) => run(runner, r, `cat ${data}/docdb.db ${project}/svc.toml ${shm}; ls -A ${project} /dev/shm; echo end`);
+  const beside = await seen(record);
+  t.notMatch(beside.out, /svc data|secret|host shm|svc-local|\.svc/, 'a command beside the dev server sees none of them');
+  t.match(beside.out, /end\n$/);
+  const fresh = await seen({ ...record, mnt_ns: undefined });
+  t.notMatch(fresh.out, /svc data|secret|host shm|svc-local|\.svc/, 'nor one in a namespace of its own');
+  const mine = `${shm}-mine`;
+  t.teardown(() => rmSync(mine, { force: true }));
+  t.equal((await run(runner, record, `echo mine > ${mine} && cat ${mine}`)).out, 'mine\n', '/dev/shm is a fresh one the sandbox writes');
+  t.equal(existsSync(mine), false, "and not the host's");
+  t.notMatch((await run(runner, record, `unshare -Urm sh -c 'umount ${project}; cat ${data}/docdb.db'`)).out, /svc data/, 'the hiding cannot be undone from a namespace of its own');
+  t.equal((await run(runner, record, 'cat server.cjs')).out, SERVER_CJS, 'the project is still at /tmp/app');
+});
+
+t.test('ports claimed on one thread are released from another', async (t) => {
+  const base = await freeBase();
+  // The shared store: one claim per port, whichever thread asks.
+  const store = new Map<number, string>();
+  const hooks = {
+    claimPort: async (port: number, id: string) => (store.has(port) ? false : (store.set(port, id), true)),
+    releasePort: async (port: number, id: string) => void (store.get(port) === id && store.delete(port)),
+  };
+  const http = new LocalRunner(settings(base), hooks);
+  const supervisor = new LocalRunner(settings(base), hooks);
+  for (let i = 0; i < 30; i++) {
+    const record = sandbox(0);
+    const { port } = await http.prepare(record);
+    await supervisor.release({ ...record, port: port as number });
+  }
+  t.equal(store.size, 0, 'nothing left claimed');
+  const record = sandbox(0);
+  t.equal((await http.prepare(record)).port, base, 'the first port is free again');
+  t.equal((await supervisor.prepare(sandbox(0))).port, base + 2, 'a claim in the store is seen by the other thread');
+});
+
+t.test('a dev server killed from outside is said to be killed (137 → SIGKILL)', async (t) => {
+  const runner = new LocalRunner(settings(await freeBase()));
+  // Not a lone command: the shell stays, and exits 128 + 9 when its child is killed.
+  const record = await running(t, runner, { 'package.json': JSON.stringify({ scripts: { dev: 'node server.cjs; exit $?' } }), 'server.cjs': SERVER_CJS });
+  const node = groupMembers(record.pid as number).filter((p) => p !== record.pid && readFileSync(`/proc/${p}/cmdline`, 'utf8').includes('server.cjs'));
+  t.equal(node.length, 1, 'the node child of the shell');
+  process.kill(node[0] as number, 'SIGKILL');
+  await until('the dev server to exit', async () => !(await runner.alive(record)));
+  t.same(await runner.exitOf(record), { signal: 'SIGKILL' });
+});
+
+t.test('an exec timeout above what a timer holds does not fire at once', async (t) => {
+  const runner = new LocalRunner(settings(await freeBase()));
+  const record = sandbox(0);
+  Object.assign(record, await runner.prepare(record));
+  cleanup(t, runner, record);
+  t.equal(await runner.exec(record, 'sleep 0.3', { timeoutMs: 2 ** 32 }), 0, '2^32 ms: the command finishes');
+  t.equal(await runner.exec(record, 'sleep 0.3', { timeoutMs: Number.MAX_SAFE_INTEGER }), 0, 'and with the largest safe number');
 });
