@@ -6,12 +6,13 @@
  * environment, its supervisors in this process.
  */
 import { randomBytes } from 'node:crypto';
-import { chown, cp, lstat, mkdir, readdir, realpath, rm } from 'node:fs/promises';
+import { cp, lstat, mkdir, realpath, rm } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename, dirname, join, resolve, sep } from 'node:path';
 import { ActorSystem, type ActorRef } from '../../kernel/index.ts';
 import { kvstore } from '../data/index.ts';
 import { sandboxError } from './errors.ts';
+import { chownTree } from './isolation.ts';
 import { disabledRunner } from './settings.ts';
 import { appDir } from './project.ts';
 import { checkPath, deleteProjectFile, listProjectFiles, readProjectFile, writeProjectFile } from './paths.ts';
@@ -151,17 +152,6 @@ async function copyFolder(from: string, to: string, root: string): Promise<void>
   await cp(from, to, { recursive: true, verbatimSymlinks: true, filter: (src) => !src.split(/[\\/]/).includes('.git') });
 }
 
-async function chownTree(path: string, owner: { uid: number; gid: number }): Promise<void> {
-  await chown(path, owner.uid, owner.gid);
-  const stat = await lstat(path);
-  if (!stat.isDirectory()) return;
-  for (const name of await readdir(path)) {
-    const child = join(path, name);
-    const s = await lstat(child);
-    if (s.isSymbolicLink()) continue;
-    await chownTree(child, owner);
-  }
-}
 
 /**
  * The sandboxes of this runtime's provider (`[scale.sandbox] type`).

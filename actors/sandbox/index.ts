@@ -20,4 +20,4 @@ export { appDir, logPath, READY_TEXT } from './project.ts';
 export { localIsolation } from './isolation.ts';
 export type { LocalIsolation } from './isolation.ts';
 export { checkPath, SKIPPED_DIRS } from './paths.ts';
-export type { SandboxState, SandboxType, SandboxRecord, SandboxInfo, SandboxSettings, ExecResult, Runner } from './types.ts';
+export type { SandboxState, SandboxType, SandboxRecord, SandboxInfo, SandboxSettings, SandboxPaths, ExecResult, Runner } from './types.ts';
