@@ -628,6 +628,8 @@ export function sandboxIdOf(pid: number): string | undefined {
   } catch {
     return undefined;
   }
+  // Empty while the process is between two programs (execve): not known, rather than "not a sandbox's".
+  if (env.length === 0) return undefined;
   for (const entry of env.toString('utf8').split('\0')) if (entry.startsWith('SVC_SANDBOX_ID=')) return entry.slice('SVC_SANDBOX_ID='.length);
   return '';
 }
