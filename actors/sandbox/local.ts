@@ -264,7 +264,8 @@ export class LocalRunner implements Runner {
     // The group is signalled when its leader is ours, or gone (a group outliving its leader keeps its id from reuse).
     const pid = record.pid;
     const group = pid !== undefined && pid > 0 && (processStat(pid) === undefined || ours(pid, id)) ? pid : undefined;
-    const running = (): boolean => (group !== undefined && signalGroup(group, 0)) || (hasCgroup && (cgroup as SandboxCgroup).procs().length > 0);
+    // Finished processes do not count: an orphan of the group waits for PID 1 to reap it, which may take a second or two.
+    const running = (): boolean => (group !== undefined && signalGroup(group, 0) && hasLiveMember(group)) || (hasCgroup && (cgroup as SandboxCgroup).procs().some(live));
     if (group !== undefined) signalGroup(group, 'SIGTERM');
     if (hasCgroup) cgroup?.signal('SIGTERM');
     const grace = Date.now() + (this.#options.stopGraceMs ?? 3000);
