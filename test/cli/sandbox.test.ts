@@ -5,6 +5,7 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fixture, post, runSvc, startServer } from '../kit/index.ts';
+import { killSandboxesOf } from '../helpers/sandbox.ts';
 
 const APP = fixture('sandbox-app.ts');
 const SERVER = `require('node:http').createServer((q, s) => s.end('ok')).listen(Number(process.env.PORT), process.env.HOST, () => console.log('Server ready ✓'));`;
@@ -24,7 +25,10 @@ t.test('svc sandbox list | exec | logs | stop | destroy | cleanup', async (t) =>
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-sbx-cli-'));
   const env = { SVC_DATA_DIR: dataDir, SVC_SANDBOX_PORT_BASE: String(46000 + 2 * Math.floor(Math.random() * 1000)), SVC_SANDBOX_CHECK_INTERVAL_MS: '200' };
   const server = await startServer({ entry: APP, env });
-  t.teardown(() => server.stop('SIGKILL'));
+  t.teardown(async () => {
+    await server.stop('SIGKILL');
+    killSandboxesOf(dataDir);
+  });
   const made = (await post(`${server.url}/function/sbCreate`, { user: 'ada', project: 'cli', files })).body.data.result;
   const id = made.sandbox_id as string;
   await until('running', async () => (await post(`${server.url}/function/sbGet`, { id })).body.data.result.state === 'running');

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:net';
 import { fixture, post, skipRedis, startCluster, startRedis, startServer, type Server } from '../../kit/index.ts';
+import { killSandboxesOf } from '../../helpers/sandbox.ts';
 
 const APP = fixture('sandbox-app.ts');
 const SERVER = `require('node:http').createServer((q, s) => s.end('hi ' + process.env.SVC_SANDBOX_ID)).listen(Number(process.env.PORT), process.env.HOST, () => console.log('Server ready'));`;
@@ -58,7 +59,10 @@ t.test('a restarted svc adopts the sandbox that kept running, and stops it', asy
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-sbx-restart-'));
   const env = { SVC_DATA_DIR: dataDir, SVC_SANDBOX_PORT_BASE: String(base()), SVC_SANDBOX_CHECK_INTERVAL_MS: '200' };
   let server = await startServer({ entry: APP, env });
-  t.teardown(() => server.stop('SIGKILL'));
+  t.teardown(async () => {
+    await server.stop('SIGKILL');
+    killSandboxesOf(dataDir);
+  });
   const made = await call(server, 'sbCreate', { user: 'ada', project: 'p', files });
   await until('running', async () => (await call(server, 'sbGet', { id: made.sandbox_id })).state === 'running');
   const before = devServer(made.sandbox_id);
@@ -85,6 +89,7 @@ t.test('two members: any answers for any sandbox; kill -9 of the supervising mem
     entry: APP,
     env: { SVC_SANDBOX_PORT_BASE: String(base()), SVC_SANDBOX_CHECK_INTERVAL_MS: '200', SVC_SANDBOX_CLEANUP_INTERVAL_SECONDS: '1' },
   });
+  t.teardown(() => killSandboxesOf(cluster.dataDir));
   const [a, b] = cluster.members as [Server, Server];
   const made = await call(a, 'sbCreate', { user: 'ada', project: 'shared', files });
   const id = made.sandbox_id;
@@ -128,6 +133,7 @@ t.test('the TTL cleanup runs once across the members', { skip: skipRedis }, asyn
     entry: APP,
     env: { SVC_SANDBOX_PORT_BASE: String(base()), SVC_SANDBOX_CHECK_INTERVAL_MS: '200', SVC_SANDBOX_CLEANUP_INTERVAL_SECONDS: '0.5', SVC_SANDBOX_TTL_SECONDS: '2' },
   });
+  t.teardown(() => killSandboxesOf(cluster.dataDir));
   const [a, b] = cluster.members as [Server, Server];
   const made = await call(a, 'sbCreate', { user: 'ada', project: 'ttl', files });
   const lines = (id: string) => [a, b].map((m) => m.output().split('\n').filter((line) => line.includes('"sandbox cleanup"') && line.includes(id)).length);

@@ -2,10 +2,12 @@
 // the preview answers on loopback, exec and logs, a container killed from outside → error within the check
 // interval (and removed), stop and destroy leave no container and no network. Skipped — loudly — where podman cannot run.
 import t from 'tap';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fixture, Podman, podmanAvailable, post, startServer, type Server } from '../../kit/index.ts';
+import { ContainerRunner } from '../../../actors/sandbox/container.ts';
+import type { SandboxSettings } from '../../../actors/sandbox/index.ts';
 
 t.setTimeout(230_000);
 const why = await podmanAvailable();
@@ -17,10 +19,11 @@ if (why) {
   const image = await podman.ensureNodeShellImage(['cat', 'id']);
   const SERVER = `require('node:http').createServer((q, s) => s.end('hi ' + process.env.SVC_SANDBOX_ID)).listen(Number(process.env.PORT), process.env.HOST, () => console.log('Server ready'));`;
   const files = { 'package.json': JSON.stringify({ scripts: { dev: 'node server.cjs' } }), 'server.cjs': SERVER };
+  const dataDir = mkdtempSync(join(tmpdir(), 'svc-sbx-ctr-'));
   const server: Server = await startServer({
     entry: fixture('sandbox-app.ts'),
     env: {
-      SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-sbx-ctr-')),
+      SVC_DATA_DIR: dataDir,
       SVC_SANDBOX_TYPE: 'container',
       SVC_SANDBOX_CONTAINER_CLI: podman.wrapper(),
       SVC_SANDBOX_BASE_IMAGE: image,
@@ -28,7 +31,13 @@ if (why) {
       SVC_SANDBOX_CHECK_INTERVAL_MS: '250',
     },
   });
-  t.teardown(() => server.stop('SIGKILL'));
+  t.teardown(async () => {
+    await server.stop('SIGKILL');
+    // A test that failed midway leaves its sandboxes: their containers, networks and firewall rules go here.
+    const runner = new ContainerRunner({ network_isolation: true } as SandboxSettings, { cli: [podman.wrapper()] });
+    for (const id of existsSync(join(dataDir, 'sandboxes')) ? readdirSync(join(dataDir, 'sandboxes')) : []) await runner.removeOrphan(id).catch(() => undefined);
+    await runner.close();
+  });
 
   const call = async (name: string, body: unknown): Promise<any> => {
     const res = await post(`${server.url}/function/${name}`, body);

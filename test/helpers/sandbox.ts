@@ -1,0 +1,23 @@
+// Sandboxes a test started through a server it killed keep running (by design: a later svc adopts them); a test that
+// fails midway would leave them. Teardowns call this: every process of a sandbox of `dataDir` is killed.
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+/** Kill (SIGKILL) every process whose environment names a sandbox with a folder in `<dataDir>/sandboxes`. */
+export function killSandboxesOf(dataDir: string): void {
+  let ids: Set<string>;
+  try {
+    ids = new Set(readdirSync(join(dataDir, 'sandboxes')));
+  } catch {
+    return;
+  }
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const id = readFileSync(`/proc/${name}/environ`, 'latin1').split('\0').find((e) => e.startsWith('SVC_SANDBOX_ID='))?.slice('SVC_SANDBOX_ID='.length);
+      if (id && ids.has(id)) process.kill(Number(name), 'SIGKILL');
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+}
