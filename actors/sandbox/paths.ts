@@ -30,7 +30,18 @@ export const MAX_FILE_BYTES = 16 * 1024 * 1024;
 const MAX_LISTED = 100_000;
 
 const FORBIDDEN = /[;|&`\0-\x1f\x7f\\]/;
-const ANCHORED = process.platform === 'linux' && existsSync('/proc/self/fd');
+/** Whether /proc/self/fd anchors paths here (asked when first needed: a process under Node's permission model may not look). */
+let anchoredHere: boolean | undefined;
+function anchoredPaths(): boolean {
+  if (anchoredHere === undefined) {
+    try {
+      anchoredHere = process.platform === 'linux' && existsSync('/proc/self/fd');
+    } catch {
+      anchoredHere = false;
+    }
+  }
+  return anchoredHere;
+}
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
 function shown(path: unknown): string {
@@ -81,7 +92,7 @@ interface Dir {
 }
 
 async function openRoot(root: string): Promise<Dir> {
-  if (!ANCHORED) {
+  if (!anchoredPaths()) {
     const real = await realpath(root);
     return { at: real, close: async () => undefined };
   }
@@ -97,7 +108,7 @@ function anchored(handle: FileHandle): Dir {
 async function step(dir: Dir, name: string, create: boolean, owner: { uid: number; gid: number } | undefined, realRoot: string): Promise<Dir> {
   const at = join(dir.at, name);
   const openIt = async (): Promise<Dir> => {
-    if (ANCHORED) return anchored(await open(at, DIR_FLAGS));
+    if (anchoredPaths()) return anchored(await open(at, DIR_FLAGS));
     const stat = await lstat(at);
     if (stat.isSymbolicLink()) throw Object.assign(new Error('link'), { code: 'ELOOP' });
     if (!stat.isDirectory()) throw Object.assign(new Error('not a folder'), { code: 'ENOTDIR' });
@@ -121,7 +132,7 @@ async function step(dir: Dir, name: string, create: boolean, owner: { uid: numbe
 
 /** The folder holding the last segment of `parts`, walked from `root`; the caller closes it. */
 async function parentOf(root: string, parts: string[], create = false, owner?: { uid: number; gid: number }): Promise<Dir> {
-  const realRoot = ANCHORED ? '' : await realpath(root);
+  const realRoot = anchoredPaths() ? '' : await realpath(root);
   let dir = await openRoot(root);
   try {
     for (const name of parts.slice(0, -1)) {
@@ -209,7 +220,7 @@ export async function deleteProjectFile(root: string, path: string): Promise<voi
 /** Every file of the project, relative and sorted, skipping {@link SKIPPED_DIRS} (links are listed, never followed). */
 export async function listProjectFiles(root: string): Promise<string[]> {
   const out: string[] = [];
-  const realRoot = ANCHORED ? '' : await realpath(root);
+  const realRoot = anchoredPaths() ? '' : await realpath(root);
   const walk = async (dir: Dir, prefix: string): Promise<void> => {
     for (const e of await readdir(dir.at, { withFileTypes: true })) {
       if (out.length >= MAX_LISTED) return;
