@@ -120,7 +120,7 @@ export function buildCli(): CAC {
     });
 
   cli
-    .command('sandbox <action> [id]', 'The project\'s sandboxes: list, logs <id> [--follow], exec <id> -- <command>, stop <id>, destroy <id>, cleanup')
+    .command('sandbox <action> [id]', 'The project\'s sandboxes: list, logs <id> [--follow], exec <id> -- <command>, stop <id>, destroy <id>, cleanup; proxy: the preview routing proxy on Kubernetes')
     .option('--user <id>', 'list: only this user\'s sandboxes')
     .option('--follow', 'logs: keep printing new output until the sandbox stops (or Ctrl-C)')
     .option('--json', 'list, stop, destroy, cleanup: answer with one JSON document on stdout')
@@ -129,6 +129,7 @@ export function buildCli(): CAC {
     .example('svc sandbox logs sbx-1a2b3c4d5e6f7a8b --follow')
     .example('svc sandbox exec sbx-1a2b3c4d5e6f7a8b -- ls -la')
     .example('svc sandbox cleanup')
+    .example('PROXY_PORT=8080 svc sandbox proxy   # in a pod: routes {sandbox_id}.preview.<domain> to sandbox pods')
     .action(async (action: string, id: string | undefined, options: Record<string, unknown>) => {
       const { sandbox } = await import('./commands/sandbox.ts');
       await sandbox(action, id, options);

@@ -1,7 +1,7 @@
 /**
  * The deployment's configuration, checked: `[scale.orchestrator]`,
- * `[scale.monitoring]`, `[scale.database]` and `[scale.secrets]` read from the
- * loaded configuration, every problem collected (an unknown key, a bad
+ * `[scale.monitoring]`, `[scale.database]`, `[scale.secrets]` and — when
+ * sandboxes run as pods — `[scale.sandbox]` read from the loaded configuration, every problem collected (an unknown key, a bad
  * quantity, a limit below its request, min above max replicas, an unresolved
  * `${VAR}`, a name Kubernetes refuses), then made into the {@link DeploySpec}
  * the manifests are built from. Nothing here contacts anything.
@@ -9,7 +9,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { SvcConfig } from '../runtime/index.ts';
-import type { Credential, DeploySpec } from './spec.ts';
+import type { Credential, DeploySpec, SandboxDeploy } from './spec.ts';
 import { isDnsLabel, isDnsSubdomain, parseQuantity } from './validate/index.ts';
 
 /** The deployment cannot be planned: every problem found, one line each (the CLI exits 2). */
@@ -185,17 +185,15 @@ export function deploySpec(input: DeployInput): { spec: DeploySpec; warnings: st
 
   const appSecrets: Record<string, string> = {};
   for (const [name, raw] of Object.entries(config['scale.secrets'])) {
-    const missing: string[] = [];
-    // `$${…}` is a literal `${…}`.
-    const value = raw.replace(/\$\$\{|\$\{([^}]*)\}/g, (_whole, v: string | undefined) => {
-      if (v === undefined) return '${';
-      const resolved = /^[A-Za-z_][A-Za-z0-9_]*$/.test(v) ? env[v] : undefined;
-      if (resolved === undefined || resolved === '') missing.push(v);
-      return resolved ?? '';
-    });
+    const { value, missing } = resolveEnv(raw, env);
     if (!input.lenientSecrets) for (const v of missing) problems.push(`[scale.secrets] ${name}: \${${v}} is not set in the environment, or empty (it is resolved when you deploy, never written as is; $\${…} writes a literal \${…})`);
     if (SET_BY_DEPLOYMENT.includes(name)) problems.push(`[scale.secrets] ${name}: svc's Deployment sets ${name} itself, so this value would never reach the pods${name === 'DOCDB_URI' || name === 'KV_URL' ? ` — give an external database as [scale.database] ${name === 'DOCDB_URI' ? 'docdb_uri' : 'kv_url'}` : ''}`);
     appSecrets[name] = value;
+  }
+
+  const sandbox = sandboxDeploy(config, { appNamespace: o.namespace, appIngressClass: o.ingress_class, env, lenient: input.lenientSecrets === true, problems, warnings });
+  if (sandbox) {
+    for (const name of ['POD_SERVICE_ACCOUNT', 'POD_NAMESPACE']) if (name in appSecrets) problems.push(`[scale.secrets] ${name}: with sandboxes as pods svc's Deployment sets ${name} itself (the app binds the sandbox Role with it), so this value would never reach the pods`);
   }
 
   if (problems.length > 0) throw new DeployConfigError(problems);
@@ -268,10 +266,83 @@ export function deploySpec(input: DeployInput): { spec: DeploySpec; warnings: st
     workers: Math.max(1, Math.ceil(amount(resources.limits.cpu ?? resources.requests.cpu ?? '1'))),
     adminPassword: cred(config['scale.admin'].default_password),
     configChecksum: configChecksum(input.files, appSecrets),
+    ...(sandbox ? { sandbox } : {}),
   };
   if (input.experimental && o.svc_commit === '') warnings.push(`--experimental with svc_branch ${o.svc_branch}: the image's tag does not follow the branch as it moves — pin [scale.orchestrator] svc_commit`);
   if (o.log_pipeline_enabled && !m.enabled) warnings.push('log_pipeline_enabled needs [scale.monitoring] enabled (its dashboard lives in the metrics UI): no log pipeline');
   return { spec, warnings };
+}
+
+/** `${VAR}` of the local environment in a value (`$${…}` is a literal `${…}`), and the names that are unset or empty. */
+function resolveEnv(raw: string, env: NodeJS.ProcessEnv): { value: string; missing: string[] } {
+  const missing: string[] = [];
+  const value = raw.replace(/\$\$\{|\$\{([^}]*)\}/g, (_whole, v: string | undefined) => {
+    if (v === undefined) return '${';
+    const resolved = /^[A-Za-z_][A-Za-z0-9_]*$/.test(v) ? env[v] : undefined;
+    if (resolved === undefined || resolved === '') missing.push(v);
+    return resolved ?? '';
+  });
+  return { value, missing };
+}
+
+/**
+ * `[scale.sandbox]` as the deployment needs it: only with `enabled` and `type = "orchestrator"` (the app makes sandbox
+ * pods, so the plan gives it the namespace, the rights and — with `proxy_mode` — the routing proxy); undefined
+ * otherwise. Keys are read defensively (a key the loaded configuration does not know yet takes its default).
+ */
+function sandboxDeploy(
+  config: SvcConfig,
+  ctx: { appNamespace: string; appIngressClass: string; env: NodeJS.ProcessEnv; lenient: boolean; problems: string[]; warnings: string[] },
+): SandboxDeploy | undefined {
+  const section = (config['scale.sandbox'] ?? {}) as Record<string, unknown>;
+  const str = (key: string, fallback: string): string => (typeof section[key] === 'string' ? (section[key] as string) : fallback);
+  const bool = (key: string, fallback: boolean): boolean => (typeof section[key] === 'boolean' ? (section[key] as boolean) : fallback);
+  if (!bool('enabled', true) || section.type !== 'orchestrator') return undefined;
+  const { problems, warnings } = ctx;
+  const namespace = str('namespace', 'svc-sandboxes');
+  if (!isDnsLabel(namespace)) problems.push(`[scale.sandbox] namespace ${JSON.stringify(namespace)}: a namespace is lower-case letters, digits and '-', at most 63 characters`);
+  else if (namespace === ctx.appNamespace) problems.push(`[scale.sandbox] namespace ${JSON.stringify(namespace)} is the app's own ([scale.orchestrator] namespace): sandboxes run users' code, in a namespace of their own (default svc-sandboxes)`);
+  else if (SYSTEM_NAMESPACES.has(namespace) || namespace === 'default') problems.push(`[scale.sandbox] namespace ${JSON.stringify(namespace)} is shared with the cluster's own workloads: name a namespace for the sandboxes alone (default svc-sandboxes)`);
+  const out: SandboxDeploy = { namespace, securityContext: bool('security_context', true), allowEgress: bool('allow_egress', false) };
+  if (!bool('proxy_mode', false)) {
+    if (str('ingress_class', '') === '' && ctx.appIngressClass === '') {
+      warnings.push(`without proxy_mode each sandbox gets an Ingress of its own in namespace ${namespace}, which svc's own Traefik does not read (it serves the app's namespace only): set [scale.sandbox] ingress_class to a controller the cluster runs, or proxy_mode = true`);
+    }
+    return out;
+  }
+
+  const template = str('domain_template', '');
+  const rest = template.startsWith('{sandbox_id}.') ? template.slice('{sandbox_id}.'.length) : undefined;
+  if (!template.includes('{sandbox_id}')) problems.push(`[scale.sandbox] proxy_mode needs domain_template with {sandbox_id} in it (e.g. "{sandbox_id}.preview.example.com"): the proxy finds a preview's sandbox by its host${template === '' ? '' : ` (got ${JSON.stringify(template)})`}`);
+  else if (rest === undefined || !isDnsSubdomain(rest) || !rest.includes('.')) problems.push(`[scale.sandbox] domain_template ${JSON.stringify(template)}: with proxy_mode, {sandbox_id} is the first label of a host name in lower case ("{sandbox_id}.preview.example.com"), so one wildcard host (*.preview.example.com) covers every preview`);
+  const ingressClass = str('ingress_class', '') || ctx.appIngressClass;
+  if (ingressClass !== '' && !isDnsLabel(ingressClass)) problems.push(`[scale.sandbox] ingress_class ${JSON.stringify(ingressClass)}: an ingress class name`);
+  const annotations: Record<string, string> = {};
+  const rawAnnotations = section.ingress_annotations;
+  if (rawAnnotations !== undefined && (rawAnnotations === null || typeof rawAnnotations !== 'object' || Array.isArray(rawAnnotations))) problems.push('[scale.sandbox] ingress_annotations: a table of annotation names to strings');
+  else {
+    for (const [key, value] of Object.entries((rawAnnotations ?? {}) as Record<string, unknown>)) {
+      if (typeof value === 'string') annotations[key] = value;
+      // An annotation is a string; a number written unquoted (`proxy-read-timeout = 3600`) is meant as its digits.
+      else if (typeof value === 'number' && Number.isFinite(value)) annotations[key] = String(value);
+      else problems.push(`[scale.sandbox] ingress_annotations.${key}: an annotation's value is a string (got ${JSON.stringify(value)}); quote it`);
+    }
+  }
+  const tlsIssuer = str('tls_issuer', '');
+  const tls = bool('tls_enabled', false);
+  if (tls && tlsIssuer === '') problems.push('[scale.sandbox] tls_enabled needs tls_issuer: the name of the cert-manager ClusterIssuer that issues the previews\' wildcard certificate');
+  else if (tls && !isDnsSubdomain(tlsIssuer)) problems.push(`[scale.sandbox] tls_issuer ${JSON.stringify(tlsIssuer)}: a ClusterIssuer's name`);
+  if (tls && rest !== undefined) warnings.push(`the previews' certificate is a wildcard (*.${rest}): ACME issues wildcards through a DNS-01 solver only — the ClusterIssuer ${tlsIssuer || '(tls_issuer)'} must have one`);
+  const secret = resolveEnv(str('preview_secret', ''), ctx.env);
+  if (!ctx.lenient) for (const v of secret.missing) problems.push(`[scale.sandbox] preview_secret: \${${v}} is not set in the environment, or empty`);
+  out.proxy = {
+    wildcardHost: rest === undefined ? '' : `*.${rest}`,
+    ingressClass,
+    annotations,
+    ...(tls ? { tlsIssuer } : {}),
+    ...(secret.value !== '' ? { previewSecret: secret.value } : {}),
+  };
+  return out;
 }
 
 /** sha256 over the configuration files' bytes and the secrets (names, and a hash of each value: no value is readable from it). */

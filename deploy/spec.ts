@@ -5,13 +5,10 @@
  * credentials the plan generates. The manifest builders read nothing else.
  */
 
-/** A Kubernetes object as sent to the API server (plain JSON). */
-export interface K8sObject {
-  apiVersion: string;
-  kind: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string>; [k: string]: unknown };
-  [k: string]: unknown;
-}
+import type { K8sObject } from '../kube/index.ts';
+
+/** A Kubernetes object as sent to the API server (plain JSON): the kube room's. */
+export type { K8sObject };
 
 /** A JSON object of unknown shape, as the API server answers it. */
 export type Json = Record<string, unknown>;
@@ -130,6 +127,31 @@ export interface DeploySpec {
   adminPassword: Credential;
   /** sha256 (hex) of the app's configuration (svc.toml files, the secrets' names and a hash of their values). */
   configChecksum: string;
+  /** Sandboxes as Kubernetes pods (`[scale.sandbox] enabled` with `type = "orchestrator"`); absent otherwise: nothing of them is planned. */
+  sandbox?: SandboxDeploy;
+}
+
+/** What the deployment provides for sandboxes run as pods (`[scale.sandbox]`, checked by deploy/config.ts). */
+export interface SandboxDeploy {
+  /** The namespace the app makes sandbox pods in (`namespace`, `svc-sandboxes`): never the app's own. */
+  namespace: string;
+  /** `security_context`: the sandbox pods run restricted (non-root 1000, no capabilities, seccomp), so the namespace enforces `restricted`; else `baseline`. */
+  securityContext: boolean;
+  /** `allow_egress`: sandbox pods may open connections out (else the namespace denies their egress). */
+  allowEgress: boolean;
+  /** The routing proxy (`proxy_mode`), absent without it. */
+  proxy?: {
+    /** The Ingress host of every preview: `domain_template` with `{sandbox_id}` as `*` (`*.preview.example.com`). */
+    wildcardHost: string;
+    /** The class of the previews' Ingress (`[scale.sandbox] ingress_class`, else `[scale.orchestrator] ingress_class`; '' svc's own Traefik). */
+    ingressClass: string;
+    /** `ingress_annotations`, on the previews' Ingress (they win over svc's own). */
+    annotations: Record<string, string>;
+    /** The ClusterIssuer of the wildcard certificate (`tls_issuer`), when `tls_enabled`. */
+    tlsIssuer?: string;
+    /** `preview_secret` (`${VAR}` resolved): the key preview tokens are checked with; absent: previews are public. */
+    previewSecret?: string;
+  };
 }
 
 /** The label every object carries. */

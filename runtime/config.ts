@@ -18,7 +18,12 @@ interface KeySpec {
   min?: number;
   /** A string that must not be empty. */
   nonEmpty?: boolean;
+  /** A table's keys (names by default), and what they are called in its error. */
+  keys?: { pattern: RegExp; what: string };
 }
+
+/** Kubernetes annotation keys: an optional DNS prefix and `/`, then a name (`cert-manager.io/cluster-issuer`). */
+const ANNOTATION_KEY = { pattern: /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/, what: 'annotation keys ("cert-manager.io/cluster-issuer" = "le")' };
 
 /** `store()`'s keys, in `[storage]` and `[scale.storage]` alike. */
 const STORAGE_KEYS = {
@@ -396,7 +401,7 @@ export const SCHEMA = {
   /** `sandboxes()`: previews of users' projects (README *Sandboxes*). Quantities and the provider are checked at start (actors/sandbox/settings.ts). */
   'scale.sandbox': {
     enabled: { kind: 'bool', default: true, env: ['SVC_SANDBOX_ENABLED'] },
-    /** `orchestrator` (pods on Kubernetes) comes with the Kubernetes provider; today it is refused at start. */
+    /** `local` (child processes), `container` (docker or podman), `orchestrator` (pods on Kubernetes). */
     type: { kind: 'enum', default: 'local', values: ['local', 'container', 'orchestrator'], env: ['SVC_SANDBOX_TYPE'] },
     /** The container provider's image: it must hold Node and a POSIX shell. */
     base_image: { kind: 'string', default: 'node:20-slim', env: ['SVC_SANDBOX_BASE_IMAGE'], nonEmpty: true },
@@ -426,6 +431,25 @@ export const SCHEMA = {
     pids_limit: { kind: 'int', default: 256, min: 1, env: ['SVC_SANDBOX_PIDS_LIMIT'] },
     /** Where sandbox folders live (empty: `sandboxes/` in the data folder). */
     root: { kind: 'string', default: '', env: ['SVC_SANDBOX_ROOT'] },
+    /** Orchestrator provider: the namespace of sandbox pods (made when missing). */
+    namespace: { kind: 'string', default: 'svc-sandboxes', env: ['SVC_SANDBOX_NAMESPACE'], nonEmpty: true },
+    /** Orchestrator provider: previews go through `svc sandbox proxy` (no Service or Ingress per sandbox). */
+    proxy_mode: { kind: 'bool', default: false, env: ['SVC_SANDBOX_PROXY_MODE'] },
+    /** Orchestrator provider: the Ingress class of each sandbox's Ingress (empty: the cluster's default class). */
+    ingress_class: { kind: 'string', default: '', env: ['SVC_SANDBOX_INGRESS_CLASS'] },
+    /** Orchestrator provider: a preview's host, `{sandbox_id}` replaced (like `{sandbox_id}.preview.example.com`). */
+    domain_template: { kind: 'string', default: '', env: ['SVC_SANDBOX_DOMAIN_TEMPLATE'] },
+    tls_enabled: { kind: 'bool', default: false, env: ['SVC_SANDBOX_TLS_ENABLED'] },
+    /** The cert-manager ClusterIssuer of previews' certificates. */
+    tls_issuer: { kind: 'string', default: 'letsencrypt', env: ['SVC_SANDBOX_TLS_ISSUER'] },
+    /** Annotations of each sandbox's Ingress (`{ "key" = "value" }`). */
+    ingress_annotations: { kind: 'table', default: {}, keys: ANNOTATION_KEY },
+    /** Orchestrator provider: idle pods kept ready for the next creates (0: every create starts a pod). */
+    warm_pool_size: { kind: 'int', default: 0, min: 0, env: ['SVC_SANDBOX_WARM_POOL_SIZE'] },
+    /** Orchestrator provider: sandbox pods may open connections out (npm install); off: they reach nothing. */
+    allow_egress: { kind: 'bool', default: false, env: ['SVC_SANDBOX_ALLOW_EGRESS'] },
+    /** Private previews: the secret preview tokens are signed with (the proxy's PREVIEW_SECRET); empty: previews are public. */
+    preview_secret: { kind: 'string', default: '', env: ['SVC_SANDBOX_PREVIEW_SECRET'] },
   },
   'scale.secrets': {},
   'scale.monitoring': {
@@ -504,9 +528,10 @@ function typed(spec: KeySpec, value: unknown, where: string): unknown {
     case 'table':
       if (value && typeof value === 'object' && !Array.isArray(value) && !(value instanceof Date)) {
         const entries = Object.entries(value as Record<string, unknown>);
-        if (entries.every(([k, v]) => /^[A-Za-z_][\w-]*$/.test(k) && (typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v))))) return Object.fromEntries(entries);
+        const key = spec.keys?.pattern ?? /^[A-Za-z_][\w-]*$/;
+        if (entries.every(([k, v]) => key.test(k) && (typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v))))) return Object.fromEntries(entries);
       }
-      throw new ConfigError(`${where} must be a table of names to strings or numbers ({ billing = "billing.ts" }), got ${got(value)}`);
+      throw new ConfigError(`${where} must be a table of ${spec.keys?.what ?? 'names'} to strings or numbers${spec.keys ? '' : ' ({ billing = "billing.ts" })'}, got ${got(value)}`);
   }
 }
 

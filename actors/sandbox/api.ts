@@ -15,7 +15,8 @@ import { sandboxError } from './errors.ts';
 import { chownTree } from './isolation.ts';
 import { disabledRunner } from './settings.ts';
 import { appDir } from './project.ts';
-import { checkPath, deleteProjectFile, listProjectFiles, readProjectFile, writeProjectFile } from './paths.ts';
+import { checkPath, deleteProjectFile, listProjectFiles, MAX_FILE_BYTES, readProjectFile, writeProjectFile } from './paths.ts';
+import { signPreviewToken } from './preview-token.ts';
 import { isActive, publicInfo, SandboxRecords } from './records.ts';
 import { SANDBOX_KIND, type SandboxEnv, supervisorProps, type SupervisorMsg } from './supervisor.ts';
 import type { ExecResult, Runner, SandboxInfo, SandboxPaths, SandboxRecord, SandboxSettings } from './types.ts';
@@ -86,9 +87,10 @@ export function defineSandboxKind(system: ActorSystem, env: SandboxEnv, spec: { 
 /** The environment of this process's sandboxes: records in the runtime's document store, the provider's runner; `paths`: svc's folders (hidden from sandboxes). */
 export function sandboxEnv(settings: SandboxSettings, log?: SandboxEnv['log'], paths?: SandboxPaths): SandboxEnv {
   if (!makeRunner) throw new Error('no sandbox runner factory registered');
-  const host = hostname();
   const records = new SandboxRecords(kvstore('svc', 'docdb', undefined, { runtimeCollections: true }));
-  return { settings, records, runner: makeRunner(settings, records, host, paths), host, ...(log ? { log } : {}) };
+  const runner = makeRunner(settings, records, hostname(), paths);
+  // Sandboxes that live off this machine (pods) are every member's to reach: one host name for all.
+  return { settings, records, runner, host: runner.host ?? hostname(), ...(log ? { log } : {}) };
 }
 
 /** The environment of sandboxes turned off (`[scale.sandbox] enabled = false`): every call answers SANDBOX_DISABLED. */
@@ -233,6 +235,8 @@ export class Sandboxes {
       // Once prepared: a local sandbox's user is made of its port.
       const owner = env.runner.ownerOf?.(record);
       if (owner) await chownTree(app, owner);
+      // The project went to the pod: nothing of it stays here.
+      if (env.runner.files) await rm(dir, { recursive: true, force: true });
     } catch (error) {
       await env.runner.release(record).catch(() => undefined);
       if (inserted) await env.records.remove(id).catch(() => undefined);
@@ -288,21 +292,39 @@ export class Sandboxes {
 
   /** Its project's files, relative and sorted (never under `.svc/`, `node_modules/`, `__pycache__/`, `dist/`, `.git/`). */
   async listFiles(id: string): Promise<{ files: string[] }> {
+    const remote = this.b.env.runner.files;
+    if (remote) return { files: await remote.list(await this.runnable(id)) };
     const record = await this.here(id);
     return { files: await listProjectFiles(appDir(record)) };
   }
 
   async readFile(id: string, path: string): Promise<string> {
+    const remote = this.b.env.runner.files;
+    if (remote) {
+      return remote.read(await this.runnable(id), checkPath(path).join('/'));
+    }
     const record = await this.here(id);
     return readProjectFile(appDir(record), path);
   }
 
   async writeFile(id: string, path: string, content: string | Uint8Array): Promise<void> {
+    const remote = this.b.env.runner.files;
+    if (remote) {
+      const clean = checkPath(path).join('/');
+      if (typeof content !== 'string' && !(content instanceof Uint8Array)) throw sandboxError('SANDBOX_INVALID', 'a file content is a string or bytes');
+      const bytes = typeof content === 'string' ? Buffer.byteLength(content) : content.byteLength;
+      if (bytes > MAX_FILE_BYTES) throw sandboxError('SANDBOX_INVALID', `${shown(path)}: ${bytes} bytes is more than a sandbox file may hold (${MAX_FILE_BYTES})`);
+      return remote.write(await this.runnable(id), clean, content);
+    }
     const record = await this.here(id);
     await writeProjectFile(appDir(record), path, content, this.b.env.runner.ownerOf?.(record));
   }
 
   async deleteFile(id: string, path: string): Promise<void> {
+    const remote = this.b.env.runner.files;
+    if (remote) {
+      return remote.remove(await this.runnable(id), checkPath(path).join('/'));
+    }
     const record = await this.here(id);
     await deleteProjectFile(appDir(record), path);
   }
@@ -408,6 +430,26 @@ export class Sandboxes {
         await running;
       }
     }
+  }
+
+  /**
+   * A preview token for the sandbox's owner (private previews: `[scale.sandbox] preview_secret`, the proxy's
+   * `PREVIEW_SECRET`): `{ token, url, expires_at }`, `url` the preview URL carrying it (the proxy swaps it for a cookie).
+   * Valid `ttlSeconds` (3600, at most a day). Give it to the sandbox's owner only.
+   *
+   * @example
+   * const { url } = await sandboxes().previewToken(id); // redirect the owner's browser there
+   */
+  async previewToken(id: string, options: { ttlSeconds?: number } = {}): Promise<{ token: string; url: string; expires_at: string }> {
+    const ttl = options.ttlSeconds ?? 3600;
+    if (typeof ttl !== 'number' || !Number.isInteger(ttl) || ttl <= 0 || ttl > MAX_TIMEOUT_S) throw sandboxError('SANDBOX_INVALID', `ttlSeconds is a whole number of seconds above 0 and at most ${MAX_TIMEOUT_S}, got ${shown(ttl)}`);
+    const record = await this.record(id);
+    const secret = this.b.env.settings.preview_secret;
+    if (!secret) throw sandboxError('SANDBOX_UNAVAILABLE', 'previews are public: set [scale.sandbox] preview_secret (SVC_SANDBOX_PREVIEW_SECRET, the proxy\'s PREVIEW_SECRET) for private previews');
+    const token = await signPreviewToken(secret, { sandbox_id: record.sandbox_id, user: record.user, ttlSeconds: ttl });
+    const url = new URL(record.url);
+    url.searchParams.set('svc_preview_token', token);
+    return { token, url: url.toString(), expires_at: new Date(Date.now() + ttl * 1000).toISOString() };
   }
 
   /** The dev server's output from byte `offset` (0): `{ content, offset }`, the offset of the next read. */

@@ -65,6 +65,12 @@ export async function cleanupSandboxes(b: SandboxBinding, now = Date.now()): Pro
       );
     }
   }
+  if (runner.sweep) {
+    await runner.sweep(known, now).then(
+      (removed) => report.orphans.push(...removed),
+      (error: unknown) => b.env.log?.warn({ err: error }, "the provider's cleanup failed (the next window tries again)"),
+    );
+  }
   const names = await readdir(b.root).catch(() => [] as string[]);
   for (const name of names) {
     if (!name.startsWith('sbx-') || known.has(name)) continue;

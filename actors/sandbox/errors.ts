@@ -16,6 +16,7 @@ export const SANDBOX_ERRORS = {
   SANDBOX_TIMEOUT: { status: 504, message: 'the command did not finish within its timeout and was killed' },
   SANDBOX_UNAVAILABLE: { status: 503, message: 'the sandbox provider cannot run here (no container engine answers, or the sandbox runs on another host)' },
   SANDBOX_FAILED: { status: 500, message: 'the sandbox could not be started' },
+  SANDBOX_TOO_LARGE: { status: 413, message: 'the project is over the 1 MB a Kubernetes ConfigMap holds, and no warm pool streams it instead' },
 } as const;
 
 export type SandboxErrorCode = keyof typeof SANDBOX_ERRORS;

@@ -21,3 +21,5 @@ export { localIsolation } from './isolation.ts';
 export type { LocalIsolation } from './isolation.ts';
 export { checkPath, SKIPPED_DIRS } from './paths.ts';
 export type { SandboxState, SandboxType, SandboxRecord, SandboxInfo, SandboxSettings, SandboxPaths, ExecResult, Runner } from './types.ts';
+export { PREVIEW_AUDIENCE, PreviewVerifier, signPreviewToken, verifyPreviewToken } from './preview-token.ts';
+export type { PreviewClaims } from './preview-token.ts';

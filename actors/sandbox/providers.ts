@@ -7,11 +7,13 @@ import { sandboxRoot, setRunnerFactory } from './api.ts';
 import { ContainerRunner, findContainerCli } from './container.ts';
 import { sandboxError } from './errors.ts';
 import { LocalRunner } from './local.ts';
+import { OrchestratorRunner } from './orchestrator.ts';
 import { assertSandboxSettings } from './settings.ts';
 import type { SandboxSettings } from './types.ts';
 
 setRunnerFactory((settings, records, host, paths) => {
   if (settings.type === 'container') return new ContainerRunner(settings);
+  if (settings.type === 'orchestrator') return new OrchestratorRunner(settings);
   return new LocalRunner(settings, {
     claimPort: (port, id) => records.claimPort(host, port, id),
     releasePort: (port, id) => records.releasePort(host, port, id),

@@ -164,6 +164,7 @@ class Supervisor implements ActorLogic<SupervisorMsg, unknown> {
     const exit = await this.env.runner.exitOf?.(record);
     if (exit?.signal && exit.signal !== 'SIGSEGV' && exit.signal !== 'SIGABRT') return this.fail(ctx, record, `the dev server was killed (${exit.signal}) from outside`);
     if (exit?.removed) return this.fail(ctx, record, 'its container was removed from outside');
+    if (exit?.reason) return this.fail(ctx, record, exit.reason);
     if (record.restarts >= this.env.settings.max_restarts) return this.fail(ctx, record, `the dev server exited ${record.restarts + 1} times (max_restarts = ${this.env.settings.max_restarts})`);
     this.env.log?.warn({ sandbox_id: this.id, restarts: record.restarts + 1, ...(exit?.code !== undefined ? { exit_code: exit.code } : {}) }, 'sandbox dev server exited: restarting it');
     await this.env.runner.stop(record).catch(() => undefined);

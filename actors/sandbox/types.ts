@@ -10,7 +10,7 @@
  */
 export type SandboxState = 'pending' | 'starting' | 'running' | 'stopping' | 'stopped' | 'error';
 
-export type SandboxType = 'local' | 'container';
+export type SandboxType = 'local' | 'container' | 'orchestrator';
 
 /** What `create` and `get` answer (the fields an app reads), and what the supervisor records. */
 export interface SandboxRecord {
@@ -44,6 +44,9 @@ export interface SandboxRecord {
   address?: string;
   /** Container: the loopback port of the relay that serves the preview. */
   relay_port?: number;
+  /** Orchestrator: its pod's name, and whether that pod came from the warm pool. */
+  pod?: string;
+  warm?: boolean;
 }
 
 /** The public part of a record: what `create`, `get` and `list` answer. */
@@ -72,6 +75,18 @@ export interface SandboxSettings {
   pids_limit: number;
   /** Where sandbox folders live ('' = `<data folder>/sandboxes`). */
   root: string;
+  /** Orchestrator provider (README *Sandboxes on Kubernetes*). */
+  namespace: string;
+  proxy_mode: boolean;
+  ingress_class: string;
+  domain_template: string;
+  tls_enabled: boolean;
+  tls_issuer: string;
+  ingress_annotations: Record<string, string>;
+  warm_pool_size: number;
+  allow_egress: boolean;
+  /** Signs preview tokens (private previews through the proxy); '' = public previews. */
+  preview_secret: string;
 }
 
 export interface ExecResult {
@@ -89,7 +104,7 @@ export interface ExecOptions {
 }
 
 /** What a started dev server left to record (pid, container, network, address, relay port). */
-export type Started = Partial<Pick<SandboxRecord, 'pid' | 'mnt_ns' | 'container' | 'network' | 'address' | 'relay_port' | 'url' | 'port'>>;
+export type Started = Partial<Pick<SandboxRecord, 'pid' | 'mnt_ns' | 'container' | 'network' | 'address' | 'relay_port' | 'url' | 'port' | 'pod' | 'warm'>>;
 
 /** Where svc keeps its own files on the sandboxes' host, which a sandbox must not see: its data folder, its project folder. */
 export interface SandboxPaths {
@@ -105,6 +120,10 @@ export interface SandboxPaths {
  */
 export interface Runner {
   readonly type: SandboxType;
+  /** Where its sandboxes live when that is not this machine (a Kubernetes namespace): every member reaches them, and files go through {@link Runner.files}. */
+  readonly host?: string;
+  /** A project's files where they are not `record.dir` on this host (in a pod). */
+  readonly files?: RemoteFiles;
   /** Who owns a sandbox's project files (the unprivileged user its code runs as, which may be its own), when not svc's own user. Called once it is prepared. */
   ownerOf?(record: SandboxRecord): { uid: number; gid: number } | undefined;
   /** Before the first start: what the record needs (a port, a URL). Throws SANDBOX_NO_PORT and the like. */
@@ -126,9 +145,21 @@ export interface Runner {
   /** A supervisor takes over a sandbox another process started (an earlier run, a member that died): rebuild what lived only in that process (a relay); what changed is recorded. */
   adopt?(record: SandboxRecord): Promise<Started | void>;
   /** How its dev server ended, when known: its exit code, or the signal that killed it; `removed`: its container was removed from outside. */
-  exitOf?(record: SandboxRecord): Promise<{ code?: number; signal?: string; removed?: boolean } | undefined>;
+  exitOf?(record: SandboxRecord): Promise<{ code?: number; signal?: string; removed?: boolean; reason?: string } | undefined>;
   /** Sandboxes of this provider running on this host that no record names (for reconciliation): their ids. */
   orphans?(known: ReadonlySet<string>): Promise<string[]>;
   /** Remove one such orphan. */
   removeOrphan?(id: string): Promise<void>;
+  /** The provider's own periodic cleanup (run by one member per window): what it removed, by sandbox id or object name. */
+  sweep?(known: ReadonlySet<string>, now: number): Promise<string[]>;
+  /** Started with the runtime (a warm pool filled); the returned function stops it. */
+  open?(): Promise<() => void>;
+}
+
+/** A project's files kept elsewhere than this host (each path checked by the caller). */
+export interface RemoteFiles {
+  list(record: SandboxRecord): Promise<string[]>;
+  read(record: SandboxRecord, path: string): Promise<string>;
+  write(record: SandboxRecord, path: string, content: string | Uint8Array): Promise<void>;
+  remove(record: SandboxRecord, path: string): Promise<void>;
 }

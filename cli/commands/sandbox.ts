@@ -7,7 +7,11 @@
  * - `logs <id> [--follow]`: the dev server's output (followed until it stops, or Ctrl-C);
  * - `exec <id> -- <command…>`: run a command in it, its output as it comes, its exit code as ours;
  * - `stop <id>`, `destroy <id>`;
- * - `cleanup`: remove what is expired, failed or left over now (the service does it every `cleanup_interval_seconds`).
+ * - `cleanup`: remove what is expired, failed or left over now (the service does it every `cleanup_interval_seconds`);
+ * - `proxy`: the routing proxy of sandbox previews on Kubernetes (`{sandbox_id}.preview.<domain>` → the sandbox's
+ *   pod), configured by its environment (`SANDBOX_NAMESPACE`, `SANDBOX_LABEL`, `INTERNAL_PORT`, `PROXY_PORT`,
+ *   `PROXY_HOST`, `PREVIEW_SECRET`) and the cluster of `KUBECONFIG` or the pod's service account; it runs until
+ *   SIGTERM or SIGINT, then closes gracefully (requests in flight have 10 s).
  *
  * A failure is one line on stderr and exit code 1 (2: a usage error).
  */
@@ -25,7 +29,7 @@ export interface SandboxFlags {
   '--'?: string[];
 }
 
-const ACTIONS = 'list, logs <id> [--follow], exec <id> -- <command>, stop <id>, destroy <id>, cleanup';
+const ACTIONS = 'list, logs <id> [--follow], exec <id> -- <command>, stop <id>, destroy <id>, cleanup, proxy';
 
 function usage(message: string): never {
   process.stderr.write(`svc: sandbox: ${message} (actions: ${ACTIONS})\n`);
@@ -37,7 +41,34 @@ function needId(action: string, id: string | undefined): string {
   return id;
 }
 
+/** `svc sandbox proxy`: no project, no records; the cluster and the environment only. */
+async function proxy(): Promise<never> {
+  const { proxySettings, startSandboxProxy } = await import('../../transports/proxy/index.ts');
+  const { connectCluster } = await import('../../kube/index.ts');
+  let running: Awaited<ReturnType<typeof startSandboxProxy>>;
+  try {
+    const settings = proxySettings(process.env);
+    running = await startSandboxProxy({ kube: connectCluster(process.env), ...settings });
+    process.stdout.write(
+      `svc sandbox proxy: listening on ${settings.host}:${running.port}, pods of ${settings.namespace} labelled ${settings.label} on port ${settings.internalPort}` +
+        `${settings.previewSecret ? ', private (preview tokens required)' : ''}; ${running.routes.size} routes\n`,
+    );
+  } catch (error) {
+    const e = error as Error & { code?: string };
+    process.stderr.write(`svc: sandbox proxy: ${typeof e.code === 'string' ? `${e.code}: ` : ''}${e.message}\n`);
+    process.exit(1);
+  }
+  const signal = await new Promise<string>((resolve) => {
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+    process.once('SIGINT', () => resolve('SIGINT'));
+  });
+  process.stdout.write(`svc sandbox proxy: ${signal}: closing (requests in flight have 10 s)\n`);
+  await running.close(10_000);
+  process.exit(0);
+}
+
 export async function sandbox(action: string | undefined, id: string | undefined, flags: SandboxFlags): Promise<void> {
+  if (action === 'proxy') return proxy();
   const projectRoot = process.cwd();
   const config = () => loadConfig({ dir: projectRoot, profile: flags.profile, env: process.env }).config;
   // The records are in the project's document store, found as svc start finds it.

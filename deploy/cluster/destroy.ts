@@ -5,8 +5,12 @@
  * app's own (made by svc for it, holding nothing of anyone else); in `default` or
  * a namespace shared with other apps only the objects carrying this app's labels
  * are deleted. The Traefik CRDs stay: they are shared by every app of the cluster.
+ * A sandbox namespace (sandboxes as pods) goes the same way: whole when svc made it
+ * for this app and it holds only this deployment's objects and sandboxes, else only
+ * this deployment's objects in it (the Role `svc-sandbox-manager` too once no other
+ * binding uses it).
  */
-import { buildManifests } from '../manifests/index.ts';
+import { buildManifests, SANDBOX_MANAGER_ROLE, sandboxNames } from '../manifests/index.ts';
 import type { DeploySpec, Json, K8sObject } from '../spec.ts';
 import { CREATED_FOR_ANNOTATION, objectId } from './apply.ts';
 import { ClusterError, KubeApiError, type Kube } from './kube.ts';
@@ -55,6 +59,8 @@ export interface DestroyPlan {
   items: DestroyItem[];
   /** Kept by `--keep-data`. */
   kept: DestroyItem[];
+  /** The namespaces of the app's sandboxes (made by svc, labelled for the app), each deleted whole or only emptied of this deployment's objects. */
+  sandboxNamespaces?: { name: string; delete: boolean; note?: string }[];
 }
 
 const selectorOf = (app: string) => `app.kubernetes.io/name=${app},managed=svc-scale`;
@@ -75,7 +81,7 @@ function isSystem(o: K8sObject, app: string): boolean {
  * its) nor made by Kubernetes itself, over every kind the server lists: `foreign`; or, when a kind cannot be listed
  * (403, an API group down), `unknown` naming it — the namespace is then not known to be the app's alone.
  */
-async function foreignObject(kube: Kube, namespace: string, app: string): Promise<{ foreign?: K8sObject; unknown?: string }> {
+async function foreignObject(kube: Kube, namespace: string, app: string, classify?: (o: K8sObject) => boolean | undefined): Promise<{ foreign?: K8sObject; unknown?: string }> {
   let kinds: { apiVersion: string; kind: string }[];
   try {
     kinds = await kube.namespacedKinds();
@@ -94,7 +100,10 @@ async function foreignObject(kube: Kube, namespace: string, app: string): Promis
       return { unknown: `${kind} of ${apiVersion} (${(error as Error).message})` };
     }
     for (const o of objects) {
-      if (isOurs(o, app)) ours.add(uid(o));
+      // `classify` decides first where it knows (true: ours, false: foreign); else the labels do.
+      const verdict = classify?.(o);
+      if (verdict === false) return { foreign: o };
+      if (verdict === true || isOurs(o, app)) ours.add(uid(o));
       else if (((o.metadata.ownerReferences as unknown[] | undefined) ?? []).length > 0) owned.push(o);
       else if (!isSystem(o, app)) return { foreign: o };
     }
@@ -183,7 +192,69 @@ export async function destroyPlan(kube: Kube, spec: DeploySpec, options: { keepD
     else if (kept.length > 0) namespaceNote = `--keep-data: namespace ${namespace} stays, with the claims and the database credentials`;
     else deleteNamespace = true;
   }
-  return { app, namespace, deleteNamespace, namespaceNote, items, kept };
+  const sandboxNamespaces = [];
+  for (const name of await sandboxNamespacesOf(kube, spec)) sandboxNamespaces.push(await sandboxNamespacePlan(kube, spec, name, items));
+  return { app, namespace, deleteNamespace, namespaceNote, items, kept, ...(sandboxNamespaces.length > 0 ? { sandboxNamespaces } : {}) };
+}
+
+/** The sandbox namespaces of the app: the configured one, and any svc made for it (a deploy with sandboxes turned off since). */
+async function sandboxNamespacesOf(kube: Kube, spec: DeploySpec): Promise<string[]> {
+  const names = new Set<string>();
+  if (spec.sandbox) names.add(spec.sandbox.namespace);
+  const listed = await kube.list('v1', 'Namespace', undefined, `${selectorOf(spec.app)},app.kubernetes.io/component=sandbox`).catch(() => [] as K8sObject[]);
+  for (const o of listed) names.add(o.metadata.name);
+  names.delete(spec.namespace);
+  return [...names].sort();
+}
+
+/**
+ * A sandbox namespace's part of the destroy: this deployment's objects in it (named `{app}-{namespace}-…`) join
+ * `items`, the shared Role when no other binding uses it; the namespace is deleted whole when svc made it for this app
+ * and it holds nothing but this deployment's objects and sandboxes (objects labelled `svc-sandbox`).
+ */
+async function sandboxNamespacePlan(kube: Kube, spec: DeploySpec, name: string, items: DestroyItem[]): Promise<{ name: string; delete: boolean; note?: string }> {
+  const { app, namespace } = spec;
+  const names = sandboxNames(spec);
+  // By exact name: a prefix would take `shop-shop-staging-…` (the same app in namespace shop-staging) for shop's in shop.
+  const own = new Set(names.scoped);
+  let readable = true;
+  const ns = await kube.read('v1', 'Namespace', undefined, name).catch((error: unknown) => {
+    if (error instanceof KubeApiError && error.status === 403) {
+      readable = false;
+      return { apiVersion: 'v1', kind: 'Namespace', metadata: { name } } as K8sObject;
+    }
+    throw error;
+  });
+  if (!ns) return { name, delete: false, note: `namespace ${name} is not in the cluster` };
+  // A binding to an account of another namespace is another deployment's (the same app elsewhere, or another app).
+  const bindsElsewhere = (o: K8sObject): boolean => ((o.subjects as { kind?: string; namespace?: string }[] | undefined) ?? []).some((s) => s.kind === 'ServiceAccount' && s.namespace !== namespace);
+  const mine = (o: K8sObject): boolean => isOurs(o, app) && own.has(o.metadata.name);
+  // A binding (the app may make its own) of this deployment's accounts only: the app's and its proxy's.
+  const toOurAccounts = (o: K8sObject): boolean => {
+    const subjects = (o.subjects as { kind?: string; name?: string; namespace?: string }[] | undefined) ?? [];
+    return subjects.length > 0 && subjects.every((s) => s.kind === 'ServiceAccount' && s.namespace === namespace && (s.name === names.appAccount || s.name === names.proxy));
+  };
+  const bindings = await kube.list('rbac.authorization.k8s.io/v1', 'RoleBinding', name).catch(() => undefined);
+  const roleShared = bindings === undefined || bindings.some((b) => (b.roleRef as { name?: string } | undefined)?.name === SANDBOX_MANAGER_ROLE && !toOurAccounts(b));
+  for (const [apiVersion, kind] of NAMESPACED) {
+    for (const o of await kube.list(apiVersion, kind, name, selectorOf(app)).catch(() => [] as K8sObject[])) {
+      if (mine(o) || (kind === 'Role' && o.metadata.name === SANDBOX_MANAGER_ROLE && !roleShared)) items.push(item({ ...o, apiVersion, kind }));
+    }
+  }
+  const classify = (o: K8sObject): boolean | undefined => {
+    if (o.kind === 'RoleBinding') return toOurAccounts(o) ? true : bindsElsewhere(o) ? false : undefined;
+    if (o.kind === 'Role' && o.metadata.name === SANDBOX_MANAGER_ROLE) return true;
+    if (o.metadata.labels?.['svc-sandbox'] !== undefined) return true;
+    if (isOurs(o, app)) return mine(o);
+    return undefined;
+  };
+  const madeForApp = ns.metadata.annotations?.[CREATED_FOR_ANNOTATION] === app;
+  if (!readable) return { name, delete: false, note: `namespace ${name} cannot be read with these credentials: only ${app}'s objects in it are deleted` };
+  if (!madeForApp) return { name, delete: false, note: `namespace ${name} was not made by svc for ${app} (no ${CREATED_FOR_ANNOTATION}=${app} annotation): only ${app}'s objects in it are deleted` };
+  const { foreign, unknown } = await foreignObject(kube, name, app, classify);
+  if (unknown) return { name, delete: false, note: `namespace ${name} may hold objects of others: ${unknown} cannot be listed; only ${app}'s objects in it are deleted` };
+  if (foreign) return { name, delete: false, note: `namespace ${name} also holds ${objectId(foreign)}, not this deployment's: only ${app}'s objects in it are deleted` };
+  return { name, delete: true };
 }
 
 /**
@@ -194,11 +265,14 @@ export async function destroyPlan(kube: Kube, spec: DeploySpec, options: { keepD
  */
 export function destroyText(plan: DestroyPlan): string {
   const lines: string[] = [];
-  if (plan.items.length === 0 && !plan.deleteNamespace) return `Nothing of ${plan.app} is in the cluster (namespace ${plan.namespace}): nothing to delete.\n`;
+  if (plan.items.length === 0 && !plan.deleteNamespace && !(plan.sandboxNamespaces ?? []).some((n) => n.delete)) return `Nothing of ${plan.app} is in the cluster (namespace ${plan.namespace}): nothing to delete.\n`;
   lines.push(`svc scale destroy ${plan.app}: this deletes`);
   if (plan.deleteNamespace) lines.push(`  Namespace ${plan.namespace}, and everything in it:`);
   else if (plan.namespaceNote) lines.push(`  (${plan.namespaceNote})`);
   for (const i of plan.items) lines.push(`  ${i.kind} ${i.namespace ? `${i.namespace}/` : ''}${i.name}${i.note ? `  — ${i.note}` : ''}`);
+  for (const sandbox of plan.sandboxNamespaces ?? []) {
+    lines.push(sandbox.delete ? `  Namespace ${sandbox.name} (the sandboxes), and every sandbox in it` : `  (${sandbox.note ?? `namespace ${sandbox.name} stays`})`);
+  }
   const claims = plan.items.filter((i) => i.kind === 'PersistentVolumeClaim');
   if (claims.length > 0) lines.push(`The ${claims.length === 1 ? 'claim' : `${claims.length} claims`} above hold the databases' data: it cannot be recovered (--keep-data keeps them).`);
   if (plan.kept.length > 0) lines.push(`Kept (--keep-data): ${plan.kept.map((i) => `${i.kind} ${i.name}`).join(', ')}`);
@@ -216,12 +290,15 @@ export async function destroyApply(kube: Kube, plan: DestroyPlan, options: { log
   const started = Date.now();
   for (const i of plan.items) await kube.delete({ apiVersion: i.apiVersion, kind: i.kind, metadata: { name: i.name, namespace: i.namespace } });
   if (plan.deleteNamespace) await kube.delete({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: plan.namespace } });
+  const sandboxes = (plan.sandboxNamespaces ?? []).filter((n) => n.delete).map((n) => n.name);
+  for (const name of sandboxes) await kube.delete({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
   const until = started + (options.timeoutMs ?? 300_000);
   let lastCount = -1;
   for (;;) {
     const left: string[] = [];
     for (const i of plan.items) if (await kube.read(i.apiVersion, i.kind, i.namespace, i.name)) left.push(`${i.kind} ${i.name}`);
     if (plan.deleteNamespace && (await kube.read('v1', 'Namespace', undefined, plan.namespace))) left.push(`Namespace ${plan.namespace}`);
+    for (const name of sandboxes) if (await kube.read('v1', 'Namespace', undefined, name)) left.push(`Namespace ${name}`);
     if (left.length === 0) break;
     if (left.length !== lastCount) options.log(`waiting for ${left.length} object${left.length === 1 ? '' : 's'} to be gone: ${left.slice(0, 5).join(', ')}${left.length > 5 ? ', …' : ''}`);
     lastCount = left.length;

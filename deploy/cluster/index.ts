@@ -1,11 +1,11 @@
 /**
- * The cluster side of the deploy room: connecting (kube.ts), applying a plan
+ * The cluster side of the deploy room: connecting and running a command in a pod (the kube room's, re-exported), applying a plan
  * (apply.ts), following and rolling back rollouts (rollout.ts), the whole deploy
  * (deploy.ts), TLS through cert-manager (tls.ts), status (status.ts, a pure
  * function of the objects; observe.ts reads them) and destroy (destroy.ts).
  */
-export { CLUSTER_ERRORS, ClusterError, connectCluster, Kube, KubeApiError, nodeAddress, reachCluster } from './kube.ts';
-export type { ClusterErrorCode } from './kube.ts';
+export { CLUSTER_ERRORS, ClusterError, connectCluster, EXEC_PROTOCOLS, Kube, KubeApiError, nodeAddress, podExec, reachCluster, watchObjects } from './kube.ts';
+export type { ClusterErrorCode, ObjectWatch, PodExecOptions, WatchEventType, WatchOptions } from './kube.ts';
 export { adoptCredentials, applyObjects, applyOrder, CREATE_ONLY_ANNOTATION, objectId, provisionedOnce } from './apply.ts';
 export type { ApplyReport } from './apply.ts';
 export { awaitRollout, podTrouble, replicaSetsOf, revisionOf, revisions, rollback } from './rollout.ts';

@@ -1,6 +1,9 @@
 /**
  * The app: its Deployment (`svc start` in the app's image, the image's own
  * command), its ClusterIP Service, the autoscaler and the disruption budget.
+ * With sandboxes as pods the pods run as the app's own ServiceAccount with its
+ * token and know it (`POD_SERVICE_ACCOUNT`, `POD_NAMESPACE`: sandbox.ts); else
+ * they mount no token.
  *
  * A rolling deploy drops no request: a new pod takes traffic only once ready
  * (`maxSurge: 1, maxUnavailable: 0`); a pod being replaced first pauses
@@ -10,17 +13,16 @@
  * which is above svc's drain deadline.
  */
 import type { DeploySpec, K8sObject } from '../spec.ts';
-import { CHECKSUM_ANNOTATION, clusterIpService, containerSecurity, env, labels, meta, nameOf, podSecurity, scratch, secretEnv, selectorLabels, serviceHost, waitFor } from './common.ts';
+import { APP_DIR, APP_UID, CHECKSUM_ANNOTATION, clusterIpService, containerSecurity, env, labels, meta, nameOf, podSecurity, scratch, secretEnv, selectorLabels, serviceHost, waitFor } from './common.ts';
+import { appSandboxEnv, sandboxNames } from './sandbox.ts';
 import { DOCDB_PORT, KV_PORT, docdbUri, jwtRef, kvUrl, secretNames } from './secrets.ts';
 
-/** The uid/gid the app's image runs as (the non-root user its Dockerfile creates). */
-export const APP_UID = 1000;
+export { APP_DIR, APP_UID } from './common.ts';
+
 /** Seconds a terminating pod keeps serving before SIGTERM, so it leaves the endpoints (and the proxy) first. */
 export const PRE_STOP_SECONDS = 5;
 /** Seconds of margin above svc's drain deadline before the kubelet kills the pod. */
 export const GRACE_MARGIN_SECONDS = 5;
-/** The app's directory in its image; svc writes its data under `.svc` in it. */
-export const APP_DIR = '/app';
 
 /**
  * `terminationGracePeriodSeconds` of the app's pods: the preStop pause, svc's drain deadline and a margin.
@@ -75,6 +77,8 @@ function appEnv(spec: DeploySpec): Record<string, unknown>[] {
     out.push(env('SVC_METRICS_ENABLED', 'true'));
     out.push(secretEnv('SVC_METRICS_SCRAPE_TOKEN', names.scrape, 'token'));
   }
+  // Sandboxes as pods: the account and namespace the app binds the sandbox Role to (deploy/manifests/sandbox.ts).
+  out.push(...appSandboxEnv(spec));
   return out;
 }
 
@@ -131,7 +135,8 @@ export function appDeployment(spec: DeploySpec): K8sObject {
       template: {
         metadata: { labels: labels(spec, 'app'), annotations: { [CHECKSUM_ANNOTATION]: spec.configChecksum } },
         spec: {
-          automountServiceAccountToken: false,
+          // Its own account and token only when it makes sandbox pods through the API server; else no token at all.
+          ...(spec.sandbox ? { serviceAccountName: sandboxNames(spec).appAccount, automountServiceAccountToken: true } : { automountServiceAccountToken: false }),
           securityContext: podSecurity(APP_UID),
           terminationGracePeriodSeconds: graceSeconds(spec),
           ...(initContainers.length > 0 ? { initContainers } : {}),

@@ -23,6 +23,11 @@ export const IMAGES = {
   alloy: 'grafana/alloy:v1.5.1',
 } as const;
 
+/** The uid/gid the app's image runs as (the non-root user its Dockerfile creates). */
+export const APP_UID = 1000;
+/** The app's directory in its image; svc writes its data under `.svc` in it. */
+export const APP_DIR = '/app';
+
 /** The annotation of a pod template that rolls the pods when the configuration it hashes changes. */
 export const CHECKSUM_ANNOTATION = 'svc.dev/config-checksum';
 
@@ -42,13 +47,16 @@ export type Component =
   | 'log-collector'
   | 'cluster';
 
+/** The parts of sandboxes run as pods (`sandbox`: their namespace and rights; `sandbox-proxy`: the routing proxy, a status row by that key). */
+export type SandboxComponent = 'sandbox' | 'sandbox-proxy';
+
 /**
  * The labels a component's pods are selected by (stable: a Deployment's selector cannot change).
  *
  * @example
  * selectorLabels(spec, 'app') // { 'app.kubernetes.io/component': 'app', 'app.kubernetes.io/name': 'shop' }
  */
-export function selectorLabels(spec: DeploySpec, component: Component): Record<string, string> {
+export function selectorLabels(spec: DeploySpec, component: Component | SandboxComponent): Record<string, string> {
   return { 'app.kubernetes.io/component': component, 'app.kubernetes.io/name': spec.app };
 }
 
@@ -58,7 +66,7 @@ export function selectorLabels(spec: DeploySpec, component: Component): Record<s
  * @example
  * labels(spec, 'kv').managed // 'svc-scale'
  */
-export function labels(spec: DeploySpec, component: Component): Record<string, string> {
+export function labels(spec: DeploySpec, component: Component | SandboxComponent): Record<string, string> {
   return sortKeys({ ...selectorLabels(spec, component), 'app.kubernetes.io/managed-by': 'svc', 'app.kubernetes.io/part-of': spec.app, ...MANAGED_LABEL });
 }
 
@@ -68,7 +76,7 @@ export function labels(spec: DeploySpec, component: Component): Record<string, s
  * @example
  * meta(spec, 'shop-kv', 'kv') // { name: 'shop-kv', namespace: spec.namespace, labels: {...} }
  */
-export function meta(spec: DeploySpec, name: string, component: Component, annotations?: Record<string, string>): K8sObject['metadata'] {
+export function meta(spec: DeploySpec, name: string, component: Component | SandboxComponent, annotations?: Record<string, string>): K8sObject['metadata'] {
   return { name, namespace: spec.namespace, labels: labels(spec, component), ...(annotations ? { annotations: sortKeys(annotations) } : {}) };
 }
 
@@ -78,7 +86,7 @@ export function meta(spec: DeploySpec, name: string, component: Component, annot
  * @example
  * clusterMeta(spec, 'ingressroutes.traefik.io', 'ingress')
  */
-export function clusterMeta(spec: DeploySpec, name: string, component: Component, annotations?: Record<string, string>): K8sObject['metadata'] {
+export function clusterMeta(spec: DeploySpec, name: string, component: Component | SandboxComponent, annotations?: Record<string, string>): K8sObject['metadata'] {
   return { name, labels: labels(spec, component), ...(annotations ? { annotations: sortKeys(annotations) } : {}) };
 }
 

@@ -12,6 +12,7 @@ import { ingressObjects } from './ingress.ts';
 import { kvObjects } from './kv.ts';
 import { monitoringObjects } from './monitoring.ts';
 import { networkPolicies } from './network.ts';
+import { sandboxObjects } from './sandbox.ts';
 import { secrets } from './secrets.ts';
 import { namespaceObject } from './security.ts';
 
@@ -21,6 +22,7 @@ export { docdbUri, kvUrl, secretNames, jwtRef } from './secrets.ts';
 export { ingressRoutes, STICKY_MAX_AGE, type Route } from './ingress.ts';
 export { enforcedLevel } from './security.ts';
 export { prometheusConfig } from './monitoring.ts';
+export { sandboxNames, sandboxObjects, NAMESPACE_NAME_LABEL, PROXY_HEALTH_PATH, SANDBOX_LABEL, SANDBOX_MANAGER_ROLE, SANDBOX_PORT, SANDBOX_PROXY_PORT } from './sandbox.ts';
 
 /**
  * The apply order by kind. Cluster-scoped definitions first (the Traefik CRDs, before any object of their kinds),
@@ -71,7 +73,7 @@ function plain(o: K8sObject): K8sObject {
  * objects.find((o) => o.kind === 'Deployment' && o.metadata.name === spec.app)
  */
 export function buildManifests(spec: DeploySpec): K8sObject[] {
-  const all = [namespaceObject(spec), ...secrets(spec), ...docdbObjects(spec), ...kvObjects(spec), ...appObjects(spec), ...ingressObjects(spec), ...monitoringObjects(spec), ...networkPolicies(spec)];
+  const all = [namespaceObject(spec), ...secrets(spec), ...docdbObjects(spec), ...kvObjects(spec), ...appObjects(spec), ...ingressObjects(spec), ...monitoringObjects(spec), ...networkPolicies(spec), ...sandboxObjects(spec)];
   // A stable sort: within a kind, the order above (databases, app, ingress, monitoring) stays.
   return all
     .map((o, i) => ({ o, i, r: rank(o) }))

@@ -34,7 +34,13 @@ export function sandboxModule(system: ActorSystem, boot: ServeBoot, fingerprint:
       const binding: SandboxBinding = { system, env, root };
       unbind = bindSandboxes(binding);
       if (!consumesEvents(thread)) return;
-      stopCleanup = startSandboxCleanup(binding);
+      // The provider's own start (on Kubernetes: the namespace, the Role, the warm pool), once per process.
+      const closeRunner = env.runner.open ? await env.runner.open() : undefined;
+      const stopSweeps = startSandboxCleanup(binding);
+      stopCleanup = () => {
+        stopSweeps();
+        closeRunner?.();
+      };
       if (env.runner.type === 'local') {
         // What the local provider isolates here, said once per process: a missing part is a warning.
         const isolation = localIsolation();

@@ -77,7 +77,8 @@ t.test('svc start refuses [scale.sandbox] settings it cannot use, naming the key
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-sbx-cfg-'));
   for (const [env, says] of [
     [{ SVC_SANDBOX_MEMORY_LIMIT: 'lots' }, /memory_limit/],
-    [{ SVC_SANDBOX_TYPE: 'orchestrator' }, /orchestrator/],
+    [{ SVC_SANDBOX_TYPE: 'orchestrator', SVC_SANDBOX_PROXY_MODE: 'true' }, /proxy_mode needs domain_template/],
+    [{ SVC_SANDBOX_TYPE: 'orchestrator', SVC_SANDBOX_NAMESPACE: 'Not A Namespace' }, /namespace must be a DNS label/],
     [{ SVC_SANDBOX_PORT_BASE: '65530' }, /port pool/],
     [{ SVC_SANDBOX_TYPE: 'container', SVC_SANDBOX_CONTAINER_CLI: '/nonexistent/docker' }, /container_cli/],
   ] as const) {

@@ -334,7 +334,11 @@ t.test('fake Kubernetes API server: crash loops, progress deadlines, scripts and
     initContainerStatuses: [{ name: 'migrate', lastState: { terminated: { reason: 'Error' } } }],
   });
   t.match(await status({ state: 'NotReady' }, (s) => s.phase === 'Running'), { conditions: [{}, {}, { type: 'Ready', status: 'False' }] });
-  t.match(await status({ state: 'Failed', exitCode: 2 }, (s) => s.phase === 'Failed'), { containerStatuses: [{ state: { terminated: { exitCode: 2, reason: 'Error' } } }] });
+  // `solo` restarts Always: a scripted failure is a restart, not the pod's end (restartPolicy Never is tested below).
+  t.match(await status({ state: 'Failed', exitCode: 2 }, (s) => s.containerStatuses?.[0]?.lastState?.terminated?.exitCode === 2), {
+    phase: 'Running',
+    containerStatuses: [{ state: { waiting: { reason: 'CrashLoopBackOff' } }, lastState: { terminated: { exitCode: 2, reason: 'Error' } } }],
+  });
   t.match(await status({ state: 'Running', readyAfterMs: 0 }, (s) => s.conditions?.some((c: any) => c.type === 'Ready' && c.status === 'True')), { phase: 'Running' });
 
   await core.createNamespacedPod({ namespace: 'shop', body: { metadata: { name: 'big' }, spec: { containers: [{ name: 'main', image: 'big:1' }] } } });
@@ -645,4 +649,93 @@ t.test('fake Kubernetes API server: autoscalers keep replicas in bounds, budgets
   t.match(pdb, { expectedPods: 3, desiredHealthy: 2, disruptionsAllowed: 1, conditions: [{ type: 'DisruptionAllowed', status: 'True' }] });
   await apps.patchNamespacedDeployment({ namespace: 'shop', name: 'web', body: { spec: { replicas: 9 } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
   await api.until(() => api.get('apps/v1', 'Deployment', 'shop', 'web')?.spec.replicas === 5, 3000, 'scaled down to maxReplicas');
+});
+
+t.test('fake Kubernetes API server: pod updates as the real server allows them (stale resourceVersion, deadline, images, tolerations)', async (t) => {
+  const { api, core } = await cluster(t);
+  await namespace(api, core);
+  await core.createNamespacedPod({
+    namespace: 'shop',
+    body: { metadata: { name: 'p', labels: { a: '1' } }, spec: { containers: [{ name: 'main', image: 'img:1' }], tolerations: [{ key: 'k', operator: 'Exists', effect: 'NoSchedule' }] } },
+  });
+  await api.until(() => api.get('v1', 'Pod', 'shop', 'p')?.status?.phase === 'Running', 3000, 'running');
+  const pod = await core.readNamespacedPod({ namespace: 'shop', name: 'p' });
+  t.ok(pod.status?.startTime, 'status.startTime set when the pod starts');
+  const replace = (change: (p: any) => void, from: any = pod) => {
+    const body = JSON.parse(JSON.stringify(from));
+    change(body);
+    return core.replaceNamespacedPod({ namespace: 'shop', name: 'p', body });
+  };
+  const fresh = async () => core.readNamespacedPod({ namespace: 'shop', name: 'p' });
+  const labelled = await replace((p) => {
+    p.metadata.labels.b = '2';
+    p.metadata.annotations = { note: 'x' };
+  });
+  t.match(labelled.metadata, { labels: { a: '1', b: '2' }, annotations: { note: 'x' } }, 'labels and annotations change freely');
+  t.match(await failure(replace((p) => (p.metadata.labels.c = '3'))), { code: 409, body: { reason: 'Conflict' } }, 'a stale resourceVersion');
+  const invalid = (field: string) => ({ code: 422, body: { reason: 'Invalid', details: { causes: [{ field }] } } });
+  t.match(await failure(replace((p) => (p.spec.containers[0].env = [{ name: 'A', value: '1' }]), await fresh())), invalid('spec'), 'env may not change');
+  t.match(await failure(replace((p) => (p.spec.restartPolicy = 'Never'), await fresh())), invalid('spec'), 'restartPolicy may not change');
+  const image = await replace((p) => (p.spec.containers[0].image = 'img:2'), await fresh());
+  t.equal(image.spec?.containers[0]?.image, 'img:2', 'an image may change');
+  const tolerated = await replace((p) => p.spec.tolerations.push({ key: 'more', operator: 'Exists' }), await fresh());
+  t.equal(tolerated.spec?.tolerations?.length, 2, 'a toleration may be added');
+  t.match(await failure(replace((p) => p.spec.tolerations.shift(), await fresh())), invalid('spec.tolerations'), 'not removed');
+  const set = await replace((p) => (p.spec.activeDeadlineSeconds = 600), await fresh());
+  t.equal(set.spec?.activeDeadlineSeconds, 600, 'activeDeadlineSeconds may be set');
+  t.match(await failure(replace((p) => (p.spec.activeDeadlineSeconds = 601), await fresh())), invalid('spec.activeDeadlineSeconds'), 'never raised');
+  t.match(await failure(replace((p) => delete p.spec.activeDeadlineSeconds, await fresh())), {
+    code: 422,
+    body: { message: /spec.activeDeadlineSeconds: Invalid value: null: must not update from a positive integer to nil value/ },
+  });
+  const lowered = await replace((p) => (p.spec.activeDeadlineSeconds = 1), await fresh());
+  t.equal(lowered.spec?.activeDeadlineSeconds, 1, 'lowered');
+  const failed = await api.until(() => (api.get('v1', 'Pod', 'shop', 'p')?.status?.phase === 'Failed' ? api.get('v1', 'Pod', 'shop', 'p')?.status : undefined), 5000, 'DeadlineExceeded');
+  t.match(failed, { reason: 'DeadlineExceeded', message: 'Pod was active on the node longer than the specified deadline', containerStatuses: [{ state: { terminated: {} } }] });
+  const events = await core.listNamespacedEvent({ namespace: 'shop', fieldSelector: 'involvedObject.name=p' });
+  t.ok(
+    events.items.some((e) => e.reason === 'DeadlineExceeded'),
+    'a DeadlineExceeded event',
+  );
+});
+
+t.test('fake Kubernetes API server: a deadline from creation, restart policies for exits, and chosen pod IPs', async (t) => {
+  const { api, core } = await cluster(t, {
+    podIp: (pod) => pod.metadata.annotations?.ip,
+    pods: (pod) => (pod.metadata.labels?.exit ? { state: pod.metadata.labels.exit === '0' ? 'Succeeded' : 'Failed', exitCode: Number(pod.metadata.labels.exit) } : undefined),
+  });
+  await namespace(api, core);
+  const create = (name: string, spec: Record<string, any>, metadata: Record<string, any> = {}) =>
+    core.createNamespacedPod({ namespace: 'shop', body: { metadata: { name, ...metadata }, spec: { containers: [{ name: 'main', image: 'img:1' }], ...spec } } });
+  const created = Date.now();
+  await create('short', { activeDeadlineSeconds: 1, restartPolicy: 'Never' });
+  await create('ip', {}, { annotations: { ip: '127.0.0.7' } });
+  await create('plain', {});
+  for (const [policy, exit] of [
+    ['Always', '2'],
+    ['Always', '0'],
+    ['OnFailure', '2'],
+    ['OnFailure', '0'],
+    ['Never', '2'],
+    ['Never', '0'],
+  ] as const)
+    await create(`${policy.toLowerCase()}-${exit}`, { restartPolicy: policy }, { labels: { exit } });
+  const status = (name: string) => api.get('v1', 'Pod', 'shop', name)?.status;
+  await api.until(() => status('ip')?.podIP && status('plain')?.podIP, 3000, 'pod IPs');
+  t.equal(status('ip')?.podIP, '127.0.0.7', 'the podIp option');
+  t.match(status('ip')?.podIPs, [{ ip: '127.0.0.7' }]);
+  t.match(status('plain')?.podIP, /^10\.244\./, 'the default');
+  const restarting = (name: string) => api.until(() => status(name)?.containerStatuses?.[0]?.state?.waiting?.reason === 'CrashLoopBackOff' && status(name), 3000, name);
+  const ended = (name: string, phase: string) => api.until(() => status(name)?.phase === phase && status(name), 3000, `${name} ${phase}`);
+  t.match(await restarting('always-2'), { phase: 'Running', containerStatuses: [{ lastState: { terminated: { exitCode: 2, reason: 'Error' } } }] });
+  t.ok((status('always-2')?.containerStatuses[0].restartCount ?? 0) >= 1, 'restartCount grows');
+  t.match(await restarting('always-0'), { phase: 'Running', containerStatuses: [{ lastState: { terminated: { exitCode: 0, reason: 'Completed' } } }] });
+  t.match(await restarting('onfailure-2'), { phase: 'Running' });
+  t.match(await ended('onfailure-0', 'Succeeded'), { containerStatuses: [{ state: { terminated: { exitCode: 0, reason: 'Completed' } } }] });
+  t.match(await ended('never-2', 'Failed'), { containerStatuses: [{ state: { terminated: { exitCode: 2, reason: 'Error' } } }] });
+  t.match(await ended('never-0', 'Succeeded'), {});
+  const short = await ended('short', 'Failed');
+  t.match(short, { reason: 'DeadlineExceeded', message: 'Pod was active on the node longer than the specified deadline' });
+  t.ok(Date.now() - created >= 1000, 'not before the deadline has passed');
+  t.ok(short.startTime, 'status.startTime kept');
 });

@@ -21,3 +21,17 @@ export function killSandboxesOf(dataDir: string): void {
     }
   }
 }
+
+/** The orchestrator keys of `[scale.sandbox]` at their defaults (tests of the other providers spread them into hand-made settings). */
+export const ORCHESTRATOR_DEFAULTS = {
+  namespace: 'svc-sandboxes',
+  proxy_mode: false,
+  ingress_class: '',
+  domain_template: '',
+  tls_enabled: false,
+  tls_issuer: 'letsencrypt',
+  ingress_annotations: {} as Record<string, string>,
+  warm_pool_size: 0,
+  allow_egress: false,
+  preview_secret: '',
+};

@@ -21,9 +21,14 @@
  * - A simulated control plane (fake-kube/controller.ts) plays the Deployment, ReplicaSet, StatefulSet, DaemonSet,
  *   Job, autoscaler, disruption-budget, namespace, garbage-collector, endpoints and cert-manager controllers on one
  *   node, `fake-node`, whose kubelet (fake-kube/kubelet.ts) runs each pod from a script (`pods` option,
- *   `scriptPod`) or a real runtime (`runner` option). No scheduler counts resources: a pod is Unschedulable only
- *   when scripted so.
+ *   `scriptPod`) or a real runtime (`runner` option), honouring `restartPolicy` (an exited container of an Always
+ *   or OnFailure pod restarts) and `activeDeadlineSeconds` (DeadlineExceeded). Pod IPs are 10.244.x.y, or what the
+ *   `podIp` option says. No scheduler counts resources: a pod is Unschedulable only when scripted so.
  * - Server-side apply is a merge patch (no field ownership: a field dropped from the applied object stays).
+ * - The exec subresource runs the command for real in a per-pod folder standing for the pod's filesystem
+ *   (`podRoot`: `/app` and `/tmp` in the arguments are rewritten into it; it is gone when the pod is deleted), over
+ *   the WebSocket channel protocols v5 and v4 (fake-kube/exec.ts); the `exec` option scripts it instead. A pod's
+ *   commands are killed when it stops (Succeeded, Failed) or is deleted.
  * - Time is real: `progressDeadlineSeconds`, `readyAfterMs`, `observeDelayMs` count wall-clock time; tests wait
  *   with `until` (bounded polling), never with sleeps.
  */
@@ -33,14 +38,15 @@ import { createServer } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Controller } from './fake-kube/controller.ts';
+import { PodExec } from './fake-kube/exec.ts';
 import { FakeKubeHttp } from './fake-kube/http.ts';
 import { Kubelet } from './fake-kube/kubelet.ts';
 import { Registry } from './fake-kube/registry.ts';
-import { builtinOf } from './fake-kube/resources.ts';
+import { builtinOf, typeKey } from './fake-kube/resources.ts';
 import { Store } from './fake-kube/store.ts';
-import { clone, type FakeKubeOptions, type FakeKubeRequest, type Obj, type PodRuntime, type PodScript } from './fake-kube/types.ts';
+import { clone, type ExecIo, type FakeKubeOptions, type FakeKubeRequest, type Obj, type PodRuntime, type PodScript } from './fake-kube/types.ts';
 
-export type { FakeKubeOptions, FakeKubeRequest, Obj as FakeKubeObject, PodRuntime, PodScript };
+export type { ExecIo, FakeKubeOptions, FakeKubeRequest, Obj as FakeKubeObject, PodRuntime, PodScript };
 
 /**
  * A running fake API server.
@@ -68,6 +74,11 @@ export interface FakeKubeApi {
   put(object: Obj): Obj;
   /** Delete an object without HTTP, as a DELETE would (graceful pods, terminating namespaces, garbage collection); false when absent. */
   delete(apiVersion: string, kind: string, namespace: string | undefined, name: string): boolean;
+  /**
+   * The folder standing for a pod's filesystem, where its exec commands run (`/app` and `/tmp` in their arguments
+   * mean its `app/` and `tmp/`): made on first use, removed when the pod is deleted and at close.
+   */
+  podRoot(namespace: string, name: string): string;
   /** Script a pod from now on (replacing its runtime, which is stopped). */
   scriptPod(namespace: string, name: string, script: PodScript): void;
   /** Answer matching requests with a Status of `status` until the returned function is called. */
@@ -146,11 +157,23 @@ export async function startFakeKubeApi(options: FakeKubeOptions = {}): Promise<F
     parseQuantity: (q) => deploy.parseQuantity(q),
   });
   let controller: Controller | undefined;
-  const kubelet = new Kubelet({ nodeAddress, pods: options.pods, runner: options.runner }, () => controller?.schedule());
+  const kubelet = new Kubelet({ nodeAddress, pods: options.pods, runner: options.runner, podIp: options.podIp }, () => controller?.schedule());
   controller = new Controller(registry, kubelet, { tickMs, observeDelayMs: options.observeDelayMs ?? 0, nodeAddress, certificates: options.certificates ?? 'issue' });
   seedCluster(registry, nodeAddress);
-  const http = new FakeKubeHttp(registry, kubelet, options.token ?? 'fake-token');
+  const dir = mkdtempSync(join(tmpdir(), 'svc-kubeconfig-'));
+  const exec = new PodExec(dir, options.exec);
+  // A pod's commands end when it stops; its files go with it.
+  store.watchers.add({
+    key: typeKey(builtinOf('Pod')),
+    deliver: ({ type, object, old }) => {
+      const { namespace, name } = object.metadata;
+      if (type === 'DELETED') exec.forget(namespace, name);
+      else if (['Succeeded', 'Failed'].includes(object.status?.phase) && !['Succeeded', 'Failed'].includes(old?.status?.phase)) exec.stop(namespace, name);
+    },
+  });
+  const http = new FakeKubeHttp(registry, kubelet, options.token ?? 'fake-token', exec);
   const server = createServer(http.handle);
+  server.on('upgrade', http.upgrade);
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const port = (server.address() as { port: number }).port;
@@ -158,7 +181,6 @@ export async function startFakeKubeApi(options: FakeKubeOptions = {}): Promise<F
   http.address = `127.0.0.1:${port}`;
   controller.start();
   controller.tick();
-  const dir = mkdtempSync(join(tmpdir(), 'svc-kubeconfig-'));
   const kubeconfig = join(dir, 'config');
   writeFileSync(
     kubeconfig,
@@ -205,6 +227,7 @@ export async function startFakeKubeApi(options: FakeKubeOptions = {}): Promise<F
       registry.remove(res, o);
       return true;
     },
+    podRoot: (namespace, name) => exec.root(namespace, name),
     scriptPod: (namespace, name, script) => {
       const pod = store.get(builtinOf('Pod'), namespace, name);
       if (!pod) throw new Error(`no pod ${namespace}/${name}`);
@@ -232,10 +255,11 @@ export async function startFakeKubeApi(options: FakeKubeOptions = {}): Promise<F
       closed = true;
       controller?.close();
       await kubelet.close();
+      exec.close();
       for (const res of http.watches) res.end();
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
-      rmSync(dir, { recursive: true, force: true });
+      rmSync(dir, { recursive: true, force: true, maxRetries: 3 });
     },
   };
   return api;

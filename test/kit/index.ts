@@ -25,7 +25,7 @@ export type { Server, SvcRun } from './server.ts';
 export { adminToken, CLUSTER_APP, pool, startCluster, waitForMembers, walk } from './cluster.ts';
 export type { Answer, ClusterSpec, TestCluster } from './cluster.ts';
 export { startFakeKubeApi } from './fake-kube-api.ts';
-export type { FakeKubeApi, FakeKubeObject, FakeKubeOptions, FakeKubeRequest, PodRuntime, PodScript } from './fake-kube-api.ts';
+export type { ExecIo, FakeKubeApi, FakeKubeObject, FakeKubeOptions, FakeKubeRequest, PodRuntime, PodScript } from './fake-kube-api.ts';
 export { Podman, PODMAN_DIR, podmanAvailable } from './podman.ts';
 export type { PodmanResult } from './podman.ts';
 export { standInIngress } from './stand-in-ingress.ts';

@@ -10,6 +10,7 @@ import { CLUSTER_ERRORS } from '../../cluster/index.ts';
 import { KVSTORE_ERRORS, STORAGE_ERRORS } from '../../actors/data/index.ts';
 import { GATEWAY_ERRORS, SV_ERRORS } from '../../transports/sv/index.ts';
 import { SANDBOX_ERRORS } from '../../actors/sandbox/index.ts';
+import { PROXY_CONFIG_CODE, PROXY_ERRORS } from '../../transports/proxy/index.ts';
 
 const doc = readFileSync(new URL('../../docs/errors.md', import.meta.url), 'utf8');
 
@@ -22,9 +23,10 @@ function documented(): Map<string, number> {
 
 t.test('every kernel error code is documented with its status', async (t) => {
   const rows = documented();
-  for (const [code, { status }] of Object.entries({ ...KERNEL_ERRORS, ...GRAPH_ERRORS, ...STORE_ERRORS, ...HTTP_ERRORS, ...IDENTITY_ERRORS, ...RUNTIME_ERRORS, ...CLUSTER_ERRORS, ...STORAGE_ERRORS, ...KVSTORE_ERRORS, ...SV_ERRORS, ...SANDBOX_ERRORS })) {
+  for (const [code, { status }] of Object.entries({ ...KERNEL_ERRORS, ...GRAPH_ERRORS, ...STORE_ERRORS, ...HTTP_ERRORS, ...IDENTITY_ERRORS, ...RUNTIME_ERRORS, ...CLUSTER_ERRORS, ...STORAGE_ERRORS, ...KVSTORE_ERRORS, ...SV_ERRORS, ...SANDBOX_ERRORS, ...PROXY_ERRORS })) {
     t.equal(rows.get(code), status, `${code} documented as ${status}`);
   }
+  t.match(doc, `| \`${PROXY_CONFIG_CODE}\` | 1 |`, 'the proxy\'s start error is documented');
 });
 
 t.test('service-to-service codes are wire codes of their own; the gateway start errors are named', async (t) => {

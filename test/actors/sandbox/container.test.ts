@@ -4,6 +4,7 @@
 // sandbox), and stop/release leave no container, network or firewall rule behind. Skipped — loudly — where podman
 // cannot run.
 import t from 'tap';
+import { ORCHESTRATOR_DEFAULTS } from '../../helpers/sandbox.ts';
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { appendFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -103,6 +104,7 @@ t.test('container sandboxes through podman', { skip: why ?? false }, async (t) =
     max_restarts: 3,
     pids_limit: 128,
     root,
+    ...ORCHESTRATOR_DEFAULTS,
     ...over,
   });
   const isolated = new ContainerRunner(settings(), { cli });

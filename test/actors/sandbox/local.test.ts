@@ -8,6 +8,7 @@ import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync, readdirS
 import { connect, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { ORCHESTRATOR_DEFAULTS } from '../../helpers/sandbox.ts';
 import { localIsolation, parseCpu, parseQuantity, SANDBOX_UID_BASE, sandboxOwner } from '../../../actors/sandbox/isolation.ts';
 import { completeUtf8, LocalRunner } from '../../../actors/sandbox/local.ts';
 import { logPath } from '../../../actors/sandbox/project.ts';
@@ -47,6 +48,7 @@ function settings(base: number, over: Partial<SandboxSettings> = {}): SandboxSet
     max_restarts: 3,
     pids_limit: 64,
     root: '',
+    ...ORCHESTRATOR_DEFAULTS,
     ...over,
   };
 }

@@ -24,7 +24,13 @@ t.test('the defaults pass; what cannot be used is named', async (t) => {
   t.match(sandboxSettingsProblems({ ...defaults, memory_limit: 'lots' }).join(), /memory_limit/);
   t.match(sandboxSettingsProblems({ ...defaults, storage_limit: '10' }).join(), /storage_limit/);
   t.match(sandboxSettingsProblems({ ...defaults, cpu_limit: '0' }).join(), /cpu_limit/);
-  t.match(sandboxSettingsProblems({ ...defaults, type: 'orchestrator' }).join(), /orchestrator/);
+  t.same(sandboxSettingsProblems({ ...defaults, type: 'orchestrator' }), [], 'the orchestrator provider with its defaults');
+  t.match(sandboxSettingsProblems({ ...defaults, type: 'orchestrator', namespace: 'Sandboxes!' }).join(), /namespace must be a DNS label/);
+  t.match(sandboxSettingsProblems({ ...defaults, type: 'orchestrator', domain_template: 'preview.example.com' }).join(), /must hold \{sandbox_id\}/);
+  t.match(sandboxSettingsProblems({ ...defaults, type: 'orchestrator', domain_template: 'https://{sandbox_id}.x.com/' }).join(), /host name/);
+  t.match(sandboxSettingsProblems({ ...defaults, type: 'orchestrator', proxy_mode: true }).join(), /proxy_mode needs domain_template/);
+  t.match(sandboxSettingsProblems({ ...defaults, type: 'orchestrator', tls_enabled: true, domain_template: '{sandbox_id}.p.example.com', tls_issuer: '' }).join(), /tls_issuer/);
+  t.match(sandboxSettingsProblems({ ...defaults, type: 'orchestrator', preview_secret: 'short' }).join(), /32 bytes/);
   t.match(sandboxSettingsProblems({ ...defaults, port_base: 65530 }).join(), /past 65535/);
 });
 

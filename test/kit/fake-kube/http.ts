@@ -1,9 +1,12 @@
 /**
  * The HTTP face of the fake: authentication, discovery, routing of `/api/v1/…` and `/apis/{group}/{version}/…`
  * to the registry (collections, objects, `status`, `scale` and `log` subresources), watches as chunked
- * newline-delimited JSON, injected failures, and the record of every request.
+ * newline-delimited JSON, injected failures, and the record of every request. Upgrades (`upgrade`) serve the
+ * pods' `exec` subresource over WebSocket (fake-kube/exec.ts runs the command).
  */
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { STATUS_CODES, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { PodExec } from './exec.ts';
 import { parse as parseYaml } from 'yaml';
 import type { Kubelet } from './kubelet.ts';
 import type { Answer, Query, Registry } from './registry.ts';
@@ -38,7 +41,60 @@ export class FakeKubeHttp {
     private readonly registry: Registry,
     private readonly kubelet: Kubelet,
     private readonly token: string,
+    private readonly exec?: PodExec,
   ) {}
+
+  /**
+   * node:http's `upgrade` listener: `GET|POST …/pods/{name}/exec` with a WebSocket channel protocol, checked as the
+   * API server and the kubelet check it (token, injected failures, the pod, its container running, the command);
+   * a refusal is an HTTP answer with a Status, as the real handshake's.
+   */
+  upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    socket.on('error', () => undefined);
+    const url = new URL(req.url ?? '/', 'http://fake');
+    const record: FakeKubeRequest = { method: req.method ?? 'GET', path: url.pathname, query: Object.fromEntries(url.searchParams), contentType: '', body: undefined };
+    this.requests.push(record);
+    try {
+      if (req.headers.authorization !== `Bearer ${this.token}`) throw new KubeStatusError(401, 'Unauthorized', 'Unauthorized');
+      for (const f of this.failures) {
+        if (f.when(record)) throw new KubeStatusError(f.status, reasonOf(f.status), f.message ?? `the fake API server was told to fail ${record.method} ${record.path}`, {});
+      }
+      const target = this.route(record.path.replace(/\/+$/, '') || '/');
+      if (target.kind !== 'object' || target.res.kind !== 'Pod' || target.sub !== 'exec' || !this.exec)
+        throw new KubeStatusError(400, 'BadRequest', `the fake API server upgrades only pods/{name}/exec, not ${record.path}`);
+      if (record.method !== 'GET' && record.method !== 'POST') throw new KubeStatusError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
+      if (String(req.headers.upgrade ?? '').toLowerCase() !== 'websocket') throw new KubeStatusError(400, 'BadRequest', 'the fake API server upgrades to websocket only (no SPDY)');
+      const pod = this.registry.read(target.res, target.namespace, target.name);
+      const command = url.searchParams.getAll('command');
+      const container = this.execContainer(pod, url.searchParams.get('container') ?? undefined);
+      if (!command.length) throw new KubeStatusError(400, 'BadRequest', 'you must specify at least 1 command');
+      const protocol = PodExec.choose(req);
+      if (!protocol) throw new KubeStatusError(400, 'BadRequest', `the fake API server speaks ${['v5.channel.k8s.io', 'v4.channel.k8s.io'].join(' and ')} only`);
+      record.exec = { command, container, protocol };
+      const truthy = (v: string | null): boolean => v === 'true' || v === '1';
+      this.exec.accept(req, socket, head, pod, container, command, truthy(url.searchParams.get('stdin')));
+    } catch (error) {
+      const e = error instanceof KubeStatusError ? error : new KubeStatusError(500, 'InternalError', `Internal error occurred: ${error instanceof Error ? error.message : String(error)}`);
+      const body = JSON.stringify(e.status());
+      socket.end(
+        `HTTP/1.1 ${e.code} ${STATUS_CODES[e.code] ?? ''}\r\ncontent-type: application/json\r\ncache-control: no-cache, private\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
+    }
+  };
+
+  /** The container an exec runs in: named or the only one, and running (the real server's 400s otherwise). */
+  private execContainer(pod: Obj, named: string | undefined): string {
+    const name = pod.metadata.name;
+    const containers: string[] = (pod.spec?.containers ?? []).map((c: Obj) => c.name);
+    if (!named && containers.length > 1) throw new KubeStatusError(400, 'BadRequest', `a container name must be specified for pod ${name}, choose one of: [${containers.join(' ')}]`);
+    const container = named ?? containers[0] ?? '';
+    if (!containers.includes(container)) throw new KubeStatusError(400, 'BadRequest', `container ${container} is not valid for pod ${name}`);
+    const phase = pod.status?.phase;
+    if (phase === 'Succeeded' || phase === 'Failed') throw new KubeStatusError(400, 'BadRequest', `cannot exec into a container in a completed pod; current phase is ${phase}`);
+    const status = ((pod.status?.containerStatuses ?? []) as Obj[]).find((s) => s.name === container);
+    if (phase !== 'Running' || !status?.state?.running) throw new KubeStatusError(400, 'BadRequest', `unable to upgrade connection: container not found ("${container}")`);
+    return container;
+  }
 
   /** node:http's request listener. */
   handle = (req: IncomingMessage, res: ServerResponse): void => {
@@ -153,6 +209,9 @@ export class FakeKubeHttp {
       else if (method === 'PUT') answer = r.setScale(type, version, namespace, name, record.body, undefined, query);
       else if (method === 'PATCH') answer = r.setScale(type, version, namespace, name, record.body, record.contentType, query);
       else throw new KubeStatusError(405, 'MethodNotAllowed', 'the server does not allow this method on the requested resource');
+    } else if (sub === 'exec') {
+      r.read(type, namespace, name);
+      throw new KubeStatusError(400, 'BadRequest', 'Upgrade request required');
     } else if (sub !== undefined && sub !== 'status') {
       throw new KubeStatusError(400, 'BadRequest', `the fake API server does not serve ${type.plural}/${sub}`);
     } else if (method === 'GET') answer = r.get(type, version, namespace, name);

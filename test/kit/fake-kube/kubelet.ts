@@ -1,6 +1,14 @@
 /**
  * The fake node's kubelet: each pod's script (or real runtime) rendered as the status a kubelet reports —
  * phase, conditions, container statuses with their waiting/running/terminated states — and its logs.
+ *
+ * Decisions:
+ * - `restartPolicy` decides what an exit does: under Always (and OnFailure for a non-zero code) the container
+ *   restarts (CrashLoopBackOff, the restart count growing, the pod Running); otherwise the pod ends, Succeeded or
+ *   Failed by the exit code. This holds for a scripted `Failed`, `Succeeded` or `CrashLoopBackOff` as for a
+ *   runtime that exited.
+ * - `activeDeadlineSeconds` counts from `status.startTime` (when the kubelet first saw the pod): past it the pod
+ *   is Failed with reason DeadlineExceeded, its runtime stopped, for good.
  */
 import { createHash } from 'node:crypto';
 import { clone, isObj, KubeStatusError, timestamp, type Obj, type PodRuntime, type PodScript } from './types.ts';
@@ -24,6 +32,8 @@ interface PodState {
   ip: string;
   /** Warning events already reported (by reason). */
   reported: Set<string>;
+  /** Failed for good: its `activeDeadlineSeconds` passed. */
+  deadlineExceeded?: boolean;
 }
 
 /** A Warning event a pod's state calls for. */
@@ -52,7 +62,12 @@ export class Kubelet {
   private closed = false;
 
   constructor(
-    private readonly options: { nodeAddress: string; pods?: (pod: Obj) => PodScript | undefined; runner?: (pod: Obj) => Promise<PodRuntime> | undefined },
+    private readonly options: {
+      nodeAddress: string;
+      pods?: (pod: Obj) => PodScript | undefined;
+      runner?: (pod: Obj) => Promise<PodRuntime> | undefined;
+      podIp?: (pod: Obj) => string | undefined;
+    },
     /** Called when a runtime's answers change (the controller runs a pass). */
     private readonly changed: () => void,
   ) {}
@@ -63,7 +78,8 @@ export class Kubelet {
     let state = this.pods.get(uid);
     if (state) return state;
     const job = (pod.metadata.ownerReferences ?? []).some((r: Obj) => r.kind === 'Job');
-    state = { created: Date.now(), script: { state: job ? 'Succeeded' : 'Running' }, ip: `10.244.${Math.floor(this.nextIp / 254)}.${(this.nextIp % 254) + 1}`, reported: new Set() };
+    const ip = this.options.podIp?.(clone(pod)) ?? `10.244.${Math.floor(this.nextIp / 254)}.${(this.nextIp % 254) + 1}`;
+    state = { created: Date.now(), script: { state: job ? 'Succeeded' : 'Running' }, ip, reported: new Set() };
     this.nextIp++;
     this.pods.set(uid, state);
     let started: Promise<PodRuntime> | undefined;
@@ -168,18 +184,24 @@ export class Kubelet {
     await Promise.allSettled(states.map((s) => (s.runtime && !s.stopping ? s.runtime.stop(0) : s.started)));
   }
 
-  private effective(state: PodState): Effective {
+  private effective(state: PodState, restartPolicy: string): Effective {
     const elapsed = Date.now() - state.created;
     const restarts = 1 + Math.floor(elapsed / 1000);
+    // What an exit with `code` comes to: a restart (the crash loop), or the pod's end.
+    const exit = (code: number, restarted: number, message?: string): Effective => {
+      const restart = restartPolicy === 'Always' || (restartPolicy === 'OnFailure' && code !== 0);
+      return { state: restart ? 'CrashLoopBackOff' : code === 0 ? 'Succeeded' : 'Failed', exitCode: code, restarts: restart ? restarted : 0, ...(message ? { message } : {}) };
+    };
     if (state.startError !== undefined) return { state: 'RunContainerError', exitCode: 128, message: state.startError, restarts: 0 };
     if (state.starting) return { state: 'Pending', exitCode: 0, restarts: 0 };
     if (state.runtime) {
-      if (state.exit !== undefined) return { state: 'CrashLoopBackOff', exitCode: state.exit, restarts: 1 };
+      if (state.exit !== undefined) return exit(state.exit, 1);
       return { state: state.ready ? 'Running' : 'NotReady', exitCode: 0, restarts: 0 };
     }
     const s = state.script;
     const exitCode = s.exitCode ?? (s.state === 'Succeeded' ? 0 : 1);
     if (s.state === 'Running' && (s.readyAfterMs ?? 0) > elapsed) return { state: 'NotReady', exitCode, restarts: 0, ...(s.message ? { message: s.message } : {}) };
+    if (s.state === 'CrashLoopBackOff' || s.state === 'Failed' || s.state === 'Succeeded') return exit(exitCode, restarts, s.message);
     return { state: s.state, exitCode, restarts, ...(s.message ? { message: s.message } : {}) };
   }
 
@@ -189,7 +211,16 @@ export class Kubelet {
    */
   render(pod: Obj): { status: Obj; nodeName?: string; warnings: PodWarning[] } {
     const state = this.state(pod);
-    const eff = this.effective(state);
+    let eff = this.effective(state, String(pod.spec?.restartPolicy ?? 'Always'));
+    const deadline = pod.spec?.activeDeadlineSeconds;
+    if (!state.deadlineExceeded && typeof deadline === 'number' && !['Unschedulable', 'Succeeded', 'Failed'].includes(eff.state) && Date.now() - state.created >= deadline * 1000) {
+      state.deadlineExceeded = true;
+      // The kubelet kills the pod's containers: a runtime is stopped (deleting the pod then waits for nothing).
+      const runtime = state.runtime;
+      state.runtime = undefined;
+      void runtime?.stop(0).catch(() => undefined);
+    }
+    if (state.deadlineExceeded) eff = { state: 'Failed', exitCode: 137, restarts: 0 };
     const now = timestamp();
     const started = timestamp(state.created);
     const name = pod.metadata.name;
@@ -374,6 +405,11 @@ export class Kubelet {
       }
     }
     if (inits.length && eff.state !== 'InitCrashLoopBackOff' && eff.state !== 'Pending') status.initContainerStatuses = initsDone;
+    if (state.deadlineExceeded) {
+      const message = 'Pod was active on the node longer than the specified deadline';
+      Object.assign(status, { reason: 'DeadlineExceeded', message });
+      warnings.push({ reason: 'DeadlineExceeded', message, component: 'kubelet' });
+    }
     return { status, nodeName: 'fake-node', warnings };
   }
 

@@ -62,6 +62,29 @@ export interface FakeKubeRequest {
   contentType: string;
   /** The body parsed (JSON, or YAML for apply patches); undefined when there is none or it does not parse. */
   body: unknown;
+  /** For an exec the fake accepted: the command (the query keeps only the last `command`), container and channel protocol. */
+  exec?: { command: string[]; container: string; protocol: string };
+}
+
+/**
+ * A command's end of an exec, for a scripted `exec` (FakeKubeOptions).
+ *
+ * @example
+ * const exec = async (_pod: FakeKubeObject, _container: string, command: string[], io: ExecIo) => {
+ *   if (command[0] !== 'cat') return undefined; // run for real
+ *   for await (const chunk of io.stdin) io.stdout(chunk);
+ *   return 0;
+ * };
+ */
+export interface ExecIo {
+  /** What the client sends on stdin; ends when it closes stdin (v5) or leaves. Empty and ended without `stdin=true`. */
+  stdin: NodeJS.ReadableStream & AsyncIterable<Buffer>;
+  stdout(chunk: Buffer | string): void;
+  stderr(chunk: Buffer | string): void;
+  /** Aborted when the client closes the connection (or the pod stops): the command should end. */
+  signal: AbortSignal;
+  /** The pod's folder (`api.podRoot`), standing for its filesystem. */
+  root: string;
 }
 
 /**
@@ -85,6 +108,13 @@ export interface FakeKubeOptions {
   runner?: (pod: Obj) => Promise<PodRuntime> | undefined;
   /** 'pending': cert-manager never issues (a Certificate stays Ready False, no Secret). 'issue' by default. */
   certificates?: 'issue' | 'pending';
+  /** The IP of a pod, asked once when the kubelet first sees it (a 127.0.0.N a test listens on, say); undefined: the next of 10.244.0.0/16. */
+  podIp?: (pod: Obj) => string | undefined;
+  /**
+   * A scripted `exec`: resolves with the command's exit code (a rejection is the runtime's error, a 500 Status on
+   * channel 3); undefined runs the command for real in the pod's folder, as without this option.
+   */
+  exec?: (pod: Obj, container: string, command: string[], io: ExecIo) => Promise<number> | undefined;
 }
 
 /** An error the fake answers with, as a `Status` object. */
