@@ -231,7 +231,13 @@ export class Sandboxes {
       if (typeof files === 'string') await copyFolder(resolve(files), app, b.root);
       else for (const [path, content] of Object.entries(files)) await writeProjectFile(app, path, content);
       const prepared = await env.runner.prepare(record);
-      record = (await env.records.update(id, prepared, ['pending'])) ?? { ...record, ...prepared };
+      const updated = await env.records.update(id, { ...prepared, prepared: true }, ['pending']);
+      if (!updated && !(await env.records.get(id))) {
+        // Destroyed while it was made: what its provider made goes too.
+        await env.runner.stop({ ...record, ...prepared }).catch(() => undefined);
+        throw sandboxError('SANDBOX_NOT_FOUND', `sandbox ${id} was destroyed while it was being created`);
+      }
+      record = updated ?? { ...record, ...prepared, prepared: true };
       // Once prepared: a local sandbox's user is made of its port.
       const owner = env.runner.ownerOf?.(record);
       if (owner) await chownTree(app, owner);

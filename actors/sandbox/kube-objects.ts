@@ -17,6 +17,7 @@
  *   the proxy's pods (or, without the proxy, any namespace but the sandboxes'
  *   own: the ingress controller's) reach their port.
  */
+import { createHash } from 'node:crypto';
 import type { SandboxSettings } from './types.ts';
 
 /** Kubernetes JSON. */
@@ -48,7 +49,18 @@ export const ANNOTATIONS = {
   user: 'svc.dev/sandbox-user',
   project: 'svc.dev/sandbox-project',
   claimed: 'svc.dev/sandbox-claimed-at',
+  /** On a code ConfigMap: `{ key: [path, mode?] }` for keys that are not the path escaped (too long, or hashed) or files that are executable. */
+  files: 'svc.dev/sandbox-files',
 } as const;
+
+/** A project's file as svc ships it: its bytes, and its mode (0o755 when it is executable). */
+export interface ProjectFile {
+  content: Uint8Array;
+  mode: number;
+}
+
+/** A ConfigMap key is at most 253 characters of `[-._a-zA-Z0-9]`, and not `.`/`..`-led as the volume's own entries are. */
+const MAX_KEY = 253;
 
 const MANAGED = { 'app.kubernetes.io/managed-by': 'svc' };
 
@@ -75,8 +87,14 @@ export function labelValue(name: string): string {
   return slug(name, 63);
 }
 
-/** The ConfigMap key of a file's path (reversible: {@link pathOfKey}). */
+/** The ConfigMap key of a file's path: the path escaped (reversible: {@link pathOfKey}), or for a path whose escape would not be a key, a hash of it. */
 export function keyOfPath(path: string): string {
+  const escaped = escapePath(path);
+  if (escaped.length <= MAX_KEY && !escaped.startsWith('..')) return escaped;
+  return `h-${createHash('sha256').update(path).digest('hex').slice(0, 40)}`;
+}
+
+function escapePath(path: string): string {
   return Array.from(Buffer.from(path, 'utf8'))
     .map((b) => {
       const c = String.fromCharCode(b);
@@ -175,35 +193,44 @@ function sandboxAnnotations(s: SandboxIdentity): Record<string, string> {
   return { [ANNOTATIONS.user]: s.user, [ANNOTATIONS.project]: s.project };
 }
 
-/** The project as a ConfigMap: text in `data`, the rest in `binaryData`; its size (what the 1 MB limit counts). */
-export function codeConfigMap(settings: SandboxSettings, s: SandboxIdentity, files: ReadonlyMap<string, Uint8Array>): { object: KubeObject; bytes: number } {
+/** The volume items of a project's files: each key back at its path (executables with their mode). */
+export type CodeItem = { key: string; path: string; mode?: number };
+
+/**
+ * The project as a ConfigMap: text in `data`, the rest in `binaryData`; its size as the 1 MB limit counts it (the
+ * bytes of the files, not their base64), and the volume items that put it back.
+ */
+export function codeConfigMap(settings: SandboxSettings, s: SandboxIdentity, files: ReadonlyMap<string, ProjectFile | Uint8Array>): { object: KubeObject; bytes: number; items: CodeItem[] } {
   const data: Record<string, string> = {};
   const binaryData: Record<string, string> = {};
+  const unusual: Record<string, [string, number?]> = {};
+  const items: CodeItem[] = [];
   let bytes = 0;
-  for (const [path, content] of files) {
+  for (const [path, file] of files) {
+    const { content, mode } = file instanceof Uint8Array ? { content: file, mode: 0o644 } : file;
     const key = keyOfPath(path);
-    if (isText(content)) {
-      data[key] = Buffer.from(content).toString('utf8');
-      bytes += key.length + content.length;
-    } else {
-      binaryData[key] = Buffer.from(content).toString('base64');
-      bytes += key.length + binaryData[key].length;
-    }
+    if (isText(content)) data[key] = Buffer.from(content).toString('utf8');
+    else binaryData[key] = Buffer.from(content).toString('base64');
+    bytes += key.length + content.length;
+    const executable = (mode & 0o111) !== 0;
+    items.push({ key, path, ...(executable ? { mode: 0o755 } : {}) });
+    if (key !== escapePath(path) || executable) unusual[key] = executable ? [path, 0o755] : [path];
   }
+  const annotations = { ...sandboxAnnotations(s), ...(Object.keys(unusual).length ? { [ANNOTATIONS.files]: JSON.stringify(unusual) } : {}) };
   const object: KubeObject = {
     apiVersion: 'v1',
     kind: 'ConfigMap',
-    metadata: { name: objectNames(s.sandbox_id).code, namespace: settings.namespace, labels: { ...MANAGED, ...sandboxLabels(s) }, annotations: sandboxAnnotations(s) },
+    metadata: { name: objectNames(s.sandbox_id).code, namespace: settings.namespace, labels: { ...MANAGED, ...sandboxLabels(s) }, annotations },
     ...(Object.keys(data).length ? { data } : {}),
     ...(Object.keys(binaryData).length ? { binaryData } : {}),
   };
-  return { object, bytes };
+  return { object, bytes: bytes + (annotations[ANNOTATIONS.files]?.length ?? 0), items };
 }
 
 /** Copies the mounted ConfigMap's files (links followed, its `..data` internals skipped) into /app, with Node (the image runs the dev server with it). */
 const UNPACK = `const fs=require('fs'),p=require('path');
-function copy(f,t){for(const n of fs.readdirSync(f)){if(n.startsWith('..'))continue;const a=p.join(f,n),b=p.join(t,n);const s=fs.statSync(a);if(s.isDirectory()){fs.mkdirSync(b,{recursive:true});copy(a,b)}else fs.copyFileSync(a,b)}}
-copy('/code','/app');`;
+function copy(f,t,top){for(const n of fs.readdirSync(f)){if(top&&(n==='..data'||/^\\.\\.\\d{4}_/.test(n)))continue;const a=p.join(f,n),b=p.join(t,n);const s=fs.statSync(a);if(s.isDirectory()){fs.mkdirSync(b,{recursive:true});copy(a,b,false)}else{fs.copyFileSync(a,b);fs.chmodSync(b,s.mode&0o111?0o755:0o644)}}}
+copy('/code','/app',true);`;
 
 /** Runs the project's dev script as `npm run dev` would (its own bin folder first), once a warm pod was given its code. */
 function devCommand(waitForCode: boolean): string {
@@ -232,12 +259,13 @@ function containerSecurity(settings: SandboxSettings): Record<string, unknown> {
 }
 
 /**
- * A sandbox's pod. `s` undefined: a warm pod (no identity yet, waits for its code); `files`: the cold pod's code keys.
+ * A sandbox's pod. `s` undefined: a warm pod (no identity yet, waits for its code); `items`: the cold pod's code (its
+ * ConfigMap's keys and their paths).
  *
  * @example
- * const pod = sandboxPod(settings, 'svc-sbx-ada-blog-1a2b3c4d', { sandbox_id, user: 'ada', project: 'blog' }, ['package.json']);
+ * const pod = sandboxPod(settings, 'svc-sbx-ada-blog-1a2b3c4d', { sandbox_id, user: 'ada', project: 'blog' }, [{ key: 'package.json', path: 'package.json' }]);
  */
-export function sandboxPod(settings: SandboxSettings, name: string, s: SandboxIdentity | undefined, files?: readonly string[]): KubeObject {
+export function sandboxPod(settings: SandboxSettings, name: string, s: SandboxIdentity | undefined, items?: readonly CodeItem[]): KubeObject {
   const warm = s === undefined;
   const labels = warm ? { [LABELS.sandbox]: 'true', [LABELS.pool]: 'warm' } : sandboxLabels(s);
   const volumes: Record<string, unknown>[] = [
@@ -250,7 +278,7 @@ export function sandboxPod(settings: SandboxSettings, name: string, s: SandboxId
   ];
   const initContainers: Record<string, unknown>[] = [];
   if (!warm) {
-    volumes.push({ name: 'code', configMap: { name: objectNames(s.sandbox_id).code, items: (files ?? []).map((path) => ({ key: keyOfPath(path), path })) } });
+    volumes.push({ name: 'code', configMap: { name: objectNames(s.sandbox_id).code, items: [...(items ?? [])] } });
     initContainers.push({
       name: 'unpack',
       image: settings.base_image,
@@ -297,9 +325,15 @@ export function claimedMetadata(s: SandboxIdentity, claimedAt: string): { labels
   return { labels: { ...sandboxLabels(s), [LABELS.pool]: 'active' }, annotations: { ...sandboxAnnotations(s), [ANNOTATIONS.claimed]: claimedAt } };
 }
 
-/** Who may reach a sandbox's port: the proxy's pods in proxy mode, else any namespace but the sandboxes' (the ingress controller). */
-function admitted(settings: SandboxSettings): Record<string, unknown>[] {
-  if (settings.proxy_mode) return [{ namespaceSelector: {}, podSelector: { matchLabels: { 'app.kubernetes.io/component': PROXY_COMPONENT } } }];
+/**
+ * Who may reach a sandbox's port: the proxy's pods in proxy mode (in svc's own namespace when it is known: the proxy is
+ * deployed beside the app), else any namespace but the sandboxes' (the ingress controller's, wherever it runs).
+ */
+function admitted(settings: SandboxSettings, proxyNamespace?: string): Record<string, unknown>[] {
+  if (settings.proxy_mode) {
+    const namespaceSelector = proxyNamespace ? { matchLabels: { 'kubernetes.io/metadata.name': proxyNamespace } } : {};
+    return [{ namespaceSelector, podSelector: { matchLabels: { 'app.kubernetes.io/component': PROXY_COMPONENT } } }];
+  }
   return [{ namespaceSelector: { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [settings.namespace] }] } }];
 }
 
@@ -312,8 +346,8 @@ function egress(settings: SandboxSettings): Record<string, unknown>[] {
   ];
 }
 
-/** One sandbox's NetworkPolicy. */
-export function sandboxPolicy(settings: SandboxSettings, s: SandboxIdentity): KubeObject {
+/** One sandbox's NetworkPolicy (`proxyNamespace`: where the proxy runs, when known). */
+export function sandboxPolicy(settings: SandboxSettings, s: SandboxIdentity, proxyNamespace?: string): KubeObject {
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
@@ -321,14 +355,14 @@ export function sandboxPolicy(settings: SandboxSettings, s: SandboxIdentity): Ku
     spec: {
       podSelector: { matchLabels: { [LABELS.id]: s.sandbox_id } },
       policyTypes: ['Ingress', 'Egress'],
-      ingress: [{ from: admitted(settings), ports: [{ protocol: 'TCP', port: INTERNAL_PORT }] }],
+      ingress: [{ from: admitted(settings, proxyNamespace), ports: [{ protocol: 'TCP', port: INTERNAL_PORT }] }],
       egress: egress(settings),
     },
   };
 }
 
 /** Every sandbox pod of the namespace, warm ones included, under the same rules (what a per-sandbox policy adds to). */
-export function defaultPolicy(settings: SandboxSettings): KubeObject {
+export function defaultPolicy(settings: SandboxSettings, proxyNamespace?: string): KubeObject {
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
@@ -336,7 +370,7 @@ export function defaultPolicy(settings: SandboxSettings): KubeObject {
     spec: {
       podSelector: { matchLabels: { [LABELS.sandbox]: 'true' } },
       policyTypes: ['Ingress', 'Egress'],
-      ingress: [{ from: admitted(settings), ports: [{ protocol: 'TCP', port: INTERNAL_PORT }] }],
+      ingress: [{ from: admitted(settings, proxyNamespace), ports: [{ protocol: 'TCP', port: INTERNAL_PORT }] }],
       egress: egress(settings),
     },
   };

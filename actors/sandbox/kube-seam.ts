@@ -25,7 +25,8 @@ export interface SandboxKube {
   create(o: KubeObject): Promise<KubeObject>;
   /** PUT: a stale `metadata.resourceVersion` fails with status 409. */
   replace(o: KubeObject): Promise<KubeObject>;
-  delete(o: KubeObject): Promise<boolean>;
+  /** Delete; false when it was already gone (or, with a precondition, changed since: 409). */
+  delete(o: KubeObject, preconditions?: { resourceVersion?: string }): Promise<boolean>;
   list(apiVersion: string, kind: string, namespace: string | undefined, labelSelector?: string): Promise<KubeObject[]>;
   /** The whole log of a pod's container ('' when it has none yet). */
   log(namespace: string, pod: string, container: string): Promise<string>;
@@ -55,7 +56,17 @@ export async function connectSandboxKube(): Promise<SandboxKube> {
     read: (apiVersion, kind, namespace, name) => kube.read(apiVersion, kind, namespace, name) as Promise<KubeObject | undefined>,
     create: (o) => kube.create(o as never) as Promise<KubeObject>,
     replace: (o) => kube.replace(o as never) as Promise<KubeObject>,
-    delete: (o) => kube.delete(o as never),
+    delete: async (o, preconditions) => {
+      if (!preconditions) return kube.delete(o as never);
+      const path = `/api/v1/namespaces/${encodeURIComponent(o.metadata.namespace ?? '')}/pods/${encodeURIComponent(o.metadata.name)}`;
+      try {
+        await kube.request('DELETE', path, { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Background', preconditions });
+        return true;
+      } catch (error) {
+        if (statusOf(error) === 404 || statusOf(error) === 409) return false;
+        throw error;
+      }
+    },
     list: (apiVersion, kind, namespace, labelSelector) => kube.list(apiVersion, kind, namespace, labelSelector) as Promise<KubeObject[]>,
     log: async (namespace, pod, container) => {
       try {

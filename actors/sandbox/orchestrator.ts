@@ -12,7 +12,7 @@
  * deleted from outside) and gives it up as `error`.
  */
 import { randomBytes } from 'node:crypto';
-import { readFile } from 'node:fs/promises';
+import { lstat, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { sandboxError } from './errors.ts';
 import { connectSandboxKube, statusOf, type SandboxKube } from './kube-seam.ts';
@@ -40,13 +40,41 @@ import {
 } from './kube-objects.ts';
 import { listProjectFiles, SKIPPED_DIRS } from './paths.ts';
 import { appDir, READY_TEXT } from './project.ts';
-import { WarmPool } from './warm-pool.ts';
+import { type StagedFile, WarmPool } from './warm-pool.ts';
 import type { ExecOptions, RemoteFiles, Runner, SandboxRecord, SandboxSettings, Started } from './types.ts';
 
 /** Most bytes a file read answers (as the other providers). */
 const READ_CAP = 16 * 1024 * 1024;
 /** Exit code of a file command when the file is not there. */
 const NO_FILE = 44;
+/** A pod or object no record names is left this long (a create in progress makes its record first, but a cleanup may have read the records before). */
+const STRAY_MS = 5 * 60_000;
+
+/** How often the dev server of a pod was restarted by the kubelet. */
+function restartsOf(pod: Obj): number {
+  return Number(pod.status?.containerStatuses?.find((c: { name: string }) => c.name === 'dev')?.restartCount ?? 0);
+}
+
+/** An exec the API server refused because the pod or its container does not run (yet, or any more). */
+function notRunning(error: unknown, record: SandboxRecord): unknown {
+  const status = statusOf(error);
+  if (status === 400 || status === 404) return sandboxError('SANDBOX_NOT_RUNNING', `sandbox ${record.sandbox_id}: its pod does not run a dev container now (${(error as Error).message})`, { cause: error });
+  return asSandboxError(error, `sandbox ${record.sandbox_id}`);
+}
+
+/** The code volume's items of a ConfigMap svc made (its keys, and the paths of escaped or hashed keys). */
+function itemsOf(code: Obj): { key: string; path: string; mode?: number }[] {
+  let map: Record<string, [string, number?]> = {};
+  try {
+    map = JSON.parse(code.metadata.annotations?.[ANNOTATIONS.files] ?? '{}') as Record<string, [string, number?]>;
+  } catch {
+    map = {};
+  }
+  return [...Object.keys(code.data ?? {}), ...Object.keys(code.binaryData ?? {})].map((key) => {
+    const [path, mode] = map[key] ?? [pathOfKey(key)];
+    return { key, path, ...(mode ? { mode } : {}) };
+  });
+}
 
 type Obj = KubeObject & { spec?: any; status?: any };
 
@@ -55,12 +83,25 @@ function quote(value: string): string {
   return `'${value.replaceAll("'", `'\\''`)}'`;
 }
 
-/** The staged project (`create` wrote it on this host), file by file; never under the skipped folders. */
-async function stagedFiles(record: SandboxRecord): Promise<Map<string, Uint8Array>> {
+/** The staged project (`create` wrote it on this host), file by file with its mode; never under the skipped folders. */
+async function stagedFiles(record: SandboxRecord): Promise<Map<string, StagedFile>> {
   const app = appDir(record);
-  const files = new Map<string, Uint8Array>();
-  for (const path of await listProjectFiles(app)) files.set(path, await readFile(join(app, path)));
+  const files = new Map<string, StagedFile>();
+  for (const path of await listProjectFiles(app)) {
+    const full = join(app, path);
+    const info = await lstat(full);
+    // A link the project holds is copied as the file it names within the project (the path checks kept it inside).
+    files.set(path, { content: await readFile(full), mode: info.mode & 0o111 ? 0o755 : 0o644 });
+  }
   return files;
+}
+
+/** A kube API refusal as a sandbox error (its status kept in the message); sandbox errors as they are. */
+function asSandboxError(error: unknown, what: string): unknown {
+  if (error instanceof Error && 'code' in error && typeof (error as { code: unknown }).code === 'string' && String((error as { code: string }).code).startsWith('SANDBOX_')) return error;
+  const status = statusOf(error);
+  if (status === undefined && !(error instanceof Error && error.name === 'KubeApiError')) return error;
+  return sandboxError('SANDBOX_UNAVAILABLE', `${what}: the Kubernetes API server answered ${status ?? 'an error'}: ${(error as Error).message}`, { cause: error });
 }
 
 function identity(record: SandboxRecord): SandboxIdentity {
@@ -102,6 +143,8 @@ export class OrchestratorRunner implements Runner {
   }
 
   readonly kube: () => Promise<SandboxKube>;
+  /** The namespace, Role and default policy were made (or found). */
+  #opened = false;
 
   /** The namespace, the Role (bound to svc's service account when it runs in the cluster), the namespace's default policy; then the pool filled. */
   async open(): Promise<() => void> {
@@ -110,7 +153,8 @@ export class OrchestratorRunner implements Runner {
     await ensure(kube, namespaceObject(s));
     await ensure(kube, roleObject(s));
     if (this.self.serviceAccount && this.self.namespace) await ensure(kube, roleBindingObject(s, this.self.serviceAccount, this.self.namespace));
-    await ensure(kube, defaultPolicy(s));
+    await ensure(kube, defaultPolicy(s, this.self.namespace));
+    this.#opened = true;
     await this.pool.replenish();
     return () => undefined;
   }
@@ -118,19 +162,28 @@ export class OrchestratorRunner implements Runner {
   async prepare(record: SandboxRecord): Promise<Started> {
     const kube = await this.kube();
     const s = this.#settings;
-    const who = identity(record);
     const files = await stagedFiles(record);
+    let pod: string | undefined;
+    try {
+      return await this.#prepare(kube, record, files, (name) => (pod = name));
+    } catch (error) {
+      // Nothing of a create that failed is left: its pod (claimed or made) and its objects.
+      if (pod) await kube.delete({ apiVersion: 'v1', kind: 'Pod', metadata: { name: pod, namespace: s.namespace } }).catch(() => undefined);
+      await removeObjects(kube, s.namespace, record.sandbox_id).catch(() => undefined);
+      throw asSandboxError(error, 'the sandbox could not be made on the cluster');
+    }
+  }
+
+  async #prepare(kube: SandboxKube, record: SandboxRecord, files: Map<string, StagedFile>, took: (pod: string) => void): Promise<Started> {
+    const s = this.#settings;
+    const who = identity(record);
     const url = previewUrl(s, record.sandbox_id);
     let started: Started;
     const claimed = s.warm_pool_size > 0 ? await this.pool.claim(who) : undefined;
     if (claimed) {
+      took(claimed);
       started = { pod: claimed, warm: true, port: INTERNAL_PORT, url };
-      try {
-        await this.pool.inject(claimed, files);
-      } catch (error) {
-        await kube.delete({ apiVersion: 'v1', kind: 'Pod', metadata: { name: claimed, namespace: s.namespace } }).catch(() => undefined);
-        throw error;
-      }
+      await this.pool.inject(claimed, files);
       void this.pool.replenish().catch(() => undefined);
     } else {
       const { object, bytes } = codeConfigMap(s, who, files);
@@ -142,7 +195,7 @@ export class OrchestratorRunner implements Runner {
           );
         }
         // The pool is empty: a pod of its own that waits for its code, as a warm one does.
-        const name = await this.pool.coldWaiting(who);
+        const name = await this.pool.coldWaiting(who, podName(record.user, record.project, randomBytes(4).toString('hex')), took);
         started = { pod: name, warm: true, port: INTERNAL_PORT, url };
         await this.pool.inject(name, files);
       } else {
@@ -150,7 +203,7 @@ export class OrchestratorRunner implements Runner {
         started = { pod: podName(record.user, record.project, randomBytes(4).toString('hex')), warm: false, port: INTERNAL_PORT, url };
       }
     }
-    await createOrKeep(kube, sandboxPolicy(s, who));
+    await createOrKeep(kube, sandboxPolicy(s, who, this.self.namespace));
     if (!s.proxy_mode) {
       await createOrKeep(kube, sandboxService(s, who));
       if (s.domain_template) await createOrKeep(kube, sandboxIngress(s, who));
@@ -169,28 +222,49 @@ export class OrchestratorRunner implements Runner {
     }
     const existing = await kube.read('v1', 'Pod', s.namespace, record.pod);
     if (existing && !existing.metadata.deletionTimestamp && !['Failed', 'Succeeded'].includes((existing as Obj).status?.phase)) return {};
-    // A new pod of its own (a restart after its pod ended, or the first start).
+    // A new pod of its own (a restart after its pod ended, or the first start); the ended one goes.
+    if (existing) await kube.delete(existing).catch(() => undefined);
     const name = existing ? podName(record.user, record.project, randomBytes(4).toString('hex')) : record.pod;
     const code = await kube.read('v1', 'ConfigMap', s.namespace, objectNames(record.sandbox_id).code);
     if (!code) throw sandboxError('SANDBOX_FAILED', `its code ConfigMap ${objectNames(record.sandbox_id).code} is gone`);
-    const paths = [...Object.keys((code as Obj).data ?? {}), ...Object.keys((code as Obj).binaryData ?? {})].map((k) => pathOfKey(k));
-    await kube.create(sandboxPod(s, name, identity(record), paths));
+    await kube.create(sandboxPod(s, name, identity(record), itemsOf(code)));
     return { pod: name };
+  }
+
+  /** Polled no faster than this while a sandbox starts (each look is a request to the API server). */
+  readonly readyPollMs = 250;
+  /** Pods read in the last moment (the supervisor's alive and ready look at the same pod back to back). */
+  readonly #pods = new Map<string, { at: number; pod: Obj | undefined }>();
+  /** Pods whose log said the ready text (a log is read until it has, not after). */
+  readonly #said = new Set<string>();
+
+  async #pod(name: string): Promise<Obj | undefined> {
+    const hit = this.#pods.get(name);
+    if (hit && Date.now() - hit.at < 200) return hit.pod;
+    const pod = (await (await this.kube()).read('v1', 'Pod', this.#settings.namespace, name)) as Obj | undefined;
+    if (this.#pods.size > 10_000) this.#pods.clear();
+    this.#pods.set(name, { at: Date.now(), pod });
+    return pod;
   }
 
   async ready(record: SandboxRecord): Promise<boolean> {
     if (!record.pod) return false;
-    const kube = await this.kube();
-    const pod = (await kube.read('v1', 'Pod', this.#settings.namespace, record.pod)) as Obj | undefined;
+    const pod = await this.#pod(record.pod);
     const ready = (pod?.status?.conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True');
     if (!ready || pod?.status?.phase !== 'Running') return false;
-    return (await kube.log(this.#settings.namespace, record.pod, 'dev')).includes(READY_TEXT);
+    if (this.#said.has(record.pod)) return true;
+    if (!(await (await this.kube()).log(this.#settings.namespace, record.pod, 'dev')).includes(READY_TEXT)) return false;
+    if (this.#said.size > 10_000) this.#said.clear();
+    this.#said.add(record.pod);
+    return true;
   }
 
   async alive(record: SandboxRecord): Promise<boolean> {
     if (!record.pod) return false;
-    const pod = (await (await this.kube()).read('v1', 'Pod', this.#settings.namespace, record.pod)) as Obj | undefined;
-    return pod !== undefined && !pod.metadata.deletionTimestamp && !['Failed', 'Succeeded'].includes(pod.status?.phase);
+    const pod = await this.#pod(record.pod);
+    if (pod === undefined || pod.metadata.deletionTimestamp || ['Failed', 'Succeeded'].includes(pod.status?.phase)) return false;
+    // The kubelet restarts a dev server that exits; one that keeps exiting is given up as the other providers do.
+    return restartsOf(pod) <= this.#settings.max_restarts;
   }
 
   async exitOf(record: SandboxRecord): Promise<{ code?: number; removed?: boolean; reason?: string } | undefined> {
@@ -203,11 +277,15 @@ export class OrchestratorRunner implements Runner {
       return { reason: `its pod ${record.pod} ended (${phase}${why ? `, ${why}` : ''})` };
     }
     const code = pod.status?.containerStatuses?.[0]?.lastState?.terminated?.exitCode;
+    const restarts = restartsOf(pod);
+    if (restarts > this.#settings.max_restarts) return { reason: `the dev server exited ${restarts} times (max_restarts = ${this.#settings.max_restarts})${typeof code === 'number' ? `, last with exit code ${code}` : ''}` };
     return typeof code === 'number' ? { code } : undefined;
   }
 
   async stop(record: SandboxRecord): Promise<void> {
     if (!record.pod) return;
+    this.#pods.delete(record.pod);
+    this.#said.delete(record.pod);
     await (await this.kube()).delete({ apiVersion: 'v1', kind: 'Pod', metadata: { name: record.pod, namespace: this.#settings.namespace } });
   }
 
@@ -241,7 +319,7 @@ export class OrchestratorRunner implements Runner {
     } catch (error) {
       if (timedOut) throw sandboxError('SANDBOX_TIMEOUT', `the command did not finish within ${timeoutMs} ms and was killed`);
       if (signal?.aborted) throw signal.reason;
-      throw error;
+      throw notRunning(error, record);
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
@@ -271,8 +349,9 @@ export class OrchestratorRunner implements Runner {
       const phase = pod.status?.phase;
       const ended = phase === 'Failed' || phase === 'Succeeded';
       if (!id) {
-        // A warm pod: only one that ended goes (idle ones have no deadline).
-        if (ended && labels[LABELS.pool] === 'warm') {
+        // A warm pod: one that ended, or never ran (its image cannot be pulled), goes; idle ones have no deadline.
+        const stuck = phase !== 'Running' && now - Date.parse(String(pod.metadata.creationTimestamp ?? '')) > STRAY_MS;
+        if ((ended || stuck) && labels[LABELS.pool] === 'warm') {
           await kube.delete(pod).catch(() => undefined);
           removed.push(pod.metadata.name);
         }
@@ -280,22 +359,27 @@ export class OrchestratorRunner implements Runner {
       }
       const since = Date.parse(pod.metadata.annotations?.[ANNOTATIONS.claimed] ?? (pod.metadata.creationTimestamp as string | undefined) ?? '');
       const expired = Number.isFinite(since) && now - since >= s.ttl_seconds * 1000;
-      if (ended || expired || !known.has(id)) {
+      // A pod no record names yet may be a create in progress (its record is made first, but the list of records was read before): only an old one is a stray.
+      const stray = !known.has(id) && !(now - since < STRAY_MS);
+      if (ended || expired || stray) {
         await kube.delete(pod).catch(() => undefined);
-        await removeObjects(kube, s.namespace, id);
+        // Its sandbox's other objects go with it unless the sandbox lives on in another pod (a restart).
+        if (!known.has(id) || expired) await removeObjects(kube, s.namespace, id);
         removed.push(pod.metadata.name);
       }
     }
-    // Objects of sandboxes no record names (a create that died half-way, a pod deleted from outside).
+    // Objects of sandboxes no record names (a create that died half-way, a pod deleted from outside), once they are old.
     for (const [apiVersion, kind] of OWNED_KINDS) {
       for (const o of await kube.list(apiVersion, kind, s.namespace, LABELS.id).catch(() => [] as KubeObject[])) {
         const id = o.metadata.labels?.[LABELS.id];
-        if (id && !known.has(id)) {
+        if (id && !known.has(id) && !(now - Date.parse(String(o.metadata.creationTimestamp ?? '')) < STRAY_MS)) {
           await kube.delete({ ...o, apiVersion, kind }).catch(() => undefined);
           removed.push(`${kind}/${o.metadata.name}`);
         }
       }
     }
+    if (!this.#opened) await this.open();
+    await this.pool.trim();
     await this.pool.replenish();
     return removed;
   }
@@ -305,16 +389,25 @@ export class OrchestratorRunner implements Runner {
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let size = 0;
-    const code = await (await this.kube()).exec(this.#settings.namespace, record.pod, ['sh', '-c', script, 'sh', ...args], {
-      container: 'dev',
-      timeoutMs: 60_000,
-      ...(stdin ? { stdin } : {}),
-      onStdout: (c) => {
-        size += c.length;
-        if (size <= READ_CAP + 1) out.push(c);
-      },
-      onStderr: (c) => err.push(c),
-    });
+    const over = new AbortController();
+    let code: number;
+    try {
+      code = await (await this.kube()).exec(this.#settings.namespace, record.pod, ['sh', '-c', script, 'sh', ...args], {
+        container: 'dev',
+        timeoutMs: 60_000,
+        signal: over.signal,
+        ...(stdin ? { stdin } : {}),
+        onStdout: (c) => {
+          size += c.length;
+          if (size <= READ_CAP) out.push(c);
+          else over.abort(new Error('too large'));
+        },
+        onStderr: (c) => err.push(c),
+      });
+    } catch (error) {
+      if (over.signal.aborted) throw sandboxError('SANDBOX_INVALID', `the file is larger than ${READ_CAP} bytes`);
+      throw notRunning(error, record);
+    }
     return { code, out: Buffer.concat(out), err: Buffer.concat(err).toString('utf8').slice(0, 500) };
   }
 
@@ -334,7 +427,6 @@ export class OrchestratorRunner implements Runner {
     const { code, out, err } = await this.#execText(record, `cd /app && [ -f "$1" ] || exit ${NO_FILE}; cat -- "$1"`, [path]);
     if (code === NO_FILE) throw sandboxError('SANDBOX_FILE_NOT_FOUND', `no file ${JSON.stringify(path)} in the sandbox`);
     if (code !== 0) throw sandboxError('SANDBOX_FAILED', `reading ${JSON.stringify(path)} failed: ${err}`);
-    if (out.length > READ_CAP) throw sandboxError('SANDBOX_INVALID', `${JSON.stringify(path)} is larger than ${READ_CAP} bytes`);
     return out.toString('utf8');
   }
 

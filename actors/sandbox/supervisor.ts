@@ -31,8 +31,10 @@ export interface SandboxEnv {
 
 export type SupervisorMsg = { t: 'tick' } | { t: 'check' } | { t: 'stop'; reason?: string } | { t: 'destroy' };
 
-/** How often a starting sandbox is checked for readiness. */
+/** How often a starting sandbox is checked for readiness (unless its provider asks for less). */
 const READY_POLL_MS = 20;
+/** The longest a create takes to prepare its sandbox (a large project streamed into a pod). */
+const PREPARE_MS = 5 * 60_000;
 
 class Supervisor implements ActorLogic<SupervisorMsg, unknown> {
   /** The dev server this activation started or adopted runs (as far as it knows). */
@@ -100,6 +102,14 @@ class Supervisor implements ActorLogic<SupervisorMsg, unknown> {
     }
     switch (record.state) {
       case 'pending':
+        if (!record.prepared) {
+          // Its create has not finished preparing it (files, port, pod): started by the create's own check, or given up once the create is surely dead.
+          if (Date.now() - Date.parse(record.created_at) < PREPARE_MS) {
+            this.schedule(ctx, 1000);
+            return record;
+          }
+          return this.fail(ctx, record, 'its create did not finish (the member making it stopped)');
+        }
         return this.start(ctx, record);
       case 'stopping':
         return this.stop(ctx, record, 'stopped', record.error);
@@ -128,7 +138,7 @@ class Supervisor implements ActorLogic<SupervisorMsg, unknown> {
           if (Date.now() - this.startedAt > settings.readiness_timeout_seconds * 1000) {
             return this.fail(ctx, record, `the dev server was not ready within ${settings.readiness_timeout_seconds} s (it prints "Server ready" and answers on its port)`);
           }
-          this.schedule(ctx, READY_POLL_MS);
+          this.schedule(ctx, this.env.runner.readyPollMs ?? READY_POLL_MS);
           return record;
         }
         this.schedule(ctx, settings.check_interval_ms);
@@ -152,7 +162,7 @@ class Supervisor implements ActorLogic<SupervisorMsg, unknown> {
         await this.halt({ ...starting, ...started });
         return records.get(this.id);
       }
-      this.schedule(ctx, READY_POLL_MS);
+      this.schedule(ctx, this.env.runner.readyPollMs ?? READY_POLL_MS);
       return now;
     } catch (error) {
       return this.fail(ctx, record, `the dev server could not be started: ${(error as Error).message}`);

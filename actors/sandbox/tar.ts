@@ -48,15 +48,16 @@ function paxRecord(key: string, value: string): Buffer {
  * @example
  * const archive = tarOf(new Map([['package.json', Buffer.from('{}')], ['src/a.js', Buffer.from('1')]]));
  */
-export function tarOf(files: ReadonlyMap<string, Uint8Array>): Buffer {
+export function tarOf(files: ReadonlyMap<string, Uint8Array | { content: Uint8Array; mode: number }>): Buffer {
   const parts: Buffer[] = [];
-  for (const [path, content] of files) {
+  for (const [path, file] of files) {
+    const { content, mode } = file instanceof Uint8Array ? { content: file, mode: 0o644 } : file;
     const data = Buffer.from(content.buffer, content.byteOffset, content.byteLength);
     if (Buffer.byteLength(path) > 100) {
       const pax = paxRecord('path', path);
       parts.push(header('PaxHeader', pax.length, 'x'), ...padded(pax));
     }
-    parts.push(header(Buffer.from(path).subarray(0, 100).toString('utf8'), data.length, '0'), ...padded(data));
+    parts.push(header(Buffer.from(path).subarray(0, 100).toString('utf8'), data.length, '0', mode & 0o111 ? 0o755 : 0o644), ...padded(data));
   }
   parts.push(Buffer.alloc(BLOCK * 2));
   return Buffer.concat(parts);

@@ -44,6 +44,8 @@ export interface SandboxRecord {
   address?: string;
   /** Container: the loopback port of the relay that serves the preview. */
   relay_port?: number;
+  /** Its create prepared it (files, port, pod): a supervisor starts only a prepared sandbox. */
+  prepared?: boolean;
   /** Orchestrator: its pod's name, and whether that pod came from the warm pool. */
   pod?: string;
   warm?: boolean;
@@ -152,6 +154,8 @@ export interface Runner {
   removeOrphan?(id: string): Promise<void>;
   /** The provider's own periodic cleanup (run by one member per window): what it removed, by sandbox id or object name. */
   sweep?(known: ReadonlySet<string>, now: number): Promise<string[]>;
+  /** How often a starting sandbox is looked at (default 20 ms: each look costs this provider a request or more). */
+  readonly readyPollMs?: number;
   /** Started with the runtime (a warm pool filled); the returned function stops it. */
   open?(): Promise<() => void>;
 }

@@ -12,11 +12,17 @@
 import { randomBytes } from 'node:crypto';
 import { sandboxError } from './errors.ts';
 import { statusOf, type SandboxKube } from './kube-seam.ts';
-import { claimedMetadata, ENV_FILE, LABELS, sandboxPod, START_FILE, type KubeObject, type SandboxIdentity } from './kube-objects.ts';
+import { claimedMetadata, ENV_FILE, LABELS, sandboxPod, START_FILE, type KubeObject, type ProjectFile, type SandboxIdentity } from './kube-objects.ts';
 import { tarOf } from './tar.ts';
 import type { SandboxSettings } from './types.ts';
 
 type Pod = KubeObject & { spec?: any; status?: any };
+
+/** A staged project file (its bytes and mode). */
+export type StagedFile = ProjectFile;
+
+/** A warm pod not running after this long (its image cannot be pulled, say) stops counting as one of the pool. */
+const PENDING_MS = 2 * 60_000;
 
 const WARM_SELECTOR = `${LABELS.sandbox}=true,${LABELS.pool}=warm`;
 /** How long a pod made for one large project may take to run (its image pulled). */
@@ -27,7 +33,8 @@ function quote(value: string): string {
 }
 
 function usable(pod: Pod): boolean {
-  return !pod.metadata.deletionTimestamp && !['Failed', 'Succeeded'].includes(pod.status?.phase);
+  if (pod.metadata.deletionTimestamp || ['Failed', 'Succeeded'].includes(pod.status?.phase)) return false;
+  return pod.status?.phase === 'Running' || Date.now() - Date.parse(String(pod.metadata.creationTimestamp ?? '')) < PENDING_MS;
 }
 
 /**
@@ -62,6 +69,21 @@ export class WarmPool {
     return Math.max(0, missing);
   }
 
+  /**
+   * Idle warm pods beyond the pool's size (members and threads refilling at once can make a few too many): the newest
+   * deleted, each only if it is still as listed (a delete with its `resourceVersion` as precondition: never one a create
+   * claimed meanwhile).
+   */
+  async trim(): Promise<number> {
+    const kube = await this.kube();
+    const idle = (await this.idle()).sort((a, b) => String(a.metadata.creationTimestamp).localeCompare(String(b.metadata.creationTimestamp)));
+    let trimmed = 0;
+    for (const pod of idle.slice(Math.max(0, this.settings.warm_pool_size))) {
+      if (await kube.delete(pod, { resourceVersion: pod.metadata.resourceVersion as string }).catch(() => false)) trimmed++;
+    }
+    return trimmed;
+  }
+
   /** Claim a running warm pod for the sandbox: its name, or undefined when none could be had. */
   async claim(who: SandboxIdentity): Promise<string | undefined> {
     const kube = await this.kube();
@@ -94,16 +116,16 @@ export class WarmPool {
     return undefined;
   }
 
-  /** A pod of the sandbox's own that waits for its code as a warm one does (a project too large for a ConfigMap, the pool empty); its name once it runs. */
-  async coldWaiting(who: SandboxIdentity): Promise<string> {
+  /** A pod of the sandbox's own (`name`) that waits for its code as a warm one does (a project too large for a ConfigMap, the pool empty); its name once it runs. */
+  async coldWaiting(who: SandboxIdentity, name: string, took?: (pod: string) => void): Promise<string> {
     const kube = await this.kube();
-    const name = `svc-sbx-warm-${randomBytes(4).toString('hex')}`;
     const pod = sandboxPod(this.settings, name, undefined) as Pod;
     const meta = claimedMetadata(who, new Date().toISOString());
     pod.metadata.labels = { ...pod.metadata.labels, ...meta.labels };
     pod.metadata.annotations = meta.annotations;
     pod.spec.activeDeadlineSeconds = this.settings.ttl_seconds;
     await kube.create(pod);
+    took?.(name);
     const until = Date.now() + RUN_WAIT_MS;
     for (;;) {
       const now = (await kube.read('v1', 'Pod', this.settings.namespace, name)) as Pod | undefined;
@@ -118,11 +140,11 @@ export class WarmPool {
   }
 
   /** The project into the pod's /app: one tar over one exec's stdin. */
-  async inject(pod: string, files: ReadonlyMap<string, Uint8Array>): Promise<void> {
+  async inject(pod: string, files: ReadonlyMap<string, StagedFile>): Promise<void> {
     const err: Buffer[] = [];
     const code = await (await this.kube()).exec(this.settings.namespace, pod, ['sh', '-c', 'mkdir -p /app && tar -x -o -f - -C /app'], {
       container: 'dev',
-      stdin: tarOf(files),
+      stdin: tarOf(new Map([...files].map(([path, f]) => [path, { content: f.content, mode: f.mode }]))),
       timeoutMs: 120_000,
       onStderr: (c) => err.push(c),
     });

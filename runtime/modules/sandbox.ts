@@ -34,8 +34,14 @@ export function sandboxModule(system: ActorSystem, boot: ServeBoot, fingerprint:
       const binding: SandboxBinding = { system, env, root };
       unbind = bindSandboxes(binding);
       if (!consumesEvents(thread)) return;
-      // The provider's own start (on Kubernetes: the namespace, the Role, the warm pool), once per process.
-      const closeRunner = env.runner.open ? await env.runner.open() : undefined;
+      // The provider's own start (on Kubernetes: the namespace, the Role, the warm pool), once per process. A cluster that
+      // does not answer now does not stop svc: it is said, and the cleanup's sweeps refill the pool once it answers.
+      const closeRunner = env.runner.open
+        ? await env.runner.open().catch((error: unknown) => {
+            log.warn({ err: error }, 'sandboxes: the provider could not be set up (retried at each cleanup)');
+            return undefined;
+          })
+        : undefined;
       const stopSweeps = startSandboxCleanup(binding);
       stopCleanup = () => {
         stopSweeps();

@@ -80,6 +80,14 @@ t.test('ConfigMap keys are reversible and valid, nested paths included', async (
     t.equal(pathOfKey(key), path);
   }
   t.not(keyOfPath('a_2fb'), keyOfPath('a/b'), 'an underscore in a name never collides with a folder separator');
+  for (const long of [`src/${'components/'.repeat(20)}App.jsx`, `pages/${'é'.repeat(45)}.md`, '..x']) {
+    const key = keyOfPath(long);
+    t.ok(key.length <= 253 && /^[-._a-zA-Z0-9]+$/.test(key) && !key.startsWith('..'), `${long.slice(0, 30)}…: a valid key (${key.slice(0, 20)}…)`);
+  }
+  const { items, object } = codeConfigMap(settings(), who, new Map([[`src/${'components/'.repeat(20)}App.jsx`, { content: Buffer.from('x'), mode: 0o644 }], ['bin/run.sh', { content: Buffer.from('#!/bin/sh'), mode: 0o755 }]]));
+  t.same(items.map((i) => i.path), [`src/${'components/'.repeat(20)}App.jsx`, 'bin/run.sh'], 'every file goes back at its path');
+  t.equal(items[1]?.mode, 0o755, 'an executable keeps its mode');
+  t.match(JSON.parse((object.metadata.annotations as Record<string, string>)['svc.dev/sandbox-files'] as string), { [keyOfPath(`src/${'components/'.repeat(20)}App.jsx`)]: [`src/${'components/'.repeat(20)}App.jsx`] }, 'a hashed key names its path');
 });
 
 t.test('the code ConfigMap, pod, policy, Service and Ingress of a cold start pass the validator', async (t) => {
@@ -89,7 +97,7 @@ t.test('the code ConfigMap, pod, policy, Service and Ingress of a cold start pas
     ['src/server.js', Buffer.from('console.log("Server ready")')],
     ['public/logo.png', PNG],
   ]);
-  const { object: cm, bytes } = codeConfigMap(s, who, files);
+  const { object: cm, bytes, items } = codeConfigMap(s, who, files);
   t.ok(bytes > 0);
   const data = cm.data as Record<string, string>;
   const binary = cm.binaryData as Record<string, string>;
@@ -97,7 +105,7 @@ t.test('the code ConfigMap, pod, policy, Service and Ingress of a cold start pas
   t.same(Buffer.from(binary[keyOfPath('public/logo.png')] as string, 'base64'), PNG, 'the PNG is base64 in binaryData');
   t.notOk(data[keyOfPath('public/logo.png')]);
   const name = podName(who.user, who.project, '1a2b3c4d');
-  const pod = sandboxPod(s, name, who, [...files.keys()]) as any;
+  const pod = sandboxPod(s, name, who, items) as any;
   t.same(pod.metadata.labels['svc-sandbox'], 'true');
   t.equal(pod.metadata.labels['svc-sandbox-id'], who.sandbox_id);
   t.equal(pod.metadata.labels['svc-sandbox-user'], 'very-long-user-name-1234567890');

@@ -205,7 +205,7 @@ t.test('proxy mode: no Service, no Ingress; only the proxy reaches the pod; max_
   t.notOk(api.get('v1', 'Service', NS, `${one.sandbox_id}-svc`), 'no Service in proxy mode');
   t.notOk(api.get('networking.k8s.io/v1', 'Ingress', NS, `${one.sandbox_id}-ingress`), 'no Ingress in proxy mode');
   const policy = api.get('networking.k8s.io/v1', 'NetworkPolicy', NS, `${one.sandbox_id}-netpol`);
-  t.same(policy?.spec.ingress[0].from, [{ namespaceSelector: {}, podSelector: { matchLabels: { 'app.kubernetes.io/component': 'sandbox-proxy' } } }]);
+  t.same(policy?.spec.ingress[0].from, [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'shop' } }, podSelector: { matchLabels: { 'app.kubernetes.io/component': 'sandbox-proxy' } } }], "only the proxy's pods, in svc's namespace");
   await t.rejects(sandboxes().previewToken(one.sandbox_id), { code: 'SANDBOX_UNAVAILABLE' }, 'no preview tokens for public previews');
   b.env.settings.preview_secret = 'a-preview-secret-of-at-least-32-bytes!';
   const preview = await sandboxes().previewToken(one.sandbox_id, { ttlSeconds: 600 });
@@ -394,7 +394,48 @@ t.test('cleanup: pods past their TTL, failed, or vanished go with their objects,
   // A pod no record names (a member died mid-create), and a pod past its TTL the records do not know of: the provider's sweep.
   api.put({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'svc-sbx-stray-x-00000000', namespace: NS, labels: { 'svc-sandbox': 'true', 'svc-sandbox-id': 'sbx-ffffffffffffffff' } }, spec: { containers: [{ name: 'dev', image: 'node:20-slim' }] } });
   api.put({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'sbx-ffffffffffffffff-svc', namespace: NS, labels: { 'svc-sandbox-id': 'sbx-ffffffffffffffff' } }, spec: { ports: [{ port: 80 }] } });
-  const swept = await b.runner.sweep(new Set(), Date.now());
-  t.ok(swept.includes('svc-sbx-stray-x-00000000'), 'an orphan pod swept');
+  t.notOk((await b.runner.sweep(new Set(), Date.now())).includes('svc-sbx-stray-x-00000000'), 'a fresh one may be a create in progress: left');
+  const swept = await b.runner.sweep(new Set(), Date.now() + 10 * 60_000);
+  t.ok(swept.includes('svc-sbx-stray-x-00000000'), 'an orphan pod swept once old');
   t.notOk(api.get('v1', 'Service', NS, 'sbx-ffffffffffffffff-svc'), 'with its objects');
+});
+
+t.test('failures: a create the API server breaks leaves nothing; commands on a pod that does not run; a file over 16 MiB', async (t) => {
+  await drainPool();
+  const s = settings({ warm_pool_size: 1 });
+  const b = bind(s);
+  t.teardown(b.close);
+  await b.runner.open();
+  await api.until(() => pods().some((p) => p.metadata.labels?.['svc-sandbox-pool'] === 'warm' && p.status?.phase === 'Running'), 10_000, 'a warm pod');
+  const refuse = api.failWhen((r) => r.method === 'POST' && r.path.endsWith('/networkpolicies'), 500, 'etcd is sad');
+  const error = await sandboxes()
+    .create({ user: 'dee', project: 'broken', files: PROJECT })
+    .catch((e: unknown) => e);
+  refuse();
+  t.equal((error as { code?: string }).code, 'SANDBOX_UNAVAILABLE', 'a clear error, not the API server\'s');
+  t.match((error as Error).message, /500/);
+  await api.until(() => !pods().some((p) => p.metadata.labels?.['svc-sandbox-user'] === 'dee' && !p.metadata.deletionTimestamp), 10_000, 'the claimed pod deleted');
+  t.same(await sandboxes().list('dee'), [], 'no record, no slot held');
+
+  // A sweep that read the records before a create finished leaves the new sandbox alone.
+  const known = new Set<string>();
+  const box = await sandboxes().create({ user: 'dee', project: 'ok', files: PROJECT });
+  await b.runner.sweep(known, Date.now());
+  t.ok(podOf(box.sandbox_id), 'its pod kept');
+  t.ok(api.get('networking.k8s.io/v1', 'NetworkPolicy', NS, `${box.sandbox_id}-netpol`), 'its policy kept');
+  await running(box.sandbox_id);
+  const big = await sandboxes().execCommand(box.sandbox_id, 'head -c 17000000 /dev/zero > big.bin && echo ok');
+  t.equal(big.stdout, 'ok\n');
+  await t.rejects(sandboxes().readFile(box.sandbox_id, 'big.bin'), { code: 'SANDBOX_INVALID' }, 'never a truncated file');
+  await sandboxes().destroy(box.sandbox_id);
+
+  await drainPool();
+  const cold = bind(settings());
+  t.teardown(cold.close);
+  const pending = await sandboxes().create({ user: 'dee', project: 'pending', files: PROJECT });
+  const pod = await api.until(() => podOf(pending.sandbox_id), 10_000, 'its pod');
+  api.scriptPod(NS, pod.metadata.name, { state: 'Pending' });
+  await api.until(() => podOf(pending.sandbox_id)?.status?.phase === 'Pending', 10_000, 'pending');
+  await t.rejects(sandboxes().execCommand(pending.sandbox_id, 'true'), { code: 'SANDBOX_NOT_RUNNING' }, 'a pod that does not run yet');
+  await sandboxes().destroy(pending.sandbox_id);
 });
