@@ -16,8 +16,11 @@ export const TOKEN_PROTOCOL_PREFIX = 'svc-preview.';
 
 /** A request's token, where it was found, and the request without it. */
 export interface Carried {
+  /** The first token found (header, query, cookie, subprotocol in that order). */
   token: string | undefined;
   from: 'header' | 'query' | 'cookie' | 'protocol' | undefined;
+  /** Every token the request carries, in that order, with where each was found: any valid one lets it through (a stale header or a cookie another site planted does not lock its owner out). */
+  tokens: { token: string; from: 'header' | 'query' | 'cookie' | 'protocol' }[];
   /** The path and query without the token parameter. */
   url: string;
   /** The Cookie header without the token cookie (null: nothing left); undefined when it had none. */
@@ -26,45 +29,55 @@ export interface Carried {
   protocols: string | null | undefined;
 }
 
-function withoutParam(url: string): { url: string; value: string | undefined } {
+/** Percent-decoded, or '' when the encoding is broken (an unusable token: refused like a wrong one). */
+function decoded(text: string): string {
+  try {
+    return decodeURIComponent(text.replace(/\+/g, ' '));
+  } catch {
+    return '';
+  }
+}
+
+function withoutParam(url: string): { url: string; values: string[] } {
   const q = url.indexOf('?');
-  if (q < 0 || !url.includes(TOKEN_PARAM, q)) return { url, value: undefined };
-  let value: string | undefined;
+  if (q < 0) return { url, values: [] };
+  const values: string[] = [];
   const kept: string[] = [];
   for (const part of url.slice(q + 1).split('&')) {
     const eq = part.indexOf('=');
     const name = eq < 0 ? part : part.slice(0, eq);
-    if (name === TOKEN_PARAM) value ??= decodeURIComponent(eq < 0 ? '' : part.slice(eq + 1).replace(/\+/g, ' '));
+    // An encoded name (`svc%5Fpreview%5Ftoken`) is the same parameter to the app behind: taken out too.
+    if (name === TOKEN_PARAM || (name.includes('%') && decoded(name) === TOKEN_PARAM)) values.push(decoded(eq < 0 ? '' : part.slice(eq + 1)));
     else kept.push(part);
   }
-  return { url: kept.length ? `${url.slice(0, q)}?${kept.join('&')}` : url.slice(0, q), value };
+  return { url: kept.length ? `${url.slice(0, q)}?${kept.join('&')}` : url.slice(0, q), values };
 }
 
-function withoutCookie(header: string | undefined): { cookie: string | null | undefined; value: string | undefined } {
-  if (header === undefined) return { cookie: undefined, value: undefined };
-  if (!header.includes(TOKEN_COOKIE)) return { cookie: undefined, value: undefined };
-  let value: string | undefined;
+function withoutCookie(header: string | undefined): { cookie: string | null | undefined; values: string[] } {
+  if (header === undefined) return { cookie: undefined, values: [] };
+  if (!header.includes(TOKEN_COOKIE)) return { cookie: undefined, values: [] };
+  const values: string[] = [];
   const kept: string[] = [];
   for (const pair of header.split(';')) {
     const trimmed = pair.trim();
     if (trimmed === '') continue;
     const eq = trimmed.indexOf('=');
-    if (eq >= 0 && trimmed.slice(0, eq).trim() === TOKEN_COOKIE) value ??= trimmed.slice(eq + 1).trim();
+    if (eq >= 0 && trimmed.slice(0, eq).trim() === TOKEN_COOKIE) values.push(trimmed.slice(eq + 1).trim());
     else kept.push(trimmed);
   }
-  return { cookie: kept.length ? kept.join('; ') : null, value };
+  return { cookie: kept.length ? kept.join('; ') : null, values };
 }
 
-function withoutProtocol(header: string | undefined): { protocols: string | null | undefined; value: string | undefined } {
-  if (header === undefined || !header.includes(TOKEN_PROTOCOL_PREFIX)) return { protocols: undefined, value: undefined };
-  let value: string | undefined;
+function withoutProtocol(header: string | undefined): { protocols: string | null | undefined; values: string[] } {
+  if (header === undefined || !header.includes(TOKEN_PROTOCOL_PREFIX)) return { protocols: undefined, values: [] };
+  const values: string[] = [];
   const kept: string[] = [];
   for (const p of header.split(',')) {
     const name = p.trim();
-    if (name.startsWith(TOKEN_PROTOCOL_PREFIX)) value ??= name.slice(TOKEN_PROTOCOL_PREFIX.length);
+    if (name.startsWith(TOKEN_PROTOCOL_PREFIX)) values.push(name.slice(TOKEN_PROTOCOL_PREFIX.length));
     else if (name) kept.push(name);
   }
-  return { protocols: kept.length ? kept.join(', ') : null, value };
+  return { protocols: kept.length ? kept.join(', ') : null, values };
 }
 
 /**
@@ -76,19 +89,18 @@ function withoutProtocol(header: string | undefined): { protocols: string | null
  */
 export function carriedToken(req: IncomingMessage): Carried {
   const header = req.headers[TOKEN_HEADER];
-  const fromHeader = Array.isArray(header) ? header[0] : header;
-  const { url, value: fromQuery } = withoutParam(req.url ?? '/');
-  const cookieHeader = req.headers.cookie;
-  const { cookie, value: fromCookie } = withoutCookie(cookieHeader);
+  const fromHeader = (Array.isArray(header) ? header.join(',') : (header ?? '')).split(',').map((v) => v.trim()).filter(Boolean);
+  const { url, values: fromQuery } = withoutParam(req.url ?? '/');
+  const { cookie, values: fromCookie } = withoutCookie(req.headers.cookie);
   const protocolHeader = req.headers['sec-websocket-protocol'];
-  const { protocols, value: fromProtocol } = withoutProtocol(Array.isArray(protocolHeader) ? protocolHeader.join(', ') : protocolHeader);
-  const [token, from] =
-    fromHeader ? [fromHeader, 'header' as const]
-    : fromQuery ? [fromQuery, 'query' as const]
-    : fromCookie ? [fromCookie, 'cookie' as const]
-    : fromProtocol ? [fromProtocol, 'protocol' as const]
-    : [undefined, undefined];
-  return { token, from, url, cookie, protocols };
+  const { protocols, values: fromProtocol } = withoutProtocol(Array.isArray(protocolHeader) ? protocolHeader.join(', ') : protocolHeader);
+  const tokens = [
+    ...fromHeader.map((token) => ({ token, from: 'header' as const })),
+    ...fromQuery.map((token) => ({ token, from: 'query' as const })),
+    ...fromCookie.map((token) => ({ token, from: 'cookie' as const })),
+    ...fromProtocol.map((token) => ({ token, from: 'protocol' as const })),
+  ];
+  return { token: tokens[0]?.token, from: tokens[0]?.from, tokens, url, cookie, protocols };
 }
 
 /**

@@ -40,7 +40,8 @@ export interface PodLike {
  */
 export function routeOf(pod: PodLike): Route | undefined {
   const id = pod.metadata.labels?.[SANDBOX_ID_LABEL];
-  if (!id) return undefined;
+  // Only ids svc makes are routes: a label anyone could write (`../x`) names nothing a Host could reach.
+  if (!id || !SANDBOX_ID_PATTERN.test(id)) return undefined;
   const phase = pod.status?.phase ?? 'Pending';
   const readyCondition = (pod.status?.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
   const ip = pod.status?.podIP || undefined;
@@ -58,6 +59,8 @@ export function routeOf(pod: PodLike): Route | undefined {
 export class RouteTable {
   private readonly byPod = new Map<string, Route>();
   private readonly byId = new Map<string, Set<string>>();
+  /** Which pod holds an address now (the last one the watch gave it). */
+  private readonly byIp = new Map<string, string>();
 
   /** Apply one watch event. */
   update(type: 'ADDED' | 'MODIFIED' | 'DELETED', pod: PodLike): void {
@@ -65,12 +68,21 @@ export class RouteTable {
     const old = this.byPod.get(key);
     if (old) {
       this.byPod.delete(key);
+      if (old.ip && this.byIp.get(old.ip) === key) this.byIp.delete(old.ip);
       const pods = this.byId.get(old.sandbox_id);
       pods?.delete(key);
       if (pods?.size === 0) this.byId.delete(old.sandbox_id);
     }
     const route = type === 'DELETED' ? undefined : routeOf(pod);
     if (!route) return;
+    if (route.ip) {
+      // An address given to a new pod is no longer the old one's, whatever a late DELETE says: never route one
+      // sandbox's host to another's pod.
+      const other = this.byIp.get(route.ip);
+      const r = other !== undefined && other !== key ? this.byPod.get(other) : undefined;
+      if (r?.ready) this.byPod.set(other as string, { ...r, ready: false });
+      this.byIp.set(route.ip, key);
+    }
     this.byPod.set(key, route);
     let pods = this.byId.get(route.sandbox_id);
     if (!pods) this.byId.set(route.sandbox_id, (pods = new Set()));

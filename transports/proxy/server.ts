@@ -20,8 +20,8 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { Duplex } from 'node:stream';
 import type { Kube, ObjectWatch } from '../../kube/index.ts';
 import { rawError, sendError, sendLoading, wantsHtml } from './answers.ts';
-import { firstValue, forwardRequestHeaders } from './headers.ts';
-import { podAgent, relayHttp, type Target } from './http-relay.ts';
+import { firstValue, forwardRequestHeaders, requestFacts, type RequestFacts } from './headers.ts';
+import { podDispatcher, relayHttp, type RelayFailure } from './http-relay.ts';
 import { PreviewVerifier } from '../../actors/sandbox/index.ts';
 import { carriedToken, TOKEN_HEADER, tokenCookie, type Carried } from './private-mode.ts';
 import { followSandboxPods, RouteTable, SANDBOX_ID_PATTERN, sandboxIdOf, type Route } from './routes.ts';
@@ -78,7 +78,7 @@ export async function startSandboxProxy(options: SandboxProxyOptions): Promise<S
   const pattern = options.idPattern ?? SANDBOX_ID_PATTERN;
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const verifier = options.previewSecret ? new PreviewVerifier(options.previewSecret) : undefined;
-  const agent = podAgent();
+  const pods = podDispatcher();
   const sockets = new Set<Duplex>();
   let closing = false;
 
@@ -95,13 +95,35 @@ export async function startSandboxProxy(options: SandboxProxyOptions): Promise<S
     if (!waited) log('svc sandbox proxy: the sandbox pods are not listed yet; serving meanwhile (every sandbox unknown until they are)');
   }
 
-  /** The token check of private mode: the carried token's claims, or undefined when refused. */
-  const authorize = async (req: IncomingMessage, sandboxId: string): Promise<{ carried: Carried; exp: number } | undefined> => {
+  /** The token check of private mode: the first valid token the request carries (where it came from, its expiry), or undefined when none is. */
+  const authorize = async (req: IncomingMessage, sandboxId: string): Promise<{ carried: Carried; token: string; from: NonNullable<Carried['from']>; exp: number } | undefined> => {
     const carried = carriedToken(req);
-    if (!verifier || !carried.token) return undefined;
-    const claims = await verifier.verify(carried.token, sandboxId);
-    return claims ? { carried, exp: claims.exp } : undefined;
+    if (!verifier) return undefined;
+    // A few at most: a stale header, a cookie of an earlier visit, the new one.
+    for (const { token, from } of carried.tokens.slice(0, 8)) {
+      const claims = await verifier.verify(token, sandboxId);
+      if (claims) return { carried, token, from, exp: claims.exp };
+    }
+    return undefined;
   };
+
+  /**
+   * A request target as a path (`/…`): the absolute form (`http://other/x`) reduced to its path and query, and
+   * leading slashes and backslashes to one (a `//evil.example` in a redirect's Location would leave the preview).
+   */
+  function originForm(target: string | undefined): string {
+    let t = target ?? '/';
+    if (!t.startsWith('/')) {
+      if (t === '*') return t;
+      try {
+        const u = new URL(t);
+        t = `${u.pathname}${u.search}`;
+      } catch {
+        t = `/${t}`;
+      }
+    }
+    return t.replace(/^[\/\\]+/, '/');
+  }
 
   /** The route to use, or undefined after answering for a sandbox that cannot be reached now. */
   const routeFor = (sandboxId: string, answer: (state: 'unknown' | 'not-ready', route?: Route) => void): (Route & { ip: string }) | undefined => {
@@ -111,47 +133,57 @@ export async function startSandboxProxy(options: SandboxProxyOptions): Promise<S
     return route as Route & { ip: string };
   };
 
-  const onRequest = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const url = req.url ?? '/';
+  /** A request: answered by the proxy, or relayed; a promise only in private mode (the token check). */
+  const onRequest = (req: IncomingMessage, res: ServerResponse): Promise<void> | undefined => {
+    const url = originForm(req.url);
+    if (url !== req.url) req.url = url;
     if ((url === '/_proxy/health' || url.startsWith('/_proxy/health?')) && (req.method === 'GET' || req.method === 'HEAD')) {
       const body = `ok (${routes.size} routes)`;
       res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' });
       res.end(req.method === 'HEAD' ? undefined : body);
       return;
     }
-    const sandboxId = sandboxIdOf(req.headers.host, pattern);
-    if (!sandboxId) return sendError(res, 'PREVIEW_NO_SANDBOX');
-    let path = url;
-    let cookie: string | null | undefined;
-    if (verifier) {
-      const granted = await authorize(req, sandboxId);
-      if (!granted) return sendError(res, 'PREVIEW_TOKEN', undefined, { 'www-authenticate': 'Bearer realm="svc-preview"' });
-      const secure = firstValue(req.headers['x-forwarded-proto']) === 'https' || (req.socket as { encrypted?: boolean }).encrypted === true;
-      if (granted.carried.from === 'query' && (req.method === 'GET' || req.method === 'HEAD')) {
-        res.writeHead(302, { location: granted.carried.url, 'set-cookie': tokenCookie(granted.carried.token as string, granted.exp, secure), 'cache-control': 'no-store', 'content-length': 0 });
-        res.end();
-        return;
-      }
-      path = granted.carried.url;
-      cookie = granted.carried.cookie;
+    const facts = requestFacts(req.rawHeaders);
+    const sandboxId = sandboxIdOf(facts.host, pattern);
+    if (!sandboxId) return void sendError(res, 'PREVIEW_NO_SANDBOX');
+    if (verifier) return onPrivateRequest(req, res, sandboxId, facts);
+    relay(req, res, sandboxId, facts, url, undefined);
+  };
+
+  /** Private mode: the token checked (and a token in a query exchanged for a cookie) before anything is relayed. */
+  const onPrivateRequest = async (req: IncomingMessage, res: ServerResponse, sandboxId: string, facts: RequestFacts): Promise<void> => {
+    const granted = await authorize(req, sandboxId);
+    if (!granted) return sendError(res, 'PREVIEW_TOKEN', undefined, { 'www-authenticate': 'Bearer realm="svc-preview"' });
+    const secure = firstValue(req.headers['x-forwarded-proto']) === 'https' || (req.socket as { encrypted?: boolean }).encrypted === true;
+    if (granted.from === 'query' && (req.method === 'GET' || req.method === 'HEAD')) {
+      res.writeHead(302, { location: originForm(granted.carried.url), 'set-cookie': tokenCookie(granted.token, granted.exp, secure), 'cache-control': 'no-store', 'content-length': 0 });
+      res.end();
+      return;
     }
-    const html = wantsHtml(req);
-    const route = routeFor(sandboxId, (state, r) => {
-      if (html) sendLoading(res, sandboxId, state === 'unknown' ? 'waiting for the sandbox to be created' : `starting (pod ${r?.phase ?? 'Pending'})`);
-      else if (state === 'unknown') sendError(res, 'PREVIEW_UNKNOWN_SANDBOX', `no sandbox pod has the id ${sandboxId}`);
-      else sendError(res, 'PREVIEW_NOT_READY', `the pod of ${sandboxId} is not ready (${r?.phase ?? 'Pending'})`, { 'retry-after': '2' });
-    });
-    if (!route) return;
-    const target: Target = { ip: route.ip, port: internalPort };
-    const headers = forwardRequestHeaders(req, {
-      target: hostOf(route.ip, internalPort),
-      clientAddress: req.socket.remoteAddress,
-      ...(verifier ? { drop: TOKEN_DROP, cookie } : {}),
-    });
-    relayHttp(req, res, target, path, headers, agent, (error) => {
-      if (html) sendLoading(res, sandboxId, `its dev server does not answer yet (${(error as NodeJS.ErrnoException).code ?? error.message})`);
-      else sendError(res, 'PREVIEW_UNREACHABLE', `the pod of ${sandboxId} did not answer: ${(error as NodeJS.ErrnoException).code ?? error.message}`);
-    });
+    relay(req, res, sandboxId, facts, granted.carried.url, granted.carried.cookie);
+  };
+
+  /** Relay to the sandbox's pod, or answer for a sandbox that cannot be reached now. `cookie`: private mode's. */
+  const relay = (req: IncomingMessage, res: ServerResponse, sandboxId: string, facts: RequestFacts, path: string, cookie: string | null | undefined): void => {
+    const route = routes.get(sandboxId);
+    if (!route || !route.ready || !route.ip) return answerNoPod(res, sandboxId, facts.html, route);
+    const pod = podAddress(route.ip);
+    const headers = forwardRequestHeaders(req, verifier ? { target: pod.host, clientAddress: req.socket.remoteAddress, drop: TOKEN_DROP, cookie } : { target: pod.host, clientAddress: req.socket.remoteAddress });
+    relayHttp(pods, req, res, { origin: pod.origin, path, headers, hasBody: facts.hasBody }, relayFailed, sandboxId);
+  };
+
+  /** `Host` and origin of a pod's dev server, made once per pod address. */
+  const addresses = new Map<string, { host: string; origin: string }>();
+  const podAddress = (ip: string): { host: string; origin: string } => {
+    let a = addresses.get(ip);
+    if (!a) {
+      // Pod addresses change as pods come and go: a bound on what is kept.
+      if (addresses.size >= 4096) addresses.clear();
+      const host = hostOf(ip, internalPort);
+      a = { host, origin: `http://${host}` };
+      addresses.set(ip, a);
+    }
+    return a;
   };
 
   const onUpgrade = async (req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
@@ -160,7 +192,8 @@ export async function startSandboxProxy(options: SandboxProxyOptions): Promise<S
     if (String(req.headers.upgrade).toLowerCase() !== 'websocket') return void socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
     const sandboxId = sandboxIdOf(req.headers.host, pattern);
     if (!sandboxId) return rawError(socket, 'PREVIEW_NO_SANDBOX');
-    let path = req.url ?? '/';
+    let path = originForm(req.url);
+    if (path !== req.url) req.url = path;
     let cookie: string | null | undefined;
     let protocols: string | null | undefined;
     let echo: string | undefined;
@@ -168,8 +201,9 @@ export async function startSandboxProxy(options: SandboxProxyOptions): Promise<S
       const granted = await authorize(req, sandboxId);
       if (!granted) return rawError(socket, 'PREVIEW_TOKEN');
       ({ url: path, cookie, protocols } = granted.carried);
-      // Only the token's subprotocol was offered: select it, as the pod selects none.
-      if (protocols === null && granted.carried.from === 'protocol') echo = `svc-preview.${granted.carried.token}`;
+      // Only token subprotocols were offered (whichever token let it in): select one, as the pod selects none.
+      const offered = granted.carried.tokens.find((t) => t.from === 'protocol');
+      if (protocols === null && offered) echo = `svc-preview.${offered.token}`;
     }
     const route = routeFor(sandboxId, (state) => rawError(socket, state === 'unknown' ? 'PREVIEW_UNKNOWN_SANDBOX' : 'PREVIEW_NOT_READY'));
     if (!route) return;
@@ -198,16 +232,24 @@ export async function startSandboxProxy(options: SandboxProxyOptions): Promise<S
   };
 
   const server = createServer({ keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: 60_000, noDelay: true });
+  // While closing, a kept-alive connection is closed as soon as its answer is done.
+  const closeIdleSoon = (): void => void setImmediate(() => server.closeIdleConnections());
+  const afterAnswer = (): void => {
+    if (closing) closeIdleSoon();
+  };
+  const failed = (req: IncomingMessage, res: ServerResponse, error: unknown): void => {
+    log(`svc sandbox proxy: ${req.method} ${req.url}: ${(error as Error).message}`);
+    if (!res.headersSent) sendError(res, 'PREVIEW_UNREACHABLE', 'the proxy failed to relay the request');
+    else res.destroy();
+  };
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    // While closing, a kept-alive connection is closed as soon as its answer is done.
-    res.once('finish', () => {
-      if (closing) setImmediate(() => server.closeIdleConnections());
-    });
-    onRequest(req, res).catch((error: unknown) => {
-      log(`svc sandbox proxy: ${req.method} ${req.url}: ${(error as Error).message}`);
-      if (!res.headersSent) sendError(res, 'PREVIEW_UNREACHABLE', 'the proxy failed to relay the request');
-      else res.destroy();
-    });
+    res.on('finish', afterAnswer);
+    try {
+      // Without private mode a request is relayed synchronously (no promise per request).
+      onRequest(req, res)?.catch((error: unknown) => failed(req, res, error));
+    } catch (error) {
+      failed(req, res, error);
+    }
   });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     onUpgrade(req, socket, head).catch(() => socket.destroy());
@@ -221,7 +263,7 @@ export async function startSandboxProxy(options: SandboxProxyOptions): Promise<S
     await once(server, 'listening');
   } catch (error) {
     watch?.close();
-    agent.destroy();
+    void pods.destroy();
     throw error;
   }
   const port = (server.address() as { port: number }).port;
@@ -239,7 +281,7 @@ export async function startSandboxProxy(options: SandboxProxyOptions): Promise<S
       clearTimeout(timer);
       server.closeAllConnections();
       for (const s of sockets) s.destroy();
-      agent.destroy();
+      await pods.destroy();
       await stopped;
     })());
 
@@ -249,5 +291,19 @@ export async function startSandboxProxy(options: SandboxProxyOptions): Promise<S
 /** The token's header, dropped on the way to the pod (the cookie, parameter and subprotocol are taken out by name). */
 const TOKEN_DROP: ReadonlySet<string> = new Set([TOKEN_HEADER]);
 
+/** A pod that could not be reached: the loading page for a browser, 502 for an API caller. */
+const relayFailed: RelayFailure = (res, error, sandboxId) => {
+  const why = (error as NodeJS.ErrnoException).code ?? error.message;
+  if (wantsHtml(res.req)) sendLoading(res, sandboxId as string, `its dev server does not answer yet (${why})`);
+  else sendError(res, 'PREVIEW_UNREACHABLE', `the pod of ${sandboxId as string} did not answer: ${why}`);
+};
+
 /** A Host header for an address and port (an IPv6 address in brackets). */
 const hostOf = (ip: string, port: number): string => `${ip.includes(':') ? `[${ip}]` : ip}:${port}`;
+
+/** No pod for the sandbox, or one not ready: the loading page for a browser, 502/503 for an API caller. */
+function answerNoPod(res: ServerResponse, sandboxId: string, html: boolean, route: Route | undefined): void {
+  if (html) sendLoading(res, sandboxId, route ? `starting (pod ${route.phase ?? 'Pending'})` : 'waiting for the sandbox to be created');
+  else if (!route) sendError(res, 'PREVIEW_UNKNOWN_SANDBOX', `no sandbox pod has the id ${sandboxId}`);
+  else sendError(res, 'PREVIEW_NOT_READY', `the pod of ${sandboxId} is not ready (${route.phase ?? 'Pending'})`, { 'retry-after': '2' });
+}

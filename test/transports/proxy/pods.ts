@@ -37,7 +37,7 @@ export interface StandInPod {
  * - `/count`: counts the body's bytes as they stream (keeps none) and answers `{"bytes":N}`;
  * - `/download?bytes=N`: streams N bytes;
  * - anything else: echoes method, url, headers and body as JSON, with `?status=` as its status, two Set-Cookie
- *   headers and `x-pod: <ip>`.
+ *   headers (a third with a `Domain` for `?plant`) and `x-pod: <ip>`.
  * WebSockets: selects `vite-hmr` when offered, echoes every message as it came (text or binary); the text
  * `close <code>` makes it close with that code.
  */
@@ -74,7 +74,8 @@ export async function standInPod(ip: string, port = 8000): Promise<StandInPod> {
       const seen = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, rawHeaders: req.rawHeaders, body: Buffer.concat(chunks).toString('utf8') };
       requests.push(seen);
       const body = JSON.stringify({ ...seen, pod: ip });
-      res.writeHead(Number(url.searchParams.get('status') ?? 200), ['content-type', 'application/json', 'x-pod', ip, 'set-cookie', 'a=1; Path=/', 'set-cookie', 'b=2; Path=/', 'content-length', String(Buffer.byteLength(body))]);
+      const planted = url.searchParams.has('plant') ? ['set-cookie', 'svc_preview=junk; Domain=preview.example.test; Path=/app'] : [];
+      res.writeHead(Number(url.searchParams.get('status') ?? 200), ['content-type', 'application/json', 'x-pod', ip, 'set-cookie', 'a=1; Path=/', 'set-cookie', 'b=2; Path=/', ...planted, 'content-length', String(Buffer.byteLength(body))]);
       res.end(req.method === 'HEAD' ? undefined : body);
     });
   });
