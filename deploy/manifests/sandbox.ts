@@ -191,6 +191,8 @@ function proxyEnv(spec: DeploySpec, sandbox: SandboxDeploy): Record<string, unkn
     env('INTERNAL_PORT', String(SANDBOX_PORT)),
     env('PROXY_PORT', String(SANDBOX_PROXY_PORT)),
   ];
+  // Only hosts of the previews' domain name a sandbox (`*.preview.example.com` → `preview.example.com`).
+  if (sandbox.proxy?.wildcardHost.startsWith('*.')) out.push(env('PREVIEW_DOMAIN', sandbox.proxy.wildcardHost.slice(2)));
   if (sandbox.proxy?.previewSecret !== undefined) out.push(secretEnv('PREVIEW_SECRET', sandboxNames(spec).proxySecret, 'preview-secret'));
   return out;
 }

@@ -146,6 +146,7 @@ t.test('proxy_mode: the routing proxy, its rights, Service, budget, policies and
     { name: 'SANDBOX_LABEL', value: 'svc-sandbox=true' },
     { name: 'INTERNAL_PORT', value: '8000' },
     { name: 'PROXY_PORT', value: '8080' },
+    { name: 'PREVIEW_DOMAIN', value: 'preview.example.com' },
   ]);
   t.same(c.ports, [{ name: 'http', containerPort: 8080, protocol: 'TCP' }]);
   t.match(c.readinessProbe, { httpGet: { path: '/_proxy/health', port: 'http' } });

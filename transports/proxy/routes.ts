@@ -133,8 +133,14 @@ export function followSandboxPods(kube: Kube, routes: RouteTable, options: { nam
  * @example
  * sandboxIdOf('SBX-0123456789ABCDEF.preview.example.com:8080'); // 'sbx-0123456789abcdef'
  */
-export function sandboxIdOf(host: string | undefined, pattern: RegExp = SANDBOX_ID_PATTERN): string | undefined {
+export function sandboxIdOf(host: string | undefined, pattern: RegExp = SANDBOX_ID_PATTERN, domain?: string): string | undefined {
   if (!host || host.startsWith('[')) return undefined;
+  if (domain) {
+    // Exactly `{id}.<domain>` (any case, a port, a trailing dot): another domain names no sandbox of ours.
+    const name = host.replace(/:\d+$/, '').replace(/\.$/, '').toLowerCase();
+    const id = name.slice(0, name.indexOf('.'));
+    return name === `${id}.${domain}` && pattern.test(id) ? id : undefined;
+  }
   const dot = host.indexOf('.');
   const colon = host.indexOf(':');
   const end = dot >= 0 ? dot : colon >= 0 ? colon : host.length;

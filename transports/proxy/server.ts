@@ -46,6 +46,8 @@ export interface SandboxProxyOptions {
   host: string;
   /** Private mode's key (at least 32 bytes); no private mode without it. */
   previewSecret?: string;
+  /** Only `{sandbox_id}.<previewDomain>` hosts name a sandbox; any domain without it. */
+  previewDomain?: string;
   /** Sandbox ids a Host may name (`sbx-` and 16 hex digits). */
   idPattern?: RegExp;
   /** How long `close()` lets requests in flight finish, in ms (10 000). */
@@ -76,6 +78,7 @@ export async function startSandboxProxy(options: SandboxProxyOptions): Promise<S
   const routes = options.routes ?? new RouteTable();
   const internalPort = options.internalPort ?? 8000;
   const pattern = options.idPattern ?? SANDBOX_ID_PATTERN;
+  const domain = options.previewDomain?.toLowerCase().replace(/\.$/, '');
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const verifier = options.previewSecret ? new PreviewVerifier(options.previewSecret) : undefined;
   const pods = podDispatcher();
@@ -144,7 +147,7 @@ export async function startSandboxProxy(options: SandboxProxyOptions): Promise<S
       return;
     }
     const facts = requestFacts(req.rawHeaders);
-    const sandboxId = sandboxIdOf(facts.host, pattern);
+    const sandboxId = sandboxIdOf(facts.host, pattern, domain);
     if (!sandboxId) return void sendError(res, 'PREVIEW_NO_SANDBOX');
     if (verifier) return onPrivateRequest(req, res, sandboxId, facts);
     relay(req, res, sandboxId, facts, url, undefined);
@@ -190,7 +193,7 @@ export async function startSandboxProxy(options: SandboxProxyOptions): Promise<S
     socket.on('error', () => socket.destroy());
     if (closing) return rawError(socket, 'PREVIEW_NOT_READY', 'the proxy is shutting down; reconnect');
     if (String(req.headers.upgrade).toLowerCase() !== 'websocket') return void socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
-    const sandboxId = sandboxIdOf(req.headers.host, pattern);
+    const sandboxId = sandboxIdOf(req.headers.host, pattern, domain);
     if (!sandboxId) return rawError(socket, 'PREVIEW_NO_SANDBOX');
     let path = originForm(req.url);
     if (path !== req.url) req.url = path;

@@ -18,6 +18,8 @@ export interface ProxySettings {
   host: string;
   /** `PREVIEW_SECRET`: the key preview tokens are signed with (private mode); at least 32 bytes. */
   previewSecret?: string;
+  /** `PREVIEW_DOMAIN`: only `{sandbox_id}.<this>` hosts name a sandbox (`preview.example.com`); any domain when unset. */
+  previewDomain?: string;
 }
 
 /** The shortest preview secret accepted, in bytes (HS256 wants a key as long as its hash). */
@@ -40,6 +42,8 @@ function port(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
 export function proxySettings(env: NodeJS.ProcessEnv): ProxySettings {
   const secret = env.PREVIEW_SECRET;
   if (secret !== undefined && secret !== '') checkPreviewSecret(secret);
+  const domain = (env.PREVIEW_DOMAIN ?? '').toLowerCase().replace(/\.$/, '');
+  if (domain && !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(domain)) throw new ProxyConfigError(`PREVIEW_DOMAIN must be a domain name (like preview.example.com), not ${JSON.stringify(env.PREVIEW_DOMAIN)}`);
   return {
     namespace: env.SANDBOX_NAMESPACE || 'svc-sandboxes',
     label: env.SANDBOX_LABEL || 'svc-sandbox=true',
@@ -47,6 +51,7 @@ export function proxySettings(env: NodeJS.ProcessEnv): ProxySettings {
     port: port(env, 'PROXY_PORT', 8080),
     host: env.PROXY_HOST || '0.0.0.0',
     ...(secret ? { previewSecret: secret } : {}),
+    ...(domain ? { previewDomain: domain } : {}),
   };
 }
 

@@ -7,7 +7,7 @@ import t from 'tap';
 import { once } from 'node:events';
 import { connect } from 'node:net';
 import WebSocket from 'ws';
-import { RouteTable, signPreviewToken, startSandboxProxy } from '../../../transports/proxy/index.ts';
+import { proxySettings, RouteTable, signPreviewToken, startSandboxProxy } from '../../../transports/proxy/index.ts';
 import { ask, sandboxPod, standInPods } from './pods.ts';
 
 const A = 'sbx-00000000000000c3';
@@ -26,6 +26,23 @@ async function raw(port: number, bytes: string, ms = 1500): Promise<string> {
   socket.destroy();
   return text;
 }
+
+t.test('with PREVIEW_DOMAIN, only hosts of the previews name a sandbox', async (t) => {
+  const [pod] = await standInPods(['127.0.0.54']);
+  if (!pod) throw new Error('no stand-in');
+  t.teardown(() => pod.close());
+  const routes = new RouteTable();
+  routes.update('ADDED', sandboxPod('pod-a', A, pod.ip));
+  const proxy = await startSandboxProxy({ routes, internalPort: pod.port, port: 0, host: '127.0.0.1', ...proxySettings({ PREVIEW_DOMAIN: 'Preview.Example.Test.' }) , });
+  t.teardown(() => proxy.close());
+  for (const good of [host(A), `${host(A).toUpperCase()}:8080`, `${host(A)}.`]) t.equal((await ask(proxy.port, good)).status, 200, `${good}: routed`);
+  for (const bad of [`${A}.attacker.example`, A, `x.${host(A)}`, `${A}.preview.example.test.evil.com`]) {
+    const answer = await ask(proxy.port, bad, { headers: { accept: 'application/json' } });
+    t.equal(answer.status, 404, `${bad}: no sandbox`);
+    t.equal(JSON.parse(answer.body).error.code, 'PREVIEW_NO_SANDBOX');
+  }
+  t.throws(() => proxySettings({ PREVIEW_DOMAIN: 'not a domain' }), { code: 'SVC_ERR_PROXY_CONFIG' });
+});
 
 t.test('attacks on the proxy', async (t) => {
   const [pod, other] = await standInPods(['127.0.0.51', '127.0.0.52']);
