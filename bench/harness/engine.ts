@@ -94,9 +94,11 @@ export async function runLoad(plan: EnginePlan, opts: LoadOptions = {}): Promise
 
   return new Promise<LoadOutcome>((resolve, reject) => {
     let settled = false;
+    const lateExits: NodeJS.Timeout[] = [];
     const finish = (error: unknown, outcome?: LoadOutcome): void => {
       if (settled) return;
       settled = true;
+      for (const late of lateExits) clearTimeout(late);
       opts.signal?.removeEventListener('abort', onAbort);
       // A finished thread has closed its sockets; terminate() also covers aborts and failures.
       Promise.all(workers.map((w) => w.terminate())).then(() => (error === undefined ? resolve(outcome as LoadOutcome) : reject(error)), reject);
@@ -139,7 +141,13 @@ export async function runLoad(plan: EnginePlan, opts: LoadOptions = {}): Promise
         }
       });
       worker.on('error', (error) => finish(new BenchError(`generator thread ${i} failed: ${error.message}`, 1, { cause: error })));
-      worker.on('exit', (code) => finish(new BenchError(`generator thread ${i} exited (${code}) before the end`)));
+      worker.on('exit', (code) => {
+        if (finals[i]) return;
+        // A thread that ended well may still have its last message on the way (its 'exit' can be heard first): give it a moment.
+        const late = setTimeout(() => finish(new BenchError(`generator thread ${i} exited (${code}) before the end`)), code === 0 ? 1000 : 0);
+        late.unref();
+        lateExits.push(late);
+      });
     });
   });
 }

@@ -33,7 +33,9 @@ t.test('with PREVIEW_DOMAIN, only hosts of the previews name a sandbox', async (
   t.teardown(() => pod.close());
   const routes = new RouteTable();
   routes.update('ADDED', sandboxPod('pod-a', A, pod.ip));
-  const proxy = await startSandboxProxy({ routes, internalPort: pod.port, port: 0, host: '127.0.0.1', ...proxySettings({ PREVIEW_DOMAIN: 'Preview.Example.Test.' }) , });
+  const { previewDomain } = proxySettings({ PREVIEW_DOMAIN: 'Preview.Example.Test.' });
+  t.equal(previewDomain, 'preview.example.test');
+  const proxy = await startSandboxProxy({ routes, internalPort: pod.port, port: 0, host: '127.0.0.1', ...(previewDomain ? { previewDomain } : {}) });
   t.teardown(() => proxy.close());
   for (const good of [host(A), `${host(A).toUpperCase()}:8080`, `${host(A)}.`]) t.equal((await ask(proxy.port, good)).status, 200, `${good}: routed`);
   for (const bad of [`${A}.attacker.example`, A, `x.${host(A)}`, `${A}.preview.example.test.evil.com`]) {
