@@ -58,7 +58,7 @@ export async function connectSandboxKube(): Promise<SandboxKube> {
     replace: (o) => kube.replace(o as never) as Promise<KubeObject>,
     delete: async (o, preconditions) => {
       if (!preconditions) return kube.delete(o as never);
-      const path = `/api/v1/namespaces/${encodeURIComponent(o.metadata.namespace ?? '')}/pods/${encodeURIComponent(o.metadata.name)}`;
+      const path = `${await kube.collectionPath(o.apiVersion, o.kind, o.metadata.namespace)}/${encodeURIComponent(o.metadata.name)}`;
       try {
         await kube.request('DELETE', path, { kind: 'DeleteOptions', apiVersion: 'v1', propagationPolicy: 'Background', preconditions });
         return true;

@@ -40,7 +40,7 @@ import {
 } from './kube-objects.ts';
 import { listProjectFiles, SKIPPED_DIRS } from './paths.ts';
 import { appDir, READY_TEXT } from './project.ts';
-import { type StagedFile, WarmPool } from './warm-pool.ts';
+import { shellQuote, type StagedFile, WarmPool } from './warm-pool.ts';
 import type { ExecOptions, RemoteFiles, Runner, SandboxRecord, SandboxSettings, Started } from './types.ts';
 
 /** Most bytes a file read answers (as the other providers). */
@@ -78,10 +78,6 @@ function itemsOf(code: Obj): { key: string; path: string; mode?: number }[] {
 
 type Obj = KubeObject & { spec?: any; status?: any };
 
-/** Single-quoted for sh. */
-function quote(value: string): string {
-  return `'${value.replaceAll("'", `'\\''`)}'`;
-}
 
 /** The staged project (`create` wrote it on this host), file by file with its mode; never under the skipped folders. */
 async function stagedFiles(record: SandboxRecord): Promise<Map<string, StagedFile>> {
@@ -412,7 +408,7 @@ export class OrchestratorRunner implements Runner {
   }
 
   async #list(record: SandboxRecord): Promise<string[]> {
-    const prune = [...SKIPPED_DIRS].map((d) => `-name ${quote(d)}`).join(' -o ');
+    const prune = [...SKIPPED_DIRS].map((d) => `-name ${shellQuote(d)}`).join(' -o ');
     const { code, out, err } = await this.#execText(record, `cd /app && find . \\( ${prune} \\) -prune -o \\( -type f -o -type l \\) -print`, []);
     if (code !== 0) throw sandboxError('SANDBOX_FAILED', `listing the files failed: ${err}`);
     return out

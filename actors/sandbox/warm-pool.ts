@@ -28,7 +28,8 @@ const WARM_SELECTOR = `${LABELS.sandbox}=true,${LABELS.pool}=warm`;
 /** How long a pod made for one large project may take to run (its image pulled). */
 const RUN_WAIT_MS = 120_000;
 
-function quote(value: string): string {
+/** Single-quoted for sh. */
+export function shellQuote(value: string): string {
   return `'${value.replaceAll("'", `'\\''`)}'`;
 }
 
@@ -154,7 +155,7 @@ export class WarmPool {
   /** Tell the pod whose it is and let its dev server start (`/app/.svc-start`). */
   async signal(pod: string, who: SandboxIdentity): Promise<void> {
     const env = Object.entries({ SVC_SANDBOX_ID: who.sandbox_id, SVC_SANDBOX_USER: who.user, SVC_SANDBOX_PROJECT: who.project })
-      .map(([k, v]) => `export ${k}=${quote(v)}\n`)
+      .map(([k, v]) => `export ${k}=${shellQuote(v)}\n`)
       .join('');
     const code = await (await this.kube()).exec(this.settings.namespace, pod, ['sh', '-c', `cat > ${ENV_FILE} && touch ${START_FILE}`], { container: 'dev', stdin: Buffer.from(env), timeoutMs: 30_000 });
     if (code !== 0) throw sandboxError('SANDBOX_FAILED', `pod ${pod} could not be told to start (exit ${code})`);

@@ -2,6 +2,8 @@
 // fails midway would leave them. Teardowns call this: every process of a sandbox of `dataDir` is killed.
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { SCHEMA } from '../../runtime/config.ts';
+import type { SandboxSettings } from '../../actors/sandbox/index.ts';
 
 /** Kill (SIGKILL) every process whose environment names a sandbox with a folder in `<dataDir>/sandboxes`. */
 export function killSandboxesOf(dataDir: string): void {
@@ -35,3 +37,9 @@ export const ORCHESTRATOR_DEFAULTS = {
   allow_egress: false,
   preview_secret: '',
 };
+
+/** `[scale.sandbox]` at its defaults with the orchestrator provider and a preview domain, `over` applied. */
+export function orchestratorSettings(over: Partial<SandboxSettings> = {}): SandboxSettings {
+  const defaults = Object.fromEntries(Object.entries(SCHEMA['scale.sandbox']).map(([k, v]) => [k, v.default])) as unknown as SandboxSettings;
+  return { ...defaults, type: 'orchestrator', domain_template: '{sandbox_id}.preview.example.com', ...over };
+}

@@ -22,37 +22,11 @@ import {
   sandboxService,
 } from '../../../actors/sandbox/kube-objects.ts';
 import type { SandboxSettings } from '../../../actors/sandbox/types.ts';
-import { ORCHESTRATOR_DEFAULTS } from '../../helpers/sandbox.ts';
+import { orchestratorSettings } from '../../helpers/sandbox.ts';
 
 const PNG = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000', 'hex');
 
-function settings(over: Partial<SandboxSettings> = {}): SandboxSettings {
-  return {
-    enabled: true,
-    type: 'orchestrator',
-    base_image: 'node:20-slim',
-    memory_limit: '512Mi',
-    cpu_limit: '500m',
-    network_isolation: true,
-    ttl_seconds: 3600,
-    max_per_user: 3,
-    security_context: true,
-    storage_limit: '256Mi',
-    container_cli: '',
-    readiness_timeout_seconds: 120,
-    port_base: 5180,
-    port_count: 10,
-    port_stride: 2,
-    check_interval_ms: 1000,
-    cleanup_interval_seconds: 60,
-    max_restarts: 3,
-    pids_limit: 256,
-    root: '',
-    ...ORCHESTRATOR_DEFAULTS,
-    domain_template: '{sandbox_id}.preview.example.com',
-    ...over,
-  };
-}
+const settings = (over: Partial<SandboxSettings> = {}): SandboxSettings => orchestratorSettings(over);
 
 const who = { sandbox_id: 'sbx-0123456789abcdef', user: 'Very_Long_User_Name_1234567890', project: 'My_Project_X' };
 

@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { startFakeKubeApi, type FakeKubeApi, type FakeKubeObject } from '../../kit/index.ts';
-import { ORCHESTRATOR_DEFAULTS } from '../../helpers/sandbox.ts';
+import { orchestratorSettings } from '../../helpers/sandbox.ts';
 
 const home = mkdtempSync(join(tmpdir(), 'svc-sbx-k8s-'));
 Object.assign(process.env, { SVC_DATA_DIR: join(home, 'data'), POD_SERVICE_ACCOUNT: 'shop', POD_NAMESPACE: 'shop' });
@@ -35,33 +35,7 @@ const PROJECT = {
   'public/logo.png': PNG,
 };
 
-function settings(over: Partial<Settings> = {}): Settings {
-  return {
-    enabled: true,
-    type: 'orchestrator',
-    base_image: 'node:20-slim',
-    memory_limit: '512Mi',
-    cpu_limit: '500m',
-    network_isolation: true,
-    ttl_seconds: 3600,
-    max_per_user: 3,
-    security_context: true,
-    storage_limit: '256Mi',
-    container_cli: '',
-    readiness_timeout_seconds: 20,
-    port_base: 5180,
-    port_count: 10,
-    port_stride: 2,
-    check_interval_ms: 100,
-    cleanup_interval_seconds: 60,
-    max_restarts: 3,
-    pids_limit: 256,
-    root: join(home, 'sandboxes'),
-    ...ORCHESTRATOR_DEFAULTS,
-    domain_template: '{sandbox_id}.preview.example.com',
-    ...over,
-  };
-}
+const settings = (over: Partial<Settings> = {}): Settings => orchestratorSettings({ readiness_timeout_seconds: 20, check_interval_ms: 100, root: join(home, 'sandboxes'), ...over });
 
 const api: FakeKubeApi = await startFakeKubeApi({
   // Every sandbox pod serves and says so (the fake's kubelet reports it Running and Ready, its log as given).

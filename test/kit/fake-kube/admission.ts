@@ -275,25 +275,6 @@ export function kindErrors(kind: string, object: Obj, old: Obj | undefined, pars
   }
   if (kind === 'PersistentVolumeClaim' && old) {
     const strip = (s: Obj | undefined): Obj => without(s, ['resources', 'volumeName', 'volumeAttributesClassName']);
-    // activeDeadlineSeconds may be set, or lowered, never raised or removed; tolerations may only be added.
-    const oldDeadline = old.spec?.activeDeadlineSeconds;
-    const deadline = spec?.activeDeadlineSeconds;
-    if (deadline !== undefined && deadline !== null) {
-      if (!Number.isInteger(deadline) || deadline < 0 || deadline > 2147483647)
-        errors.push({ field: 'spec.activeDeadlineSeconds', type: 'Invalid', value: deadline, detail: 'must be between 0 and 2147483647, inclusive' });
-      else if (typeof oldDeadline === 'number' && oldDeadline < deadline)
-        errors.push({ field: 'spec.activeDeadlineSeconds', type: 'Invalid', value: deadline, detail: 'must be less than or equal to previous value' });
-    } else if (typeof oldDeadline === 'number') {
-      errors.push({ field: 'spec.activeDeadlineSeconds', type: 'Invalid', value: null, detail: 'must not update from a positive integer to nil value' });
-    }
-    const kept = (a: Obj, b: Obj): boolean => ['key', 'operator', 'value', 'effect'].every((k) => (a[k] ?? '') === (b[k] ?? ''));
-    const tolerations: Obj[] = Array.isArray(spec?.tolerations) ? spec.tolerations : [];
-    for (const t of (old.spec?.tolerations ?? []) as Obj[]) {
-      if (!tolerations.some((n) => kept(t, n))) {
-        errors.push({ field: 'spec.tolerations', type: 'Forbidden', detail: 'existing toleration can not be modified except its tolerationSeconds' });
-        break;
-      }
-    }
     if (!same(strip(old.spec), strip(spec)))
       errors.push({ field: 'spec', type: 'Forbidden', detail: 'spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims' });
     const before = old.spec?.resources?.requests?.storage;
