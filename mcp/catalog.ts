@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * A page that exists. `file` is relative to the package's folder.
- * @example const osp: DocPage = { uri: 'svc://docs/osp', title: '…', description: '…', file: 'mcp/docs/osp.md', section: 'reference' };
+ * @example const osp: DocPage = { uri: 'svc://docs/osp', title: '…', description: '…', file: 'docs/concepts/osp.md', section: 'reference' };
  */
 export type DocPage = {
   uri: string;
@@ -63,7 +63,26 @@ export type Section = keyof typeof SECTIONS;
  */
 export const PACKAGE_ROOT = new URL('../', import.meta.url);
 
-const page = (topic: string, section: Section, title: string, description: string, file = `mcp/docs/${topic}.md`): DocPage => ({
+/**
+ * Where a topic's page is in the documentation site's folders (`docs/`, the
+ * one source of the site, the README's links and these resources).
+ * @example docFile('osp') // 'docs/concepts/osp.md'
+ */
+function docFile(topic: string): string {
+  const folder = SITE_FOLDERS[topic];
+  return folder === undefined ? `docs/${topic}.md` : `docs/${folder}/${topic}.md`;
+}
+
+const SITE_FOLDERS: Readonly<Record<string, string>> = Object.fromEntries(
+  Object.entries({
+    tutorial: ['first-app', 'tutorial-coding-primer', 'tutorial-basics', 'tutorial-osp', 'tutorial-fullstack-backend', 'tutorial-fullstack-auth', 'tutorial-production-local', 'tutorial-production-k8s'],
+    concepts: ['core-concepts', 'osp', 'concurrency', 'walker-responses', 'foundation', 'primitives', 'functions-objects'],
+    guides: ['install', 'advanced', 'client', 'scale', 'code-organization', 'testing', 'debugging', 'mcp', 'python-integration', 'library-mode', 'patterns', 'pitfalls', 'faq', 'cheatsheet'],
+    reference: ['cli', 'config', 'appendices'],
+  }).flatMap(([folder, topics]) => topics.map((topic) => [topic, folder])),
+);
+
+const page = (topic: string, section: Section, title: string, description: string, file = docFile(topic)): DocPage => ({
   uri: `svc://docs/${topic}`,
   title,
   description,
@@ -137,14 +156,14 @@ export const GUIDES: Readonly<Record<string, DocPage>> = {
     uri: 'svc://guide/pitfalls',
     title: 'Pitfalls: mistakes to avoid in svc code',
     description: 'Wrong vs right for the mistakes svc code most often has: missing await, fields outside has, class-field initializers, coercion, tokens, exit order.',
-    file: 'mcp/docs/pitfalls.md',
+    file: 'docs/guides/pitfalls.md',
     section: 'quick',
   },
   patterns: {
     uri: 'svc://guide/patterns',
     title: 'Patterns: idiomatic svc code',
     description: 'Complete, working patterns: find-or-create, lookup by id, typed relations, per-user data, sharing, errors, hooks, functions that spawn walkers.',
-    file: 'mcp/docs/patterns.md',
+    file: 'docs/guides/patterns.md',
     section: 'quick',
   },
 };
@@ -159,7 +178,7 @@ export function isAbsent(entry: DocEntry): entry is AbsentTopic {
 
 /**
  * The absolute path of a page's file.
- * @example fileOf(DOCS.welcome as DocPage) // '/…/svc/mcp/docs/welcome.md'
+ * @example fileOf(DOCS.welcome as DocPage) // '/…/svc/docs/welcome.md'
  */
 export function fileOf(page: DocPage): string {
   return fileURLToPath(new URL(page.file, PACKAGE_ROOT));
