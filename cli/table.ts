@@ -216,6 +216,17 @@ export function buildCli(): CAC {
       await mcp(options, commandTable());
     });
 
+  cli
+    .command('docs', 'Serve the documentation site on this machine (built with VitePress first when missing or older than the pages)')
+    .option('--port <port>', 'Port (default 5173, or the next free one)')
+    .option('--host <host>', 'Bind address (default 127.0.0.1)')
+    .example('svc docs                                  # http://127.0.0.1:5173/')
+    .example('svc docs --port 8080')
+    .action(async (options: { port?: string; host?: string }) => {
+      const { docs } = await import('./commands/docs.ts');
+      await docs(options);
+    });
+
   cli.help();
   cli.version(version);
   return cli;

@@ -75,10 +75,10 @@ function docFile(topic: string): string {
 
 const SITE_FOLDERS: Readonly<Record<string, string>> = Object.fromEntries(
   Object.entries({
-    tutorial: ['first-app', 'tutorial-coding-primer', 'tutorial-basics', 'tutorial-osp', 'tutorial-fullstack-backend', 'tutorial-fullstack-auth', 'tutorial-production-local', 'tutorial-production-k8s'],
-    concepts: ['core-concepts', 'osp', 'concurrency', 'walker-responses', 'foundation', 'primitives', 'functions-objects'],
-    guides: ['install', 'advanced', 'client', 'scale', 'code-organization', 'testing', 'debugging', 'mcp', 'python-integration', 'library-mode', 'patterns', 'pitfalls', 'faq', 'cheatsheet'],
-    reference: ['cli', 'config', 'appendices'],
+    tutorial: ['bookmarks', 'first-app', 'tutorial-coding-primer', 'tutorial-basics', 'tutorial-osp', 'tutorial-fullstack-backend', 'tutorial-fullstack-auth', 'tutorial-production-local', 'tutorial-production-k8s'],
+    concepts: ['model', 'architecture', 'core-concepts', 'osp', 'concurrency', 'walker-responses', 'foundation', 'primitives', 'functions-objects'],
+    guides: ['auth', 'sso', 'webhooks', 'websockets', 'events', 'data-storage', 'service-calls', 'clusters', 'deployment', 'sandboxes', 'metrics', 'graph-visualizer', 'svc-db', 'benchmarking', 'install', 'advanced', 'client', 'scale', 'code-organization', 'testing', 'debugging', 'mcp', 'python-integration', 'library-mode', 'patterns', 'pitfalls', 'faq', 'cheatsheet'],
+    reference: ['cli', 'config', 'appendices', 'settings', 'http-api'],
   }).flatMap(([folder, topics]) => topics.map((topic) => [topic, folder])),
 );
 
@@ -144,6 +144,26 @@ export const DOCS: Readonly<Record<string, DocEntry>> = {
   'library-mode': page('library-mode', 'interop', 'svc as a library', 'Run walkers without a server: Graph.open with a Registry and a store; the actor kernel on its own.'),
   'walker-responses': page('walker-responses', 'quick', 'Walker responses', 'What a client receives: the envelope, reports, results, nodes as {id, type, context}, errors and statuses.'),
   appendices: page('appendices', 'quick', 'Appendices', 'Glossary of the seed\'s words and svc\'s, the built-in routes, files on disk, limits.'),
+  // The site's pages written for it (the README's sections, the tutorial): every page of docs/ is also a resource.
+  bookmarks: page('bookmarks', 'tutorial', 'Tutorial: a bookmarks app, step by step', 'Node types and an edge, private and public walkers, a GET route, a function, a hook walker, a WebSocket walker, a test, --dev.'),
+  model: page('model', 'reference', 'Graphs, walkers, access and hooks', 'Graphs and roots, nodes, edges, walkers and abilities, access levels and grants, the guest graph, hook walkers and their fields.'),
+  architecture: page('architecture', 'reference', 'Architecture and the actor kernel', 'The rooms of svc, partition actors, worker threads, the front, mailboxes and supervision: how a request becomes a run.'),
+  auth: page('auth', 'service', 'Users, tokens and the admin', 'Registration, login, tokens and their revocation, password rules, email flows, the admin account and the admin portal.'),
+  sso: page('sso', 'service', 'Single sign-on', 'OpenID Connect and OAuth platforms under /sso/{platform}: configuration, redirects, linking accounts, the callback.'),
+  webhooks: page('webhooks', 'service', 'API keys and webhooks', 'API keys for services (/api-key/*), webhook walkers (POST /webhook/<Name>) with keys and signatures.'),
+  websockets: page('websockets', 'service', 'WebSocket walkers', 'WebSocket walkers at /ws/<Name>: tokens, frames, broadcast, limits and backpressure, WalkerSocket.'),
+  events: page('events', 'service', 'Event streaming', 'Publishing events and consuming them with walkers and functions: streams, consumer groups, retries, dead letters.'),
+  'data-storage': page('data-storage', 'service', 'Data and storage', 'store() for files and object storage, kvstore() for documents and keys, locks, and one shared database (DOCDB_URI).'),
+  'service-calls': page('service-calls', 'service', 'Calls between svc apps', 'sv.import: typed calls to another app, retries, timeouts, circuit breaking; microservice mode behind one gateway.'),
+  clusters: page('clusters', 'service', 'A cluster of processes', 'KV_URL: several svc processes serving one service through Redis, partition leases, forwarding, failure and recovery.'),
+  deployment: page('deployment', 'workflow', 'Deploying', 'svc start --scale to Kubernetes step by step (plan, image, rollout, status, destroy) and notes for any deployment.'),
+  sandboxes: page('sandboxes', 'service', 'Sandboxes', 'sandboxes(): previews of users\' projects, locally, in containers, or as pods on Kubernetes behind a routing proxy.'),
+  metrics: page('metrics', 'service', 'Metrics', 'The Prometheus endpoint, what svc measures per route, walker and store, and your own metrics.'),
+  'graph-visualizer': page('graph-visualizer', 'workflow', 'Seeing the graph', 'The /graph visualizer, /graph/data and /traverse: looking at a user\'s graph while developing.'),
+  'svc-db': page('svc-db', 'workflow', 'Operating the stores: svc db', 'svc db inspect, stats, copy, alias, quarantine and recover: operating the graph and user stores.'),
+  benchmarking: page('benchmarking', 'workflow', 'Benchmarking', 'svc bench for load-testing your app, and the repository\'s own benchmarks with their figures.'),
+  settings: page('settings', 'quick', 'Settings', 'Every setting of svc.toml with its environment variable and default, and the order in which they apply.'),
+  'http-api': page('http-api', 'quick', 'HTTP API', 'The envelope and every route the runtime serves: walkers, functions, users, admin, API keys, SSO, webhooks, health, docs, CORS.'),
   errors: page('errors', 'quick', 'Error codes', 'Every error code svc raises, its HTTP status and meaning (docs/errors.md of the package).', 'docs/errors.md'),
 };
 

@@ -12,6 +12,7 @@
  * (await resources.read('svc://docs/osp')).text; // the page's markdown
  */
 import { readFile } from 'node:fs/promises';
+import { posix } from 'node:path';
 import { DOCS, type DocPage, fileOf, GUIDES, isAbsent } from './catalog.ts';
 import { exampleCategories, readExample } from './tools/examples.ts';
 import { ToolInputError } from './types.ts';
@@ -64,17 +65,71 @@ const MARKDOWN = 'text/markdown';
 /** `svc://<group>/<name>` after decoding: plain names only; the group is the URI's authority, of any case (as the scheme). */
 const SHAPE = /^([A-Za-z]+)\/([A-Za-z0-9][A-Za-z0-9._-]*)$/;
 
-/** Read a shipped page once; later reads come from memory. */
+/** Read a shipped page once (its links to other pages turned into their `svc://` URIs); later reads come from memory. */
 const pageTexts = new Map<string, Promise<string>>();
 function pageText(page: DocPage): Promise<string> {
   let text = pageTexts.get(page.file);
   if (!text) {
-    text = readFile(fileOf(page), 'utf8');
+    text = readFile(fileOf(page), 'utf8').then((markdown) => linkToResources(markdown, page.file));
     // A failed read is not cached: the next one tries again.
     text.catch(() => pageTexts.delete(page.file));
     pageTexts.set(page.file, text);
   }
   return text;
+}
+
+/** The `svc://` URI of each page file of the manifest (`docs/guides/testing.md` → `svc://docs/testing`). */
+let uriByFile: Map<string, string> | undefined;
+function uriOfFile(file: string): string | undefined {
+  uriByFile ??= new Map([...Object.values(GUIDES), ...Object.values(DOCS).filter((e): e is DocPage => !isAbsent(e))].map((p) => [p.file, p.uri]));
+  return uriByFile.get(file);
+}
+
+/**
+ * A page's markdown links to other pages of the site, rewritten to the `svc://` URI the tool server reads them by:
+ * relative links (`../guides/testing.md#setup`) and the site's own routes (`/guides/testing`) alike, the anchor kept
+ * as a fragment (`svc://docs/testing#setup`; reading a URI ignores it). Links inside code, to other sites, and to
+ * pages without a resource stay as they are. `file` is the page's path in the package (`docs/tutorial/first-app.md`).
+ *
+ * @example
+ * linkToResources('See [testing](../guides/testing.md#setup).', 'docs/tutorial/first-app.md')
+ * // 'See [testing](svc://docs/testing#setup).'
+ */
+export function linkToResources(markdown: string, file: string): string {
+  const dir = posix.dirname(file);
+  let fence: string | undefined;
+  // The site's front matter (`order:` for its sidebar) is not the page's text.
+  return markdown
+    .replace(/^---\n[\s\S]*?\n---\n/, '')
+    .split('\n')
+    .map((line) => {
+      const f = /^\s*(`{3,}|~{3,})/.exec(line);
+      if (f) {
+        const mark = f[1] as string;
+        if (fence === undefined) fence = mark;
+        else if (mark[0] === fence[0] && mark.length >= fence.length) fence = undefined;
+        return line;
+      }
+      if (fence !== undefined) return line;
+      // Inline code spans are left alone: split on them, rewrite the rest.
+      return line
+        .split(/(`+[^`]*`+)/)
+        .map((part, i) =>
+          i % 2 === 1
+            ? part
+            : part.replace(/\]\(\s*([^()\s]+?)\s*\)/g, (whole, target: string) => {
+                const m = /^([^#?]*)(#[^\s]*)?$/.exec(target);
+                const path = m?.[1] ?? '';
+                if (!path || /^[a-z][a-z0-9+.-]*:/i.test(path)) return whole;
+                const resolved = path.startsWith('/') ? posix.join('docs', path) : posix.join(dir, path);
+                const candidate = resolved.endsWith('.md') ? resolved : `${resolved.replace(/\/$/, '')}.md`;
+                const uri = uriOfFile(posix.normalize(candidate));
+                return uri ? `](${uri}${m?.[2] ?? ''})` : whole;
+              }),
+        )
+        .join('');
+    })
+    .join('\n');
 }
 
 const FENCE_LANG: Record<string, string> = { ts: 'ts', mts: 'ts', js: 'js', mjs: 'js', json: 'json', md: 'markdown', toml: 'toml', html: 'html', css: 'css', sh: 'sh', yml: 'yaml', yaml: 'yaml' };
@@ -139,12 +194,14 @@ function buildEntries(grammar: GrammarProvider): Map<string, Entry> {
  * @example
  * canonicalUri('svc://docs/%6Fsp')          // 'svc://docs/osp'
  * canonicalUri('SVC://DOCS/osp')            // 'svc://docs/osp' (scheme and authority are case-insensitive; the name is not)
+ * canonicalUri('svc://docs/osp#entry-abilities') // 'svc://docs/osp' (the fragment is a place in the page)
  * canonicalUri('svc://docs/../../etc/passwd') // throws ToolInputError
  */
 export function canonicalUri(uri: string): string {
   if (typeof uri !== 'string' || uri.length === 0) throw new ToolInputError('uri must be a non-empty string such as svc://docs/welcome');
   if (uri.length > 300) throw new ToolInputError('uri is too long');
-  const match = /^svc:\/\/(.*)$/i.exec(uri.trim());
+  // A fragment (`svc://docs/testing#setup`, as links between pages carry one) names a place in the page, not another resource.
+  const match = /^svc:\/\/([^#]*)(?:#.*)?$/i.exec(uri.trim());
   if (!match) throw new ToolInputError(`not an svc:// resource: ${JSON.stringify(uri)} (try svc://docs/welcome)`);
   let path: string;
   try {

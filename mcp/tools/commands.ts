@@ -41,7 +41,7 @@ const BIN = fileURLToPath(new URL('../../bin/svc.mjs', import.meta.url));
  * COMMAND_GROUPS.find((g) => g.commands.includes('db'))?.name // 'data'
  */
 export const COMMAND_GROUPS: readonly { readonly name: string; readonly commands: readonly string[] }[] = [
-  { name: 'serve', commands: ['start', 'sandbox'] },
+  { name: 'serve', commands: ['start', 'sandbox', 'docs'] },
   { name: 'deploy', commands: ['scale', 'status', 'destroy'] },
   { name: 'data', commands: ['db', 'token'] },
   { name: 'tooling', commands: ['bench', 'init', 'mcp'] },

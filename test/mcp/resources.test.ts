@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { transformSync } from 'esbuild';
 import ts from 'typescript';
 import { DOCS, fileOf, GUIDES, isAbsent, presentPages } from '../../mcp/catalog.ts';
-import { canonicalUri, createResources, type Resources } from '../../mcp/resources.ts';
+import { canonicalUri, createResources, linkToResources, type Resources } from '../../mcp/resources.ts';
 import { exampleCategories } from '../../mcp/tools/examples.ts';
 import { ToolInputError } from '../../mcp/types.ts';
 
@@ -46,7 +46,7 @@ t.test('every page of the manifest exists, is not empty, and is what read() answ
     const got = await resources.read(page.uri);
     t.equal(got.uri, page.uri);
     t.equal(got.mimeType, 'text/markdown');
-    t.equal(got.text, readFileSync(path, 'utf8'), `${page.uri} answers its file`);
+    t.equal(got.text, linkToResources(readFileSync(path, 'utf8'), page.file), `${page.uri} answers its file (links to other pages as svc:// URIs)`);
     t.match(got.text, /^# \S/, `${page.uri} starts with a heading`);
   }
 });
@@ -180,10 +180,13 @@ function codeBlocks(): Block[] {
     const text = readFileSync(fileOf(page), 'utf8');
     const dir = join(dirname(fileOf(page)), '.snippets', page.uri.replace(/^svc:\/\//, '').replace(/\//g, '-'));
     let index = 0;
-    for (const m of text.matchAll(/^```(ts|typescript)(?: ([a-z]+))?\n([\s\S]*?)^```/gm)) {
+    for (const m of text.matchAll(/^```(ts|typescript)([^\n]*)\n([\s\S]*?)^```/gm)) {
       const code = m[3] as string;
-      const named = /^\/\/ file: (\S+)/.exec(code)?.[1];
-      out.push({ page: page.uri, index, code, wrong: m[2] === 'wrong', file: join(dir, named ?? `block-${index}.ts`) });
+      // The info string's marks, as test/docs/code-blocks.test.ts reads them: a fragment is not a module of its own.
+      const marks = (m[2] as string).trim().split(/\s+/);
+      const named = /^\/\/ file: (\S+)/.exec(code)?.[1] ?? marks.find((x) => x.startsWith('file='))?.slice('file='.length);
+      const wrong = marks.some((x) => x === 'wrong' || x === 'fragment' || x === 'no-check');
+      out.push({ page: page.uri, index, code, wrong, file: join(dir, named ?? `block-${index}.ts`) });
       index++;
     }
   }
@@ -242,4 +245,17 @@ t.test('every ts block of the docs (but the wrong ones) type-checks against svc,
     });
     t.same(problems, [], `${b.page} block ${b.index} (${b.file.slice(root.length)})`);
   }
+});
+
+t.test('every page of the documentation site is also a resource of the tool server (one source)', async (t) => {
+  const { readdirSync } = await import('node:fs');
+  const { join, relative } = await import('node:path');
+  const { fileURLToPath } = await import('node:url');
+  const root = fileURLToPath(new URL('../../', import.meta.url));
+  const files = new Set(presentPages().map((p) => p.file));
+  const walk = (dir: string): string[] => readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.name.startsWith('.') ? [] : e.isDirectory() ? walk(join(dir, e.name)) : e.name.endsWith('.md') ? [join(dir, e.name)] : []));
+  // The site's home page and the dependency list are about the site and the package, not svc's use.
+  const pages = walk(join(root, 'docs')).map((f) => relative(root, f)).filter((f) => f !== 'docs/index.md' && f !== 'docs/dependencies.md');
+  t.ok(pages.length > 50, `${pages.length} pages`);
+  for (const page of pages) t.ok(files.has(page), `${page} is served as an svc:// resource`);
 });

@@ -1,10 +1,15 @@
-// What the README states about the envelope, functions, ids and app errors, checked against a running app.
+// What the README and the docs pages it links (the HTTP API reference, the programming model) state about the envelope,
+// functions, ids and app errors, checked against a running app.
 import t from 'tap';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { testApp } from 'svc/testing';
 
 const entry = new URL('../../fixtures/errors-app/tour.ts', import.meta.url).pathname;
 const README = readFileSync(new URL('../../../README.md', import.meta.url), 'utf8');
+const page = (file: string) => readFileSync(new URL(`../../../docs/${file}`, import.meta.url), 'utf8');
+const HTTP_API = page('reference/http-api.md');
+const MODEL = page('concepts/model.md');
 
 t.test('the envelope: data or error, the other null; /user/* repeats its status in meta.extra.http_status', async (t) => {
   const app = await testApp({ entry });
@@ -25,7 +30,7 @@ t.test('the envelope: data or error, the other null; /user/* repeats its status 
   t.match([nowhere.status, nowhere.json().meta], [404, { extra: { http_status: 404 } }]);
   const walker404 = await app.inject({ method: 'POST', url: '/walker/Nope', body: {} });
   t.equal(walker404.json().meta.extra, undefined, 'not on walker routes');
-  t.match(README, /`meta\.extra\.http_status`/, 'the README says so');
+  t.match(HTTP_API, /`meta\.extra\.http_status`/, 'docs/reference/http-api.md says so');
 });
 
 t.test('node.id is the 32-hex id reports carry and /walker/<Name>/<node_id> takes; SvcError answers its own status', async (t) => {
@@ -39,7 +44,7 @@ t.test('node.id is the 32-hex id reports carry and /walker/<Name>/<node_id> take
   const root = await app.inject({ method: 'POST', url: '/walker/GetNote', body: {} });
   t.equal(root.status, 404);
   t.match(root.json().error, { code: 'NOTE_NOT_FOUND', message: 'no such note' });
-  t.match(README, /throw new SvcError\('NOTE_NOT_FOUND', 'no such note', \{ status: 404 \}\)/);
+  t.match(HTTP_API, /throw new SvcError\('NOTE_NOT_FOUND', 'no such note', \{ status: 404 \}\)/, 'docs/reference/http-api.md shows it');
 });
 
 t.test('fn’s second argument: ctx.root is the caller’s root, ctx.caller who calls', async (t) => {
@@ -52,17 +57,19 @@ t.test('fn’s second argument: ctx.root is the caller’s root, ctx.caller who 
   const login = (await app.inject({ method: 'POST', url: '/user/login', body: { identity: { type: 'username', value: 'ann' }, credential: { type: 'password', password: 'correct horse battery staple' } } })).json().data;
   const mine = (await app.inject({ method: 'POST', url: '/function/whoami', headers: { authorization: `Bearer ${login.token}` }, body: {} })).json().data.result;
   t.match(mine, { root: login.root_id, rootIdOfCaller: login.root_id, user: login.user_id, notes: 0 });
-  t.match(README, /`ctx\.root` is\s+the caller's root node/);
+  t.match(MODEL, /`ctx\.root` is\s+the caller's root node/, 'docs/concepts/model.md says so');
 });
 
-t.test('README: two commands on top, prerequisites first, no macOS-only `open`, no spec references', async (t) => {
+t.test('README: two commands on top, prerequisites first, no macOS-only `open`, no spec references (nor in the docs)', async (t) => {
   const firstSection = README.indexOf('\n## ', README.indexOf('## Run the tests') + 1);
   const top = README.slice(0, firstSection);
   const commands = [...top.matchAll(/```sh\n([^`]*)```/g)].map((m) => (m[1] as string).trim());
   t.same(commands, ['npm install && npm start', 'npm install && npm test'], 'exactly the two commands');
   t.ok(top.indexOf('Node ≥ 20') < top.indexOf('npm install && npm start'), 'prerequisites before the first command');
   t.notMatch(README, /^\s*open https?:/m, 'no macOS-only open');
-  for (const file of ['README.md', 'docs/errors.md', 'docs/dependencies.md']) {
+  const docs = readdirSync(new URL('../../../docs', import.meta.url), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.md') && !f.includes('node_modules') && !f.startsWith('.vitepress')).map((f) => join('docs', f));
+  t.ok(docs.length > 40, `${docs.length} pages of docs/ read`);
+  for (const file of ['README.md', ...docs]) {
     t.notMatch(readFileSync(new URL(`../../../${file}`, import.meta.url), 'utf8'), /seed\s*\d*\s*§|§\s*\d/, `${file}: plain words, no spec section numbers`);
   }
   t.match(README, /## Not built yet/);
