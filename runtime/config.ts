@@ -75,6 +75,17 @@ export const SCHEMA = {
     /** Fields a client sends that the walker or function does not declare: refused with 400 (true), or ignored with a warning once per walker and field. */
     strict_fields: { kind: 'bool', default: true, env: ['SVC_STRICT_FIELDS'] },
   },
+  /** CORS of a single process or a cluster member (README *CORS*): the keys of `[scale.microservices.cors]`, permissive by default. */
+  'scale.server.cors': {
+    /** `["*"]`: any origin; a list: those origins only (echoed, with `Vary: Origin`); `[]`: no CORS at all. */
+    allow_origins: { kind: 'list', default: ['*'], env: ['SVC_CORS_ALLOW_ORIGINS'] },
+    allow_methods: { kind: 'list', default: ['*'], env: ['SVC_CORS_ALLOW_METHODS'] },
+    allow_headers: { kind: 'list', default: ['*'], env: ['SVC_CORS_ALLOW_HEADERS'] },
+    /** With `["*"]`: the request's origin is echoed (never `*` with credentials). */
+    allow_credentials: { kind: 'bool', default: false, env: ['SVC_CORS_ALLOW_CREDENTIALS'] },
+    expose_headers: { kind: 'list', default: ['x-request-id', 'x-trace-id'], env: ['SVC_CORS_EXPOSE_HEADERS'] },
+    max_age: { kind: 'int', default: 600, min: 0, env: ['SVC_CORS_MAX_AGE'] },
+  },
   'scale.websocket': {
     max_frame_bytes: { kind: 'int', default: 64 * 1024, min: 1, env: ['SVC_WS_MAX_FRAME_BYTES'] },
     max_buffered_bytes: { kind: 'int', default: 1024 * 1024, min: 1, env: ['SVC_WS_MAX_BUFFERED_BYTES'] },
@@ -664,6 +675,7 @@ export function loadConfig(options: {
     throw new ConfigError(`[scale.jwt] exp_delta_days (${jwt.exp_delta_days}) is longer than max_token_days (${jwt.max_token_days}): tokens would be refused`);
   }
   checkMetrics(values['scale.metrics'] as SvcConfig['scale.metrics']);
+  checkCors(values['scale.server.cors'] as SvcConfig['scale.server.cors'], 'scale.server.cors', 'SVC_CORS_');
   // The original product's idp_a/b/c sections fill google/github/microsoft where those are not set themselves.
   for (const [alias, platform] of Object.entries(SSO_ALIASES)) {
     const from = values[`scale.sso.${alias}`] as Record<string, string>;
@@ -700,6 +712,26 @@ function checkSso(values: Record<string, Record<string, unknown>>): void {
   }
   const oidc = values['scale.sso.oidc'] as { client_id: string; client_secret: string; discovery_url: string };
   if (oidc.client_id && oidc.client_secret && !oidc.discovery_url) throw new ConfigError('[scale.sso.oidc] needs discovery_url (the issuer\'s /.well-known/openid-configuration) besides client_id and client_secret');
+}
+
+/**
+ * A CORS section's values as a browser could meet them: an origin is `*` (alone) or
+ * `scheme://host[:port]` — what browsers send; `app.example` would never match —, methods
+ * are HTTP tokens, headers header names. Refused with the key (and its environment name).
+ */
+function checkCors(c: SvcConfig['scale.server.cors'], section: string, envPrefix: string): void {
+  const refuse = (key: string, why: string): never => {
+    throw new ConfigError(`[${section}] ${key} (${envPrefix}${key.toUpperCase()}): ${why}`);
+  };
+  for (const o of c.allow_origins) {
+    if (o === '*') {
+      if (c.allow_origins.length > 1) refuse('allow_origins', `"*" stands alone (any origin): list origins without it, got ${JSON.stringify(c.allow_origins)}`);
+    } else if (!/^[a-z][a-z0-9+.-]*:\/\/[^\s/?#@]+\/?$/i.test(o.trim())) refuse('allow_origins', `${JSON.stringify(o)} is not an origin: scheme://host[:port] such as "https://app.example", or "*"`);
+  }
+  for (const m of c.allow_methods) if (m !== '*' && !/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,32}$/.test(m)) refuse('allow_methods', `${JSON.stringify(m)} is not an HTTP method`);
+  for (const key of ['allow_headers', 'expose_headers'] as const) {
+    for (const h of c[key]) if (h !== '*' && !/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,256}$/.test(h)) refuse(key, `${JSON.stringify(h)} is not a header name`);
+  }
 }
 
 /** Paths the runtime serves itself: the metrics endpoint may not take one. */

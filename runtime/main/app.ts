@@ -9,6 +9,7 @@ import { basename, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { compileWorker, WorkerPool } from '../../transports/worker/index.ts';
 import type { RouteSummary, ServeBoot } from '../boot.ts';
+import { endpointCount, EVENT_METHOD, HOOK_METHOD } from '../listing.ts';
 import { APP, SERVING } from '../keys.ts';
 import type { RuntimeModule } from '../runtime.ts';
 import { order, say, SERVE_WORKER, StartError, type StartOptions, workerBoot } from './options.ts';
@@ -55,7 +56,7 @@ export async function describeApp(entry: string, data: ServeBoot, projectRoot: s
 }
 
 /** An error of the app's module as it loads: `file:line:col: message`, at the first frame in the project's own files. */
-function loadError(error: unknown, projectRoot: string): string {
+export function loadError(error: unknown, projectRoot: string): string {
   const name = error instanceof Error && !['Error', 'SvcError'].includes(error.name) ? `${error.name}: ` : '';
   const message = `${name}${error instanceof Error ? error.message : String(error)}`;
   const stack = (error as { appStack?: unknown }).appStack ?? (error as { stack?: unknown }).stack;
@@ -77,9 +78,35 @@ export function buildErrors(error: unknown): string | undefined {
   return errors.map((e) => (e.location ? `${e.location.file}:${e.location.line}:${e.location.column}: ${e.text}` : e.text)).join('\n');
 }
 
-/** The endpoints as a table, and how many. */
+/**
+ * The app's listing as a table: each HTTP route and WebSocket walker
+ * (`METHOD /path  kind Name`), each hook walker (`HOOK _Name  before every
+ * route and WebSocket upgrade`), each event subscription (`EVENT topic  → name`);
+ * then how many of each.
+ *
+ * @example
+ * printRoutes(await describeApp(entry, boot, projectRoot));
+ * // POST /walker/AddNote                          walker AddNote  (token)
+ * // HOOK _RequireKey                              hook walker, before every route and WebSocket upgrade
+ * // EVENT order.created                           → subscription onOrder
+ * // 1 endpoint, 1 hook, 1 subscription
+ */
 export function printRoutes(routes: RouteSummary[]): void {
-  const width = Math.max(...routes.map((r) => r.method.length + 1 + r.path.length));
-  for (const r of routes) say(`${`${r.method} ${r.path}`.padEnd(width)}  ${r.kind} ${r.name}${r.access === 'pub' ? '' : r.access === 'api-key' ? '  (API key + signature)' : '  (token)'}`);
-  say(`${routes.length} endpoints`);
+  const lines = routes.map((r) => {
+    if (r.method === HOOK_METHOD) return [`HOOK ${r.name}`, `hook walker, ${r.path.replace(/^\((.*)\)$/, '$1')}`];
+    if (r.method === EVENT_METHOD) return [`EVENT ${r.path}`, `→ ${r.kind} ${r.name}`];
+    return [`${r.method} ${r.path}`, `${r.kind} ${r.name}${r.access === 'pub' ? '' : r.access === 'api-key' ? '  (API key + signature)' : '  (token)'}`];
+  });
+  const width = Math.max(...lines.map(([left]) => (left as string).length));
+  for (const [left, right] of lines) say(`${(left as string).padEnd(width)}  ${right}`);
+  say(listingCounts(routes));
 }
+
+/** `3 endpoints, 1 hook, 2 subscriptions` (hooks and subscriptions only when there are some). */
+function listingCounts(routes: readonly RouteSummary[]): string {
+  const n = (count: number, what: string) => `${count} ${what}${count === 1 ? '' : 's'}`;
+  const hooks = routes.filter((r) => r.method === HOOK_METHOD).length;
+  const events = routes.filter((r) => r.method === EVENT_METHOD).length;
+  return [n(endpointCount(routes), 'endpoint'), ...(hooks ? [n(hooks, 'hook')] : []), ...(events ? [n(events, 'subscription')] : [])].join(', ');
+}
+

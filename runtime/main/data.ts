@@ -9,6 +9,7 @@ import type { RuntimeModule } from '../runtime.ts';
 import { lockDataFolder } from './data-lock.ts';
 import { StartError, type StartOptions } from './options.ts';
 import { jwtSecret, type ResolvedSecret, webhookSecret } from './secrets.ts';
+import { hasWebhooks } from '../listing.ts';
 
 /** The secrets of this start, and whether the app has webhook walkers. */
 export interface StartSecrets {
@@ -38,11 +39,11 @@ export function dataModule(options: StartOptions): RuntimeModule {
       // the members of a cluster share theirs (SQLite in WAL mode across processes; the cluster keeps one owner per graph).
       for (const file of sqliteFiles) lockDataFolder(file, { shared: Boolean(kvUrl) });
       const jwt = jwtSecret({ configured: config['scale.jwt'].secret, production, projectRoot });
-      // Webhook signatures need a secret only with webhook walkers (served at /webhook/<Name>) and verify_signature on.
-      // --dev resolves one anyway: a reload may add the first webhook walker, and workers cannot make one up then.
+      // Webhook signatures need a secret only with webhook walkers (served at /webhook/<Name>) and verify_signature on: an app
+      // without any gets no .svc/webhook_secret, in --dev neither (a reload that adds the first one makes it: lateWebhookSecret).
       const webhookConfig = config['scale.webhook'];
-      const webhooks = rt.need(APP).endpoints?.some((e) => e.path.startsWith('/webhook/')) ?? false;
-      const webhook = webhookSecret({ configured: webhookConfig.secret, production, projectRoot, needed: webhookConfig.verify_signature && (webhooks || (options.dev && !production)) });
+      const webhooks = hasWebhooks(rt.need(APP).endpoints ?? []);
+      const webhook = webhookSecret({ configured: webhookConfig.secret, production, projectRoot, needed: webhookConfig.verify_signature && webhooks });
       if (webhook.warning) process.stderr.write(`svc: warning: ${webhook.warning}\n`);
       rt.provide(SECRETS, { jwt, webhook, webhooks });
     },

@@ -5,6 +5,7 @@ import type { SvcConfig } from '../config.ts';
 import { SECRETS, SERVING, WORKERS } from '../keys.ts';
 import type { RuntimeModule } from '../runtime.ts';
 import { printRoutes } from './app.ts';
+import { endpointCount } from '../listing.ts';
 import { say, type StartOptions } from './options.ts';
 
 /**
@@ -21,11 +22,12 @@ export function reportModule(options: StartOptions): RuntimeModule {
       const { routes } = rt.need(WORKERS);
       const { jwt, webhook, webhooks } = rt.need(SECRETS);
       const { transport, workers } = rt.need(SERVING);
-      say(`svc: ${routes.length} endpoint${routes.length === 1 ? '' : 's'} from ${relative(process.cwd(), entry) || entry}`);
+      const endpoints = endpointCount(routes);
+      say(`svc: ${endpoints} endpoint${endpoints === 1 ? '' : 's'} from ${relative(process.cwd(), entry) || entry}`);
       // In --dev the table is printed, and printed again whenever a reload changes it.
       if (options.dev) printRoutes(routes);
       say(`svc: store ${backend === 'sqlite' ? `sqlite at ${relative(process.cwd(), storePath) || storePath}` : `${backend} at ${redactUri(docdbUri)}`}; jwt: ${jwt.source}`);
-      // Also when --dev made a secret for webhooks still to come: a new file under .svc/ is always said.
+      // A new file under .svc/ is always said (generated only for webhook walkers).
       const webhookConfig = config['scale.webhook'];
       if (webhooks || webhook.generated) {
         const from = webhook.source === 'configured' ? (process.env.WEBHOOK_SECRET ? 'from WEBHOOK_SECRET' : 'from [scale.webhook] secret') : webhook.source;

@@ -58,7 +58,13 @@ function resolveSecret(spec: SecretSpec, options: { configured: string; producti
   }
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const secret = randomBytes(32).toString('base64url');
-  writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+  try {
+    // Made only if still missing: worker threads of a --dev reload may make it at the same moment, and must agree on one.
+    writeFileSync(file, `${secret}\n`, { mode: 0o600, flag: 'wx' });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return resolveSecret(spec, options);
+    throw error;
+  }
   chmodSync(file, 0o600);
   return { secret, source: `development secret generated in ${file}`, generated: true };
 }
@@ -76,7 +82,9 @@ export function jwtSecret(options: { configured: string; production: boolean; pr
  * The HMAC key of webhook signatures. Needed only when the app has webhook
  * walkers and `[scale.webhook] verify_signature` is on (`needed`); otherwise
  * the configured value, possibly empty, is passed on as it is and nothing is
- * generated or refused.
+ * generated or refused — an app without webhook walkers gets no
+ * `.svc/webhook_secret`, in `--dev` neither (a reload that adds the first
+ * one makes it then: {@link lateWebhookSecret}).
  *
  * @example
  * const hooks = webhookSecret({ configured: config['scale.webhook'].secret, production, projectRoot, needed: true });
@@ -88,4 +96,20 @@ export function webhookSecret(options: { configured: string; production: boolean
     { envName: 'WEBHOOK_SECRET', configName: '[scale.webhook] secret', file: 'webhook_secret', why: ' for the app\'s webhook walkers (signatures are verified: [scale.webhook] verify_signature)' },
     options,
   );
+}
+
+/**
+ * The webhook secret a worker thread of `svc start --dev` needs when a reload
+ * brought the app's first webhook walker (the start made none: the app had
+ * none): `.svc/webhook_secret`, read, or made by whichever thread comes first.
+ * Undefined when it is not for a worker to decide: a secret was handed over or
+ * configured, signatures are not verified, or this is no development server.
+ *
+ * @example
+ * const late = lateWebhookSecret({ dev: boot.dev, handed: boot.webhookSecret, configured: config['scale.webhook'].secret, verify: true, projectRoot });
+ * // { secret: '…', source: 'development secret generated in /app/.svc/webhook_secret', generated: true }
+ */
+export function lateWebhookSecret(options: { dev: boolean; handed: string | undefined; configured: string; verify: boolean; projectRoot: string }): ResolvedSecret | undefined {
+  if (!options.dev || options.handed || options.configured || !options.verify || process.env.NODE_ENV === 'production') return undefined;
+  return webhookSecret({ configured: '', production: false, projectRoot: options.projectRoot, needed: true });
 }

@@ -37,6 +37,7 @@ import type { SvcConfig } from '../config.ts';
 import type { RuntimeModule } from '../runtime.ts';
 import { adminMetrics, renderMetrics, type ThreadMetrics } from '../metrics/index.ts';
 import { type Log, logFailure } from './shared.ts';
+import { lateWebhookSecret } from '../main/secrets.ts';
 import { API_KEYS, AUTH, BROKER, BUS, FRONT, GRAPH, HOOKS, IDENTITY, LOG, METRICS, SCRAPE, SSO, STORE, SUBSCRIPTIONS, UNKNOWN_FIELDS, USERS } from '../keys.ts';
 
 export function httpModule(system: ActorSystem, boot: ServeBoot, registry: Registry, routes: EndpointRoute[], member: MemberState | undefined): RuntimeModule {
@@ -104,7 +105,8 @@ export function httpModule(system: ActorSystem, boot: ServeBoot, registry: Regis
           // Sign-in routes read the Host (the redirect URI in development) and the browser binding cookie: copied only when a provider can be used.
           ...(sso.providers().some((p) => p.enabled) ? { extraHeaders: ['host', 'cookie'] } : {}),
           forwardAuthorization: importsServices,
-          ...(routes.some((r) => r.webhook) ? { webhook: { ...openApiWebhook(config), apiKeys: rt.need(API_KEYS), secret: boot.webhookSecret ?? config['scale.webhook'].secret } } : {}),
+          cors: config['scale.server.cors'],
+          ...(routes.some((r) => r.webhook) ? { webhook: { ...openApiWebhook(config), apiKeys: rt.need(API_KEYS), secret: webhookKey(boot, log) } } : {}),
         }),
       );
     },
@@ -116,6 +118,17 @@ export function httpModule(system: ActorSystem, boot: ServeBoot, registry: Regis
 /** The members of this process's cluster, as its main thread knows them (for `GET /admin/cluster`). */
 function askMembers(system: ActorSystem): Promise<MemberSummary[]> {
   return system.refFromAddress({ node: MAIN_THREAD, path: `/user/${CLUSTER_ACTOR}` }).ask({ t: 'members' } satisfies ClusterAsk, 5000) as Promise<MemberSummary[]>;
+}
+
+/**
+ * The webhook signature secret: the one the start handed over, else the configured one — or, when a
+ * `--dev` reload brought the app's first webhook walker, `.svc/webhook_secret` (made now if missing).
+ */
+function webhookKey(boot: ServeBoot, log: Log): string {
+  const w = boot.config['scale.webhook'];
+  const late = lateWebhookSecret({ dev: boot.dev, handed: boot.webhookSecret, configured: w.secret, verify: w.verify_signature, projectRoot: boot.projectRoot });
+  if (late?.generated) log.warn(`webhooks: signatures verified (${w.signature_header}) with the ${late.source}`);
+  return late?.secret ?? (boot.webhookSecret || w.secret);
 }
 
 /** `[scale.webhook]` as the front and the OpenAPI document read it (the secret apart). */

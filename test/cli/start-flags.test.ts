@@ -68,3 +68,37 @@ t.test('uWebSockets.js: every worker thread serves HTTP', { skip: loadUws() inst
   t.teardown(() => server.stop());
   t.match(server.output(), /svc: 2 worker threads, each serving HTTP, transport uWebSockets\.js\n/);
 });
+
+/** An app with one of each kind the listing shows: a walker, a hook, a WebSocket walker, a webhook walker, a subscription. */
+const EVERY_KIND = `import { APIProtocol, entry, restspec, Root, subscribe, Walker } from 'svc';
+export class Hello extends Walker {
+  static access = 'pub' as const;
+  @entry(Root) hi() { this.report('hi'); }
+}
+export class _RequireKey extends Walker {
+  @entry(Root) check() {}
+}
+export class Announce extends Walker {
+  static access = 'pub' as const;
+  static spec = restspec({ protocol: APIProtocol.WEBSOCKET });
+  @entry(Root) say() { this.report('news'); }
+}
+export class GithubPush extends Walker {
+  static spec = restspec({ protocol: APIProtocol.WEBHOOK });
+  @entry(Root) push() { this.report('pushed'); }
+}
+export const onOrder = subscribe('order.created', () => undefined);
+`;
+
+t.test('--faux lists hooks, subscriptions, webhooks and WebSocket walkers, each marked', async (t) => {
+  const dir = t.testdir({ 'app.ts': EVERY_KIND });
+  const r = await svc(['start', join(dir, 'app.ts'), '--faux']);
+  t.equal(r.code, 0, r.stderr);
+  t.match(r.stdout, /^POST \/walker\/Hello\s+walker Hello$/m);
+  t.match(r.stdout, /^HOOK _RequireKey\s+hook walker, before every route and WebSocket upgrade$/m, 'the hook');
+  t.match(r.stdout, /^WS \/ws\/Announce\s+websocket walker Announce$/m, 'the WebSocket walker');
+  t.match(r.stdout, /^POST \/webhook\/GithubPush\s+webhook walker GithubPush\s+\(API key \+ signature\)$/m, 'the webhook walker');
+  t.match(r.stdout, /^EVENT order\.created\s+→ subscription onOrder$/m, 'the subscription');
+  t.match(r.stdout, /^4 endpoints, 1 hook, 1 subscription$/m, 'hooks and subscriptions are counted apart');
+  t.notMatch(r.stdout, /_RequireKey.*\/walker\//, 'a hook has no route');
+});

@@ -20,6 +20,7 @@ import type { ClientAddresses } from './client-address.ts';
 import type { BuiltinRoute, HttpRequest, HttpResponse } from './types.ts';
 import { traceIdOf } from './trace.ts';
 import { WebhookGate, type WebhookOptions } from './webhook-auth.ts';
+import { CorsPolicy, type CorsSettings } from './cors.ts';
 import { channel } from 'node:diagnostics_channel';
 
 /** One access-log line. */
@@ -100,6 +101,8 @@ export interface FrontOptions {
   extraHeaders?: readonly string[];
   /** The app calls other services (`sv.import`): runs keep the request's `Authorization` header for them to forward. */
   forwardAuthorization?: () => boolean;
+  /** `[scale.server.cors]` (default {@link PERMISSIVE_CORS}): the CORS headers of every answer, the app's routes and the runtime's alike. */
+  cors?: CorsSettings;
 }
 
 /** The 503s a retry does not fix (a missing configuration): every other 503 is answered with `Retry-After: 1`. */
@@ -107,11 +110,21 @@ const RETRY_NEVER = new Set(['EMAIL_DISABLED']);
 
 const QUIET_PATHS = new Set(['/', '/docs', '/redoc', '/openapi.json', '/favicon.ico', '/health', '/ready', '/healthz', '/healthz/ready', '/healthz/live']);
 
-/** Added to responses of requests that carry an Origin (browsers). */
-const CORS = {
-  'access-control-allow-origin': '*',
-  'access-control-expose-headers': 'x-request-id, x-trace-id',
-};
+/**
+ * The CORS of a front not told otherwise (`[scale.server.cors]`'s defaults):
+ * any origin, without credentials; a page's script may read the request and trace ids.
+ *
+ * @example
+ * new Front({ ...options, cors: { ...PERMISSIVE_CORS, allow_origins: ['https://app.example'] } });
+ */
+export const PERMISSIVE_CORS: Readonly<CorsSettings> = Object.freeze({
+  allow_origins: ['*'],
+  allow_methods: ['*'],
+  allow_headers: ['*'],
+  allow_credentials: false,
+  expose_headers: ['x-request-id', 'x-trace-id'],
+  max_age: 600,
+});
 
 const JSON_TYPE = 'application/json; charset=utf-8';
 
@@ -144,9 +157,12 @@ export class Front {
   readonly addressPaths: Set<string>;
   /** Requests handed to {@link handle} and not answered yet (the untracked path left out). */
   inFlight = 0;
+  /** `[scale.server.cors]`, made once: the servers add its headers to the answers they write themselves too. */
+  readonly cors: CorsPolicy;
 
   constructor(private readonly o: FrontOptions) {
     this.router = new Router(o.routes);
+    this.cors = new CorsPolicy(o.cors ?? PERMISSIVE_CORS);
     this.unknownFields = o.unknownFields ?? new UnknownFields();
     this.hooks = o.hooks ?? new HookDispatcher(o.registry, (walker, fields, options) => o.graph.spawn(walker, fields, options), { timeoutMs: o.requestTimeoutMs });
     const wantsAll = o.routes.some((r) => 'headers' in (r.schema.properties ?? {})) || this.hooks.wantsHeaders;
@@ -273,7 +289,7 @@ export class Front {
       res.headers.connection = 'close';
       res.close = true;
     }
-    if (req.headers.origin !== undefined) Object.assign(res.headers, CORS);
+    this.cors.apply(req.headers.origin, res.headers);
     res.headers['x-request-id'] = rid;
     res.headers['x-trace-id'] = traceId;
     if (tracked) this.inFlight--;
@@ -299,7 +315,9 @@ export class Front {
   private async dispatch(req: HttpRequest, rid: string, traceId: string, setRoute: (r: string, endpoint?: EndpointRoute) => void): Promise<HttpResponse> {
     if (req.method === 'OPTIONS') {
       setRoute('preflight');
-      return preflight(req);
+      // Every OPTIONS is answered here (nothing else serves it). The methods are the front's own: Access-Control-Request-Method is not
+      // copied from the request (a native call per request on uWS), and a method outside the standard ones has no route anyway.
+      return { status: 204, headers: this.cors.preflightGrants(req.headers.origin, req.headers), body: '' };
     }
     if (req.method === 'GET' || req.method === 'HEAD') {
       const builtin = this.builtins.get(req.path);
@@ -509,16 +527,4 @@ function decodeParams(raw: Record<string, string>): Record<string, string> | und
 
 function passwordChangeRequired(): HttpError {
   return new HttpError(403, { code: 'PASSWORD_CHANGE_REQUIRED', message: 'change the password first (PUT /user/password)' });
-}
-
-function preflight(req: HttpRequest): HttpResponse {
-  return {
-    status: 204,
-    headers: {
-      'access-control-allow-methods': 'GET, POST, PUT, PATCH, DELETE, OPTIONS',
-      'access-control-allow-headers': req.headers['access-control-request-headers'] ?? '*',
-      'access-control-max-age': '600',
-    },
-    body: '',
-  };
 }

@@ -4,8 +4,10 @@
  * files, over uWebSockets.js or node:http.
  */
 export { Front } from './front.ts';
-export { HTTP_RESPONSE_CHANNEL, UNMATCHED_ROUTE, SV_HEADER } from './front.ts';
+export { HTTP_RESPONSE_CHANNEL, PERMISSIVE_CORS, UNMATCHED_ROUTE, SV_HEADER } from './front.ts';
 export type { FrontOptions, AccessEntry, ResponseInfo } from './front.ts';
+export { CorsPolicy } from './cors.ts';
+export type { CorsSettings, HeaderBag, RequestHeaders } from './cors.ts';
 export { traceIdOf, newTraceId, isTraceId } from './trace.ts';
 export { readPartsAhead } from './multipart.ts';
 export { buildRoutes, Router } from './router.ts';

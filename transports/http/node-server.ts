@@ -82,7 +82,7 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
     res.writeHead(HTTP_ERRORS[code].status, {
       'content-type': 'application/json; charset=utf-8',
       'content-length': String(Buffer.byteLength(body)),
-      'access-control-allow-origin': '*',
+      ...front.cors.rawHeaders(res.req?.headers.origin),
       connection: 'close',
       ...headers,
     });

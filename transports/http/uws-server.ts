@@ -66,6 +66,8 @@ interface State {
   finished: boolean;
   /** Run once the request is over (answered or aborted): a streamed upload's files are removed. */
   cleanup?: () => void;
+  /** The request's Origin (the CORS headers of an answer written without the front). */
+  origin?: string | undefined;
 }
 
 /** A request whose body is still arriving, and when it must be in. */
@@ -149,7 +151,8 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     res.cork(() => {
       res.writeStatus(statusLine(HTTP_ERRORS[code].status));
       res.writeHeader('content-type', 'application/json; charset=utf-8');
-      res.writeHeader('access-control-allow-origin', '*');
+      const cors = front.cors.rawHeaders(state.origin);
+      for (const name in cors) res.writeHeader(name, cors[name] as string);
       res.end(body, true);
     });
   };
@@ -279,7 +282,7 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
   app.any('/*', (res, req) => {
     // Counted from arrival (a body may still be on its way), until answered or aborted.
     inFlight.start();
-    const state: State = { aborted: false, finished: false };
+    const state: State = { aborted: false, finished: false, origin: undefined };
     const finish = (): void => {
       if (state.finished) return;
       state.finished = true;
@@ -312,6 +315,7 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
         });
       }
     }
+    state.origin = headers.origin;
     const url = req.getUrl();
     const wantsAddress = addressPaths.has(url);
     if (wantsAddress) {
