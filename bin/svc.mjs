@@ -1,6 +1,21 @@
 #!/usr/bin/env node
-// The svc command: TypeScript sources run through tsx.
-import { register } from 'tsx/esm/api';
+// The svc command. `svc start` runs on svc's sources built once to plain JavaScript (bin/cli-bundle.mjs: no loader
+// on its path, a start several times faster); every other command, or a start whose build cannot be made, runs the
+// TypeScript sources through tsx.
+import { cliBundle, useBundle } from './cli-bundle.mjs';
 
-register();
-await import('../cli/index.ts');
+let built;
+if (useBundle(process.argv, process.env)) {
+  try {
+    built = await cliBundle();
+  } catch (error) {
+    if (process.env.SVC_DEBUG_CLI_BUNDLE) process.stderr.write(`svc: the built CLI cannot be used (${error.message}); running the sources\n`);
+  }
+}
+if (built) {
+  await import(built);
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import('../cli/index.ts');
+}

@@ -7,7 +7,10 @@
 import { createRequire } from 'node:module';
 import { isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import nodemailer from 'nodemailer';
+import type nodemailer from 'nodemailer';
+
+// nodemailer is loaded when an SMTP emailer is made (email configured), never at start otherwise.
+const requireHere = createRequire(import.meta.url);
 
 export interface Emailer {
   sendEmail(to: string, subject: string, text: string, html?: string, from?: string): Promise<boolean>;
@@ -35,10 +38,10 @@ export function registerEmailer(name: string, factory: EmailerFactory): void {
 }
 
 class SmtpEmailer implements Emailer {
-  private readonly transport;
+  private readonly transport: ReturnType<typeof nodemailer.createTransport>;
   constructor(private readonly config: EmailerConfig) {
     const smtp = config.smtp;
-    this.transport = nodemailer.createTransport({
+    this.transport = (requireHere('nodemailer') as typeof nodemailer).createTransport({
       host: smtp.host,
       port: smtp.port,
       secure: false,

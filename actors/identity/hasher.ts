@@ -66,15 +66,17 @@ export class ThreadHasher implements Hasher {
    * - `maxQueue`: jobs that may wait for a thread (default {@link HASH_QUEUE_DEFAULT});
    *   one more is refused with `SVC_ERR_MAILBOX_FULL` (503).
    * - `argon2Module`: the argon2 binding the threads load (default `@node-rs/argon2`).
+   * - `onDemand`: start the threads as jobs come (up to `threads`; they then stay) rather than all at once: a
+   *   process that never hashes a password (no sign-in) holds none (each is a few MB resident).
    */
-  constructor(options: { threads?: number; nice?: number; maxQueue?: number; argon2Module?: string } = {}) {
+  constructor(options: { threads?: number; nice?: number; maxQueue?: number; argon2Module?: string; onDemand?: boolean } = {}) {
     // Two per core by default: while a job's request is still crossing the HTTP front, the core goes to the other thread
     // (measured in bench/identity.ts). At most 16 by default: each hash holds 19 MiB while it runs.
     const threads = Math.max(1, options.threads || Math.min(16, 2 * availableParallelism()));
     this.maxQueue = Math.max(1, Math.floor(options.maxQueue ?? HASH_QUEUE_DEFAULT));
     this.pool = new Piscina({
       filename: createRequire(import.meta.url).resolve('./hash-thread.mjs'),
-      minThreads: threads,
+      minThreads: options.onDemand ? 0 : threads,
       maxThreads: threads,
       idleTimeout: Infinity,
       maxQueue: this.maxQueue,

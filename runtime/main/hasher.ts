@@ -15,7 +15,8 @@ export function hasherModule(options: StartOptions): RuntimeModule {
     provides: [HASHER],
     start(rt) {
       const auth = options.config['scale.auth'];
-      hasher = rt.provide(HASHER, new ThreadHasher({ threads: auth.hash_concurrency, nice: auth.hash_nice }));
+      // Its threads start with the first sign-in (or the admin's first password), not with the process.
+      hasher = rt.provide(HASHER, new ThreadHasher({ threads: auth.hash_concurrency, nice: auth.hash_nice, onDemand: true }));
     },
     close: () => hasher?.close(),
   };

@@ -3,12 +3,27 @@
  * the server takes transactions), creating missing collections, and a driver
  * error as a store error, never with the URI's credentials.
  */
-import { type Db, MongoClient, MongoClientClosedError, MongoError, MongoNetworkError, MongoNotConnectedError, MongoOperationTimeoutError, MongoServerSelectionError, MongoTopologyClosedError } from 'mongodb';
+import type { Db, MongoClient } from 'mongodb';
 import { SvcError } from '../../kernel/index.ts';
 import { storeError } from '../../actors/graph/index.ts';
+import { loadedMongo, mongo, NotLoaded } from './driver.ts';
 
 /** Server error codes that mean "not reachable or not primary right now": the caller may retry. */
 const UNAVAILABLE_CODES = new Set([6, 7, 50, 64, 89, 91, 112, 133, 134, 189, 251, 262, 9001, 10058, 10107, 11600, 11602, 13435, 13436]);
+
+/** The driver's error classes before it is loaded: no error is an instance of them. */
+const NOT_LOADED = {
+  MongoClientClosedError: NotLoaded,
+  MongoError: NotLoaded,
+  MongoNetworkError: NotLoaded,
+  MongoNotConnectedError: NotLoaded,
+  MongoOperationTimeoutError: NotLoaded,
+  MongoServerSelectionError: NotLoaded,
+  MongoTopologyClosedError: NotLoaded,
+} as unknown as Pick<
+  typeof import('mongodb'),
+  'MongoClientClosedError' | 'MongoError' | 'MongoNetworkError' | 'MongoNotConnectedError' | 'MongoOperationTimeoutError' | 'MongoServerSelectionError' | 'MongoTopologyClosedError'
+>;
 
 /** Credentials out of a message (`//user:password@host` → `//…@host`). */
 function scrub(message: string): string {
@@ -32,6 +47,8 @@ export function mongoDatabaseOf(uri: string): string | undefined {
  */
 export function mongoFailure(error: unknown, what: string): SvcError {
   if (error instanceof SvcError) return error;
+  const driver = loadedMongo() ?? NOT_LOADED;
+  const { MongoClientClosedError, MongoError, MongoNetworkError, MongoNotConnectedError, MongoOperationTimeoutError, MongoServerSelectionError, MongoTopologyClosedError } = driver;
   if (error instanceof MongoClientClosedError || error instanceof MongoTopologyClosedError) return storeError('SVC_ERR_STORE', 'the store is closed', { cause: error });
   const message = scrub(error instanceof Error ? error.message : String(error));
   if (error instanceof MongoError && error.hasErrorLabel('UnknownTransactionCommitResult')) {
@@ -62,7 +79,7 @@ export async function connectMongo(uri: string, database: string | undefined, wh
   try {
     // ignoreUndefined: an absent field stays absent, as in the JSON form of the other stores.
     // An unreachable server is reported within 5 s (the driver's default is 30), unless the URI says otherwise.
-    client = new MongoClient(uri, { ignoreUndefined: true, ...(/serverSelectionTimeoutMS=/i.test(uri) ? {} : { serverSelectionTimeoutMS: 5_000 }) });
+    client = new (mongo().MongoClient)(uri, { ignoreUndefined: true, ...(/serverSelectionTimeoutMS=/i.test(uri) ? {} : { serverSelectionTimeoutMS: 5_000 }) });
   } catch (error) {
     throw storeError('SVC_ERR_STORE_BACKEND', `docdb_uri is not a MongoDB connection string the driver takes: ${scrub((error as Error).message)}`, { cause: error });
   }
@@ -97,7 +114,7 @@ export async function ensureCollections(db: Db, names: readonly string[]): Promi
       await db.createCollection(name);
     } catch (error) {
       // NamespaceExists: another process created it meanwhile.
-      if (!(error instanceof MongoError && error.code === 48)) throw error;
+      if (!(error instanceof mongo().MongoError && error.code === 48)) throw error;
     }
   }
 }

@@ -22,8 +22,9 @@
  * credentials never in a message); a taken `_id` → `DUPLICATE_KEY`; an update
  * the server refuses (a path through a non-object) → `INVALID_QUERY`.
  */
-import { type Collection, type Db, type Filter as MongoFilter, MongoBulkWriteError, MongoClient, MongoServerError, type Sort } from 'mongodb';
+import type { Collection, Db, Filter as MongoFilter, MongoClient, Sort } from 'mongodb';
 import { mongoFailure } from './connection.ts';
+import { mongo } from './driver.ts';
 import { SvcError } from '../../kernel/index.ts';
 import { kvstoreError, checkBatch, checkDocument, parsePath, validateFilter, validateFind, validateUpdate, type CheckedUpdate, type DocBackend, type Document, type Filter, type FindOptions, type Update } from '../../actors/data/index.ts';
 
@@ -70,7 +71,7 @@ export class MongoDocBackend implements DocBackend {
     this.ownsClient = options.client === undefined;
     try {
       // ignoreUndefined: an absent field stays absent, as JSON has it. An unreachable server is reported within 5 s.
-      this.client = options.client ?? new MongoClient(uri, { ignoreUndefined: true, ...(/serverSelectionTimeoutMS=/i.test(uri) ? {} : { serverSelectionTimeoutMS: 5_000 }) });
+      this.client = options.client ?? new (mongo().MongoClient)(uri, { ignoreUndefined: true, ...(/serverSelectionTimeoutMS=/i.test(uri) ? {} : { serverSelectionTimeoutMS: 5_000 }) });
     } catch (error) {
       throw kvstoreError('KV_UNAVAILABLE', `not a MongoDB connection string the driver takes: ${scrub((error as Error).message)}`, { cause: error });
     }
@@ -126,7 +127,7 @@ export class MongoDocBackend implements DocBackend {
     try {
       await col.insertMany(checked.map((c) => c.doc as MongoDoc), { ordered: true });
     } catch (error) {
-      if (error instanceof MongoBulkWriteError && error.code === 11000) {
+      if (error instanceof mongo().MongoBulkWriteError && error.code === 11000) {
         // Taken meanwhile: undo what this batch wrote (ordered, so everything before the first failure).
         const first = Array.isArray(error.writeErrors) ? error.writeErrors[0] : error.writeErrors;
         const inserted = ids.slice(0, first?.index ?? 0);
@@ -181,10 +182,10 @@ export class MongoDocBackend implements DocBackend {
 
   private failure(error: unknown, what: string, collection?: string): unknown {
     if (error instanceof SvcError && error.code.startsWith('SVC_ERR_') === false) return error;
-    if (error instanceof MongoServerError && error.code === 11000) {
+    if (error instanceof mongo().MongoServerError && error.code === 11000) {
       return kvstoreError('DUPLICATE_KEY', `a document with this _id already exists${collection ? ` in ${collection}` : ''}`, { cause: error });
     }
-    if (error instanceof MongoServerError && typeof error.code === 'number' && REFUSED.has(error.code)) {
+    if (error instanceof mongo().MongoServerError && typeof error.code === 'number' && REFUSED.has(error.code)) {
       return kvstoreError('INVALID_QUERY', `MongoDB refused the ${what}: ${scrub(error.message)}`, { cause: error });
     }
     const sorted = mongoFailure(error, what);

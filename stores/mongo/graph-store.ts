@@ -19,10 +19,11 @@
  * write still conditional, so one that meets a concurrent change aborts the
  * transaction, and its batches are then tried again one transaction each.
  */
-import { type AnyBulkWriteOperation, type ClientSession, type Collection, type Db, type MongoClient, MongoError } from 'mongodb';
+import type { AnyBulkWriteOperation, ClientSession, Collection, Db, MongoClient } from 'mongodb';
 import { SvcError } from '../../kernel/index.ts';
 import { storeError, fenceLapsed, type AnchorStore, type CommitBatch, type CommitChain, type QuarantineEntry, type StoreStats, type StoredDoc } from '../../actors/graph/index.ts';
 import { connectMongo, ensureCollections, mongoFailure } from './connection.ts';
+import { mongo } from './driver.ts';
 
 export interface MongoStoreOptions {
   /** The database (default: the one the URI names, else `svc_db`). */
@@ -304,7 +305,7 @@ export class MongoStore implements AnchorStore {
     try {
       outcomes = await this.transaction((session) => this.write(live.map((p) => p.batch), session));
     } catch (error) {
-      let failure = error instanceof Unexpected || (error instanceof MongoError && error.code === 11000) ? undefined : mongoFailure(error, 'commit');
+      let failure = error instanceof Unexpected || (error instanceof mongo().MongoError && error.code === 11000) ? undefined : mongoFailure(error, 'commit');
       if (live.length > 1 && failure?.code !== 'SVC_ERR_STORE_UNAVAILABLE') {
         for (const [i, p] of live.entries()) {
           const down = await this.flush([p]);
@@ -412,7 +413,7 @@ export class MongoStore implements AnchorStore {
           if (!owner) throw new Error('the owner document did not come back');
           return owner.token;
         } catch (error) {
-          if (!(error instanceof MongoError && error.code === 11000) || attempt >= 2) throw error;
+          if (!(error instanceof mongo().MongoError && error.code === 11000) || attempt >= 2) throw error;
         }
       }
     });

@@ -24,18 +24,11 @@
  * flat document and writes ours, so a second run, or a second pod starting
  * at once, finds nothing left to do.
  */
-import {
-  type ClientSession,
-  type Collection,
-  type Db,
-  type Document,
-  MongoClient,
-  MongoError,
-  type TransactionOptions,
-} from 'mongodb';
+import type { ClientSession, Collection, Db, Document, MongoClient, TransactionOptions } from 'mongodb';
 import { SvcError } from '../../kernel/index.ts';
 import { storeError } from '../../actors/graph/index.ts';
 import { connectMongo, ensureCollections, mongoFailure } from './connection.ts';
+import { mongo } from './driver.ts';
 import { identityError, notFound, type LegacyUser, legacyUserId, legacyUserRecords, type ApiKeyRecord, type DeletedUser, type GraphDrop, type Identity, normalize, type OneTimeToken, PATCHABLE, pageBounds, type SsoUnlink, type UserPatch, type UserRecord, type UsersPage, type UsersPageOptions, type UsersRepository } from '../../actors/identity/index.ts';
 
 export interface MongoUsersOptions {
@@ -68,7 +61,7 @@ interface TokenDoc extends Omit<OneTimeToken, 'token_hash'> {
 }
 
 function isDuplicate(error: unknown): boolean {
-  return error instanceof MongoError && error.code === 11000;
+  return error instanceof mongo().MongoError && error.code === 11000;
 }
 
 /** The keys an identity holds alone (see the file's comment). */

@@ -13,15 +13,22 @@
  * pool events, named prepared statements and type overrides are what the
  * store needs.
  */
-import pg from 'pg';
+import { createRequire } from 'node:module';
+import type pg from 'pg';
 import { SvcError } from '../../kernel/index.ts';
 import { storeError, graphError } from '../../actors/graph/index.ts';
+
+// The driver is loaded on first use (a pool made, a lock taken): an app that names no PostgreSQL URI never loads it.
+// `require`, not `await import()`: a pool is made synchronously (`kvstore()` opens its backend at once).
+const load = createRequire(import.meta.url);
+let driver: typeof pg | undefined;
+const driverOf = (): typeof pg => (driver ??= load('pg') as typeof pg);
 
 /** int8 and numeric as JS numbers (versions, tokens, sequence numbers stay far below 2^53). */
 const TYPES = {
   getTypeParser(oid: number, format?: 'text' | 'binary') {
     if (oid === 20 || oid === 1700) return (v: string) => Number(v);
-    return pg.types.getTypeParser(oid, format as 'text');
+    return driverOf().types.getTypeParser(oid, format as 'text');
   },
 };
 
@@ -88,7 +95,7 @@ export class PgPool {
     readonly uri: string,
     options: { max?: number; application?: string; queryTimeoutMs?: number },
   ) {
-    this.pool = new pg.Pool({
+    this.pool = new (driverOf().Pool)({
       connectionString: uri,
       max: options.max ?? 8,
       connectionTimeoutMillis: 3_000,
@@ -275,7 +282,7 @@ export async function takeServingLock(uri: string, options: { shared: boolean; o
   let released = false;
   let retry: NodeJS.Timeout | undefined;
   const take = async (): Promise<boolean> => {
-    const c = new pg.Client({ connectionString: uri, connectionTimeoutMillis: 3_000, keepAlive: true, application_name: 'svc serving lock' });
+    const c = new (driverOf().Client)({ connectionString: uri, connectionTimeoutMillis: 3_000, keepAlive: true, application_name: 'svc serving lock' });
     c.on('error', () => undefined);
     await c.connect();
     const { rows } = await c.query<{ ok: boolean }>(`SELECT ${fn}(hashtext('svc serving')) AS ok`);

@@ -26,8 +26,15 @@
  * script may touch several of them.
  */
 import { createHash } from 'node:crypto';
-import { Redis, type RedisOptions } from 'ioredis';
+import { createRequire } from 'node:module';
+import type { Redis, RedisOptions } from 'ioredis';
 import { SvcError } from '../../kernel/index.ts';
+
+// ioredis is loaded with the first connection: an app with no KV_URL, no redis:// kv or stream never loads it.
+// `require`, not `await import()`: a client is opened synchronously ({@link openRedis}).
+const load = createRequire(import.meta.url);
+let client: typeof Redis | undefined;
+const redisClass = (): typeof Redis => (client ??= (load('ioredis') as { Redis: typeof Redis }).Redis);
 
 /** What {@link redactUrl} answers for something that is not a URL. */
 export const UNPARSEABLE_URL = '<unparseable url>';
@@ -183,7 +190,7 @@ export function openRedis(url: string, options: OpenRedisOptions): Redis {
     commandTimeout: options.commandTimeoutMs ?? 2_000,
     ...(tls ? { tls: { servername: parsed.hostname } } : {}),
   };
-  const redis = new Redis(url, redisOptions);
+  const redis = new (redisClass())(url, redisOptions);
   watchOutages(redis, (error) => options.onError?.(error));
   return redis;
 }

@@ -26,7 +26,11 @@
 import { dirname, resolve as resolvePath } from 'node:path';
 import { realpathSync } from 'node:fs';
 import { EventEmitter } from 'node:events';
-import { type Dispatcher, Pool } from 'undici';
+import { createRequire } from 'node:module';
+import type { Dispatcher, Pool } from 'undici';
+
+/** undici, loaded with the first call to another service: an app that makes no `sv` call never loads it. */
+const undici = (): typeof import('undici') => createRequire(import.meta.url)('undici') as typeof import('undici');
 import {
   BrokenCircuitError,
   circuitBreaker,
@@ -482,7 +486,7 @@ export class SvClient {
     if (!pool) {
       // Idle connections are let go before a provider would close them (uWS and node:http keep them about 5–10 s).
       // An answer larger than MAX_ANSWER_BYTES fails the call (a provider cannot fill this process's memory).
-      pool = new Pool(origin, { connections: 64, keepAliveTimeout: 4_000, keepAliveMaxTimeout: 4_000, pipelining: 1, maxResponseSize: MAX_ANSWER_BYTES });
+      pool = new (undici().Pool)(origin, { connections: 64, keepAliveTimeout: 4_000, keepAliveMaxTimeout: 4_000, pipelining: 1, maxResponseSize: MAX_ANSWER_BYTES });
       this.pools.set(origin, pool);
     }
     return pool;

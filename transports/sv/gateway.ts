@@ -41,7 +41,7 @@
  */
 import { type IncomingMessage, type OutgoingHttpHeaders, createServer, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { Pool } from 'undici';
+import { createRequire } from 'node:module';
 import { failure, newRequestId } from '../http/index.ts';
 import { CorsPolicy, type GatewayCors } from './gateway-cors.ts';
 import { GatewayError, reason } from './gateway-errors.ts';
@@ -117,6 +117,8 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       // No body timeout: responses may be long streams (event streams); a client that goes away aborts them.
       // Idle sockets are dropped before a module's own idle timeout could close one as it is reused;
       // connections are bounded so a burst cannot take every descriptor of the module.
+      // undici is loaded with the first module routed to (not by a process that never is a gateway).
+      const { Pool } = createRequire(import.meta.url)('undici') as typeof import('undici');
       const pool = new Pool(url.origin, { connections: 128, bodyTimeout: 0, keepAliveTimeout: 4_000 });
       upstreams.set(name, { name, url, prefix: url.pathname.replace(/\/+$/, ''), pool, doc: {} });
     }

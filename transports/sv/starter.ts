@@ -21,7 +21,6 @@ import { createInterface } from 'node:readline';
 import { createServer } from 'node:net';
 import { dirname, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { request } from 'undici';
 import { SvcError } from '../../kernel/index.ts';
 import { candidates, checkModuleName, moduleFile, urlVariable } from './names.ts';
 
@@ -239,6 +238,8 @@ async function probe(url: string, child: ChildProcess): Promise<string> {
   for (;;) {
     if (child.exitCode !== null || child.signalCode !== null) throw new Error('exited during its readiness probe');
     try {
+      // undici is loaded with the first sibling started (an app that makes no `sv` call never loads it).
+      const { request } = await import('undici');
       const res = await request(`${url}/healthz/ready`, { method: 'GET', headersTimeout: 2_000, bodyTimeout: 2_000 });
       await res.body.dump();
       if (res.statusCode === 200) return url;
