@@ -177,6 +177,17 @@ export class Graph {
   }
 
   /**
+   * The registry's classes were replaced in place (`svc start --dev`): the
+   * anchors resident in this thread's partitions take the new classes.
+   *
+   * @example
+   * registry.replaceWith(next); graph.reclassResident();
+   */
+  reclassResident(): void {
+    for (const partition of this.activations.values()) partition.reclassResident();
+  }
+
+  /**
    * Stop every partition of this thread now: what they hold in memory is
    * forgotten (this process lost its place in the cluster). Every request
    * they have — queued, waiting for the partition to start (for its lease),

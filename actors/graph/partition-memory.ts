@@ -136,6 +136,23 @@ export class PartitionMemory implements RunHost {
     });
   }
 
+  /**
+   * The registry's classes were replaced in place (`svc start --dev`): each
+   * resident anchor (and its view) takes the class now registered for its
+   * type; its fields, and its changes not durable yet, stay as they are.
+   */
+  reclassResident(): void {
+    for (const anchors of [this.l1.values(), this.pendingEdges.values()]) {
+      for (const anchor of anchors) {
+        const cls = this.registry.resolve(anchor.cls.name);
+        if (!cls || cls === anchor.cls) continue;
+        anchor.cls = cls;
+        // Its view, if made already (a walker may hold it): the same object, of the new class.
+        if (anchor.obj) Object.setPrototypeOf(anchor.obj, cls.prototype);
+      }
+    }
+  }
+
   adopt(anchor: Anchor): void {
     this.l1.set(anchor.id, anchor);
   }

@@ -71,6 +71,26 @@ export class Registry {
     this.aliases.set(typeName(from), typeName(to));
   }
 
+  /**
+   * Take `next`'s walkers, functions and classes in place of these, at once
+   * (`svc start --dev`: a save's new code, for everything holding this
+   * registry); the class-rename aliases of both are kept.
+   *
+   * @example
+   * registry.replaceWith(Registry.fromModule(await import(newBundle), 'app'));
+   */
+  replaceWith(next: Registry): void {
+    for (const [mine, theirs] of [
+      [this.walkers, next.walkers],
+      [this.functions, next.functions],
+      [this.archetypes, next.archetypes],
+    ] as [Map<string, unknown>, Map<string, unknown>][]) {
+      mine.clear();
+      for (const [name, value] of theirs) mine.set(name, value);
+    }
+    for (const [from, to] of next.aliases) this.aliases.set(from, to);
+  }
+
   /** The class a stored `arch_type` resolves to (after aliases), if any. */
   resolve(archType: string): ArchetypeClass | undefined {
     let name = typeName(archType);

@@ -1,14 +1,25 @@
 /**
  * The `reload` module of the main thread (`--dev`): on a change under the
- * project folder, the app is bundled and probed again, new workers start and
- * the old ones drain; a failed reload keeps the previous version serving.
+ * project folder, the app's bundle is built again (an incremental esbuild
+ * context: only the changed files are read; svc's runtime, bundled apart, is
+ * not rebuilt) and every worker takes the new code in place (`WorkerPool.swap`):
+ * requests in flight finish on the old code, the next ones run the new, and
+ * open connections (keep-alive HTTP, WebSockets) stay open. A version that
+ * fails to build or to load, or declares a class wrongly, is taken by no
+ * worker: the previous one keeps serving and the error is printed.
+ *
+ * New workers are started instead (the app probed first, the old workers
+ * drained, connections closed) when new code cannot be taken in place: a
+ * file other than a module changed (svc.toml, package.json, .env: the
+ * configuration), or the endpoints, hooks, subscriptions or class schemas
+ * changed (the routers and consumers are built from them).
  */
 import { readdirSync, statSync, watch, type Dirent, type FSWatcher } from 'node:fs';
 import { join, relative } from 'node:path';
-import { compileWorker, forgetBuilds } from '../../transports/worker/index.ts';
+import { compileWorker, compileWorkerFiles, forgetBuilds, keepBuildService } from '../../transports/worker/index.ts';
 import { SERVING, WORKERS } from '../keys.ts';
 import type { RuntimeModule } from '../runtime.ts';
-import { buildErrors, describeApp, printRoutes } from './app.ts';
+import { buildErrors, describeApp, loadError, printRoutes } from './app.ts';
 import { type Lifecycle, order, say, SERVE_WORKER, type StartOptions, workerBoot } from './options.ts';
 
 /**
@@ -17,6 +28,8 @@ import { type Lifecycle, order, say, SERVE_WORKER, type StartOptions, workerBoot
  */
 export function reloadModule(options: StartOptions, life: Lifecycle): RuntimeModule {
   let watching: { close(): void } | undefined;
+  // From the first build on (the `app` module's, before this one starts): each save then rebuilds incrementally.
+  keepBuildService(true);
   return {
     name: 'reload',
     needs: [WORKERS, SERVING],
@@ -26,8 +39,23 @@ export function reloadModule(options: StartOptions, life: Lifecycle): RuntimeMod
       const { transport } = rt.need(SERVING);
       watching = watchAndReload(
         projectRoot,
-        async () => {
+        async (changed) => {
+          const label = relative(process.cwd(), entry) || entry;
           forgetBuilds();
+          const config = [...changed].find((file) => !/\.[cm]?[jt]s$/.test(file));
+          if (config === undefined) {
+            const files = await compileWorkerFiles(SERVE_WORKER, entry);
+            let restart: string | undefined;
+            try {
+              restart = await workers.current.swap(files.app, files.entry);
+            } catch (error) {
+              throw new Error(loadError(error, projectRoot));
+            }
+            if (restart === undefined) return say(`svc: reloaded ${label} (in place)`);
+            say(`svc: ${restart}: starting new workers`);
+          } else {
+            say(`svc: ${relative(process.cwd(), config) || config} changed: starting new workers`);
+          }
           await compileWorker(SERVE_WORKER, entry);
           // Loaded once on its own first: an app that fails to load, or declares a class wrongly, starts no new workers.
           const next = await describeApp(entry, workerBoot(options, transport, { faux: true }), projectRoot);
@@ -43,7 +71,7 @@ export function reloadModule(options: StartOptions, life: Lifecycle): RuntimeMod
             workers.current = next;
             await workers.drain(old, 2000);
           }
-          say(`svc: reloaded ${relative(process.cwd(), entry) || entry}`);
+          say(`svc: reloaded ${label}`);
           if (JSON.stringify(next) !== JSON.stringify(workers.routes)) {
             workers.routes = next;
             say(`svc: the endpoints changed (${workers.routes.length}):`);
@@ -53,23 +81,30 @@ export function reloadModule(options: StartOptions, life: Lifecycle): RuntimeMod
         () => life.stopping,
       );
     },
-    close: () => watching?.close(),
+    close: () => {
+      watching?.close();
+      keepBuildService(false);
+    },
   };
 }
 
 /** Reload on changes under the project folder (not .svc, node_modules, dot folders); one reload at a time. */
-function watchAndReload(root: string, reload: () => Promise<void>, stopped: () => boolean): { close(): void } {
+function watchAndReload(root: string, reload: (changed: ReadonlySet<string>) => Promise<void>, stopped: () => boolean): { close(): void } {
   let timer: NodeJS.Timeout | undefined;
   let busy = false;
   let again = false;
+  // The files changed since the last reload began.
+  let pending = new Set<string>();
   const go = async (): Promise<void> => {
     if (busy) {
       again = true;
       return;
     }
     busy = true;
+    const these = pending;
+    pending = new Set();
     try {
-      await reload();
+      await reload(these);
     } catch (error) {
       process.stderr.write(`svc: reload failed, still serving the previous version:\n${buildErrors(error) ?? (error as Error).message}\n`);
     }
@@ -100,8 +135,10 @@ function watchAndReload(root: string, reload: () => Promise<void>, stopped: () =
           // A folder made (or moved in) after the start is watched from now on.
           if (!watchers.has(path) && isDirectory(path)) watchTree(path);
           if (!/\.(m?[jt]s|json|toml)$/.test(changed)) return;
+          pending.add(path);
           clearTimeout(timer);
-          timer = setTimeout(() => void go(), 100);
+          // Editors save in several steps (write, rename): one reload for them all, soon after the last.
+          timer = setTimeout(() => void go(), 30);
         }).on('error', () => {
           watchers.get(dir)?.close();
           watchers.delete(dir);

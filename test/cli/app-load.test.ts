@@ -1,7 +1,8 @@
 // An app that fails as it loads stops `svc start` with the file, line and column, before anything is created on
 // disk; a class declared wrongly fails the start (not the first request); a 500 of a served app is logged with the
-// app's source-mapped frames, in production too.
+// app's source-mapped frames and its classes' own names, in production too; no esbuild process outlives the start.
 import t from 'tap';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { runSvc, startServer } from '../kit/index.ts';
@@ -66,6 +67,15 @@ t.test('a 500 is logged with the app’s source-mapped TypeScript lines, in prod
   t.match(line, { route: /Crash/, err: { message: 'it broke' } });
   t.match(line.err.stack, /helper\.ts:4:9/, 'the throwing line of the app’s module');
   t.match(line.err.stack, /app\.ts:7:5/, 'the walker’s line');
+  // esbuild's lowering of the decorators renames the class `_Crash`, which in svc reads as a hook walker.
+  t.match(line.err.stack, /at Crash\.crash \(.*app\.ts:7:5\)/, 'the frame names the walker’s class as written');
+  t.notMatch(line.err.stack, /_Crash/);
+  // The bundles are built; esbuild's service (~80–100 MB) is not left running beside the server (a --dev start keeps it:
+  // dev-reload.test.ts sees it there with the same probe).
+  const esbuild = execFileSync('ps', ['-eo', 'ppid=,args='], { encoding: 'utf8' })
+    .split('\n')
+    .filter((l) => l.trim().split(/\s+/)[0] === String(server.proc.pid) && /esbuild.*--service/.test(l));
+  t.same(esbuild, [], 'no esbuild process among the server\'s children');
   t.notMatch(line.err.stack, /svc-workers|actors[\\/]anchor/, 'neither the bundle nor the runtime');
 });
 

@@ -1,8 +1,13 @@
-// `svc start --dev` reloads the entry on change, on the same port.
+// `svc start --dev` reloads the entry on change, on the same port: in place (the workers take the new code, connections
+// stay open) unless the endpoints change (new workers then).
 import t from 'tap';
+import { execFileSync } from 'node:child_process';
+import { once } from 'node:events';
 import { appendFileSync, renameSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import { join } from 'node:path';
-import { startServer, transport } from '../kit/index.ts';
+import WebSocket from 'ws';
+import { Latch, startServer, transport } from '../kit/index.ts';
 
 // Several reloads, each starting worker threads: slow on a loaded two-core machine.
 t.setTimeout(300_000);
@@ -91,3 +96,75 @@ t.test('--dev keeps reloading when an editor saves by writing a new file and ren
   await server.waitFor(/svc: reloaded/, 4);
   t.pass('and an append to the renamed file');
 });
+
+// ---- a save taken in place: connections stay open
+
+const socketApp = (version: string) => `import { APIProtocol, entry, restspec, Root, T, Walker } from 'svc';
+${app(version).replace("import { entry, Root, Walker } from 'svc';\n", '')}
+export class Echo extends Walker {
+  static access = 'pub' as const;
+  static spec = restspec({ protocol: APIProtocol.WEBSOCKET });
+  static has = T.Object({ text: T.String() });
+  @entry(Root) go() { this.report('${version}:' + this.text); }
+}
+`;
+
+/** esbuild's service processes among the children of `pid` (app-load.test.ts checks a start without --dev has none). */
+function esbuildChildren(pid: number): string[] {
+  const lines = execFileSync('ps', ['-eo', 'ppid=,pid=,args='], { encoding: 'utf8' }).split('\n');
+  return lines.filter((l) => l.trim().split(/\s+/)[0] === String(pid) && /esbuild/.test(l) && /--service/.test(l));
+}
+
+t.test('a save is taken in place: a WebSocket and a keep-alive connection opened before it stay open and run the new code', async (t) => {
+  const dir = t.testdir({ 'app.ts': socketApp('k1') });
+  const server = await startServer({ entry: join(dir, 'app.ts'), args: ['--dev'], workers: 2 });
+  t.teardown(() => server.stop());
+
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  t.teardown(() => agent.destroy());
+  const keptAlive = () =>
+    new Promise<{ version: string; reused: boolean }>((resolve, reject) => {
+      const req = http.request(`${server.url}/walker/Version`, { method: 'POST', agent }, (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += String(c)));
+        res.on('end', () => resolve({ version: (JSON.parse(body) as { data: { reports: string[] } }).data.reports[0] as string, reused: req.reusedSocket }));
+      });
+      req.on('error', reject);
+      req.end();
+    });
+  t.same(await keptAlive(), { version: 'k1', reused: false });
+
+  const ws = new WebSocket(`${server.url.replace('http', 'ws')}/ws/Echo`);
+  const replies: string[] = [];
+  const replied = new Latch();
+  let closed = false;
+  ws.on('message', (data) => (replies.push(String(data)), replied.hit()));
+  ws.on('close', () => (closed = true));
+  await once(ws, 'open');
+  ws.send(JSON.stringify({ text: 'a', id: '1' }));
+  await replied.wait(1);
+  t.match(replies[0], /"reports":\["k1:a"\]/);
+
+  writeFileSync(join(dir, 'app.ts'), socketApp('k2'));
+  await server.waitFor(/svc: reloaded .*\(in place\)/);
+  t.same(await keptAlive(), { version: 'k2', reused: true }, 'the keep-alive connection made before the save answers with the new code');
+  ws.send(JSON.stringify({ text: 'b', id: '2' }));
+  await replied.wait(2);
+  t.match(replies[1], /"reports":\["k2:b"\]/, 'so does the WebSocket opened before it');
+  t.equal(closed, false, 'which stayed open');
+  t.equal(ws.readyState, WebSocket.OPEN);
+
+  // A throw at load: no worker takes it; the same connections still answer, with the last good version.
+  writeFileSync(join(dir, 'app.ts'), `${socketApp('k3')}\nthrow new Error('not this one');\n`);
+  await server.waitFor(/reload failed, still serving the previous version/);
+  await server.waitFor(/app\.ts:\d+:\d+: not this one/);
+  t.same(await keptAlive(), { version: 'k2', reused: true }, 'a broken edit keeps serving the last good version');
+  ws.send(JSON.stringify({ text: 'c', id: '3' }));
+  await replied.wait(3);
+  t.match(replies[2], /"reports":\["k2:c"\]/);
+  ws.close(1000);
+  await once(ws, 'close');
+  t.ok(/svc: reloaded .*\(in place\)/.test(server.output()) && !/starting new workers/.test(server.output()), 'no worker was restarted');
+  t.ok(esbuildChildren(server.proc.pid as number).length > 0, '--dev keeps the build service for the next save (the probe app-load.test.ts uses for a start without --dev sees it)');
+});
+

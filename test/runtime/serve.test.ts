@@ -47,7 +47,7 @@ t.test('createRuntime: the modules of a serving thread start in order, serve HTT
   const lines: string[] = [];
   const rt = createRuntime({ system, boot, app: app as unknown as Record<string, unknown>, logDestination: { write: (line: string) => void lines.push(line) } });
   await rt.start();
-  t.same(rt.startedModules, ['log', 'bus', 'metrics', 'events', 'store', 'data', 'sv', 'graph', 'users', 'identity', 'hooks', 'consumers', 'sandbox', 'fields', 'http', 'websocket', 'server', 'control']);
+  t.same(rt.startedModules, ['log', 'bus', 'metrics', 'events', 'store', 'data', 'sv', 'graph', 'users', 'identity', 'hooks', 'consumers', 'sandbox', 'fields', 'http', 'websocket', 'server', 'control', 'swap']);
   const url = `http://127.0.0.1:${port}`;
 
   const hello = await fetch(`${url}/walker/Hello`, { method: 'POST' });

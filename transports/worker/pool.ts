@@ -74,6 +74,9 @@ export class WorkerPool {
   private replacing: Promise<void> = Promise.resolve();
   private closing = false;
   private entry = '';
+  /** The asks of {@link swap} waiting for the workers' answers, by id. */
+  private readonly swaps = new Map<number, (msg: Extract<Control, { ctl: 'swapped' }>) => void>();
+  private swapId = 0;
   private execArgv: string[] = [];
   private remote: RemoteNode[] | undefined;
 
@@ -196,6 +199,8 @@ export class WorkerPool {
           resolve();
         } else if (ctl.ctl === 'failed') {
           reject(decodeError(ctl.error));
+        } else if (ctl.ctl === 'swapped') {
+          this.swaps.get(ctl.id)?.(ctl);
         }
       };
       this.transport.addPeer(node, worker, control);
@@ -274,6 +279,47 @@ export class WorkerPool {
       this.options.onReplaced?.(node);
       return;
     }
+  }
+
+  /**
+   * Every worker takes the app's code from `app` (a bundle of
+   * `compileWorkerFiles`) in place: requests in flight finish on the old
+   * code, the next ones run the new; connections stay open. Resolves to
+   * undefined once every worker took it (and `entry` starts the threads
+   * replaced from now on), or to why it cannot be done in place (then no
+   * worker took it); throws the new code's failure (no worker took it either:
+   * each checks it before it swaps, and the same module fails alike in each).
+   *
+   * @example
+   * const files = await compileWorkerFiles(module, app);
+   * const restart = await pool.swap(files.app, files.entry); // undefined: done
+   */
+  async swap(app: string, entry: string): Promise<string | undefined> {
+    const answers = await Promise.all(
+      [...this.threads].map(
+        ([, worker]) =>
+          new Promise<Extract<Control, { ctl: 'swapped' }>>((resolve) => {
+            const id = ++this.swapId;
+            const gone = (): void => resolve({ ctl: 'swapped', id, restart: 'a worker exited during the swap' });
+            worker.once('exit', gone);
+            this.swaps.set(id, (msg) => {
+              this.swaps.delete(id);
+              worker.off('exit', gone);
+              resolve(msg);
+            });
+            try {
+              worker.postMessage({ ctl: 'swap', id, app } satisfies Control);
+            } catch {
+              gone();
+            }
+          }),
+      ),
+    );
+    const failed = answers.find((a) => a.error);
+    if (failed?.error) throw decodeError(failed.error);
+    const restart = answers.find((a) => a.restart)?.restart;
+    if (restart === undefined) this.entry = entry;
+    return restart;
   }
 
   /** The thread of a worker node (for tests and diagnostics). */

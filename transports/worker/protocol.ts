@@ -30,7 +30,17 @@ export type Control =
   /** The replacement thread is ready: it takes its share of actors again. */
   | { ctl: 'up'; node: string }
   | { ctl: 'shutdown'; deadlineMs: number }
-  | { ctl: 'stopped' };
+  | { ctl: 'stopped' }
+  /** Take the app's code from this bundle (a file URL), in place: `swapped` answers (`restart`: it cannot be taken in place, and why). */
+  | { ctl: 'swap'; id: number; app: string }
+  | { ctl: 'swapped'; id: number; error?: WireError; restart?: string };
+
+/**
+ * Takes a new version of the app's module in place (`svc start --dev`);
+ * resolves to undefined once it serves, or to why it cannot (the worker keeps
+ * the old version then). A throw: the new version is broken (kept old too).
+ */
+export type AppSwap = (app: Record<string, unknown>) => Promise<string | undefined> | string | undefined;
 
 /**
  * The function a worker module exports to define its actors. It may return
@@ -49,5 +59,7 @@ export type WorkerSetup = (
     replacement?: boolean;
     /** Other processes' nodes, when the pool relays to them (a cluster). */
     relay?: RelayTransport;
+    /** How this worker takes a new version of the app in place ({@link WorkerPool.swap}); none: it cannot. */
+    onSwap?: (swap: AppSwap) => void;
   },
 ) => void | (() => Promise<void> | void) | Promise<void | (() => Promise<void> | void)>;

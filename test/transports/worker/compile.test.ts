@@ -1,5 +1,5 @@
 // The worker bundles: esbuild's name helper made cheap; where a bundle is written (beside the app's packages, or a
-// private temporary folder when it has none — never svc's own folder) and how many a folder keeps.
+// private temporary folder when it has none — never svc's own folder) and how many a folder keeps; class names in stacks.
 import t from 'tap';
 import { build } from 'esbuild';
 import { createHash } from 'node:crypto';
@@ -7,7 +7,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BUNDLE_IDLE_MS, cheapNames, compileWorker, KEPT_BUNDLES } from '../../../transports/worker/index.ts';
+import { BUNDLE_IDLE_MS, cheapNames, compileWorker, KEPT_BUNDLES, plainClassNames } from '../../../transports/worker/index.ts';
 import { runSvc } from '../../kit/index.ts';
 
 const PACKAGE_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -171,4 +171,76 @@ t.test(`a bundle folder keeps ${KEPT_BUNDLES} bundles and those used in the last
   writeFileSync(join(dir, 'late.ts'), appWith('late'));
   await compileWorker(join(dir, 'late.ts'));
   t.equal(bundles().length, KEPT_BUNDLES + 2, 'all used within the last minutes: none removed');
+});
+
+// ---- names in stack traces: esbuild's lowering of decorators renames a decorated class's binding (`_AddBookmark`)
+
+const decorated = `function entry(_x: unknown) { return (method: unknown, _ctx: unknown) => method; }
+export class AddBookmark {
+  static access = 'pub' as const;
+  static self = AddBookmark.access;
+  @entry(1) add() { throw new Error('boom'); }
+  static make() { return new AddBookmark(); }
+}
+export class Plain { add() { throw new Error('plain'); } }
+`;
+
+t.test("a decorated class keeps its source name in stack frames (`AddBookmark.add`, not the hook-like `_AddBookmark.add`)", async (t) => {
+  const result = await build({ stdin: { contents: decorated, loader: 'ts', sourcefile: 'bookmarks.ts' }, bundle: true, format: 'esm', platform: 'node', target: 'node20', keepNames: true, write: false });
+  const lowered = result.outputFiles[0]?.text ?? '';
+  t.match(lowered, /var _AddBookmark = class _AddBookmark\b/, 'esbuild still renames the binding (if this fails, esbuild changed its lowering: LOWERED_CLASS may be unneeded)');
+  const load = async (code: string) => (await import(`data:text/javascript;base64,${Buffer.from(code).toString('base64')}`)) as Record<string, { make(): { add(): void }; access: string; self: string; name: string }>;
+  const stackOf = (fn: () => void): string => {
+    try {
+      fn();
+    } catch (error) {
+      return (error as Error).stack ?? '';
+    }
+    return '';
+  };
+  const before = await load(lowered);
+  t.match(stackOf(() => before.AddBookmark?.make().add()), /at _AddBookmark\.add/, 'as esbuild emits it, the frame names the renamed binding');
+  const fixed = plainClassNames(lowered);
+  t.not(fixed, lowered);
+  const after = await load(fixed);
+  const stack = stackOf(() => after.AddBookmark?.make().add());
+  t.match(stack, /at AddBookmark\.add/, 'rewritten, it names the class');
+  t.notMatch(stack, /_AddBookmark/);
+  t.equal(after.AddBookmark?.name, 'AddBookmark');
+  t.equal(after.AddBookmark?.self, 'pub', 'static members referring to the class still work');
+  t.equal(plainClassNames('var _A = class _A {\n};\nvar B = _A;\n'), 'var _A = class _A {\n};\nvar B = _A;\n', 'not rewritten unless the module binds the plain name to the same class');
+});
+
+t.test('a walker that throws in a worker: the stack names the class and the TypeScript line', async (t) => {
+  const dir = t.testdir({
+    node_modules: {},
+    'app.ts': `import { entry, Root, Walker } from 'svc';\nexport class AddBookmark extends Walker {\n  static access = 'pub' as const;\n  @entry(Root) add() {\n    throw new Error('boom');\n  }\n}\n`,
+  });
+  const { WorkerPool } = await import('../../../transports/worker/index.ts');
+  const pool = await WorkerPool.start({ size: 1, module: new URL('./fixtures/throw-worker.ts', import.meta.url).href, app: join(dir, 'app.ts') });
+  t.teardown(() => pool.close());
+  const stack = (await pool.system.refFromAddress({ node: 'w1', path: '/user/thrower' }).ask('?')) as string;
+  t.match(stack, /at AddBookmark\.add \(.*app\.ts:5:\d+\)/, 'AddBookmark.add, at the line of the throw in app.ts');
+  t.notMatch(stack, /_AddBookmark/);
+});
+
+t.test(`manifests and runtime folders are pruned like bundles: beyond ${KEPT_BUNDLES}, those unused for ${BUNDLE_IDLE_MS / 60_000} minutes go`, async (t) => {
+  const dir = t.testdir({ node_modules: { '.cache': { 'svc-workers': {} } } });
+  const cache = join(dir, 'node_modules/.cache/svc-workers');
+  const hex = (i: number) => i.toString(16).padStart(16, '0');
+  const aged = new Date(Date.now() - 2 * 60 * 60_000);
+  for (let i = 0; i < KEPT_BUNDLES + 3; i++) {
+    mkdirSync(join(cache, `rt-${hex(i)}`));
+    writeFileSync(join(cache, `rt-${hex(i)}`, 'worker.mjs'), '');
+    writeFileSync(join(cache, `${hex(i)}.json`), '{}');
+    utimesSync(join(cache, `rt-${hex(i)}`), aged, aged);
+    utimesSync(join(cache, `${hex(i)}.json`), aged, aged);
+  }
+  // Enough bundles that writing one prunes the folder.
+  for (let i = 0; i < KEPT_BUNDLES + 1; i++) writeFileSync(join(cache, `${hex(100 + i)}.mjs`), '');
+  writeFileSync(join(dir, 'app.ts'), appWith('prune'));
+  await compileWorker(join(dir, 'app.ts'));
+  const left = readdirSync(cache);
+  t.equal(left.filter((n) => /^rt-/.test(n)).length, KEPT_BUNDLES, `${KEPT_BUNDLES} runtime folders kept`);
+  t.ok(left.filter((n) => n.endsWith('.json')).length <= KEPT_BUNDLES + 1, 'old manifests removed (the new one kept)');
 });
