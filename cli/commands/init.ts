@@ -1,8 +1,9 @@
 /**
  * `svc init [dir]`: a new project that runs as written — `package.json`
- * (scripts `start` and `dev`, a dependency on this svc), `app.ts` (a node type
- * and two walkers), a commented `svc.toml`, a `tsconfig.json` for editor types
- * and a `.gitignore`. The folder is a new one, or an empty one (a lone `.git`
+ * (scripts `start`, `dev`, `typecheck` and `test`, a dependency on this svc),
+ * `app.ts` (a node type and two walkers), `test/app.test.ts` (the walkers
+ * through `svc/testing`), a commented `svc.toml`, a `tsconfig.json` for editor
+ * types and a `.gitignore`. The folder is a new one, or an empty one (a lone `.git`
  * counts as empty): a folder that holds anything else is somebody's — a
  * project's `src/`, an installed package — and one that holds files of the
  * scaffold would lose them. Both are refused unless `--force` (which writes
@@ -12,6 +13,20 @@
  * has it), so the dependency names where this svc comes from: the checkout
  * (`file:<path>`), or — when this svc is itself installed — the spec the
  * installing project used, rebased to the new folder.
+ *
+ * Decisions:
+ * - The app's `tsc` reads svc's declarations (`dist/types`, built by svc's
+ *   `prepare`; package.json `exports` name them under `types`), not svc's
+ *   sources: the devDependencies are TypeScript, Node's types and tsx, no
+ *   `@types/*` of svc's own dependencies (with `skipLibCheck`, a package
+ *   without types is `any` inside the declarations, and none reaches the API).
+ * - `allowScripts` (npm 11) repeats svc's own choices for the packages with
+ *   install scripts that come with svc (esbuild's download of a binary: no,
+ *   it is in the optional dependencies; better-sqlite3's build: yes), so
+ *   `npm install` has nothing to warn about. svc installed from a folder
+ *   (`file:` a checkout) is a link, whose `prepare` npm runs on each install
+ *   (an entry `false` does not stop it): it is listed, allowed — it brings
+ *   the checkout's declarations up to date, at once when they are.
  */
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, relative, resolve, sep } from 'node:path';
@@ -25,6 +40,7 @@ interface PackageJson {
   version: string;
   dependencies?: Record<string, string>;
   devDependencies?: Record<string, string>;
+  allowScripts?: Record<string, boolean>;
 }
 
 class InitError extends Error {}
@@ -96,22 +112,27 @@ function fileSpec(target: string, path: string): string {
 
 /**
  * The development dependencies of a new project, at the versions this svc is
- * type-checked with: TypeScript, Node's types, and the types of svc's own
- * dependencies — svc ships TypeScript sources, and `tsc` checks those with the
- * app, so a missing declaration there (better-sqlite3, pg, …) is an error in
- * the app's type-check.
+ * type-checked with: TypeScript and Node's types (the app's `tsc` reads svc's
+ * declarations, whose own imports need no `@types/*` under `skipLibCheck`),
+ * and tsx, to run TypeScript that imports svc outside `svc start` (the tests
+ * with `svc/testing`, scripts with `svc/client`).
  */
 function typesFor(self: PackageJson): Record<string, string> {
   const dev = self.devDependencies ?? {};
-  const runtime = new Set(Object.keys(self.dependencies ?? {}));
-  // tsx: to run TypeScript that imports svc outside `svc start` (tests with `svc/testing`, scripts with `svc/client`).
-  const types: Record<string, string> = { '@types/node': dev['@types/node'] ?? '20', typescript: dev.typescript ?? self.dependencies?.typescript ?? '5', tsx: self.dependencies?.tsx ?? '4' };
-  for (const [name, version] of Object.entries(dev)) {
-    // @types/foo types foo, @types/scope__foo types @scope/foo.
-    const typed = name.startsWith('@types/') ? name.slice('@types/'.length).replace(/^(.+)__/, '@$1/') : undefined;
-    if (typed !== undefined && runtime.has(typed)) types[name] = version;
-  }
-  return types;
+  return { '@types/node': dev['@types/node'] ?? '20', typescript: dev.typescript ?? self.dependencies?.typescript ?? '5', tsx: self.dependencies?.tsx ?? '4' };
+}
+
+/**
+ * The app's `allowScripts`: svc's own choices for the packages with install
+ * scripts that come with it, and svc itself when it is a folder (a link).
+ *
+ * @example
+ * allowScriptsFor({ name: 'svc', version: '0.1.0', allowScripts: { esbuild: false } }, 'file:../svc') // { esbuild: false, 'file:../svc': true }
+ */
+export function allowScriptsFor(self: PackageJson, spec: string): Record<string, boolean> {
+  const allow: Record<string, boolean> = { ...self.allowScripts };
+  if (spec.startsWith('file:') && !/\.(tgz|tar\.gz|tar)$/.test(spec)) allow[spec] = true;
+  return allow;
 }
 
 /** The files of a new project named `name`, depending on svc through `spec`. */
@@ -125,10 +146,12 @@ export function scaffold(name: string, spec: string, self: PackageJson = readPac
       start: 'svc start app.ts',
       dev: 'svc start app.ts --dev',
       typecheck: 'tsc -p .',
+      test: 'node --import tsx --test test/*.test.ts',
     },
     engines: { node: '>=20' },
     dependencies: { [self.name]: spec },
     devDependencies: Object.fromEntries(Object.entries(typesFor(self)).sort(([a], [b]) => a.localeCompare(b))),
+    allowScripts: allowScriptsFor(self, spec),
   };
   const tsconfig = {
     compilerOptions: {
@@ -150,6 +173,7 @@ export function scaffold(name: string, spec: string, self: PackageJson = readPac
   return {
     'package.json': `${JSON.stringify(pkg, null, 2)}\n`,
     'app.ts': APP,
+    'test/app.test.ts': APP_TEST,
     'svc.toml': TOML,
     'tsconfig.json': `${JSON.stringify(tsconfig, null, 2)}\n`,
     '.gitignore': 'node_modules/\n.svc/\n',
@@ -198,6 +222,30 @@ export class ListNotes extends Walker {
 }
 `;
 
+const APP_TEST = `// \`npm test\` (node --import tsx --test): the app runs in the test's process, and requests reach it without a socket.
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { testApp, type TestApp } from 'svc/testing';
+
+let app: TestApp;
+before(async () => {
+  app = await testApp({ entry: new URL('../app.ts', import.meta.url).pathname });
+});
+after(() => app.close());
+
+test('AddNote connects a note to the root, ListNotes reports it', async () => {
+  const added = await app.inject({ method: 'POST', url: '/walker/AddNote', body: { text: 'hello' } });
+  assert.equal(added.status, 200);
+  const listed = await app.inject({ method: 'POST', url: '/walker/ListNotes' });
+  assert.deepEqual(listed.json().data.reports.map((note: { context: { text: string } }) => note.context.text), ['hello']);
+});
+
+test('a note needs a text', async () => {
+  const res = await app.inject({ method: 'POST', url: '/walker/AddNote', body: { text: '' } });
+  assert.equal(res.status, 400);
+});
+`;
+
 const TOML = `# svc.toml: settings of \`svc start\`, read from beside the entry file.
 # Every key is optional; the values shown are the defaults. Environment
 # variables (named after each key) override this file, and flags override both.
@@ -240,7 +288,10 @@ export async function init(dir: string | undefined, flags: { force?: boolean }):
       throw new InitError(`${target} is not empty (it holds ${shown}): svc init makes a project in a new or empty folder (use --force to add the files to it anyway)`);
     }
     mkdirSync(target, { recursive: true });
-    for (const [name, text] of Object.entries(files)) writeFileSync(resolve(target, name), text);
+    for (const [name, text] of Object.entries(files)) {
+      mkdirSync(dirname(resolve(target, name)), { recursive: true });
+      writeFileSync(resolve(target, name), text);
+    }
     process.stdout.write(nextSteps(target, spec, Object.keys(files)));
   } catch (error) {
     process.stderr.write(`svc: ${(error as Error).message}\n`);
@@ -262,6 +313,7 @@ function nextSteps(target: string, spec: string, files: string[]): string {
     '',
     'Next:',
     `${cd}${install}  npm run dev                 # serves app.ts on http://localhost:8000, reloading on save`,
+    '  npm test                    # test/app.test.ts; npm run typecheck: tsc',
     '  curl -s -X POST localhost:8000/walker/AddNote -d \'{"text":"hello"}\'',
     '',
   ].join('\n');

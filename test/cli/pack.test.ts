@@ -102,10 +102,13 @@ function tempRoot(t: Test, prefix: string): { root: string; servers: Served[] } 
   return { root, servers };
 }
 
-/** The worker bundles svc wrote for an app, under its nearest node_modules/.cache. */
+/** The folders of svc's worker runtime written for an app under its nearest node_modules/.cache, each as the text of its files (the app's own bundle and entry are beside them). */
 function workerBundles(project: string): string[] {
   const dir = join(project, 'node_modules/.cache/svc-workers');
-  return existsSync(dir) ? readdirSync(dir).map((name) => readFileSync(join(dir, name), 'utf8')) : [];
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((name) => /^rt-[0-9a-f]{16}$/.test(name))
+    .map((name) => readdirSync(join(dir, name)).map((file) => readFileSync(join(dir, name, file), 'utf8')).join('\n'));
 }
 
 t.test('svc init, npm pack, npm install <tarball>, npx svc start app.ts: a project outside the repository', async (t) => {
@@ -138,7 +141,7 @@ t.test('svc init, npm pack, npm install <tarball>, npx svc start app.ts: a proje
   writeFileSync(join(project, 'svc.toml'), '# mine\n');
   const again = await run(process.execPath, [BIN, 'init', '.'], project);
   t.equal(again.code, 1);
-  t.match(again.stderr, /^svc: not overwriting package\.json, app\.ts, svc\.toml, tsconfig\.json, \.gitignore in .*My_App \(use --force/);
+  t.match(again.stderr, /^svc: not overwriting package\.json, app\.ts, test\/app\.test\.ts, svc\.toml, tsconfig\.json, \.gitignore in .*My_App \(use --force/);
   t.equal(readFileSync(join(project, 'svc.toml'), 'utf8'), '# mine\n', 'left alone');
   const forced = await run(process.execPath, [BIN, 'init', '.', '--force'], project);
   t.equal(forced.code, 0, forced.stderr);
@@ -151,11 +154,17 @@ t.test('svc init, npm pack, npm install <tarball>, npx svc start app.ts: a proje
   t.equal(packed.code, 0, packed.stderr);
   const [info] = JSON.parse(packed.stdout) as { filename: string; files: { path: string }[] }[];
   const files = info!.files.map((f) => f.path);
-  for (const needed of ['package.json', 'README.md', 'index.ts', 'bin/svc.mjs', 'cli/index.ts', 'cli/commands/init.ts', 'cli/commands/bench.ts', 'bench/harness/index.ts', 'bench/harness/engine-worker.ts', 'transports/worker/compile.ts', 'transports/http/portal/index.html', 'transports/http/graph/graph.js', 'actors/identity/hash-thread.mjs']) {
+  // The README links the docs pages (and `svc mcp` serves them): they ship with it.
+  for (const needed of ['package.json', 'README.md', 'docs/index.md', 'docs/tutorial/bookmarks.md', 'docs/reference/settings.md', 'docs/errors.md', 'index.ts', 'dist/types/index.d.ts', 'dist/types/client/index.d.ts', 'dist/types/runtime/testing.d.ts', 'dist/types/kernel/index.d.ts', 'bin/svc.mjs', 'cli/index.ts', 'cli/commands/init.ts', 'cli/commands/bench.ts', 'bench/harness/index.ts', 'bench/harness/engine-worker.ts', 'transports/worker/compile.ts', 'transports/http/portal/index.html', 'transports/http/graph/graph.js', 'actors/identity/hash-thread.mjs']) {
     t.ok(files.includes(needed), `the package has ${needed}`);
   }
   // bench/harness is `svc bench`'s load harness (product code); the repository's own benchmarks and results stay out.
   t.same(files.filter((f) => (/^(test|bench|node_modules|\.scratch|\.ci|\.tap)\/|(^|\/)\.svc\//.test(f) && !f.startsWith('bench/harness/'))), [], 'no tests, benchmarks or data');
+  // The declarations an app's tsc reads (package.json `exports` → `types`), built by `prepare`; not the build's own state.
+  t.same(files.filter((f) => f.startsWith('dist/') && !(f.startsWith('dist/types/') && f.endsWith('.d.ts'))), [], 'dist/ holds declarations only');
+  // (A comment may show one: `@example` lines start with ` * `.)
+  const tsImport = /^(?:import|export)\b.* from '\.{1,2}\/[^']*\.m?ts';$|^(?! \*).*import\("\.{1,2}\/[^"]*\.m?ts"\)/m;
+  t.same(files.filter((f) => f.startsWith('dist/types/') && tsImport.test(readFileSync(join(REPO, f), 'utf8'))), [], 'no declaration imports a .ts file (which would bring the sources back)');
   const tarball = join(dest, info!.filename);
 
   // --ignore-scripts: better-sqlite3 is not built; this repository's build of the same pinned version is copied
@@ -193,9 +202,14 @@ export class Greet extends Walker {
   );
   writeFileSync(join(project, 'app.ts'), `${readFileSync(join(project, 'app.ts'), 'utf8')}\nexport * from './greet.ts';\n`);
 
-  // The scaffold and the user's walker type-check (its tsconfig, its devDependencies' types, svc's sources from node_modules).
+  // The scaffold, its test and the user's walker type-check (its tsconfig, Node's types, svc's declarations from node_modules).
   const typecheck = await run('npm', ['run', 'typecheck'], project);
   t.equal(typecheck.code, 0, `${typecheck.stdout}${typecheck.stderr}`);
+  const program = await run(process.execPath, [join(project, 'node_modules/typescript/lib/tsc.js'), '-p', '.', '--listFilesOnly'], project);
+  t.equal(program.code, 0, `tsc --listFilesOnly ${program.stderr}`);
+  const svcFiles = program.stdout.split('\n').filter((f) => f.includes('/node_modules/svc/'));
+  t.ok(svcFiles.length > 20, `${svcFiles.length} files of svc in the app's program`);
+  t.same(svcFiles.filter((f) => !/\/node_modules\/svc\/dist\/types\/.*\.d\.ts$/.test(f)), [], 'all of them declarations: no svc source is checked');
 
   // svc init from the installed svc: the new project depends on svc as this one does, the path rebased.
   const second = await run('npx', ['--no', 'svc', 'init', '../second'], project);
@@ -218,7 +232,7 @@ export class Greet extends Walker {
   t.equal((await fetch(`${server.url}/docs`)).status, 200, 'the docs\' assets are found in node_modules');
   t.equal((await fetch(`${server.url}/graph`)).status, 200, 'so are the graph visualizer\'s');
   t.equal((await fetch(`${server.url}/admin`)).status, 200, 'so are the admin portal\'s files');
-  t.ok(workerBundles(project).length > 0, 'the worker bundle is under the project\'s node_modules/.cache');
+  t.ok(workerBundles(project).length > 0, 'the worker runtime is under the project\'s node_modules/.cache');
 
   await server.stop();
   t.match(server.output(), /Server ready/);
@@ -246,7 +260,7 @@ t.test('svc installed as a symlink to the checkout: the worker bundle finds svc\
 
   // The walkers ran in a worker thread, on a bundle in the project that imports svc's dependencies from the checkout.
   const bundles = workerBundles(project);
-  t.equal(bundles.length, 1, 'one worker bundle in the project\'s node_modules/.cache');
+  t.equal(bundles.length, 1, 'one worker runtime in the project\'s node_modules/.cache');
   t.ok(bundles[0]?.includes(pathToFileURL(join(REPO, 'node_modules/jose')).href), 'jose by its URL in the checkout');
   t.notMatch(bundles[0] ?? '', /from "jose"/, 'no bare import of svc\'s dependencies');
   await server.stop();

@@ -1,4 +1,4 @@
-// The rooms of the tree (README *Architecture*): a room is a subfolder of actors/,
+// The rooms of the tree (docs/concepts/architecture.md, *Architecture*): a room is a subfolder of actors/,
 // transports/, stores/ or bench/ (actors/identity, transports/http, stores/postgres,
 // bench/harness — the load harness behind `svc bench`), or another top-level folder
 // (kernel/, cli/, runtime/, cluster/, client/, mcp/). Its index.ts is its door.
@@ -14,7 +14,7 @@
 //   one room import each other freely; cli/commands/* is inside cli/).
 // - a comment of a product file never cites a seed or a document the repository
 //   does not hold (DESIGN.md, STYLE.md, ../shared/…): it says the rule's
-//   substance, or names the README section that holds it.
+//   substance, or names the docs page (or README section) that holds it.
 // The test kit (test/kit/, the launchers of real servers) is a room of test/ too:
 // - bench/ imports (or names by path) nothing of test/ but the kit's door, test/kit/index.ts;
 // - tests import the kit only through its door;
@@ -27,7 +27,7 @@ import { join, posix, relative } from 'node:path';
 import ts from 'typescript';
 
 const root = new URL('../..', import.meta.url).pathname;
-const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; exports: Record<string, string> };
+const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { name: string; exports: Record<string, string | { default: string }> };
 
 /** Top-level folders that are not product code (no rooms; bench/harness is read on its own). */
 const NOT_PRODUCT = new Set(['test', 'bench', 'examples', 'bin', 'docs', 'node_modules']);
@@ -57,7 +57,8 @@ function roomOf(rel: string): string | undefined {
 function resolveImport(fromRel: string, spec: string): string | undefined {
   if (spec.startsWith('.')) return posix.normalize(posix.join(posix.dirname(fromRel), spec));
   if (spec === pkg.name || spec.startsWith(`${pkg.name}/`)) {
-    const target = pkg.exports[`.${spec.slice(pkg.name.length)}`];
+    const entry = pkg.exports[`.${spec.slice(pkg.name.length)}`];
+    const target = typeof entry === 'object' ? entry.default : entry;
     return target ? posix.normalize(target) : `${spec.slice(pkg.name.length + 1)} (not exported)`;
   }
   return undefined;
@@ -260,7 +261,7 @@ t.test('no product comment cites a seed or a document the repository does not ho
   t.ok(product.length > 200, `${product.length} product files read`);
   for (const file of product) {
     const found = citations(readFileSync(file, 'utf8'), file.endsWith('.mjs') ? ts.ScriptKind.JS : ts.ScriptKind.TS);
-    for (const c of found) t.fail(`${relative(root, file)} ${c}: say the rule itself, or name the README section that holds it`);
+    for (const c of found) t.fail(`${relative(root, file)} ${c}: say the rule itself, or name the docs page (or README section) that holds it`);
   }
 });
 
