@@ -15,6 +15,9 @@ import { startServer, skipPostgres, startPostgres } from '../kit/index.ts';
 
 // Every `svc` run compiles its TypeScript anew (seconds each on a busy machine).
 t.setTimeout(600_000);
+// The cases share nothing (a project folder each, a PostgreSQL of its own): three at a time, as most of their time
+// is waiting on `svc` child processes one after another.
+t.jobs = 3;
 
 const BIN = new URL('../../bin/svc.mjs', import.meta.url).pathname;
 const V1 = new URL('../fixtures/db-app.ts', import.meta.url).pathname;

@@ -4,10 +4,12 @@ import t from 'tap';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fixture, post, runSvc, startServer } from '../kit/index.ts';
+import { fixture, post, runSvc, startServer, type SvcRun } from '../kit/index.ts';
 import { killSandboxesOf } from '../helpers/sandbox.ts';
 
 const APP = fixture('sandbox-app.ts');
+// The two cases share nothing (a data folder each): side by side.
+t.jobs = 2;
 const SERVER = `require('node:http').createServer((q, s) => s.end('ok')).listen(Number(process.env.PORT), process.env.HOST, () => console.log('Server ready ✓'));`;
 const files = { 'package.json': JSON.stringify({ scripts: { dev: 'node server.cjs' } }), 'server.cjs': SERVER };
 
@@ -34,19 +36,25 @@ t.test('svc sandbox list | exec | logs | stop | destroy | cleanup', async (t) =>
   await until('running', async () => (await post(`${server.url}/function/sbGet`, { id })).body.data.result.state === 'running');
   const svc = (...args: string[]) => runSvc(['sandbox', ...args], { env });
 
-  const list = await svc('list');
+  // Commands that change nothing the others look at (exec's output is not the sandbox's log), side by side:
+  // each `svc` run is seconds of start-up on a busy machine.
+  const [list, ada, bob, exec, logs] = await Promise.all([
+    svc('list'),
+    svc('list', '--json', '--user', 'ada'),
+    svc('list', '--json', '--user', 'bob'),
+    svc('exec', id, '--', 'echo', 'hi;', 'echo', 'err', '>&2;', 'exit', '3'),
+    svc('logs', id),
+  ]);
   t.equal(list.code, 0, list.stderr);
   t.match(list.stdout, new RegExp(`${id}\\s+running\\s+ada/cli\\s+http://localhost:\\d+`));
-  const json = JSON.parse((await svc('list', '--json', '--user', 'ada')).stdout);
+  const json = JSON.parse(ada.stdout);
   t.equal(json[0].sandbox_id, id);
-  t.same(JSON.parse((await svc('list', '--json', '--user', 'bob')).stdout), []);
+  t.same(JSON.parse(bob.stdout), []);
 
-  const exec = await svc('exec', id, '--', 'echo', 'hi;', 'echo', 'err', '>&2;', 'exit', '3');
   t.equal(exec.code, 3, 'the command\'s exit code');
   t.equal(exec.stdout, 'hi\n');
   t.equal(exec.stderr, 'err\n');
 
-  const logs = await svc('logs', id);
   t.equal(logs.code, 0);
   t.equal(logs.stdout, 'Server ready ✓\n');
 
@@ -68,22 +76,26 @@ t.test('svc sandbox list | exec | logs | stop | destroy | cleanup', async (t) =>
   t.equal(cleanup.code, 0, cleanup.stderr);
   t.same(JSON.parse(cleanup.stdout), { removed: [], orphans: [], folders: [] });
 
-  t.equal((await svc('frobnicate')).code, 2, 'an unknown action is a usage error');
-  t.equal((await svc('logs')).code, 2, 'an id is needed');
-  t.equal((await svc('exec', 'sbx-x')).code, 2, 'a command is needed');
+  const [unknown, noId, noCommand] = await Promise.all([svc('frobnicate'), svc('logs'), svc('exec', 'sbx-x')]);
+  t.equal(unknown.code, 2, 'an unknown action is a usage error');
+  t.equal(noId.code, 2, 'an id is needed');
+  t.equal(noCommand.code, 2, 'a command is needed');
 });
 
 t.test('svc start refuses [scale.sandbox] settings it cannot use, naming the key', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'svc-sbx-cfg-'));
-  for (const [env, says] of [
+  const cases = [
     [{ SVC_SANDBOX_MEMORY_LIMIT: 'lots' }, /memory_limit/],
     [{ SVC_SANDBOX_TYPE: 'orchestrator', SVC_SANDBOX_PROXY_MODE: 'true' }, /proxy_mode needs domain_template/],
     [{ SVC_SANDBOX_TYPE: 'orchestrator', SVC_SANDBOX_NAMESPACE: 'Not A Namespace' }, /namespace must be a DNS label/],
     [{ SVC_SANDBOX_PORT_BASE: '65530' }, /port pool/],
     [{ SVC_SANDBOX_TYPE: 'container', SVC_SANDBOX_CONTAINER_CLI: '/nonexistent/docker' }, /container_cli/],
-  ] as const) {
-    const run = await runSvc(['start', APP], { env: { SVC_DATA_DIR: dataDir, ...env, SVC_PORT: '0' } });
+  ] as const;
+  // Side by side, a data folder each (two first starts in one folder would both make its admin account):
+  // each refusal comes only after most of a start's work, and they are independent.
+  const runs = await Promise.all(cases.map(([env]) => runSvc(['start', APP], { env: { SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-sbx-cfg-')), ...env, SVC_PORT: '0' } })));
+  cases.forEach(([env, says], i) => {
+    const run = runs[i] as SvcRun;
     t.not(run.code, 0, `${JSON.stringify(env)} refused`);
     t.match(run.stdout + run.stderr, says);
-  }
+  });
 });

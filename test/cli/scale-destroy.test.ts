@@ -7,6 +7,8 @@ import { runSvc } from '../kit/index.ts';
 import { project } from './scale-project.ts';
 
 type Any = any; // eslint-disable-line @typescript-eslint/no-explicit-any
+// The cases share nothing (a project folder and a fake API server each): side by side, as each waits on `svc` runs.
+t.jobs = 3;
 
 t.test('fake Kubernetes API server: destroy asks y on stdin; n and end of input send nothing; y deletes and waits', async (t) => {
   const p = await project(t);

@@ -14,6 +14,10 @@ const APP = fixture('deploy/app.ts');
 /** The environment of a user with nothing of svc's set (no DOCDB_URI or KV_URL of a local run leaking in). */
 const ENV = { STRIPE_KEY: 'sk_test_not_a_real_key_4242', SVC_SCALE_REGISTRY: 'registry.example.com/team' };
 
+// The cases share nothing they write (a dry run writes no file; the others copy the app to a folder of their own):
+// side by side, as each waits on `svc` runs.
+t.jobs = 3;
+
 /** The image tag is a hash of the app and of svc's own files: any commit changes it, so the golden files name it TAG. */
 const untag = (s: string): string => s.replace(/:[0-9a-f]{12}\b/g, ':TAG');
 

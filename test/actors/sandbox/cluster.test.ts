@@ -55,6 +55,10 @@ function devServer(id: string): { pid: number; ppid: number } | undefined {
 
 const base = () => 45000 + 2 * Math.floor(Math.random() * 2000);
 
+// The cases share nothing (a data folder, a Redis and a port range each): side by side, as most of their time is
+// waiting on `svc start` processes and sandbox dev servers.
+t.jobs = 3;
+
 t.test('a restarted svc adopts the sandbox that kept running, and stops it', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'svc-sbx-restart-'));
   const env = { SVC_DATA_DIR: dataDir, SVC_SANDBOX_PORT_BASE: String(base()), SVC_SANDBOX_CHECK_INTERVAL_MS: '200' };

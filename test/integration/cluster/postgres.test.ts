@@ -54,7 +54,11 @@ if (skip) {
     const env = { DOCDB_URI: await pgs.database(), KV_URL: redis.url, SVC_CLUSTER_NAME: `pg-${randomBytes(3).toString('hex')}`, ADMIN_DEFAULT_PASSWORD: ADMIN_PASSWORD };
     const members: Server[] = [];
     t.teardown(() => stopAll(members));
-    for (let i = 0; i < 3; i++) members.push(await member(env));
+    // The first alone (it makes the tables and the bootstrap admin in the database), the other two side by side.
+    members.push(await member(env));
+    const rest = await Promise.allSettled([member(env), member(env)]);
+    for (const r of rest) if (r.status === 'fulfilled') members.push(r.value);
+    for (const r of rest) if (r.status === 'rejected') throw r.reason;
     await settled(members, await adminOf((members[0] as Server).url), 3);
     t.match(members[0]?.output(), /store postgres at postgres:\/\/postgres@127\.0\.0\.1/);
     const [a, b, c] = members as [Server, Server, Server];

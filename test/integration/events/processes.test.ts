@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { post, startServer, tokenFor, skipRedis, startRedis, startCluster, type Server } from '../../kit/index.ts';
+import { post, startServer, tokenFor, skipRedis, startRedis, startCluster, type RedisServer, type Server } from '../../kit/index.ts';
 import { WalkerSocket } from 'svc/client';
 
 t.setTimeout(300_000);
@@ -39,13 +39,16 @@ t.test('memory streams: events published on any worker thread reach the subscrip
 });
 
 t.test('Redis Streams', { skip: skipRedis }, async (t) => {
-  const redis = await startRedis(t);
-  const env = (extra: Record<string, string> = {}) => ({ SVC_EVENTS_ENABLED: 'true', SVC_EVENTS_URL: redis.url, ...extra });
+  // Each case has a Redis of its own (one stops it, others count what a stream holds), so they run side by side:
+  // most of their time is waiting for `svc start` processes and timeouts, not the CPU.
+  t.jobs = 3;
+  const env = (redis: RedisServer, extra: Record<string, string> = {}) => ({ SVC_EVENTS_ENABLED: 'true', SVC_EVENTS_URL: redis.url, ...extra });
 
   t.test('an event published on one process reaches a subscriber on another', async (t) => {
-    const a = await startServer({ entry, env: env({ SVC_EVENTS_CONSUMER_GROUP: 'group-a' }) });
+    const redis = await startRedis(t);
+    const a = await startServer({ entry, env: env(redis, { SVC_EVENTS_CONSUMER_GROUP: 'group-a' }) });
     t.teardown(() => a.stop());
-    const b = await startServer({ entry, env: env({ SVC_EVENTS_CONSUMER_GROUP: 'group-b' }) });
+    const b = await startServer({ entry, env: env(redis, { SVC_EVENTS_CONSUMER_GROUP: 'group-b' }) });
     t.teardown(() => b.stop());
     t.match(a.output(), /event streaming on: redis broker, 7 subscriptions/);
     t.notMatch(a.output(), new RegExp(redis.url.replace(/[/.]/g, '\\$&') + '.*password'), 'no credentials');
@@ -68,7 +71,8 @@ t.test('Redis Streams', { skip: skipRedis }, async (t) => {
   });
 
   t.test('on Redis too: pull with ack, redelivery after the visibility timeout, retries and the dead-letter topic', async (t) => {
-    const server = await startServer({ entry, env: env({ SVC_EVENTS_CONSUMER_GROUP: 'pulls', SVC_EVENTS_VISIBILITY_TIMEOUT_SECONDS: '0.5' }) });
+    const redis = await startRedis(t);
+    const server = await startServer({ entry, env: env(redis, { SVC_EVENTS_CONSUMER_GROUP: 'pulls', SVC_EVENTS_VISIBILITY_TIMEOUT_SECONDS: '0.5' }) });
     t.teardown(() => server.stop());
     await post(`${server.url}/function/emit`, { topic: 'redis-jobs', key: 'r', count: 3 });
     const first = (await post(`${server.url}/function/pull`, { topic: 'redis-jobs', max: 2 })).body.data.result;
@@ -89,11 +93,12 @@ t.test('Redis Streams', { skip: skipRedis }, async (t) => {
   });
 
   t.test('SIGKILL mid-batch: restarted on the same folder, the process takes back its own pending entries at once', async (t) => {
+    const redis = await startRedis(t);
     const file = join(mkdtempSync(join(tmpdir(), 'svc-events-')), 'handled');
     writeFileSync(file, '');
     const dataDir = mkdtempSync(join(tmpdir(), 'svc-data-'));
     // A visibility timeout far longer than the test: only the restarted consumer's own re-read can finish it.
-    const opts = env({ SVC_DATA_DIR: dataDir, SVC_TEST_EVENTS_FILE: file, SVC_EVENTS_VISIBILITY_TIMEOUT_SECONDS: '600', SVC_EVENTS_CONSUMER_GROUP: 'kill-same' });
+    const opts = env(redis, { SVC_DATA_DIR: dataDir, SVC_TEST_EVENTS_FILE: file, SVC_EVENTS_VISIBILITY_TIMEOUT_SECONDS: '600', SVC_EVENTS_CONSUMER_GROUP: 'kill-same' });
     const first = await startServer({ entry, env: opts });
     t.teardown(() => first.stop('SIGKILL'));
     await post(`${first.url}/function/emit`, { topic: 'slow', key: 's', count: 40, ms: 50 });
@@ -108,9 +113,10 @@ t.test('Redis Streams', { skip: skipRedis }, async (t) => {
   });
 
   t.test('SIGKILL mid-batch: another process claims the dead consumer’s entries after the visibility timeout', async (t) => {
+    const redis = await startRedis(t);
     const file = join(mkdtempSync(join(tmpdir(), 'svc-events-')), 'handled');
     writeFileSync(file, '');
-    const opts = env({ SVC_TEST_EVENTS_FILE: file, SVC_EVENTS_VISIBILITY_TIMEOUT_SECONDS: '1', SVC_EVENTS_CONSUMER_GROUP: 'kill-other' });
+    const opts = env(redis, { SVC_TEST_EVENTS_FILE: file, SVC_EVENTS_VISIBILITY_TIMEOUT_SECONDS: '1', SVC_EVENTS_CONSUMER_GROUP: 'kill-other' });
     const first = await startServer({ entry, env: opts });
     t.teardown(() => first.stop('SIGKILL'));
     await post(`${first.url}/function/emit`, { topic: 'slow', key: 'c', count: 40, ms: 50 });
@@ -125,7 +131,8 @@ t.test('Redis Streams', { skip: skipRedis }, async (t) => {
   });
 
   t.test('Redis down while publishing: the request answers, events are counted and buffered, then delivered once Redis is back', async (t) => {
-    const server = await startServer({ entry, env: env({ SVC_EVENTS_CONSUMER_GROUP: 'outage' }) });
+    const redis = await startRedis(t);
+    const server = await startServer({ entry, env: env(redis, { SVC_EVENTS_CONSUMER_GROUP: 'outage' }) });
     t.teardown(() => server.stop());
     const admin = await tokenFor('root', { server, role: 'admin' });
     t.same((await post(`${server.url}/function/pull`, { topic: 'pulled' })).body.data.result.events, [], 'pull made its group');
@@ -146,13 +153,14 @@ t.test('Redis Streams', { skip: skipRedis }, async (t) => {
   });
 
   t.test('a cluster (KV_URL): the streams are its Redis, and every member consumes its share', async (t) => {
+    const redis = await startRedis(t);
     const file = join(mkdtempSync(join(tmpdir(), 'svc-events-')), 'handled');
     writeFileSync(file, '');
     const cluster = await startCluster(t, 2, { redis, entry, env: { SVC_EVENTS_ENABLED: 'true', SVC_TEST_EVENTS_FILE: file, SVC_EVENTS_CONSUMER_GROUP: 'cluster' } });
     const [a, b] = cluster.members as [Server, Server];
     t.match(b.output(), /event streaming on: redis broker/);
     await post(`${a.url}/function/emit`, { topic: 'slow', key: 'k', count: 30, ms: 40 });
-    // The group starts at the stream's earliest entry: events of the tests before are handled too; these are `k-*`.
+    // The group starts at the stream's earliest entry: whatever else is on `slow` is handled too; these are `k-*`.
     const all = await until(async () => handled(file).filter(([key]) => key.startsWith('k-')), (rows) => new Set(rows.map(([key]) => key)).size >= 30, 60_000);
     t.equal(new Set(all.map(([key]) => key)).size, 30, 'every event handled');
     t.equal(new Set(all.map(([, pid]) => pid)).size, 2, 'by both members');
@@ -160,12 +168,13 @@ t.test('Redis Streams', { skip: skipRedis }, async (t) => {
   });
 
   t.test('SIGTERM: fetching stops, what was fetched is handled and acknowledged, then the process exits', async (t) => {
+    const redis = await startRedis(t);
     const file = join(mkdtempSync(join(tmpdir(), 'svc-events-')), 'handled');
     writeFileSync(file, '');
-    const server = await startServer({ entry, env: env({ SVC_TEST_EVENTS_FILE: file, SVC_EVENTS_CONSUMER_GROUP: 'drain' }) });
+    const server = await startServer({ entry, env: env(redis, { SVC_TEST_EVENTS_FILE: file, SVC_EVENTS_CONSUMER_GROUP: 'drain' }) });
     t.teardown(() => server.stop('SIGKILL'));
     const client = redis.client();
-    // The group starts at the earliest entry: what the tests before left on `slow` is handled first.
+    // The group starts at the earliest entry: whatever is already on `slow` is handled first (this Redis is the test's own).
     const before = Number(await client.xlen('svc:events:slow'));
     await until(async () => handledKeys(file).length, (n) => n >= before);
     await post(`${server.url}/function/emit`, { topic: 'slow', key: 'd', count: 8, ms: 1000 });
@@ -186,7 +195,8 @@ t.test('Redis Streams', { skip: skipRedis }, async (t) => {
   });
 
   t.test('streams are trimmed to max_len (MAXLEN ~)', async (t) => {
-    const server = await startServer({ entry, env: env({ SVC_EVENTS_MAX_LEN: '100' }) });
+    const redis = await startRedis(t);
+    const server = await startServer({ entry, env: env(redis, { SVC_EVENTS_MAX_LEN: '100' }) });
     t.teardown(() => server.stop());
     await post(`${server.url}/function/emit`, { topic: 'trimmed', key: 't', count: 1000 });
     const client = redis.client();

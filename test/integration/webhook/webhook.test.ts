@@ -11,6 +11,8 @@ import { post, runSvc, startServer, tokenFor, type Server } from '../../kit/inde
 
 // Every case starts real svc processes (two transports, several settings): longer than tap's default 120 s on two cores.
 t.setTimeout(600_000);
+// The cases share nothing (a server, a data folder each): three at a time, as most of their time is waiting on `svc start`.
+t.jobs = 3;
 
 const entry = new URL('../../fixtures/webhook-app.ts', import.meta.url).pathname;
 const SECRET = `whsec-${randomBytes(24).toString('hex')}`;
@@ -196,16 +198,17 @@ for (const transport of ['uws', 'node']) {
 }
 
 t.test('production: no WEBHOOK_SECRET with a webhook walker refuses to start; with one it starts', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'svc-webhook-prod-'));
-  const env = { NODE_ENV: 'production', JWT_SECRET: 'a-production-jwt-secret-of-more-than-32-chars', WEBHOOK_SECRET: '', SVC_DATA_DIR: dataDir, ADMIN_DEFAULT_PASSWORD: 'correct horse battery staple 42' };
-  const refused = await runSvc(['start', entry, '--port', '0', '--workers', '1', '--host', '127.0.0.1'], { env });
+  // The three starts side by side, a data folder each (two first starts in one folder would both make its admin account).
+  const env = () => ({ NODE_ENV: 'production', JWT_SECRET: 'a-production-jwt-secret-of-more-than-32-chars', WEBHOOK_SECRET: '', SVC_DATA_DIR: mkdtempSync(join(tmpdir(), 'svc-webhook-prod-')), ADMIN_DEFAULT_PASSWORD: 'correct horse battery staple 42' });
+  const args = ['start', entry, '--port', '0', '--workers', '1', '--host', '127.0.0.1'];
+  const started = startServer({ entry, env: { ...env(), WEBHOOK_SECRET: SECRET } });
+  t.teardown(() => started.then((server) => server.stop(), () => undefined));
+  const [refused, short] = await Promise.all([runSvc(args, { env: env() }), runSvc(args, { env: { ...env(), WEBHOOK_SECRET: 'short' } })]);
   t.equal(refused.code, 1);
   t.match(refused.stderr, /WEBHOOK_SECRET \(or \[scale\.webhook\] secret\) is required in production for the app's webhook walkers/);
-  const short = await runSvc(['start', entry, '--port', '0', '--workers', '1', '--host', '127.0.0.1'], { env: { ...env, WEBHOOK_SECRET: 'short' } });
   t.equal(short.code, 1);
   t.match(short.stderr, /WEBHOOK_SECRET is shorter than 32 characters/);
-  const server = await startServer({ entry, env: { ...env, WEBHOOK_SECRET: SECRET } });
-  t.teardown(() => server.stop());
+  const server = await started;
   t.equal((await fetch(`${server.url}/healthz`)).status, 200);
   t.notOk(existsSync(join(new URL('../../fixtures/', import.meta.url).pathname, '.svc', 'webhook_secret')), 'nothing generated');
 });
