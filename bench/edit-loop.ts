@@ -8,7 +8,7 @@
  * - `typecheck_s`: `tsc -p .` of a project `svc init` made (after a first run);
  * - `start_warm_s` / `start_cold_s`: `svc start` of the example app
  *   (`examples/todo/app.ts`, `--workers 1`) to "Server ready", with the bundle
- *   and transpile caches kept / emptied;
+ *   and transpile caches kept / emptied (cold: no worker bundle, no built CLI, no tsx cache);
  * - `reload_ms`: `svc start --dev` of the scaffolded app: from a walker's file
  *   written to the first answer carrying the new code (a keep-alive connection
  *   opened before the save is used for the answer);
@@ -157,7 +157,7 @@ function clearTsxCache(label: string): void {
 function clearBundles(project: string): void {
   rmSync(join(project, 'node_modules/.cache/svc-workers'), { recursive: true, force: true });
   rmSync(join(project, 'node_modules/.cache/svc-modules'), { recursive: true, force: true });
-  rmSync(join(project, 'node_modules/.cache/svc-runtime'), { recursive: true, force: true });
+  rmSync(join(project, 'node_modules/.cache/svc-cli'), { recursive: true, force: true });
 }
 
 /** A project `svc init` made from `checkout`, installed, with one in-process test file. */

@@ -16,6 +16,7 @@
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, join, relative, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 
 const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
 const ENTRY = join(ROOT, 'cli', 'index.ts');
@@ -94,7 +95,35 @@ export async function cliBundle() {
   // The versions are checked without loading esbuild: its version is read from its package.json.
   const esbuildVersion = JSON.parse(readFileSync(join(dirname(fileURLToPath(import.meta.resolve('esbuild'))), '..', 'package.json'), 'utf8')).version;
   if (kept && fresh(kept, esbuildVersion) && existsSync(join(dir, kept.build, 'index.js'))) return pathToFileURL(join(dir, kept.build, 'index.js')).href;
-  return build(dir, esbuildVersion);
+  return buildInThread(dir, esbuildVersion);
+}
+
+/**
+ * The build, made in a thread of its own: esbuild's API and the TypeScript parser it loads (~80 MB) go away with
+ * the thread instead of staying in the server's main thread for its whole life.
+ */
+function buildInThread(dir, esbuildVersion) {
+  return new Promise((resolve, reject) => {
+    const thread = new Worker(new URL(import.meta.url), { workerData: { svcCliBuild: { dir, esbuildVersion } } });
+    let answered = false;
+    thread.once('message', (m) => {
+      answered = true;
+      if (m.url) resolve(m.url);
+      else reject(new Error(m.error));
+    });
+    thread.once('error', reject);
+    thread.once('exit', (code) => {
+      if (!answered) reject(new Error(`the CLI build thread exited with code ${code}`));
+    });
+  });
+}
+
+if (!isMainThread && workerData?.svcCliBuild) {
+  const { dir, esbuildVersion } = workerData.svcCliBuild;
+  build(dir, esbuildVersion).then(
+    (url) => parentPort.postMessage({ url }),
+    (error) => parentPort.postMessage({ error: error?.message ?? String(error) }),
+  );
 }
 
 async function build(dir, esbuildVersion) {
