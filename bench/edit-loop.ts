@@ -177,8 +177,8 @@ import { testApp } from 'svc/testing';
 test('AddNote answers', async () => {
   const app = await testApp({ entry: new URL('../app.ts', import.meta.url).pathname });
   try {
-    const res = await app.inject({ method: 'POST', url: '/walker/AddNote', payload: { text: 'hello' } });
-    assert.equal(res.statusCode, 200);
+    const res = await app.inject({ method: 'POST', url: '/walker/AddNote', body: { text: 'hello' } });
+    assert.equal(res.status, 200);
   } finally {
     await app.close();
   }
