@@ -159,7 +159,7 @@ export function buildCli(): CAC {
     });
 
   cli
-    .command('init [dir]', 'Make a new project in dir, a new or empty folder (default: the current folder): package.json, app.ts, svc.toml, tsconfig.json, .gitignore')
+    .command('init [dir]', 'Make a new project in dir, a new or empty folder (default: the current folder): package.json, app.ts, test/app.test.ts, svc.toml, tsconfig.json, .gitignore')
     .option('--force', 'Write into a folder that is not empty, replacing files that already exist')
     .example('svc init ../myapp && cd ../myapp && npm install && npm run dev')
     .action(async (dir: string | undefined, options: { force?: boolean }) => {

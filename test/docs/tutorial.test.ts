@@ -1,7 +1,7 @@
 // The tutorial (docs/tutorial/bookmarks.md), run: its whole app (the ```ts file=app.ts block)
 // is written into a new project (svc linked to this checkout), started with `svc start`, and
 // every request the page shows is sent with the same body and must answer what the page says.
-// The page's own test file (```ts file=app.test.ts) is run too, as the page says to run it.
+// The page's own test file (```ts file=test/app.test.ts) is run too, as the page says to run it.
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -32,7 +32,8 @@ mkdirSync(join(project, 'node_modules'));
 symlinkSync(REPO, join(project, 'node_modules/svc'), 'dir');
 writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'bookmarks', private: true, type: 'module' }));
 writeFileSync(join(project, 'app.ts'), block('app.ts'));
-writeFileSync(join(project, 'app.test.ts'), block('app.test.ts'));
+mkdirSync(join(project, 'test'));
+writeFileSync(join(project, 'test/app.test.ts'), block('test/app.test.ts'));
 
 let server: Server;
 t.before(async () => {
@@ -123,11 +124,11 @@ t.test('each step shows a piece of the whole app, word for word', async (t) => {
   for (const step of steps) t.ok(whole.includes(step), `in the whole app: ${step.split('\n')[0]}`);
 });
 
-t.test("the tutorial's own test file passes, run as the page says (node --import tsx --test app.test.ts)", async (t) => {
-  t.match(PAGE, /```sh\nnode --import tsx --test app\.test\.ts\n```/);
+t.test("the tutorial's own test file passes, run as the page says (node --import tsx --test test/app.test.ts)", async (t) => {
+  t.match(PAGE, /```sh\nnode --import tsx --test test\/app\.test\.ts\n```/);
   // The project has no tsx of its own (a scaffold's devDependencies carry it): this checkout's.
   const tsx = import.meta.resolve('tsx');
-  const proc = spawn(process.execPath, ['--import', tsx, '--test', 'app.test.ts'], { cwd: project, env: { ...process.env, NODE_OPTIONS: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(process.execPath, ['--import', tsx, '--test', 'test/app.test.ts'], { cwd: project, env: { ...process.env, NODE_OPTIONS: '' }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   proc.stdout.on('data', (d) => (out += d));
   proc.stderr.on('data', (d) => (out += d));
