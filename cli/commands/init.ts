@@ -148,7 +148,7 @@ export function scaffold(name: string, spec: string, self: PackageJson = readPac
       typecheck: 'tsc -p .',
       test: 'node --import tsx --test test/*.test.ts',
     },
-    engines: { node: '>=20' },
+    engines: { node: '>=20.6' },
     dependencies: { [self.name]: spec },
     devDependencies: Object.fromEntries(Object.entries(typesFor(self)).sort(([a], [b]) => a.localeCompare(b))),
     allowScripts: allowScriptsFor(self, spec),

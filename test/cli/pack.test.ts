@@ -125,7 +125,7 @@ t.test('svc init, npm pack, npm install <tarball>, npx svc start app.ts: a proje
     private: true,
     type: 'module',
     scripts: { start: 'svc start app.ts', dev: 'svc start app.ts --dev' },
-    engines: { node: '>=20' },
+    engines: { node: '>=20.6' },
     dependencies: { svc: /^file:/ },
     devDependencies: { '@types/node': repoPackage.devDependencies['@types/node'], typescript: repoPackage.dependencies.typescript },
   });
