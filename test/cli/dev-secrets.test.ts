@@ -5,30 +5,13 @@ import t from 'tap';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startServer } from '../kit/index.ts';
+import { EVERY_KIND } from '../helpers/every-kind-app.ts';
 
 // Each case starts a real `svc start --dev`: on a busy two-core machine that takes a while.
 t.setTimeout(200_000);
 
 /** An app with a hook, a WebSocket walker, a webhook walker and a subscription. */
-const WITH_WEBHOOK = `import { APIProtocol, entry, restspec, Root, subscribe, Walker } from 'svc';
-export class Hello extends Walker {
-  static access = 'pub' as const;
-  @entry(Root) hi() { this.report('hi'); }
-}
-export class _RequireKey extends Walker {
-  @entry(Root) check() {}
-}
-export class Announce extends Walker {
-  static access = 'pub' as const;
-  static spec = restspec({ protocol: APIProtocol.WEBSOCKET });
-  @entry(Root) say() { this.report('news'); }
-}
-export class GithubPush extends Walker {
-  static spec = restspec({ protocol: APIProtocol.WEBHOOK });
-  @entry(Root) push() { this.report('pushed'); }
-}
-export const onOrder = subscribe('order.created', () => undefined);
-`;
+const WITH_WEBHOOK = EVERY_KIND;
 
 /** The same app without its webhook walker. */
 const NO_WEBHOOK = WITH_WEBHOOK.replace(/export class GithubPush[^]*?\n}\n/, '');

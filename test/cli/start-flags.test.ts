@@ -6,6 +6,7 @@ import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { loadUws } from '../../transports/http/index.ts';
 import { runSvc as svc, startServer } from '../kit/index.ts';
+import { EVERY_KIND } from '../helpers/every-kind-app.ts';
 
 const entry = new URL('../fixtures/http-app.ts', import.meta.url).pathname;
 // Every case starts a real `svc` process: on a busy two-core machine that takes a while.
@@ -69,26 +70,6 @@ t.test('uWebSockets.js: every worker thread serves HTTP', { skip: loadUws() inst
   t.match(server.output(), /svc: 2 worker threads, each serving HTTP, transport uWebSockets\.js\n/);
 });
 
-/** An app with one of each kind the listing shows: a walker, a hook, a WebSocket walker, a webhook walker, a subscription. */
-const EVERY_KIND = `import { APIProtocol, entry, restspec, Root, subscribe, Walker } from 'svc';
-export class Hello extends Walker {
-  static access = 'pub' as const;
-  @entry(Root) hi() { this.report('hi'); }
-}
-export class _RequireKey extends Walker {
-  @entry(Root) check() {}
-}
-export class Announce extends Walker {
-  static access = 'pub' as const;
-  static spec = restspec({ protocol: APIProtocol.WEBSOCKET });
-  @entry(Root) say() { this.report('news'); }
-}
-export class GithubPush extends Walker {
-  static spec = restspec({ protocol: APIProtocol.WEBHOOK });
-  @entry(Root) push() { this.report('pushed'); }
-}
-export const onOrder = subscribe('order.created', () => undefined);
-`;
 
 t.test('--faux lists hooks, subscriptions, webhooks and WebSocket walkers, each marked', async (t) => {
   const dir = t.testdir({ 'app.ts': EVERY_KIND });

@@ -657,14 +657,6 @@ async function emit(entry: Entry, near: string, kind: 'svc-workers' | 'svc-modul
   }
   const options: BuildOptions & { write: false; metafile: true } = {
     ...entry,
-    bundle: true,
-    platform: 'node',
-    format: 'esm',
-    target: 'node20',
-    // Packages are made external by ownFiles(), not by `packages: 'external'` (which would keep esbuild's resolver
-    // from finding where svc's dependencies are); Node's conditions, so that resolver picks the file Node would.
-    conditions: [],
-    mainFields: ['main'],
     ...buildOptions(outdir, plugins ?? [selfPackage(), ownFiles()]),
   };
   const result = await run(options, key, into === undefined);
