@@ -56,7 +56,7 @@ function cacheDir() {
 
 function versions(esbuildVersion) {
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
-  return `${process.version} esbuild ${esbuildVersion} svc ${pkg.version}`;
+  return `${process.version} esbuild ${esbuildVersion} svc ${pkg.version} build 2`;
 }
 
 function fresh(manifest, esbuildVersion) {
@@ -162,9 +162,19 @@ async function build(dir, esbuildVersion) {
         },
       ],
     });
+    // esbuild escapes non-ASCII strings but prints comments as written: one em dash in a comment makes V8 hold the
+    // whole chunk as two bytes a character.
+    for (const file of Object.keys(result.metafile.outputs)) {
+      if (!file.endsWith('.js')) continue;
+      const path = join(ROOT, file);
+      const code = readFileSync(path, 'utf8');
+      if (/[^\x00-\x7f]/.test(code)) writeFileSync(path, asciiComments(code));
+    }
     const inputs = Object.keys(result.metafile.inputs)
       .map((p) => join(ROOT, p))
       .filter(ownSource)
+      // This file too: a change to how the build is made makes a new one.
+      .concat(fileURLToPath(import.meta.url))
       .map((p) => {
         const s = statSync(p);
         return [relative(ROOT, p), s.size, s.mtimeMs];
@@ -200,6 +210,28 @@ function ownUrls(ts, path, source) {
   let out = source;
   for (const [start, end] of spans.reverse()) out = `${out.slice(0, start)}${url}${out.slice(end)}`;
   return out;
+}
+
+/** The comment lines of esbuild's output made ASCII, one `?` a character (asciiComments in transports/worker/compile.ts, which says why; its test covers both). */
+function asciiComments(code) {
+  let inBlock = false;
+  return code
+    .split('\n')
+    .map((line) => {
+      let from = 0;
+      if (!inBlock) {
+        const lead = line.length - line.trimStart().length;
+        if (line.startsWith('//', lead)) return line.replace(/[^\x00-\x7f]/g, '?');
+        if (!line.startsWith('/*', lead)) return line;
+        inBlock = true;
+        from = lead + 2;
+      }
+      const close = line.indexOf('*/', from);
+      if (close === -1) return line.replace(/[^\x00-\x7f]/g, '?');
+      inBlock = false;
+      return line.slice(0, close).replace(/[^\x00-\x7f]/g, '?') + line.slice(close);
+    })
+    .join('\n');
 }
 
 /** Builds beyond the few newest that are also older than an hour. */

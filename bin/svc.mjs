@@ -2,7 +2,11 @@
 // The svc command. `svc start` runs on svc's sources built once to plain JavaScript (bin/cli-bundle.mjs: no loader
 // on its path, a start several times faster); every other command, or a start whose build cannot be made, runs the
 // TypeScript sources through tsx.
+import v8 from 'node:v8';
 import { cliBundle, useBundle } from './cli-bundle.mjs';
+
+// `svc start`: the young generation is held at its smallest from the first module on (transports/worker/heap.ts).
+if (process.argv[2] === 'start' && !process.execArgv.some((a) => /semi[-_]space/.test(a))) v8.setFlagsFromString('--semi-space-growth-factor=1');
 
 let built;
 if (useBundle(process.argv, process.env)) {

@@ -22,6 +22,7 @@ export { MainMetrics, serveMainMetrics } from './metrics/index.ts';
 export type { ServeBoot, ServeOptions, HttpControl, RouteSummary } from './boot.ts';
 export type { WorkerStats } from '../transports/http/index.ts';
 export { createStartRuntime, startFailure, startModules } from './start.ts';
+export { holdYoungGeneration } from '../transports/worker/index.ts';
 export { loadStart, PORT_RANGE, StartError } from './main/options.ts';
 export type { StartOptions, StartRequest } from './main/options.ts';
 export { jwtSecret, webhookSecret, SecretError } from './main/secrets.ts';

@@ -6,7 +6,7 @@
  * port, starter, member, pool, report, join, reload, signals), composed and
  * checked as a worker thread's are, and started.
  */
-import { createStartRuntime, loadStart, PORT_RANGE, StartError, startFailure } from '../../runtime/index.ts';
+import { createStartRuntime, holdYoungGeneration, loadStart, PORT_RANGE, StartError, startFailure } from '../../runtime/index.ts';
 import { EntryError, resolveEntry } from '../entry.ts';
 import { watchLauncher } from '../launcher.ts';
 import type { ScaleFlags } from './scale.ts';
@@ -31,6 +31,8 @@ export async function start(entryArg: string | undefined, flags: StartFlags): Pr
     const { scale } = await import('./scale.ts');
     return scale(entryArg, flags);
   }
+  // Start-up's garbage does not size each thread's young generation (released once the server is ready).
+  holdYoungGeneration();
   try {
     const entry = resolveEntry(entryArg, 'svc start <entry.ts>');
     const apiPort = portFlag(flags.api_port ?? flags.apiPort, '--api_port');

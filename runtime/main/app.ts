@@ -44,7 +44,7 @@ export function appModule(options: StartOptions): RuntimeModule {
 export async function describeApp(entry: string, data: ServeBoot, projectRoot: string): Promise<RouteSummary[]> {
   let pool: WorkerPool;
   try {
-    pool = await WorkerPool.start({ size: 1, module: SERVE_WORKER, app: entry, data });
+    pool = await WorkerPool.start({ size: 1, module: SERVE_WORKER, app: entry, data, brief: true });
   } catch (error) {
     throw new StartError(loadError(error, projectRoot));
   }

@@ -8,6 +8,7 @@
  */
 import { Socket } from 'node:net';
 import { PARENT_FD_VARIABLE } from '../../transports/sv/index.ts';
+import { releaseYoungGeneration } from '../../transports/worker/index.ts';
 import { ADDRESS, RUNTIME } from '../keys.ts';
 import type { RuntimeModule } from '../runtime.ts';
 import { type Lifecycle, say, type StartOptions } from './options.ts';
@@ -52,6 +53,8 @@ export function signalsModule(options: StartOptions, life: Lifecycle, stopping: 
         launcher = watch;
       }
       // Last: signals are handled and, with --dev, changes watched from the moment a user or a test reads this line.
+      // The young generation, held at its smallest while the server started (`svc start`), grows again as load asks.
+      releaseYoungGeneration();
       say(`Server ready at http://${host}:${port}`);
     },
     close: () => launcher?.stop(),

@@ -10,6 +10,7 @@ export type { PortLike } from './port-link.ts';
 export { encodeFrames, decodeFrames } from '../codec/index.ts';
 export type { WorkerSetup, AppSwap } from './protocol.ts';
 export type { WorkerFiles } from './compile.ts';
-export { compileWorker, compileWorkerFiles, compileModule, compileScript, forgetBuilds, cheapNames, plainClassNames, restoreBundle, keepBuildService, buildCount, KEPT_BUNDLES, BUNDLE_IDLE_MS } from './compile.ts';
+export { compileWorker, compileWorkerFiles, compileModule, compileScript, forgetBuilds, asciiComments, cheapNames, plainClassNames, restoreBundle, keepBuildService, buildCount, KEPT_BUNDLES, BUNDLE_IDLE_MS } from './compile.ts';
 export { RelayTransport } from './relay.ts';
+export { compactHeap, holdYoungGeneration, releaseYoungGeneration, youngGenerationArgs } from './heap.ts';
 export type { RemoteNode, RelayControl } from './relay.ts';

@@ -16,6 +16,7 @@ import { compileWorker, restoreBundle } from './compile.ts';
 import { ThreadTransport } from './thread-transport.ts';
 import type { Control, WorkerBoot } from './protocol.ts';
 import type { RelayControl, RemoteNode } from './relay.ts';
+import { holdYoungGeneration, youngGenerationArgs } from './heap.ts';
 
 export interface WorkerPoolOptions {
   /** Number of worker threads. */
@@ -52,6 +53,8 @@ export interface WorkerPoolOptions {
    */
   remote?: RemoteNode[];
   onRelay?: (from: string, to: string, bytes: Uint8Array) => void;
+  /** A pool that answers a question and closes (the app's probe): its threads do not compact their heap before they are ready (heap.ts). */
+  brief?: boolean;
 }
 
 /**
@@ -169,6 +172,7 @@ export class WorkerPool {
   /** Start the thread of `node`, linked to the main thread and to `peers`; resolves once it is ready. */
   private launch(node: string, nodes: readonly string[], peers: Record<string, MessagePort>, replacement = false): Promise<void> {
     const options = this.options;
+    const hold = youngGenerationArgs();
     const boot: WorkerBoot = {
       nodeId: node,
       main: this.main,
@@ -179,10 +183,13 @@ export class WorkerPool {
       peers,
       system: { askTimeoutMs: options.system?.askTimeoutMs, stopTimeoutMs: options.system?.stopTimeoutMs },
       ...(this.remote ? { remote: this.remote } : {}),
+      ...(hold.length > 0 && !options.brief ? { settle: true } : {}),
     };
     // The bundle may have been pruned by another process since it was built (a thread replaced days later).
     restoreBundle(this.entry);
-    const worker = new Worker(this.entry, { workerData: boot, transferList: Object.values(peers), execArgv: this.execArgv });
+    const worker = new Worker(this.entry, { workerData: boot, transferList: Object.values(peers), execArgv: [...this.execArgv, ...hold] });
+    // Its start reset V8's flags for every thread: held again (the thread's own preload does too, first thing).
+    if (hold.length > 0) worker.once('online', holdYoungGeneration);
     this.threads.set(node, worker);
     return this.watch(node, worker);
   }

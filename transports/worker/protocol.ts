@@ -19,6 +19,8 @@ export interface WorkerBoot {
   system: Pick<SystemOptions, 'askTimeoutMs' | 'stopTimeoutMs'>;
   /** Nodes of other processes are reached through the main thread (a cluster): the ones known at start. */
   remote?: RemoteNode[];
+  /** Started while `svc start` holds the young generation (heap.ts): compact the heap once before saying it is ready. */
+  settle?: boolean;
 }
 
 export type Control =

@@ -6,6 +6,7 @@ import { parentPort, workerData, type MessagePort } from 'node:worker_threads';
 import { ActorSystem, CompositeTransport, encodeError, type Transport } from '../../kernel/index.ts';
 import { ThreadTransport } from './thread-transport.ts';
 import { RelayTransport } from './relay.ts';
+import { compactHeap } from './heap.ts';
 import type { AppSwap, Control, WorkerBoot, WorkerSetup } from './protocol.ts';
 
 /**
@@ -67,6 +68,7 @@ export async function runWorker(mod: { setup?: WorkerSetup; default?: WorkerSetu
     const onSwap = (fn: AppSwap): void => void (swap = fn);
     const done = await setup(system, { nodeId: boot.nodeId, nodes: boot.nodes, data: boot.data, app: appModule, replacement: boot.replacement, relay, onSwap });
     if (typeof done === 'function') cleanup = done;
+    if (boot.settle) compactHeap();
     port.postMessage({ ctl: 'ready' } satisfies Control);
   } catch (error) {
     port.postMessage({ ctl: 'failed', error: withStack(error) } satisfies Control);

@@ -7,7 +7,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSyn
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BUNDLE_IDLE_MS, cheapNames, compileWorker, KEPT_BUNDLES, plainClassNames } from '../../../transports/worker/index.ts';
+import { asciiComments, BUNDLE_IDLE_MS, cheapNames, compileWorker, KEPT_BUNDLES, plainClassNames } from '../../../transports/worker/index.ts';
 import { runSvc } from '../../kit/index.ts';
 
 const PACKAGE_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
@@ -222,6 +222,47 @@ t.test('a walker that throws in a worker: the stack names the class and the Type
   const stack = (await pool.system.refFromAddress({ node: 'w1', path: '/user/thrower' }).ask('?')) as string;
   t.match(stack, /at AddBookmark\.add \(.*app\.ts:5:\d+\)/, 'AddBookmark.add, at the line of the throw in app.ts');
   t.notMatch(stack, /_AddBookmark/);
+  t.match(stack, /throw-worker\.ts:\d+:\d+/, "the runtime's frames name svc's TypeScript files too (its map beside each chunk)");
+  // The runtime's chunks: maps beside them, not inline, and only ASCII (V8 keeps a module's source as one byte a character then).
+  const cache = join(dir, 'node_modules', '.cache', 'svc-workers');
+  const runtime = readdirSync(cache).filter((n) => n.startsWith('rt-'));
+  t.equal(runtime.length, 1, 'one runtime folder');
+  const chunks = readdirSync(join(cache, runtime[0] as string)).filter((n) => n.endsWith('.mjs'));
+  t.ok(chunks.length > 1, `${chunks.length} chunks`);
+  for (const name of chunks) {
+    const code = readFileSync(join(cache, runtime[0] as string, name), 'utf8');
+    t.ok(/^[\x00-\x7f]*$/.test(code), `${name} is ASCII`);
+    t.notMatch(code, /sourceMappingURL=data:/, `${name} has no inline map`);
+    t.ok(existsSync(join(cache, runtime[0] as string, `${name}.map`)), `${name}.map beside it`);
+  }
+});
+
+t.test("a bundle's comments lose their non-ASCII characters, its code keeps every character it means", async (t) => {
+  const source = [
+    '/** A \u2014 B */',
+    'export class K {',
+    '  /** the \u2192 member',
+    '   * more \u2014 text',
+    '   */',
+    '  m() {',
+    "    return String.raw`// r\u00e9` + 'http://x' + /\\/\u00e9/.test('/\u00e9');",
+    '  }',
+    '}',
+    "export const arrow = '\u2192';",
+    '/* block \u2014 */',
+    'export function f() { return 1; }',
+  ].join('\n');
+  const result = await build({ stdin: { contents: source, loader: 'ts' }, bundle: true, format: 'esm', write: false });
+  const code = result.outputFiles[0]?.text ?? '';
+  t.notOk(/^[\x00-\x7f]*$/.test(code), 'esbuild kept a comment as written');
+  const ascii = asciiComments(code);
+  t.notOk(/[^\x00-\x7f]/.test(ascii.split('\n').filter((l) => !l.includes('String.raw')).join('\n')), "the comments are ASCII");
+  t.match(ascii, /String\.raw`\/\/ r\u00e9` \+ "http:\/\/x" \+ \/\\\/\u00e9\//, "a line of code keeps its characters, even after a `//` in a template");
+  t.equal(ascii.length, code.length, 'one character for one: source maps keep their columns');
+  const mod = (await import(`data:text/javascript;base64,${Buffer.from(ascii).toString('base64')}`)) as { arrow: string; K: new () => { m(): string } };
+  t.equal(mod.arrow, '\u2192', 'a string keeps its character');
+  t.equal(new mod.K().m(), '// r\u00e9http://xtrue', 'so do a raw template and a regular expression');
+  t.equal(asciiComments('const a = 1;\n'), 'const a = 1;\n', 'ASCII code is left as it is');
 });
 
 t.test(`manifests and runtime folders are pruned like bundles: beyond ${KEPT_BUNDLES}, those unused for ${BUNDLE_IDLE_MS / 60_000} minutes go`, async (t) => {
