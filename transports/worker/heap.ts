@@ -20,8 +20,8 @@ import { runInNewContext } from 'node:vm';
 
 let held = false;
 
-/** A semi-space flag the process was started with is the user's: left alone. */
-const userSizesIt = (): boolean => process.execArgv.some((a) => /semi[-_]space/.test(a));
+/** A semi-space flag the process was started with (its arguments or NODE_OPTIONS) is the user's: left alone. */
+const userSizesIt = (): boolean => /semi[-_]space/.test(`${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS ?? ''}`);
 
 /**
  * Hold the young generation at its smallest (`svc start`, first thing).

@@ -57,3 +57,15 @@ t.test('compactHeap: garbage that reached the old generation goes, and its pages
   const after = total();
   t.ok(before - after > 20 * MB, `the heap went from ${Math.round(before / MB)} MB to ${Math.round(after / MB)} MB`);
 });
+
+t.test("a semi-space flag of the user's (NODE_OPTIONS here) is left alone: nothing is held", async (t) => {
+  const saved = process.env.NODE_OPTIONS;
+  t.teardown(() => {
+    if (saved === undefined) delete process.env.NODE_OPTIONS;
+    else process.env.NODE_OPTIONS = saved;
+    releaseYoungGeneration();
+  });
+  process.env.NODE_OPTIONS = `${saved ?? ''} --max-semi-space-size=8`;
+  holdYoungGeneration();
+  t.same(youngGenerationArgs(), [], 'threads start as the user set them');
+});
