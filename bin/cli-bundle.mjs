@@ -56,7 +56,7 @@ function cacheDir() {
 
 function versions(esbuildVersion) {
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'));
-  return `${process.version} esbuild ${esbuildVersion} svc ${pkg.version} build 2`;
+  return `${process.version} esbuild ${esbuildVersion} svc ${pkg.version} build 3`;
 }
 
 function fresh(manifest, esbuildVersion) {
@@ -162,13 +162,14 @@ async function build(dir, esbuildVersion) {
         },
       ],
     });
-    // esbuild escapes non-ASCII strings but prints comments as written: one em dash in a comment makes V8 hold the
-    // whole chunk as two bytes a character.
+    // Comments made ASCII (V8 then holds each chunk as one byte a character; ascii-comments.mjs says why).
+    const { asciiComments } = await import('../transports/worker/ascii-comments.mjs');
     for (const file of Object.keys(result.metafile.outputs)) {
       if (!file.endsWith('.js')) continue;
       const path = join(ROOT, file);
       const code = readFileSync(path, 'utf8');
-      if (/[^\x00-\x7f]/.test(code)) writeFileSync(path, asciiComments(code));
+      const ascii = await asciiComments(code, esbuild.transform);
+      if (ascii !== code) writeFileSync(path, ascii);
     }
     const inputs = Object.keys(result.metafile.inputs)
       .map((p) => join(ROOT, p))
@@ -210,28 +211,6 @@ function ownUrls(ts, path, source) {
   let out = source;
   for (const [start, end] of spans.reverse()) out = `${out.slice(0, start)}${url}${out.slice(end)}`;
   return out;
-}
-
-/** The comment lines of esbuild's output made ASCII, one `?` a character (asciiComments in transports/worker/compile.ts, which says why; its test covers both). */
-function asciiComments(code) {
-  let inBlock = false;
-  return code
-    .split('\n')
-    .map((line) => {
-      let from = 0;
-      if (!inBlock) {
-        const lead = line.length - line.trimStart().length;
-        if (line.startsWith('//', lead)) return line.replace(/[^\x00-\x7f]/g, '?');
-        if (!line.startsWith('/*', lead)) return line;
-        inBlock = true;
-        from = lead + 2;
-      }
-      const close = line.indexOf('*/', from);
-      if (close === -1) return line.replace(/[^\x00-\x7f]/g, '?');
-      inBlock = false;
-      return line.slice(0, close).replace(/[^\x00-\x7f]/g, '?') + line.slice(close);
-    })
-    .join('\n');
 }
 
 /** Builds beyond the few newest that are also older than an hour. */

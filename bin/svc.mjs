@@ -5,8 +5,9 @@
 import v8 from 'node:v8';
 import { cliBundle, useBundle } from './cli-bundle.mjs';
 
-// `svc start`: the young generation is held at its smallest from the first module on (transports/worker/heap.ts).
-if (process.argv[2] === 'start' && !/semi[-_]space/.test(`${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS ?? ''}`)) v8.setFlagsFromString('--semi-space-growth-factor=1');
+// `svc start` (not a deploy, --scale): the young generation is held at its smallest from the first module on
+// (transports/worker/heap.ts; released once the server is ready).
+if (process.argv[2] === 'start' && !process.argv.includes('--scale') && !/semi[-_]space/.test(`${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS ?? ''}`)) v8.setFlagsFromString('--semi-space-growth-factor=1');
 
 let built;
 if (useBundle(process.argv, process.env)) {

@@ -6,19 +6,25 @@
  * reducer runs, seconds into idle. Held, it grows no more while the server
  * starts; released once it is ready, it grows again as load asks.
  *
- * V8's growth factor is a process-wide flag read at each growth, and each
- * worker thread's start resets the flags: threads started while it is held
- * preload `hold-heap.mjs`, which holds it again.
+ * V8's growth factor is a process-wide flag read at each growth, but a new
+ * thread's start sets it back to V8's default (measured: a factor set before
+ * or just after `new Worker()` is lost; other flags stay). So a worker thread
+ * started while it is held preloads `hold-heap.mjs`, which holds it again if
+ * the shared cell its `workerData` carries still says so (a thread the app
+ * starts in a worker, or a process it forks, inherits the preload but not the
+ * cell), and the pool holds it again when the thread is online.
  *
- * Held, start-up's garbage is promoted instead, and each thread compacts its
- * heap once before it says it is ready (~40 ms a thread, measured; what V8's
- * memory reducer would do seconds into idle): the server is ready at its
- * smallest (the example with two worker threads: ~10 MB less).
+ * Held, start-up's garbage is promoted instead, and each serving thread
+ * compacts its heap once before it says it is ready (~40 ms a thread,
+ * measured; what V8's memory reducer would do seconds into idle): the server
+ * is ready at its smallest.
  */
 import v8 from 'node:v8';
 import { runInNewContext } from 'node:vm';
 
 let held = false;
+/** 1 while held: shared with the worker threads started meanwhile (their preload reads it). */
+const cell = new Int32Array(new SharedArrayBuffer(4));
 
 /** A semi-space flag the process was started with (its arguments or NODE_OPTIONS) is the user's: left alone. */
 const userSizesIt = (): boolean => /semi[-_]space/.test(`${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS ?? ''}`);
@@ -32,7 +38,18 @@ const userSizesIt = (): boolean => /semi[-_]space/.test(`${process.execArgv.join
 export function holdYoungGeneration(): void {
   if (userSizesIt()) return;
   held = true;
+  Atomics.store(cell, 0, 1);
   v8.setFlagsFromString('--semi-space-growth-factor=1');
+}
+
+/**
+ * Hold it again after a thread's start reset the flag, if it is still held.
+ *
+ * @example
+ * worker.once('online', holdAgain);
+ */
+export function holdAgain(): void {
+  if (held) v8.setFlagsFromString('--semi-space-growth-factor=1');
 }
 
 /**
@@ -45,36 +62,47 @@ export function holdYoungGeneration(): void {
 export function releaseYoungGeneration(): void {
   if (!held) return;
   held = false;
+  Atomics.store(cell, 0, 0);
   compactHeap();
   v8.setFlagsFromString('--semi-space-growth-factor=2');
 }
 
 /**
+ * What a worker thread starting now is given to hold it too: the preload and
+ * the shared cell for its `workerData` (nothing once released).
+ *
+ * @example
+ * const hold = youngGenerationHold();
+ * new Worker(entry, { execArgv: [...execArgv, ...(hold?.execArgv ?? [])], workerData: { ...boot, hold: hold?.cell } });
+ */
+export function youngGenerationHold(): { execArgv: string[]; cell: Int32Array } | undefined {
+  return held ? { execArgv: ['--import', new URL('./hold-heap.mjs', import.meta.url).href], cell } : undefined;
+}
+
+let gc: (() => void) | undefined;
+
+/**
  * A full garbage collection that compacts: live objects moved onto as few
- * pages as hold them, the emptied pages given back. A worker thread started
- * while held runs it before it says it is ready.
+ * pages as hold them, the emptied pages given back (a plain one leaves pages
+ * sparsely used). A worker thread started while held runs it before it says
+ * it is ready.
  *
  * @example
  * if (boot.settle) compactHeap();
  */
 export function compactHeap(): void {
-  // Workers cannot take --expose-gc as an argument; a context made after the flag is set has `gc`.
-  v8.setFlagsFromString('--expose-gc');
-  const gc = runInNewContext('gc') as () => void;
+  if (!gc) {
+    // Workers cannot take --expose-gc as an argument; a context made while the flag is set has `gc`. Unset again
+    // unless the process was started with it (runtime/gc.ts), so threads and contexts made later have no `gc`.
+    const exposed = typeof (globalThis as { gc?: unknown }).gc === 'function' || process.env.SVC_EXPOSE_GC === '1';
+    v8.setFlagsFromString('--expose-gc');
+    gc = runInNewContext('gc') as () => void;
+    if (!exposed) v8.setFlagsFromString('--no-expose-gc');
+  }
   v8.setFlagsFromString('--compact-on-every-full-gc');
   try {
     gc();
   } finally {
     v8.setFlagsFromString('--no-compact-on-every-full-gc');
   }
-}
-
-/**
- * The flags a worker thread starting now is given to hold it too (none once released).
- *
- * @example
- * new Worker(entry, { execArgv: [...execArgv, ...youngGenerationArgs()] });
- */
-export function youngGenerationArgs(): string[] {
-  return held ? ['--import', new URL('./hold-heap.mjs', import.meta.url).href] : [];
 }

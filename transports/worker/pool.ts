@@ -16,7 +16,7 @@ import { compileWorker, restoreBundle } from './compile.ts';
 import { ThreadTransport } from './thread-transport.ts';
 import type { Control, WorkerBoot } from './protocol.ts';
 import type { RelayControl, RemoteNode } from './relay.ts';
-import { holdYoungGeneration, youngGenerationArgs } from './heap.ts';
+import { holdAgain, youngGenerationHold } from './heap.ts';
 
 export interface WorkerPoolOptions {
   /** Number of worker threads. */
@@ -172,7 +172,7 @@ export class WorkerPool {
   /** Start the thread of `node`, linked to the main thread and to `peers`; resolves once it is ready. */
   private launch(node: string, nodes: readonly string[], peers: Record<string, MessagePort>, replacement = false): Promise<void> {
     const options = this.options;
-    const hold = youngGenerationArgs();
+    const hold = youngGenerationHold();
     const boot: WorkerBoot = {
       nodeId: node,
       main: this.main,
@@ -183,13 +183,13 @@ export class WorkerPool {
       peers,
       system: { askTimeoutMs: options.system?.askTimeoutMs, stopTimeoutMs: options.system?.stopTimeoutMs },
       ...(this.remote ? { remote: this.remote } : {}),
-      ...(hold.length > 0 && !options.brief ? { settle: true } : {}),
+      ...(hold ? { hold: hold.cell, ...(options.brief ? {} : { settle: true }) } : {}),
     };
     // The bundle may have been pruned by another process since it was built (a thread replaced days later).
     restoreBundle(this.entry);
-    const worker = new Worker(this.entry, { workerData: boot, transferList: Object.values(peers), execArgv: [...this.execArgv, ...hold] });
-    // Its start reset V8's flags for every thread: held again (the thread's own preload does too, first thing).
-    if (hold.length > 0) worker.once('online', holdYoungGeneration);
+    const worker = new Worker(this.entry, { workerData: boot, transferList: Object.values(peers), execArgv: [...this.execArgv, ...(hold?.execArgv ?? [])] });
+    // Its start set V8's growth factor back for every thread: held again (its own preload does too, first thing).
+    if (hold) worker.once('online', holdAgain);
     this.threads.set(node, worker);
     return this.watch(node, worker);
   }

@@ -19,7 +19,9 @@ export interface WorkerBoot {
   system: Pick<SystemOptions, 'askTimeoutMs' | 'stopTimeoutMs'>;
   /** Nodes of other processes are reached through the main thread (a cluster): the ones known at start. */
   remote?: RemoteNode[];
-  /** Started while `svc start` holds the young generation (heap.ts): compact the heap once before saying it is ready. */
+  /** Started while `svc start` holds the young generation (heap.ts): 1 while it is held (its preload reads it). */
+  hold?: Int32Array;
+  /** Started while held, to serve: compact the heap once before saying it is ready. */
   settle?: boolean;
 }
 

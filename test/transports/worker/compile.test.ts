@@ -1,14 +1,15 @@
 // The worker bundles: esbuild's name helper made cheap; where a bundle is written (beside the app's packages, or a
 // private temporary folder when it has none — never svc's own folder) and how many a folder keeps; class names in stacks.
 import t from 'tap';
-import { build } from 'esbuild';
+import { build, transform } from 'esbuild';
 import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, statSync, symlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { asciiComments, BUNDLE_IDLE_MS, cheapNames, compileWorker, KEPT_BUNDLES, plainClassNames } from '../../../transports/worker/index.ts';
+import { BUNDLE_IDLE_MS, cheapNames, compileWorker, KEPT_BUNDLES, plainClassNames } from '../../../transports/worker/index.ts';
 import { runSvc } from '../../kit/index.ts';
+import { asciiComments } from '../../../transports/worker/ascii-comments.mjs';
 
 const PACKAGE_ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -237,32 +238,60 @@ t.test('a walker that throws in a worker: the stack names the class and the Type
   }
 });
 
-t.test("a bundle's comments lose their non-ASCII characters, its code keeps every character it means", async (t) => {
-  const source = [
-    '/** A \u2014 B */',
-    'export class K {',
-    '  /** the \u2192 member',
-    '   * more \u2014 text',
-    '   */',
-    '  m() {',
-    "    return String.raw`// r\u00e9` + 'http://x' + /\\/\u00e9/.test('/\u00e9');",
-    '  }',
-    '}',
-    "export const arrow = '\u2192';",
-    '/* block \u2014 */',
-    'export function f() { return 1; }',
-  ].join('\n');
+/** esbuild's output of `source`, as the worker builds print it. */
+async function printed(source: string): Promise<string> {
   const result = await build({ stdin: { contents: source, loader: 'ts' }, bundle: true, format: 'esm', write: false });
-  const code = result.outputFiles[0]?.text ?? '';
+  return result.outputFiles[0]?.text ?? '';
+}
+
+const importText = async <T>(code: string): Promise<T> => (await import(`data:text/javascript;base64,${Buffer.from(code).toString('base64')}`)) as T;
+
+t.test("a bundle's comments lose their non-ASCII characters, its code keeps every character it means", async (t) => {
+  const code = await printed(
+    [
+      '/** A \u2014 B */',
+      'export class K {',
+      '  /** the \u2192 member',
+      '   * more \u2014 text',
+      '   */',
+      '  m() {',
+      "    return String.raw`// r\u00e9` + 'http://x' + /\\/\u00e9/.test('/\u00e9');",
+      '  }',
+      '}',
+      "export const arrow = '\u2192';",
+      '/* block \u2014 */',
+      'export function f() { return 1; }',
+    ].join('\n'),
+  );
   t.notOk(/^[\x00-\x7f]*$/.test(code), 'esbuild kept a comment as written');
-  const ascii = asciiComments(code);
-  t.notOk(/[^\x00-\x7f]/.test(ascii.split('\n').filter((l) => !l.includes('String.raw')).join('\n')), "the comments are ASCII");
-  t.match(ascii, /String\.raw`\/\/ r\u00e9` \+ "http:\/\/x" \+ \/\\\/\u00e9\//, "a line of code keeps its characters, even after a `//` in a template");
+  const ascii = await asciiComments(code, transform);
+  t.notOk(/[^\x00-\x7f]/.test(ascii.split('\n').filter((l: string) => !l.includes('String.raw')).join('\n')), 'the comments are ASCII');
+  t.match(ascii, /String\.raw`\/\/ r\u00e9` \+ "http:\/\/x" \+ \/\\\/\u00e9\//, 'a line of code keeps its characters, even after a `//` in a template');
   t.equal(ascii.length, code.length, 'one character for one: source maps keep their columns');
-  const mod = (await import(`data:text/javascript;base64,${Buffer.from(ascii).toString('base64')}`)) as { arrow: string; K: new () => { m(): string } };
+  const mod = await importText<{ arrow: string; K: new () => { m(): string } }>(ascii);
   t.equal(mod.arrow, '\u2192', 'a string keeps its character');
   t.equal(new mod.K().m(), '// r\u00e9http://xtrue', 'so do a raw template and a regular expression');
-  t.equal(asciiComments('const a = 1;\n'), 'const a = 1;\n', 'ASCII code is left as it is');
+  t.equal(await asciiComments('const a = 1;\n', transform), 'const a = 1;\n', 'ASCII code is left as it is');
+});
+
+t.test('lines of a tagged template that look like comments: the bundle is left as it is, not changed in meaning', async (t) => {
+  const code = await printed(
+    [
+      '/** a \u2014 comment */',
+      'export const raw = String.raw`',
+      '  // caf\u00e9',
+      '  /* glob: src/**',
+      '`;',
+      'export const re = /caf\u00e9/;',
+      'export const word = String.raw`na\u00efve`;',
+    ].join('\n'),
+  );
+  const out = await asciiComments(code, transform);
+  t.equal(out, code, 'nothing rewritten: the lines inside the template are code');
+  const mod = await importText<{ raw: string; re: RegExp; word: string }>(out);
+  t.match(mod.raw, /\/\/ caf\u00e9/);
+  t.ok(mod.re.test('caf\u00e9'));
+  t.equal(mod.word, 'na\u00efve');
 });
 
 t.test(`manifests and runtime folders are pruned like bundles: beyond ${KEPT_BUNDLES}, those unused for ${BUNDLE_IDLE_MS / 60_000} minutes go`, async (t) => {
