@@ -162,15 +162,6 @@ async function build(dir, esbuildVersion) {
         },
       ],
     });
-    // Comments made ASCII (V8 then holds each chunk as one byte a character; ascii-comments.mjs says why).
-    const { asciiComments } = await import('../transports/worker/ascii-comments.mjs');
-    for (const file of Object.keys(result.metafile.outputs)) {
-      if (!file.endsWith('.js')) continue;
-      const path = join(ROOT, file);
-      const code = readFileSync(path, 'utf8');
-      const ascii = await asciiComments(code, esbuild.transform);
-      if (ascii !== code) writeFileSync(path, ascii);
-    }
     const inputs = Object.keys(result.metafile.inputs)
       .map((p) => join(ROOT, p))
       .filter(ownSource)

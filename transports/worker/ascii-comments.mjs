@@ -1,4 +1,4 @@
-// Plain JavaScript: bin/cli-bundle.mjs (which runs before any TypeScript loader) and compile.ts both use it.
+// Plain JavaScript, so that its test imports it as compile.ts does.
 const NON_ASCII = /[^\x00-\x7f]/g;
 
 /**

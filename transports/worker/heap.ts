@@ -81,28 +81,41 @@ export function youngGenerationHold(): { execArgv: string[]; cell: Int32Array } 
 
 let gc: (() => void) | undefined;
 
+/** The `gc` of this thread: its own (the process started with --expose-gc), or one of a context made while the flag is set. */
+function exposedGc(): (() => void) | undefined {
+  const own = (globalThis as { gc?: unknown }).gc;
+  if (typeof own === 'function') return own as () => void;
+  // Workers cannot take --expose-gc as an argument; a context made while the flag is set has `gc`. The flag is
+  // process-wide and another thread's start may reset it between the two lines: tried again, then done without.
+  for (let attempt = 0; attempt < 3; attempt++) {
+    v8.setFlagsFromString('--expose-gc');
+    const found = runInNewContext('typeof gc === "function" ? gc : undefined') as (() => void) | undefined;
+    if (found) return found;
+  }
+  return undefined;
+}
+
 /**
  * A full garbage collection that compacts: live objects moved onto as few
  * pages as hold them, the emptied pages given back (a plain one leaves pages
  * sparsely used). A worker thread started while held runs it before it says
- * it is ready.
+ * it is ready. An optimisation: it never throws (without a `gc` to call, it
+ * does nothing).
  *
  * @example
  * if (boot.settle) compactHeap();
  */
 export function compactHeap(): void {
-  if (!gc) {
-    // Workers cannot take --expose-gc as an argument; a context made while the flag is set has `gc`. Unset again
-    // unless the process was started with it (runtime/gc.ts), so threads and contexts made later have no `gc`.
-    const exposed = typeof (globalThis as { gc?: unknown }).gc === 'function' || process.env.SVC_EXPOSE_GC === '1';
-    v8.setFlagsFromString('--expose-gc');
-    gc = runInNewContext('gc') as () => void;
-    if (!exposed) v8.setFlagsFromString('--no-expose-gc');
-  }
-  v8.setFlagsFromString('--compact-on-every-full-gc');
   try {
-    gc();
-  } finally {
-    v8.setFlagsFromString('--no-compact-on-every-full-gc');
+    gc ??= exposedGc();
+    if (!gc) return;
+    v8.setFlagsFromString('--compact-on-every-full-gc');
+    try {
+      gc();
+    } finally {
+      v8.setFlagsFromString('--no-compact-on-every-full-gc');
+    }
+  } catch {
+    // Never a reason for a start to fail.
   }
 }
