@@ -56,7 +56,6 @@ export function asciiCommentLines(code) {
  * await asciiComments('// a \u2014 b\nconst a = 1;\n', transform) // '// a ? b\nconst a = 1;\n'
  */
 export async function asciiComments(code, transform) {
-  if (!/[^\x00-\x7f]/.test(code)) return code;
   const rewritten = asciiCommentLines(code);
   if (rewritten === code) return code;
   const meaning = async (c) => (await transform(c, { loader: 'js', format: 'esm', minifyWhitespace: true, legalComments: 'none', charset: 'utf8' })).code;
