@@ -35,6 +35,8 @@ const flag = (name: string, fallback: number): number => {
   return i >= 0 ? Number(args[i + 1]) : fallback;
 };
 const ROUNDS = flag('--rounds', 7);
+/** A result row without its per-round lists (a table shows the medians; the file keeps the rounds). */
+const withoutRounds = (row: Record<string, unknown>): Record<string, unknown> => Object.fromEntries(Object.entries(row).filter(([k]) => !k.endsWith('_rounds')));
 const SECONDS = flag('--seconds', 4);
 /** Seconds of load before each measured run (the engine's warm-up). */
 const WARMUP = 1;
@@ -158,7 +160,7 @@ async function main(): Promise<void> {
     const file = save('ab-http', { bench: 'ab-http', at: new Date().toISOString(), setup: { rounds: ROUNDS, seconds: SECONDS, warmup_s: WARMUP, connections: CONNECTIONS, workers: 1, load: 'svc bench engine (bench/harness), 1 generator thread, closed loop', pinned: hasTaskset ? 'servers core 0, load core 1' : 'not pinned' }, trees: trees_, machine: machine(), results });
     for (const [name, row] of Object.entries(results)) {
       console.log(`\n${name}`);
-      console.table(Object.fromEntries(Object.entries(row).filter(([, v]) => typeof v === 'object').map(([k, v]) => [k, { ...(v as object), rps_rounds: undefined, cpu_us_rounds: undefined }])));
+      console.table(Object.fromEntries(Object.entries(row).filter(([, v]) => typeof v === 'object').map(([k, v]) => [k, withoutRounds(v as Record<string, unknown>)])));
     }
     console.log(`\nresults: ${file}`);
   } finally {

@@ -354,8 +354,9 @@ export function kvstore(dbName: string, dbType: DbType, uri?: string, options: K
   if (uri !== undefined && uri !== null && typeof uri !== 'string') throw kvstoreError('INVALID_NAME', 'kvstore(dbName, dbType, uri): uri is a string');
   switch (dbType) {
     case 'docdb': {
-      // findNodes must know the run it is called from: from now on runs of this thread are tracked.
-      wantRunTracking();
+      // findNodes must know the run it is called from: from now on runs of this thread are tracked
+      // (app handles only: svc's own records never call findNodes, and tracking costs every promise).
+      if (!options.runtimeCollections) wantRunTracking();
       if (uri) docBackendFor(uri); // a URI no backend takes is refused now (nothing is opened before the first call)
       return new DocDbStore(dbName, uri || undefined, options.runtimeCollections === true);
     }
