@@ -6,7 +6,7 @@
  */
 import { type ActivationLease, type ActorSystem, type Placement, processOf, type VirtualRef, workerPlacement } from '../../kernel/index.ts';
 import { channel } from 'node:diagnostics_channel';
-import { type Caller, graphError, isAnchorId, newId, type OutboxConsumer, type Registry, Root, type WalkerLoggerFactory } from '../walker/index.ts';
+import { type Caller, graphError, HookRefusal, type HookRun, isAnchorId, newId, type OutboxConsumer, type Registry, Root, type WalkerLoggerFactory } from '../walker/index.ts';
 import { decode } from './codec.ts';
 import { storeError } from './errors.ts';
 import { type FunctionResult, Partition, type PartitionContext, type PartitionMsg, type RunReply, type WalkerResult } from './partition.ts';
@@ -94,6 +94,12 @@ export interface SpawnOptions {
   authorization?: string;
   /** A service-to-service call (`X-Svc-Sv`): the answer is the whole `data` object, class names kept. */
   sv?: true;
+  /**
+   * Hook walkers to run first, in order, for the same caller, in the same
+   * message to the partition ({@link HookDispatcher.plan}): the first that
+   * refuses fails the call with its {@link HookRefusal}, and nothing after it runs.
+   */
+  hooks?: HookRun[];
 }
 
 /**
@@ -265,7 +271,21 @@ export class Graph {
     if (options.requestId !== undefined) msg.requestId = options.requestId;
     if (options.authorization !== undefined) msg.authorization = options.authorization;
     if (options.sv) msg.sv = true;
+    if (options.hooks !== undefined && options.hooks.length > 0) return this.askHooked(msg, options.hooks, options);
     return this.askRun(options.caller.rootId, msg, options.timeoutMs ?? this.timeoutMs);
+  }
+
+  /** A run and the hooks before it, in one ask; a refusal becomes the caller's {@link HookRefusal}. */
+  private async askHooked(msg: PartitionMsg & { hooks?: HookRun[] }, hooks: HookRun[], options: SpawnOptions): Promise<RunReply> {
+    for (const h of hooks) {
+      if (!this.registry.walker(h.walker)) throw graphError('SVC_ERR_UNKNOWN_WALKER', `no walker named ${h.walker}`);
+      if (nestedDeeperThan(h.fields, MAX_DEPTH)) throw graphError('SVC_ERR_INVALID_FIELDS', `fields are nested more than ${MAX_DEPTH} levels deep`);
+    }
+    msg.hooks = hooks;
+    const reply = await this.askRun(options.caller.rootId, msg, options.timeoutMs ?? this.timeoutMs);
+    const r = reply.refusal;
+    if (r !== undefined) throw new HookRefusal(r.hook, r.status, r.code, r.message, r.details);
+    return reply;
   }
 
   /** A run's ask; one sent to another thread or cluster member is told on {@link FORWARD_CHANNEL} with its latency, while someone listens. */
@@ -301,6 +321,7 @@ export class Graph {
     if (options.requestId !== undefined) msg.requestId = options.requestId;
     if (options.authorization !== undefined) msg.authorization = options.authorization;
     if (options.sv) msg.sv = true;
+    if (options.hooks !== undefined && options.hooks.length > 0) return this.askHooked(msg, options.hooks, options);
     return this.askRun(options.caller.rootId, msg, options.timeoutMs ?? this.timeoutMs);
   }
 }

@@ -36,6 +36,8 @@ import {
   Anchor,
   type Caller,
   graphError,
+  hookRefusal,
+  type HookRun,
   type OutboxConsumer,
   type OutboxEntry,
   privateAccess,
@@ -54,9 +56,22 @@ import { RunTimeout, watchdog } from './run-deadline.ts';
 import { asCallerError, reportJson, svReplyJson } from './run-reply.ts';
 import { type AnchorStore, type CommitBatch, CommitChain, type Fence, type StoredDoc } from './store.ts';
 
+/**
+ * `next` with a run's reply once it has one: at once when the run answered in
+ * this call; after it, when it answered later (a failure is the answer).
+ */
+function afterRun(out: unknown, next: (reply: RunReply) => unknown): unknown {
+  if (out instanceof Rejection) return out;
+  if (out instanceof Later) return out.promise.then((value) => afterRun(value, next), (error: unknown) => rejectWith(error));
+  // A run that awaited (its deadline included): a rejection is a timed-out run, which restarts the partition as ever.
+  if (isPromise(out)) return out.then((value) => afterRun(value, next));
+  return next(out as RunReply);
+}
+
 export type PartitionMsg =
-  | { t: 'spawn'; walker: string; fields: unknown; at?: string; caller: Caller; traceId?: string; requestId?: string; authorization?: string; sv?: true }
-  | { t: 'call'; fn: string; args: unknown; caller: Caller; traceId?: string; requestId?: string; authorization?: string; sv?: true }
+  /** `hooks`: hook walkers to run first, each a run of its own for the same caller; the first refusal is the answer. */
+  | { t: 'spawn'; walker: string; fields: unknown; at?: string; caller: Caller; traceId?: string; requestId?: string; authorization?: string; sv?: true; hooks?: HookRun[] }
+  | { t: 'call'; fn: string; args: unknown; caller: Caller; traceId?: string; requestId?: string; authorization?: string; sv?: true; hooks?: HookRun[] }
   /** Another root's run changed these anchors of this root (now durable): refresh them. */
   | { t: 'invalidate'; ids: string[]; edgeNodes: string[] }
   /** Make sure the partition (and its root) exists: a user's graph is created at registration. */
@@ -101,6 +116,17 @@ export interface PartitionContext {
 /** What a run answers: its reports (walkers) or return value (functions), as JSON text. */
 export interface RunReply {
   json: string;
+  /** A hook refused the run (which did not run): `json` is then empty. */
+  refusal?: HookRefusalData;
+}
+
+/** A hook's refusal as data (it crosses threads and members): the graph turns it back into a `HookRefusal`. */
+export interface HookRefusalData {
+  hook: string;
+  status: number;
+  code: string;
+  message: string;
+  details?: unknown;
 }
 
 /** How one walker or function run went, on the {@link RUN_CHANNEL} diagnostics channel (published only while subscribed). */
@@ -203,8 +229,38 @@ export class Partition extends PartitionMemory implements ActorLogic<PartitionMs
       case 'invalidate':
         return this.invalidate(msg.ids, msg.edgeNodes);
       default:
-        return runs.hasSubscribers ? this.timedRun(msg) : this.run(msg);
+        return msg.hooks !== undefined && msg.hooks.length > 0 ? this.hooked(msg, msg.hooks) : this.runOne(msg);
     }
+  }
+
+  private runOne(msg: Extract<PartitionMsg, { t: 'spawn' } | { t: 'call' }>): unknown {
+    return runs.hasSubscribers ? this.timedRun(msg) : this.run(msg);
+  }
+
+  /**
+   * Hooks, then the run they guard, in this one message: each hook is a run
+   * of its own (answered, hence committed, before the next starts, as when
+   * each was asked alone), in order; the first refusal or failure is the
+   * answer and nothing after it runs. A hook that must wait (an ability that
+   * awaits, or a batch to become durable) holds this partition's next
+   * messages meanwhile: the walker then runs in the same turn.
+   */
+  private hooked(msg: Extract<PartitionMsg, { t: 'spawn' } | { t: 'call' }>, hooks: readonly HookRun[]): unknown {
+    const step = (i: number): unknown => {
+      if (i === hooks.length) return this.runOne({ ...msg, hooks: undefined } as typeof msg);
+      const hook = hooks[i] as HookRun;
+      const run: PartitionMsg = { t: 'spawn', walker: hook.walker, fields: hook.fields, caller: msg.caller };
+      if (msg.traceId !== undefined) run.traceId = msg.traceId;
+      if (msg.requestId !== undefined) run.requestId = msg.requestId;
+      return afterRun(this.runOne(run), (reply) => {
+        const refused = hookRefusal(hook.walker, JSON.parse(reply.json) as unknown[]);
+        if (refused === undefined) return step(i + 1);
+        const refusal: HookRefusalData = { hook: hook.walker, status: refused.status, code: refused.code, message: refused.message };
+        if (refused.details !== undefined) refusal.details = refused.details;
+        return { json: '', refusal } satisfies RunReply;
+      });
+    };
+    return step(0);
   }
 
   /** A run, told on the `svc:walker:run` channel once its caller has the answer (committed, or failed). */

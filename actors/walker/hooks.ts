@@ -81,6 +81,27 @@ export function fillRequestFields(props: Record<string, TSchema> | undefined, fi
   }
 }
 
+/**
+ * The refusal among a hook's reports (the first report with an integer
+ * `status` from 400 to 599), if any.
+ *
+ * @example
+ * const refused = hookRefusal('_RateLimit', reports); if (refused) throw refused;
+ */
+export function hookRefusal(hook: string, reports: readonly unknown[]): HookRefusal | undefined {
+  for (const r of reports) {
+    const refused = refusal(hook, r);
+    if (refused) return refused;
+  }
+  return undefined;
+}
+
+/** A hook run to make before a walker or function, in the same message to its partition ({@link HookDispatcher.plan}). */
+export interface HookRun {
+  walker: string;
+  fields: Record<string, unknown>;
+}
+
 /** A report that refuses: an object with an integer `status` from 400 to 599. */
 function refusal(hook: string, report: unknown): HookRefusal | undefined {
   if (typeof report !== 'object' || report === null) return undefined;
@@ -121,6 +142,19 @@ export class HookDispatcher {
   }
 
   /**
+   * The hook runs for `req`, in declaration order, to hand to the graph with
+   * the run they guard (`SpawnOptions.hooks`): one message to the partition
+   * instead of one per hook and one more for the run.
+   */
+  plan(req: HookRequest): HookRun[] {
+    return this.hooks.map(({ name, props }) => {
+      const fields: Record<string, unknown> = {};
+      fillRequestFields(props, fields, req);
+      return { walker: name, fields };
+    });
+  }
+
+  /**
    * Run every hook, in declaration order, for `caller`; resolves when all let
    * the request through, throws a {@link HookRefusal} at the first refusal
    * (later hooks do not run), or the hook's own failure. `traceId`: the
@@ -134,10 +168,8 @@ export class HookDispatcher {
       if (this.options.timeoutMs !== undefined) options.timeoutMs = this.options.timeoutMs;
       if (traceId !== undefined) options.traceId = traceId;
       const { reports } = await this.spawn(name, fields, options);
-      for (const r of reports) {
-        const refused = refusal(name, r);
-        if (refused) throw refused;
-      }
+      const refused = hookRefusal(name, reports);
+      if (refused) throw refused;
     }
   }
 }

@@ -19,8 +19,8 @@ export type { FunctionDef, FnContext, Caller, RestSpec, Access as EndpointAccess
 export { Registry, typeName } from './registry.ts';
 export { TRAVERSE_WALKER, TRAVERSE_MAX_NODES, TraverseWalker } from './traverse.ts';
 export type { Traversal, TraversedNode, TraversedEdge } from './traverse.ts';
-export { HookDispatcher, HookRefusal, fillRequestFields } from './hooks.ts';
-export type { HookRequest, HookSpawn } from './hooks.ts';
+export { HookDispatcher, HookRefusal, fillRequestFields, hookRefusal } from './hooks.ts';
+export type { HookRequest, HookRun, HookSpawn } from './hooks.ts';
 export { WalkerRun } from './run.ts';
 export { afterCommit, inWalkerRun, wantRunTracking, runTrackingWanted, untrackedRun, callingRun } from './outbox.ts';
 export type { OutboxEntry, OutboxConsumer } from './outbox.ts';

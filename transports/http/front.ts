@@ -372,31 +372,51 @@ export class Front {
     const sv = req.headers[SV_HEADER] === '1';
     if (sv && route.access !== 'pub') throw httpError('NOT_FOUND', `${route.kind} ${route.name} is not public: only pub walkers and functions can be imported by another service`);
     if (this.o.auth.learnsUsers) await this.prepareToken(req);
+    const prepare = () => {
+      const caller = this.authenticate(req, route);
+      const { fields, at, unknown } = collectFields(route, req, params);
+      fillRequestFields(route.schema.properties as Record<string, TSchema>, fields, req);
+      if (unknown.length > 0) this.unknownFields.check(route.name, route.schema, fields, unknown);
+      return { caller, fields, at };
+    };
+    let prepared: ReturnType<typeof prepare>;
     // Hooks run first, whatever the endpoint's access: on the caller's graph when the token is good, else the guest's.
-    if (this.hooks.active) await this.runHooks(req, traceId);
-    const caller = this.authenticate(req, route);
-    const { fields, at, unknown } = collectFields(route, req, params);
-    fillRequestFields(route.schema.properties as Record<string, TSchema>, fields, req);
-    if (unknown.length > 0) this.unknownFields.check(route.name, route.schema, fields, unknown);
+    // A request the checks below take goes to its partition with its hooks, in one message (they run there first, on
+    // the same caller's graph); one they refuse has its hooks run first, then hears why.
+    if (this.hooks.active) {
+      try {
+        prepared = prepare();
+      } catch (error) {
+        await this.runHooks(req, traceId);
+        throw error;
+      }
+    } else prepared = prepare();
+    const { caller, fields, at } = prepared;
     const options: SpawnOptions = { caller, timeoutMs: this.o.requestTimeoutMs, traceId, requestId: rid, ...(at === undefined ? {} : { at }) };
     if (req.headers.authorization !== undefined && this.o.forwardAuthorization?.()) options.authorization = req.headers.authorization;
-    if (sv) {
-      // The answer keeps class names.
-      options.sv = true;
-      const { json } = route.kind === 'walker' ? await this.o.graph.spawnJson(route.name, fields, options) : await this.o.graph.callJson(route.name, fields, options);
-      return { status: 200, headers: { 'content-type': JSON_TYPE }, body: successJson(json, rid) };
+    if (this.hooks.active) options.hooks = this.hooks.plan(req);
+    try {
+      if (sv) {
+        // The answer keeps class names.
+        options.sv = true;
+        const { json } = route.kind === 'walker' ? await this.o.graph.spawnJson(route.name, fields, options) : await this.o.graph.callJson(route.name, fields, options);
+        return { status: 200, headers: { 'content-type': JSON_TYPE }, body: successJson(json, rid) };
+      }
+      if (route.kind === 'walker') {
+        const { json } = await this.o.graph.spawnJson(route.name, fields, options);
+        return { status: 200, headers: { 'content-type': JSON_TYPE }, body: successJson(`{"result":null,"reports":${json}}`, rid) };
+      }
+      const { json } = await this.o.graph.callJson(route.name, fields, options);
+      if (!route.envelope) {
+        // A string return is the body itself; anything else goes as JSON.
+        const raw = json.startsWith('"') ? (JSON.parse(json) as string) : json === 'null' ? '' : json;
+        return { status: 200, headers: { 'content-type': `${route.produces ?? 'text/plain'}; charset=utf-8` }, body: raw };
+      }
+      return { status: 200, headers: { 'content-type': JSON_TYPE }, body: successJson(`{"result":${json},"reports":[]}`, rid) };
+    } catch (error) {
+      // A hook refused (it ran with the route's run, in one message): the answer it asks for.
+      return hookRefused(error);
     }
-    if (route.kind === 'walker') {
-      const { json } = await this.o.graph.spawnJson(route.name, fields, options);
-      return { status: 200, headers: { 'content-type': JSON_TYPE }, body: successJson(`{"result":null,"reports":${json}}`, rid) };
-    }
-    const { json } = await this.o.graph.callJson(route.name, fields, options);
-    if (!route.envelope) {
-      // A string return is the body itself; anything else goes as JSON.
-      const raw = json.startsWith('"') ? (JSON.parse(json) as string) : json === 'null' ? '' : json;
-      return { status: 200, headers: { 'content-type': `${route.produces ?? 'text/plain'}; charset=utf-8` }, body: raw };
-    }
-    return { status: 200, headers: { 'content-type': JSON_TYPE }, body: successJson(`{"result":${json},"reports":[]}`, rid) };
   }
 
   /**
@@ -507,9 +527,14 @@ export class Front {
     try {
       await this.hooks.run(req, caller ?? this.softCaller(req), traceId);
     } catch (error) {
-      throw error instanceof HookRefusal ? new HttpError(error.status, error.body) : error;
+      hookRefused(error);
     }
   }
+}
+
+/** A hook's refusal as the answer it asks for (its status and error body); any other error as it is. */
+function hookRefused(error: unknown): never {
+  throw error instanceof HookRefusal ? new HttpError(error.status, error.body) : error;
 }
 
 type BuiltinContextClaims = Record<string, unknown> & { user_id: string };
