@@ -136,6 +136,13 @@ t.test('hook walkers run before every generated route and can answer early', asy
   t.match(blocked.body, { ok: false, error: { code: 'BLOCKED_BY_HOOK', message: 'blocked POST /walker/Echo' } });
   t.equal((await post(`${server.url}/function/add`, { a: 1, b: 2 }, { 'x-block': 'yes' })).status, 418, 'functions too');
   t.equal((await post(`${server.url}/walker/Echo`, { msg: 'x' }, { 'x-block': 'no' })).status, 200);
+  // Hooks go with the run in one message to its partition: on the other worker for about half of these users' graphs.
+  for (let i = 0; i < 8; i++) {
+    const auth = { authorization: `Bearer ${await tokenFor(`hooked-${i}`, { server })}` };
+    const refused = await post(`${server.url}/walker/Whoami`, {}, { ...auth, 'x-block': 'yes' });
+    t.match([refused.status, refused.body.error?.code], [418, 'BLOCKED_BY_HOOK'], `refused on user ${i}'s graph`);
+    t.equal((await post(`${server.url}/walker/Whoami`, {}, auth)).status, 200, `let through on user ${i}'s graph`);
+  }
 });
 
 t.test('failures: each class answers a 4xx/5xx envelope with a stable code, and the server keeps serving', async (t) => {
