@@ -18,6 +18,9 @@ export interface PortLike {
 }
 
 
+/** Batches of this many bytes or more are transferred to the other thread, smaller ones copied. */
+const TRANSFER_FROM = 16 * 1024;
+
 /** Most frames in one batch before it is flushed regardless of the tick. */
 const MAX_BATCH = 2048;
 
@@ -95,7 +98,9 @@ export class PortLink {
 
   private post(bytes: Uint8Array, count: number): void {
     try {
-      this.port.postMessage(bytes, [bytes.buffer as ArrayBuffer]);
+      // A small batch is copied (cheaper than handing its buffer over: a microsecond a round trip); a large one moves.
+      if (bytes.byteLength < TRANSFER_FROM) this.port.postMessage(bytes);
+      else this.port.postMessage(bytes, [bytes.buffer as ArrayBuffer]);
       this.batches++;
       this.frames += count;
     } catch {
