@@ -78,12 +78,32 @@ export interface CloudEventJson {
   svcheaders?: string;
 }
 
+/** The millisecond {@link isoNow} last wrote, and what it wrote (events published together share it). */
+let isoMs = Number.NaN;
+let isoText = '';
+
+/** `new Date().toISOString()`, written once per millisecond. */
+function isoNow(): string {
+  const ms = Date.now();
+  if (ms !== isoMs) {
+    isoMs = ms;
+    isoText = new Date(ms).toISOString();
+  }
+  return isoText;
+}
+
+/** Whether `headers` has a key of its own (without listing them). */
+function hasHeaders(headers: Record<string, string>): boolean {
+  for (const key in headers) if (Object.hasOwn(headers, key)) return true;
+  return false;
+}
+
 /** Fill what the publisher left empty, for `topic`. Changes and returns `event`. */
 export function stamp(event: Event, topic: string, defaults: { source: string; traceId?: string | undefined }): Event {
   if (!event.eventType) event.eventType = topic;
   if (!event.id) event.id = randomUUID();
   if (!event.source) event.source = defaults.source;
-  if (!event.time) event.time = new Date().toISOString();
+  if (!event.time) event.time = isoNow();
   if (!event.traceId && defaults.traceId) event.traceId = defaults.traceId;
   return event;
 }
@@ -100,7 +120,7 @@ export function encodeEvent(event: Event): string {
     data: event.data ?? null,
   };
   if (event.traceId) out.traceid = event.traceId;
-  if (Object.keys(event.headers).length > 0) out.svcheaders = JSON.stringify(event.headers);
+  if (hasHeaders(event.headers)) out.svcheaders = JSON.stringify(event.headers);
   return JSON.stringify(out);
 }
 
@@ -115,13 +135,7 @@ export function decodeEvent(text: string): Event {
     const parsed = JSON.parse(raw.svcheaders) as unknown;
     if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) headers = parsed as Record<string, string>;
   }
-  return new Event({
-    data: raw.data,
-    eventType: raw.type,
-    id: raw.id,
-    source: typeof raw.source === 'string' ? raw.source : '',
-    time: typeof raw.time === 'string' ? raw.time : '',
-    ...(typeof raw.traceid === 'string' ? { traceId: raw.traceid } : {}),
-    headers,
-  });
+  const init: EventInit = { data: raw.data, eventType: raw.type, id: raw.id, source: typeof raw.source === 'string' ? raw.source : '', time: typeof raw.time === 'string' ? raw.time : '', headers };
+  if (typeof raw.traceid === 'string') init.traceId = raw.traceid;
+  return new Event(init);
 }

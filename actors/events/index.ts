@@ -10,7 +10,7 @@
 export { Event, encodeEvent, decodeEvent, stamp } from './event.ts';
 export type { EventInit, CloudEventJson } from './event.ts';
 export { registerStreams, openStreams } from './streams.ts';
-export type { StreamBackend, StreamEntry, StreamInfo, GroupInfo, StartFrom, StreamsOptions, StreamsFactory } from './streams.ts';
+export type { AddManyResult, StreamBackend, StreamEntry, StreamInfo, GroupInfo, StartFrom, StreamsOptions, StreamsFactory } from './streams.ts';
 export { Broker, DEFAULT_RETRY, DEFAULT_BUFFER_BYTES, DEFAULT_MAX_EVENT_BYTES, DEFAULT_MAX_STREAM_BYTES, checkTopic, checkRetry, checkData, sharedBudgetMemory, sharedByteBudget } from './broker.ts';
 export type { BrokerOptions, BrokerCounters, BrokerKind, BrokerLog, ByteBudget, RetrySettings } from './broker.ts';
 export { SubscriptionRunner } from './subscription-runner.ts';

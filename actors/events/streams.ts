@@ -23,6 +23,12 @@ export interface StreamEntry {
   readonly payload: string;
 }
 
+/** What {@link StreamBackend.addMany} appended: the first `ids.length` payloads, in order; `error` says why the rest were not. */
+export interface AddManyResult {
+  ids: string[];
+  error?: Error;
+}
+
 /** A consumer group of a stream, as `/admin/events` shows it. */
 export interface GroupInfo {
   name: string;
@@ -53,6 +59,17 @@ export interface StreamBackend {
    * new entry itself is always kept. Resolves to the new entry's id.
    */
   add(stream: string, payload: string, maxLen: number, maxBytes?: number): Promise<string>;
+  /**
+   * Append `payloads` to `stream`, in order, as that many {@link add} calls
+   * would (the same trimming; byte trimming never drops the newest of them),
+   * in one round trip. Resolves to the ids of the entries appended: all of
+   * them, or — when the store refused one part way — those before it, with
+   * the refusal in `error` (the rest were not appended). Rejects when the
+   * store could not be asked or did not answer (whether any was appended is
+   * then unknown, as with a rejected `add`). Optional: a backend without it is
+   * sent one `add` per event.
+   */
+  addMany?(stream: string, payloads: readonly string[], maxLen: number, maxBytes?: number): Promise<AddManyResult>;
   /** Make `group` on `stream` (and the stream) unless it exists; `startFrom` applies only when it is made. Resolves whether it was made. */
   ensureGroup(stream: string, group: string, startFrom: StartFrom): Promise<boolean>;
   /**

@@ -97,6 +97,8 @@ export class SubscriptionRunner {
     readonly spec: RunnerSpec,
   ) {
     this.inHand = spec.held ?? new Set();
+    // A stop ends the delivery loop's wait for a slot (one listener, not one per wait).
+    this.stop.onStop(() => this.wakeSlots());
   }
 
   private get streams(): StreamBackend {
@@ -195,41 +197,37 @@ export class SubscriptionRunner {
   /** Resolves once fewer than `concurrency` entries are in flight, or at stop. */
   private slot(): Promise<void> {
     if (this.inFlight < this.spec.concurrency || this.stop.stopped) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = (): void => {
-        this.slotWaiters.delete(done);
-        off();
-        resolve();
-      };
-      const off = this.stop.onStop(done);
-      this.slotWaiters.add(done);
-    });
+    return new Promise((resolve) => this.slotWaiters.add(resolve));
   }
 
-  /** Resolves once fewer than `concurrency` entries are in flight (the drain: stop does not end the wait). */
+  /** Resolves once fewer than `concurrency` entries are in flight (the drain, after the stop: stop does not end this wait). */
   private freeSlot(): Promise<void> {
     if (this.inFlight < this.spec.concurrency) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = (): void => {
-        this.slotWaiters.delete(done);
-        resolve();
-      };
-      this.slotWaiters.add(done);
-    });
+    return new Promise((resolve) => this.slotWaiters.add(resolve));
+  }
+
+  /** Wake whoever waits for a slot (they look again). */
+  private wakeSlots(): void {
+    // Resolvers: none runs (or waits again) before this returns.
+    for (const wake of this.slotWaiters) wake();
+    this.slotWaiters.clear();
   }
 
   private start(entry: StreamEntry): void {
     this.inFlight++;
+    // Inline arrows, not a named closure: under tsx (keepNames) each named one costs a defineProperty per event.
     void this.handleEntry(entry).then(
-      (acked) => {
-        if (!acked) this.inHand.delete(entry.id);
-      },
-      () => this.inHand.delete(entry.id),
-    ).finally(() => {
-      this.inFlight--;
-      for (const wake of [...this.slotWaiters]) wake();
-      if (this.inFlight === 0) for (const wake of [...this.idleWaiters]) wake();
-    });
+      (acked) => this.ended(entry, acked),
+      () => this.ended(entry, false),
+    );
+  }
+
+  /** An entry's handling ended: it leaves the hand unless it waits for its ack; its slot is free. */
+  private ended(entry: StreamEntry, acked: boolean): void {
+    if (!acked) this.inHand.delete(entry.id);
+    this.inFlight--;
+    this.wakeSlots();
+    if (this.inFlight === 0) for (const wake of [...this.idleWaiters]) wake();
   }
 
   /** Acknowledge with the others of this turn: one XACK for them all. */

@@ -1,8 +1,9 @@
 /**
  * The {@link StreamBackend} on Redis Streams: durable, shared by every
  * process of the cluster. Each operation is one Redis command (or a short
- * loop of them): `XADD … MAXLEN ~` (with a byte limit, a Lua script that
- * also drops the oldest entries past it: see `ADD_WITHIN_BYTES`), `XGROUP CREATE … MKSTREAM`,
+ * loop of them): `XADD … MAXLEN ~` (with a byte limit, or for a batch of
+ * payloads, a Lua script that appends them all and drops the oldest entries
+ * past the limit: see `ADD`), `XGROUP CREATE … MKSTREAM`,
  * `XREADGROUP`, `XACK`, `XAUTOCLAIM`, `XCLAIM … JUSTID`, `XINFO`, `SCAN`.
  *
  * Connections. Ordinary commands share one client from {@link openRedis}: no
@@ -31,7 +32,7 @@
  */
 import type { Redis } from 'ioredis';
 import { openRedis, RedisScript, redisUnreachable, whenReady } from './connection.ts';
-import type { StartFrom, StreamBackend, StreamEntry, StreamInfo } from '../../actors/events/index.ts';
+import type { AddManyResult, StartFrom, StreamBackend, StreamEntry, StreamInfo } from '../../actors/events/index.ts';
 
 export interface RedisStreamsOptions {
   /** `redis://` or `rediss://`. */
@@ -56,57 +57,95 @@ function bytesKey(stream: string): string {
 }
 
 /**
- * XADD trimmed by entries (`MAXLEN ~`) and by bytes, in one step. Each entry
- * carries `c`, its end offset in the account. The bytes kept are at most
- * `a - s`; while that is over the limit, the oldest entry is read (its start
- * is `c` less its payload's length) and deleted, until the rest fits — each
- * entry is read once, when it is dropped, so the cost per append stays
- * constant. Entries appended by others (no `c`) are not accounted: byte
- * trimming stops at one (`MAXLEN` still bounds them). An account lost while
- * its stream lives (a key deleted by hand) goes on from the newest entry's `c`.
+ * XADD of one or more payloads, in order, trimmed by entries (`MAXLEN ~`)
+ * and, when `maxBytes` > 0, by bytes — in one step. KEYS: the stream, its
+ * byte account; ARGV: maxLen (0: none), maxBytes (0: none), the payloads.
+ * Answers `{ids}`, or `{ids, error}` when Redis refused part way: the ids of
+ * the entries appended before it, the rest not appended (and not accounted).
+ *
+ * Byte trimming: each entry carries `c`, its end offset in the account, whose
+ * `a` is the end offset of the newest entry (written once, after the batch)
+ * and `s` where the oldest entry kept starts, or an earlier offset. The
+ * bytes kept are at most `a - s`; while that is over the limit, the oldest
+ * entry is read (its start is `c` less its payload's length) and deleted,
+ * until the rest fits — each entry is read once, when it is dropped, so the
+ * cost per append stays constant. Trimming once after the batch keeps what
+ * trimming after each of its entries would: the longest run of newest
+ * entries that fits, the newest always. Entries appended by others (no `c`)
+ * are not accounted: byte trimming stops at one (`MAXLEN` still bounds them).
+ * An account lost while its stream lives (a key deleted by hand) goes on from
+ * the newest entry's `c`.
  */
-const ADD_WITHIN_BYTES = new RedisScript(`
+const ADD = new RedisScript(`
 local function field(fields, name)
   for i = 1, #fields, 2 do if fields[i] == name then return fields[i + 1] end end
   return nil
 end
 -- Offsets as integer text (Lua 5.1 would write a large number as 1e+15).
 local function int(n) return string.format('%.0f', n) end
-local payload, maxLen, maxBytes = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
-local size = string.len(payload)
-local total = redis.call('HINCRBY', KEYS[2], 'a', size)
-if total == size and redis.call('XLEN', KEYS[1]) > 0 then
-  local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
-  local c = last and field(last[2], 'c')
-  if c then
-    total = tonumber(c) + size
-    redis.call('HSET', KEYS[2], 'a', int(total))
+local function refused(r) return type(r) == 'table' and r.err end
+local maxLen, maxBytes = tonumber(ARGV[1]), tonumber(ARGV[2])
+local ids = {}
+local function xadd(payload, c)
+  local r
+  if c and maxLen > 0 then r = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', maxLen, '*', '${FIELD}', payload, 'c', c)
+  elseif c then r = redis.pcall('XADD', KEYS[1], '*', '${FIELD}', payload, 'c', c)
+  elseif maxLen > 0 then r = redis.pcall('XADD', KEYS[1], 'MAXLEN', '~', maxLen, '*', '${FIELD}', payload)
+  else r = redis.pcall('XADD', KEYS[1], '*', '${FIELD}', payload) end
+  if refused(r) then return nil, r.err end
+  return r
+end
+if maxBytes <= 0 then
+  for i = 3, #ARGV do
+    local id, err = xadd(ARGV[i], nil)
+    if not id then return {ids, err} end
+    ids[#ids + 1] = id
+  end
+  return {ids}
+end
+local offset = tonumber(redis.call('HGET', KEYS[2], 'a') or '0')
+if offset == 0 then
+  local n = redis.pcall('XLEN', KEYS[1])
+  if refused(n) then return {ids, n.err} end
+  if n > 0 then
+    local last = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)[1]
+    offset = tonumber(last and field(last[2], 'c') or '0')
   end
 end
-local id
-if maxLen > 0 then
-  id = redis.call('XADD', KEYS[1], 'MAXLEN', '~', maxLen, '*', '${FIELD}', payload, 'c', int(total))
-else
-  id = redis.call('XADD', KEYS[1], '*', '${FIELD}', payload, 'c', int(total))
+local failed
+for i = 3, #ARGV do
+  local size = string.len(ARGV[i])
+  local id, err = xadd(ARGV[i], int(offset + size))
+  if not id then
+    failed = err
+    break
+  end
+  offset = offset + size
+  ids[#ids + 1] = id
 end
-local start = tonumber(redis.call('HGET', KEYS[2], 's') or '0')
-if total - start > maxBytes then
-  while true do
-    local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)[1]
-    if not first or first[1] == id then break end
-    local c = field(first[2], 'c')
-    if not c then break end
-    local begins = tonumber(c) - string.len(field(first[2], '${FIELD}') or '')
-    if total - begins <= maxBytes then
-      start = begins
-      break
+local newest = ids[#ids]
+if newest then
+  redis.call('HSET', KEYS[2], 'a', int(offset))
+  local start = tonumber(redis.call('HGET', KEYS[2], 's') or '0')
+  if offset - start > maxBytes then
+    while true do
+      local first = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', 1)[1]
+      if not first or first[1] == newest then break end
+      local c = field(first[2], 'c')
+      if not c then break end
+      local begins = tonumber(c) - string.len(field(first[2], '${FIELD}') or '')
+      if offset - begins <= maxBytes then
+        start = begins
+        break
+      end
+      redis.call('XDEL', KEYS[1], first[1])
+      start = tonumber(c)
     end
-    redis.call('XDEL', KEYS[1], first[1])
-    start = tonumber(c)
+    redis.call('HSET', KEYS[2], 's', int(start))
   end
-  redis.call('HSET', KEYS[2], 's', int(start))
 end
-return id
+if failed then return {ids, failed} end
+return {ids}
 `);
 /** How long a command waits for a fresh connection to become ready the first time. */
 const FIRST_READY_MS = 5_000;
@@ -137,8 +176,11 @@ export class RedisStreams implements StreamBackend {
 
   constructor(private readonly options: RedisStreamsOptions) {
     this.redis = this.open(options.name, 2_000);
-    // Commands issued in one turn of the event loop leave in one write (publishes, acks, touches): measured in bench/events.ts.
+    // Commands issued in one turn of the event loop leave in one write (acks, touches, plain appends): measured in bench/events.ts.
     this.redis.options.enableAutoPipelining = true;
+    // Appends through the script are batches already (addMany): sent at once, not held for the next turn
+    // behind the pipeline in flight (autopipelining keeps one at a time).
+    this.redis.options.autoPipeliningIgnoredCommands = [...(this.redis.options.autoPipeliningIgnoredCommands ?? []), 'evalsha', 'eval'];
   }
 
   async add(stream: string, payload: string, maxLen: number, maxBytes = 0): Promise<string> {
@@ -146,8 +188,20 @@ export class RedisStreams implements StreamBackend {
     if (!(Number.isFinite(maxBytes) && maxBytes > 0)) {
       return String(await this.call('XADD', stream, ...(len > 0 ? ['MAXLEN', '~', len] : []), '*', FIELD, payload));
     }
+    const { ids, error } = await this.addMany(stream, [payload], len, maxBytes);
+    if (error) throw error;
+    return ids[0] as string;
+  }
+
+  /** One script call (EVALSHA) for the whole batch: one command to send, one reply, one timer, whatever the number of payloads. */
+  async addMany(stream: string, payloads: readonly string[], maxLen: number, maxBytes = 0): Promise<AddManyResult> {
+    if (payloads.length === 0) return { ids: [] };
+    const len = Number.isFinite(maxLen) && maxLen > 0 ? Math.floor(maxLen) : 0;
+    const bytes = Number.isFinite(maxBytes) && maxBytes > 0 ? Math.floor(maxBytes) : 0;
     await this.ready(this.redis);
-    return String(await ADD_WITHIN_BYTES.run(this.redis, [stream, bytesKey(stream)], [payload, len, Math.floor(maxBytes)]));
+    const reply = (await ADD.run(this.redis, [stream, bytesKey(stream)], [len, bytes, ...payloads])) as [unknown[], unknown?];
+    const ids = Array.isArray(reply[0]) ? reply[0].map(String) : [];
+    return reply[1] === undefined || reply[1] === null ? { ids } : { ids, error: new Error(String(reply[1])) };
   }
 
   async ensureGroup(stream: string, group: string, startFrom: StartFrom): Promise<boolean> {
@@ -174,7 +228,12 @@ export class RedisStreams implements StreamBackend {
       }
     }
     const args = ['GROUP', group, consumer, 'COUNT', count, ...(blockMs > 0 ? ['BLOCK', Math.ceil(blockMs)] : []), 'STREAMS', stream, '>'];
-    const reply = blockMs > 0 ? await this.blockingRead(`${stream}\n${group}\n${consumer}`, blockMs, args) : await this.call('XREADGROUP', ...args);
+    let reply: unknown;
+    if (blockMs > 0) reply = await this.blockingRead(`${stream}\n${group}\n${consumer}`, blockMs, args);
+    else {
+      await this.ready(this.redis);
+      reply = await readGroup(this.redis, args);
+    }
     // New entries cannot have been trimmed yet; should one be, it is handled as above.
     const { entries, gone } = parseEntries(streamEntriesOf(reply));
     if (gone.length > 0) await this.ack(stream, group, gone);
@@ -292,7 +351,7 @@ export class RedisStreams implements StreamBackend {
         await this.ready(redis);
         // Read at send time by ioredis: longer than this read's block.
         redis.options.commandTimeout = blockMs + BLOCK_GRACE_MS;
-        return await redis.call('XREADGROUP', ...args);
+        return await readGroup(redis, args);
       } catch (error) {
         if (this.closed) return null;
         // Redis never answered: the connection may still be blocked server-side; start afresh next time.
@@ -308,6 +367,23 @@ export class RedisStreams implements StreamBackend {
     void blocker.turn.then(() => held.busy--);
     return result;
   }
+}
+
+/**
+ * `XREADGROUP args`, its reply as Buffers: of an entry only the id and the payload become strings
+ * (ioredis would make strings of every field name and value, then parseEntries would pick two).
+ */
+function readGroup(redis: Redis, args: (string | number)[]): Promise<unknown> {
+  return (redis as unknown as { xreadgroupBuffer(...a: (string | number)[]): Promise<unknown> }).xreadgroupBuffer(...args);
+}
+
+/** {@link FIELD} as bytes, to find it among an entry's fields without making strings of them. */
+const FIELD_BYTES = Buffer.from(FIELD);
+
+/** Whether a field name (a string, or a Buffer of a Buffer reply) is {@link FIELD}. */
+function isPayloadField(name: unknown): boolean {
+  if (typeof name === 'string') return name === FIELD;
+  return Buffer.isBuffer(name) && name.length === FIELD_BYTES.length && name.equals(FIELD_BYTES);
 }
 
 /** The entries of the one stream of an XREADGROUP reply (nil: none). */
@@ -328,9 +404,15 @@ function parseEntries(raw: unknown): { entries: StreamEntry[]; gone: string[] } 
       gone.push(id);
       continue;
     }
-    const at = fields.findIndex((f, i) => i % 2 === 0 && String(f) === FIELD);
+    let payload = '';
     // An entry without our field was not written by us: no payload to give, but it is not gone.
-    entries.push({ id, payload: at < 0 ? '' : String(fields[at + 1]) });
+    for (let i = 0; i + 1 < fields.length; i += 2) {
+      if (isPayloadField(fields[i])) {
+        payload = String(fields[i + 1]);
+        break;
+      }
+    }
+    entries.push({ id, payload });
   }
   return { entries, gone };
 }

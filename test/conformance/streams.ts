@@ -310,6 +310,54 @@ export function streamsConformance(t: Test, name: string, make: () => Promise<St
       t.equal((await b.info(u))?.length, 2, '2,000 bytes each: two fit in 5,000');
     });
 
+    t.test('addMany (where the backend has it): the payloads in order, each an entry, in one call; resolves to their ids', async (t) => {
+      const b = await open(t);
+      if (!b.addMany) return void t.pass(`${name} has no addMany: the broker sends one add per event`);
+      const s = unique('many');
+      await b.ensureGroup(s, 'g', 'earliest');
+      t.same(await b.addMany(s, [], 10_000), { ids: [] }, 'nothing to add: nothing added');
+      const first = await b.add(s, 'before', 10_000);
+      const { ids: added, error } = await b.addMany(s, ['a', 'b', 'c', 'é'], 10_000);
+      t.equal(error, undefined);
+      t.equal(added.length, 4);
+      const all = [first, ...added];
+      for (let i = 1; i < all.length; i++) t.ok(compareIds(all[i - 1] as string, all[i] as string) < 0, `ids increase (${all[i - 1]} < ${all[i]})`);
+      const got = await b.read(s, 'g', 'c', 10, 0);
+      t.same(ids(got), all);
+      t.same(payloads(got), ['before', 'a', 'b', 'c', 'é']);
+      t.same((await b.addMany(s, ['d'], 10_000, 1_000)).ids.length, 1, 'with a byte limit too');
+      t.same(payloads(await b.read(s, 'g', 'c', 10, 0)), ['d']);
+    });
+
+    t.test('addMany trims as that many adds would: to about maxLen, and by bytes keeping the newest that fit (the newest always)', async (t) => {
+      const b = await open(t);
+      if (!b.addMany) return void t.pass(`${name} has no addMany`);
+      const s = unique('many-trim');
+      for (let i = 0; i < 1000; i += 250) await b.addMany(s, Array.from({ length: 250 }, (_, j) => `e${i + j}`), 100);
+      const length = (await b.info(s))?.length ?? 0;
+      t.ok(length >= 100 && length <= 350, `about 100 kept (${length})`);
+      await b.ensureGroup(s, 'g', 'earliest');
+      t.equal((await b.read(s, 'g', 'c', 1000, 0)).at(-1)?.payload, 'e999', 'the newest are kept');
+
+      const kib = (n: number, tag: string) => `${tag}:`.padEnd(n * 1024, 'x');
+      const tags = (entries: readonly StreamEntry[]) => entries.map((e) => e.payload.slice(0, 4).replace(/[:x]+$/, ''));
+      const bs = unique('many-bytes');
+      // Five one by one, then eight in one batch: one account; the newest ten (100 KiB) stay.
+      for (let i = 0; i < 5; i++) await b.add(bs, kib(10, `a${i}`), 10_000, 100 * 1024);
+      await b.addMany(bs, Array.from({ length: 8 }, (_, i) => kib(10, `a${5 + i}`)), 10_000, 100 * 1024);
+      await b.ensureGroup(bs, 'g', 'earliest');
+      t.same(tags(await b.read(bs, 'g', 'c', 1000, 0)), Array.from({ length: 10 }, (_, i) => `a${3 + i}`), 'the newest ten kept');
+      // A batch bigger than the limit keeps its newest that fit; one entry over the limit is kept alone.
+      await b.addMany(bs, Array.from({ length: 30 }, (_, i) => kib(10, `b${i}`)), 10_000, 100 * 1024);
+      t.same(tags(await b.read(bs, 'g', 'c', 1000, 0)), Array.from({ length: 10 }, (_, i) => `b${20 + i}`), 'of a batch over the limit: its newest ten');
+      await b.addMany(bs, [kib(1, 'c0'), kib(150, 'huge')], 10_000, 100 * 1024);
+      t.equal((await b.info(bs))?.length, 1, 'the newest, over the limit, alone');
+      // UTF-8 bytes, as add.
+      const u = unique('many-utf8');
+      await b.addMany(u, Array.from({ length: 10 }, () => 'é'.repeat(1000)), 10_000, 5_000);
+      t.equal((await b.info(u))?.length, 2, '2,000 bytes each: two fit in 5,000');
+    });
+
     t.test('info: undefined for a missing stream; else length and groups (name, pending, consumers, lag)', async (t) => {
       const b = await open(t);
       const s = unique('info');

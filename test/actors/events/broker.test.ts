@@ -5,6 +5,8 @@ import t from 'tap';
 import { ManualClock } from '../../../kernel/index.ts';
 import { Broker, decodeEvent, encodeEvent, Event, sharedBudgetMemory, sharedByteBudget, stamp, type StreamBackend, SubscriptionRunner } from '../../../actors/events/index.ts';
 import { MemoryStreams } from '../../../stores/memory/index.ts';
+import { RedisStreams } from '../../../stores/redis/index.ts';
+import { Latch, skipRedis, startRedis } from '../../kit/index.ts';
 
 const quiet = () => undefined;
 
@@ -296,4 +298,145 @@ t.test('streams are trimmed by bytes too (max_stream_bytes): the oldest entries 
   const [topic] = await broker.topics();
   t.ok((topic?.length ?? 0) >= 9 && (topic?.length ?? 0) <= 10, `about 20,000 bytes of 2 KB events kept (${topic?.length})`);
   t.same((await broker.consume('fat', 100, 0, 'earliest')).map((e) => (e.data as { i: number }).i).at(-1), 29, 'the newest kept');
+});
+
+/**
+ * Memory streams that also append in batches (`addMany`, as Redis does), each batch answered a turn
+ * after it was sent; `down` refuses everything, `partial` makes the next batch append only its first n.
+ */
+function batchingStreams() {
+  const inner = new MemoryStreams();
+  const batches: { stream: string; size: number }[] = [];
+  const inFlight = new Map<string, number>();
+  const most = new Map<string, number>();
+  const state = { down: false, partial: undefined as number | undefined };
+  const backend: StreamBackend = Object.assign(Object.create(inner) as StreamBackend, {
+    add: (s: string, p: string, m: number, b?: number) => (state.down ? Promise.reject(new Error('ECONNREFUSED')) : inner.add(s, p, m, b)),
+    addMany: async (stream: string, payloads: readonly string[], maxLen: number, maxBytes?: number) => {
+      batches.push({ stream, size: payloads.length });
+      inFlight.set(stream, (inFlight.get(stream) ?? 0) + 1);
+      most.set(stream, Math.max(most.get(stream) ?? 0, inFlight.get(stream) ?? 0));
+      await new Promise((resolve) => setImmediate(resolve));
+      inFlight.set(stream, (inFlight.get(stream) ?? 0) - 1);
+      if (state.down) throw new Error('ECONNREFUSED');
+      const n = state.partial ?? payloads.length;
+      state.partial = undefined;
+      const ids: string[] = [];
+      for (const p of payloads.slice(0, n)) ids.push(await inner.add(stream, p, maxLen, maxBytes));
+      return n < payloads.length ? { ids, error: new Error('OOM command not allowed when used memory > maxmemory') } : { ids };
+    },
+  });
+  const sizes = (stream: string) => batches.filter((b) => b.stream === stream).map((b) => b.size);
+  return { backend, state, batches, sizes, most };
+}
+
+const turn = () => new Promise((resolve) => setImmediate(resolve));
+const dataOf = async (broker: Broker, topic: string) => (await broker.consume(topic, 10_000, 0, 'earliest')).map((e) => e.data);
+
+t.test('on a backend that appends in batches: the events of a turn leave together, one batch of a stream on its way at a time, in order; flush waits for them', async (t) => {
+  const s = batchingStreams();
+  const broker = new Broker({ streams: s.backend, log: quiet });
+  t.teardown(() => broker.close());
+  for (let i = 0; i < 1200; i++) broker.publish('a', new Event({ data: i }));
+  for (let i = 0; i < 3; i++) broker.publish('b', new Event({ data: i }));
+  t.equal(s.batches.length, 0, 'nothing leaves in the turn of the publishes');
+  await turn();
+  t.same(s.batches, [{ stream: 'svc:events:a', size: 512 }, { stream: 'svc:events:b', size: 3 }], 'at the next turn: a batch per stream, at most 512 events');
+  for (let i = 1200; i < 1210; i++) broker.publish('a', new Event({ data: i }));
+  t.equal(await broker.flush(), 0);
+  t.same(s.sizes('svc:events:a'), [512, 512, 186], 'the rest of a stream leaves once its batch is answered, with what was published meanwhile');
+  t.equal(s.most.get('svc:events:a'), 1, 'one batch of a stream on its way at a time');
+  t.equal(broker.counters.published, 1213);
+  t.same(await dataOf(broker, 'a'), Array.from({ length: 1210 }, (_, i) => i), 'appended in the order published');
+  t.same(await dataOf(broker, 'b'), [0, 1, 2]);
+  // A batch is bounded by its payloads' size too: events of ~300 KB leave three at a time.
+  for (let i = 0; i < 7; i++) broker.publish('big', new Event({ data: { i, pad: 'p'.repeat(300_000) } }));
+  await broker.flush();
+  t.same(s.sizes('svc:events:big'), [3, 3, 1]);
+});
+
+t.test('on a backend that appends in batches: a batch that fails is buffered, with what waited behind it, in order; all of it is sent once the streams work', async (t) => {
+  const s = batchingStreams();
+  const lines: string[] = [];
+  const broker = new Broker({ streams: s.backend, log: (level, message) => void lines.push(`${level} ${message}`) });
+  t.teardown(() => broker.close());
+  s.state.down = true;
+  for (let i = 0; i < 5; i++) broker.publish('o', new Event({ data: i }));
+  await turn(); // the batch is on its way…
+  for (let i = 5; i < 8; i++) broker.publish('o', new Event({ data: i })); // …these wait behind it
+  t.equal(await broker.flush(), 8, 'all eight in the buffer (the batch failed, the others went behind it)');
+  t.equal(broker.counters.buffered, 8);
+  t.ok(broker.counters.publish_failures >= 5, `the failed batch counted (${broker.counters.publish_failures})`);
+  t.match(lines.join('\n'), /cannot be reached/);
+  broker.publish('o', new Event({ data: 8 }));
+  t.equal(broker.counters.buffered, 9, 'published while the buffer holds events: behind them');
+  s.state.down = false;
+  t.equal(await broker.flush(), 0);
+  t.equal(broker.counters.published, 9);
+  t.same(await dataOf(broker, 'o'), [0, 1, 2, 3, 4, 5, 6, 7, 8], 'each once, in the order published');
+
+  // Refused part way: the first ones are appended, the rest buffered and sent after them.
+  const failures = broker.counters.publish_failures;
+  s.state.partial = 2;
+  for (let i = 0; i < 5; i++) broker.publish('p', new Event({ data: i }));
+  t.equal(await broker.flush(), 0);
+  t.equal(broker.counters.publish_failures - failures, 3, 'the three refused counted as failures');
+  t.same(await dataOf(broker, 'p'), [0, 1, 2, 3, 4], 'each once, in order');
+});
+
+t.test('an event prepared in a run is sent as it was then (its text is not written again at the commit)', async (t) => {
+  const broker = new Broker({ streams: new MemoryStreams(), log: quiet });
+  t.teardown(() => broker.close());
+  const event = new Event({ data: { n: 1 } });
+  const text = broker.prepare('t', event, '0af7651916cd43dd8448eb211c80319c');
+  (event.data as { n: number }).n = 2; // changed after publish(), before the commit
+  broker.publish('t', event, 'ignored: the event has its trace id');
+  await broker.flush();
+  const [got] = await broker.consume('t', 10, 0, 'earliest');
+  t.same(got?.data, { n: 1 });
+  t.equal(got?.traceId, '0af7651916cd43dd8448eb211c80319c');
+  t.equal(encodeEvent(got as Event), text, 'the prepared text');
+  broker.publish('t', event);
+  await broker.flush();
+  t.same((await broker.consume('t', 10, 0))[0]?.data, { n: 2 }, 'published again: written afresh');
+});
+
+t.test('on Redis: events published in batches reach a subscription each once, in order; while Redis is down they wait in the buffer, then follow in order', { skip: skipRedis }, async (t) => {
+  const server = await startRedis(t);
+  const broker = new Broker({ streams: new RedisStreams({ url: server.url, name: 'broker-batches' }), consumerName: 'test/1', log: quiet });
+  await broker.ensureGroup('o', broker.group, 'earliest');
+  const got: number[] = [];
+  const handled = new Latch();
+  const runner = new SubscriptionRunner(broker, {
+    topic: 'o',
+    group: broker.group,
+    startFrom: 'earliest',
+    concurrency: 1,
+    retry: broker.retry,
+    blockMs: 50,
+    handle: async (e) => {
+      got.push(e.data as number);
+      handled.hit();
+    },
+  });
+  void runner.run();
+  for (let i = 0; i < 2_000; i++) broker.publish('o', new Event({ data: i }));
+  await turn();
+  for (let i = 2_000; i < 3_000; i++) broker.publish('o', new Event({ data: i }));
+  t.equal(await broker.flush(), 0);
+  await handled.wait(3_000);
+  t.same(got, Array.from({ length: 3_000 }, (_, i) => i), 'each once, in the order published');
+  t.equal(broker.counters.published, 3_000);
+
+  await server.stop();
+  for (let i = 3_000; i < 3_010; i++) broker.publish('o', new Event({ data: i }));
+  t.equal(await broker.flush(), 10, 'kept while Redis is down');
+  for (let i = 3_010; i < 3_020; i++) broker.publish('o', new Event({ data: i }));
+  t.equal(broker.counters.buffered, 20, 'published while the buffer holds events: behind them');
+  await server.restart(); // empty: the runner makes the group again, from the start of the new stream
+  await handled.wait(3_020); // the broker's own retries send the buffer
+  t.same(got.slice(3_000), Array.from({ length: 20 }, (_, i) => 3_000 + i), 'then those published while down, in order');
+  t.equal(broker.counters.buffered, 0);
+  await runner.stopAndDrain(1_000);
+  await broker.close();
 });

@@ -61,6 +61,34 @@ if (skipRedis) {
     t.ok(await eventually(async () => (await streams.read('s', 'g', 'c', 10, 100)).some((e) => e.payload === 'after'), 5_000), 'a blocking read works again');
   });
 
+  t.test('RedisStreams: addMany is one command for the batch; a refusal says what was appended (nothing here) and accounts nothing', async (t) => {
+    const server = await startRedis(t);
+    const client = server.client();
+    const streams = new RedisStreams({ url: server.url, name: 'streams-many' });
+    t.teardown(() => streams.close());
+    await streams.add('warm', 'x', 10, 1_000); // the script is loaded: the count below is the batch's alone
+    await client.call('CONFIG', 'RESETSTAT');
+    const batch = Array.from({ length: 300 }, (_, i) => `e${i}`);
+    const { ids } = await streams.addMany('s', batch, 10_000, 1_000_000);
+    t.equal(ids.length, 300);
+    const stats = String(await client.call('INFO', 'commandstats'));
+    t.match(stats, /cmdstat_evalsha:calls=1,/, 'one script call');
+    t.notMatch(stats, /cmdstat_eval:/, 'sent by its hash');
+    t.equal(Number(await client.hget('s bytes', 'a')), batch.reduce((n, p) => n + p.length, 0), 'the account ends where the last entry does');
+
+    await client.set('not-a-stream', 'x');
+    const refused = await streams.addMany('not-a-stream', ['a', 'b'], 10_000, 1_000_000);
+    t.same(refused.ids, [], 'nothing appended');
+    t.match(refused.error?.message, /WRONGTYPE/);
+    t.equal(await client.exists('not-a-stream bytes'), 0, 'nothing accounted');
+    await t.rejects(streams.add('not-a-stream', 'a', 10_000, 1_000_000), /WRONGTYPE/, 'add of one rejects with the refusal');
+
+    await server.stop();
+    const started = Date.now();
+    await t.rejects(streams.addMany('s', ['during'], 10_000, 1_000_000));
+    t.ok(Date.now() - started < 500, `rejected quickly while Redis is down (${Date.now() - started} ms)`);
+  });
+
   t.test('RedisStreams: a blocked read rejects when Redis goes away, rather than hang', async (t) => {
     const server = await startRedis(t);
     const streams = new RedisStreams({ url: server.url, name: 'streams-kill' });
