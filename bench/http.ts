@@ -327,6 +327,9 @@ async function main(): Promise<void> {
         rps_rounds: xs.map((x) => x.rps),
       };
     }
+    // Only the servers the latency check loads stay up: an idle one on the same core still wakes now and then.
+    const kept = new Set<Proc>([(anchors[0] as Scenario).server.p, after.uws.p, ...(before ? [before.uws.p] : [])]);
+    for (const s of all) if (!kept.has(s.server.p)) await s.server.p.stop();
     // G2: the authenticated read's latency at 70% of its own maximum in this run, open loop; raw uWS
     // at the same rate shows what the load generator itself resolves (its p99 is the floor).
     const latency: Record<string, unknown> = {};
