@@ -4,11 +4,14 @@
  * share no partitions (a worker answers it to the `fingerprint` order).
  */
 import { createHash } from 'node:crypto';
+import { PARTITION_PROTOCOL } from '../actors/graph/index.ts';
 import type { Registry } from '../actors/walker/index.ts';
 
-/** The app's classes and their schemas, as one short hash: members whose apps differ share no partitions. */
+/** The app's classes and their schemas (and svc's partition protocol), as one short hash: members whose apps differ share no partitions. */
 export function appFingerprint(registry: Registry): string {
-  const parts: string[] = [];
+  // The form of the messages partitions take, too: a member that would read them otherwise (an older svc during a
+  // rolling upgrade, which would run a walker without the hooks that travel with it) shares no partition with this one.
+  const parts: string[] = [`protocol ${PARTITION_PROTOCOL}`];
   for (const [name, cls] of [...registry.archetypes].sort(([a], [b]) => a.localeCompare(b))) parts.push(`a ${name} ${JSON.stringify((cls as { has?: unknown }).has ?? null)}`);
   for (const [name, cls] of [...registry.walkers].sort(([a], [b]) => a.localeCompare(b))) parts.push(`w ${name} ${JSON.stringify((cls as { has?: unknown }).has ?? null)}`);
   for (const [name, def] of [...registry.functions].sort(([a], [b]) => a.localeCompare(b))) parts.push(`f ${name} ${JSON.stringify((def as { params?: unknown }).params ?? null)}`);

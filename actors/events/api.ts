@@ -53,8 +53,7 @@ export interface OutboxEvent {
 
 /**
  * Publish `event` on `topic`, fire-and-forget. In a walker or function run it
- * is sent once the run commits (never if it fails), as it was written at this
- * call (changes to it afterwards are not sent); elsewhere at once. Broker
+ * is sent once the run commits (never if it fails); elsewhere at once. Broker
  * errors are logged and counted, the event kept in a bounded local buffer.
  * An event larger than `max_event_bytes` is refused with `EVENT_TOO_LARGE`
  * (413 when a walker lets it through), in a run before anything commits.

@@ -267,8 +267,6 @@ export class Broker {
   /** Events waiting for their stream's next batch, by stream key (backends with `addMany`). */
   private readonly outgoing = new Map<string, Outgoing>();
   private turnScheduled = false;
-  /** Payloads written by {@link prepare} in a run, sent as they are when it commits (not written again). */
-  private readonly prepared = new WeakMap<Event, { topic: string; payload: string }>();
 
   constructor(options: BrokerOptions) {
     this.streams = options.streams;
@@ -301,16 +299,12 @@ export class Broker {
    * `EVENT_TOO_LARGE` (413, counted in `refused` and logged, at most once per
    * 10 s, with its topic and size — never its content) when it is larger than
    * `maxEventBytes`, and a TypeError when its data cannot be written as JSON.
-   * Called by `publish()` in a walker run, so that the run fails at once; the
-   * text is kept with the event, and {@link publish} of it on the same topic
-   * (once the run commits) sends that text: the event as it was when published.
+   * Called by `publish()` in a walker run, so that the run fails at once.
    */
   prepare(topic: string, event: Event, traceId?: string): string {
     checkTopic(topic);
     if (!(event instanceof Event)) throw new TypeError('publish(topic, new Event({ data }))');
-    const payload = this.encode(topic, event, traceId);
-    this.prepared.set(event, { topic, payload });
-    return payload;
+    return this.encode(topic, event, traceId);
   }
 
   /** {@link prepare} without the checks of its arguments, and without keeping the text. */
@@ -363,14 +357,13 @@ export class Broker {
       }
       return;
     }
-    // Written by prepare() in the run that published it (the outbox): not written again.
-    const kept = this.prepared.get(event);
-    let payload: string;
-    if (kept !== undefined && kept.topic === topic) {
-      this.prepared.delete(event);
-      payload = kept.payload;
-    } else payload = this.encode(topic, event, traceId);
+    const payload = this.encode(topic, event, traceId);
     const stream = this.key(topic);
+    // Behind its stream's batch on its way (which may yet fill the buffer): queued there, so the stream keeps its order.
+    if (this.streams.addMany && this.outgoing.has(stream)) {
+      this.queueOut(stream, payload);
+      return;
+    }
     // Behind a non-empty buffer: queued, so events leave in the order they were published.
     if (this.buffer.length > 0) {
       this.enqueue(stream, payload);
@@ -712,7 +705,9 @@ export class Broker {
     if (this.closed) return;
     if (this.flushTimer !== undefined) this.clock.clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
-    await this.flush().catch(() => undefined);
+    // Until nothing published is still waiting for its batch or on its way (what is published meanwhile too).
+    do await this.flush().catch(() => undefined);
+    while ([...this.outgoing.values()].some((out) => out.head < out.payloads.length || out.busy) || this.sending.size > 0);
     this.closed = true;
     if (this.buffer.length > 0) this.log('error', `${this.buffer.length} published event${this.buffer.length === 1 ? '' : 's'} could not be sent before the broker closed`, { broker: this.kind });
     // What is left is given up: its bytes go back to the process's budget (a --dev reload starts new brokers).

@@ -6,7 +6,7 @@
  */
 import { type ActivationLease, type ActorSystem, type Placement, processOf, type VirtualRef, workerPlacement } from '../../kernel/index.ts';
 import { channel } from 'node:diagnostics_channel';
-import { type Caller, graphError, HookRefusal, type HookRun, isAnchorId, newId, type OutboxConsumer, type Registry, Root, type WalkerLoggerFactory } from '../walker/index.ts';
+import { type Caller, graphError, HookRefusal, hookRefusal, type HookRun, isAnchorId, newId, type OutboxConsumer, type Registry, Root, type WalkerLoggerFactory } from '../walker/index.ts';
 import { decode } from './codec.ts';
 import { storeError } from './errors.ts';
 import { type FunctionResult, Partition, type PartitionContext, type PartitionMsg, type RunReply, type WalkerResult } from './partition.ts';
@@ -264,7 +264,7 @@ export class Graph {
   spawnJson(walker: string, fields: unknown, options: SpawnOptions): Promise<RunReply> {
     if (!this.registry.walker(walker)) return Promise.reject(graphError('SVC_ERR_UNKNOWN_WALKER', `no walker named ${walker}`));
     if (!isAnchorId(options.caller.rootId)) return Promise.reject(graphError('SVC_ERR_INVALID_FIELDS', 'a root id is 32 lower-case hex characters'));
-    if (nestedDeeperThan(fields, MAX_DEPTH)) return Promise.reject(graphError('SVC_ERR_INVALID_FIELDS', `fields are nested more than ${MAX_DEPTH} levels deep`));
+    if (!options.hooks?.length && nestedDeeperThan(fields, MAX_DEPTH)) return Promise.reject(graphError('SVC_ERR_INVALID_FIELDS', `fields are nested more than ${MAX_DEPTH} levels deep`));
     const msg: PartitionMsg = { t: 'spawn', walker, fields, caller: options.caller };
     if (options.at !== undefined) msg.at = options.at;
     if (options.traceId !== undefined) msg.traceId = options.traceId;
@@ -281,10 +281,20 @@ export class Graph {
       if (!this.registry.walker(h.walker)) throw graphError('SVC_ERR_UNKNOWN_WALKER', `no walker named ${h.walker}`);
       if (nestedDeeperThan(h.fields, MAX_DEPTH)) throw graphError('SVC_ERR_INVALID_FIELDS', `fields are nested more than ${MAX_DEPTH} levels deep`);
     }
+    const own = msg.t === 'spawn' ? msg.fields : msg.t === 'call' ? msg.args : undefined;
+    if (nestedDeeperThan(own, MAX_DEPTH)) {
+      // Refused before it is sent: its hooks still run first, each alone, and a refusal of theirs is the answer.
+      for (const h of hooks) {
+        const { reports } = await this.spawn(h.walker, h.fields, { caller: options.caller, ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }), ...(options.traceId === undefined ? {} : { traceId: options.traceId }) });
+        const refused = hookRefusal(h.walker, reports);
+        if (refused) throw refused;
+      }
+      throw graphError('SVC_ERR_INVALID_FIELDS', `${msg.t === 'spawn' ? 'fields' : 'arguments'} are nested more than ${MAX_DEPTH} levels deep`);
+    }
     msg.hooks = hooks;
     const reply = await this.askRun(options.caller.rootId, msg, options.timeoutMs ?? this.timeoutMs);
     const r = reply.refusal;
-    if (r !== undefined) throw new HookRefusal(r.hook, r.status, r.code, r.message, r.details);
+    if (r !== undefined) throw new HookRefusal(r.hook, r.status, r.code, r.message, r.details === undefined ? undefined : JSON.parse(r.details));
     return reply;
   }
 
@@ -315,7 +325,7 @@ export class Graph {
   callJson(fn: string, args: unknown, options: SpawnOptions): Promise<RunReply> {
     if (!this.registry.fn(fn)) return Promise.reject(graphError('SVC_ERR_UNKNOWN_WALKER', `no function named ${fn}`));
     if (!isAnchorId(options.caller.rootId)) return Promise.reject(graphError('SVC_ERR_INVALID_FIELDS', 'a root id is 32 lower-case hex characters'));
-    if (nestedDeeperThan(args, MAX_DEPTH)) return Promise.reject(graphError('SVC_ERR_INVALID_FIELDS', `arguments are nested more than ${MAX_DEPTH} levels deep`));
+    if (!options.hooks?.length && nestedDeeperThan(args, MAX_DEPTH)) return Promise.reject(graphError('SVC_ERR_INVALID_FIELDS', `arguments are nested more than ${MAX_DEPTH} levels deep`));
     const msg: PartitionMsg = { t: 'call', fn, args, caller: options.caller };
     if (options.traceId !== undefined) msg.traceId = options.traceId;
     if (options.requestId !== undefined) msg.requestId = options.requestId;

@@ -6,7 +6,7 @@
  */
 export { Graph, FORWARD_CHANNEL } from './graph.ts';
 export type { GraphOptions, SpawnOptions, ForwardEvent } from './graph.ts';
-export { Partition, RUN_CHANNEL } from './partition.ts';
+export { Partition, PARTITION_PROTOCOL, RUN_CHANNEL } from './partition.ts';
 export { reportJson } from './run-reply.ts';
 export type { RunEvent, PartitionMsg, WalkerResult, FunctionResult, RunReply, PartitionContext } from './partition.ts';
 /** The graph's own errors, for a store that refuses a value (e.g. a string its database cannot hold). */

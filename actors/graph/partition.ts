@@ -68,6 +68,12 @@ function afterRun(out: unknown, next: (reply: RunReply) => unknown): unknown {
   return next(out as RunReply);
 }
 
+/**
+ * The version of the messages partitions take, part of the app's fingerprint (members that differ share no
+ * partitions). 2: hooks travel with the run they guard (`hooks`), refusals come back as data.
+ */
+export const PARTITION_PROTOCOL = 2;
+
 export type PartitionMsg =
   /** `hooks`: hook walkers to run first, each a run of its own for the same caller; the first refusal is the answer. */
   | { t: 'spawn'; walker: string; fields: unknown; at?: string; caller: Caller; traceId?: string; requestId?: string; authorization?: string; sv?: true; hooks?: HookRun[] }
@@ -126,7 +132,8 @@ export interface HookRefusalData {
   status: number;
   code: string;
   message: string;
-  details?: unknown;
+  /** The refusal's details as JSON text. */
+  details?: string;
 }
 
 /** How one walker or function run went, on the {@link RUN_CHANNEL} diagnostics channel (published only while subscribed). */
@@ -246,22 +253,59 @@ export class Partition extends PartitionMemory implements ActorLogic<PartitionMs
    * messages meanwhile: the walker then runs in the same turn.
    */
   private hooked(msg: Extract<PartitionMsg, { t: 'spawn' } | { t: 'call' }>, hooks: readonly HookRun[]): unknown {
+    // One deadline for the hooks and the run together, as for the one ask that waits for them: a run that
+    // starts later gets what is left of it, and none starts once it is spent (its caller has stopped waiting).
+    const budget = this.context.runTimeoutMs ?? 25_000;
+    const due = Date.now() + budget;
     const step = (i: number): unknown => {
-      if (i === hooks.length) return this.runOne({ ...msg, hooks: undefined } as typeof msg);
+      if (i > 0) {
+        // Later steps run after an await: the checks every message gets, again.
+        const refused = this.stepRefusal();
+        if (refused !== undefined) return refused;
+        if (Date.now() >= due) return rejectWith(graphError('SVC_ERR_WALKER_TIMEOUT', `the hooks took the run's whole deadline (${budget} ms): it did not run`));
+      }
+      const last = i === hooks.length;
+      // Read by the run's deadline as it starts (in this call); the next message's runs have their own.
+      this.stepsDue = due;
+      let out: unknown;
+      try {
+        out = last ? this.runOne({ ...msg, hooks: undefined } as typeof msg) : this.runOne(this.hookMsg(msg, hooks[i] as HookRun));
+      } finally {
+        this.stepsDue = undefined;
+      }
+      if (last) return out;
       const hook = hooks[i] as HookRun;
-      const run: PartitionMsg = { t: 'spawn', walker: hook.walker, fields: hook.fields, caller: msg.caller };
-      if (msg.traceId !== undefined) run.traceId = msg.traceId;
-      if (msg.requestId !== undefined) run.requestId = msg.requestId;
-      return afterRun(this.runOne(run), (reply) => {
+      return afterRun(out, (reply) => {
         const refused = hookRefusal(hook.walker, JSON.parse(reply.json) as unknown[]);
         if (refused === undefined) return step(i + 1);
+        // The details as JSON text, as reports cross: any JSON a hook reported arrives intact.
         const refusal: HookRefusalData = { hook: hook.walker, status: refused.status, code: refused.code, message: refused.message };
-        if (refused.details !== undefined) refusal.details = refused.details;
+        if (refused.details !== undefined) refusal.details = JSON.stringify(refused.details);
         return { json: '', refusal } satisfies RunReply;
       });
     };
     return step(0);
   }
+
+  private hookMsg(msg: Extract<PartitionMsg, { t: 'spawn' } | { t: 'call' }>, hook: HookRun): Extract<PartitionMsg, { t: 'spawn' }> {
+    const run: Extract<PartitionMsg, { t: 'spawn' }> = { t: 'spawn', walker: hook.walker, fields: hook.fields, caller: msg.caller };
+    if (msg.traceId !== undefined) run.traceId = msg.traceId;
+    if (msg.requestId !== undefined) run.requestId = msg.requestId;
+    return run;
+  }
+
+  /** Why a message arriving now would be refused (what {@link receive} and {@link handle} check), if it would. */
+  private stepRefusal(): Rejection | undefined {
+    if (this.halted !== undefined) return this.refuse(this.halted);
+    const refused = this.context.guard?.();
+    if (refused !== undefined) return this.refuse(refused);
+    if (this.poisoned !== undefined) return rejectWith(this.poisoned);
+    if (this.dropped) return rejectWith(graphError('SVC_ERR_NODE_NOT_FOUND', 'this graph was deleted with its user'));
+    return undefined;
+  }
+
+  /** The deadline of the hooked message under way: its runs end by it ({@link withDeadline}). */
+  private stepsDue: number | undefined;
 
   /** A run, told on the `svc:walker:run` channel once its caller has the answer (committed, or failed). */
   private async timedRun(msg: Extract<PartitionMsg, { t: 'spawn' } | { t: 'call' }>): Promise<unknown> {
@@ -466,6 +510,11 @@ export class Partition extends PartitionMemory implements ActorLogic<PartitionMs
     return new Promise<T>((resolve, reject) => {
       this.runMs = this.context.runTimeoutMs ?? 25_000;
       this.runDue = Date.now() + this.runMs;
+      // A run of a hooked message ends by the message's deadline.
+      if (this.stepsDue !== undefined && this.stepsDue < this.runDue) {
+        this.runMs = Math.max(0, this.stepsDue - Date.now());
+        this.runDue = this.stepsDue;
+      }
       this.expire = reject;
       watchdog.watch(this);
       work.then(

@@ -20,6 +20,7 @@ class _First extends Walker {
   @entry(Root) async first(here: Root) {
     log.push('first');
     if (this.headers.wait === 'yes') await new Promise<void>((r) => (release = r));
+    if (this.headers.sleep) await new Promise((r) => setTimeout(r, Number(this.headers.sleep)));
     if (this.headers.mark === 'yes') await here.connect(new Mark({ by: 'first' }));
     if (this.headers.fail === 'yes') throw new Error('hook failed');
   }
@@ -41,6 +42,14 @@ class Guarded extends Walker {
   }
 }
 
+/** Writes a node after a while. */
+class Slow extends Walker {
+  @entry(Root) async go(here: Root) {
+    await new Promise((r) => setTimeout(r, 120));
+    await here.connect(new Mark({ by: 'slow' }));
+  }
+}
+
 class Other extends Walker {
   @entry(Root) go() {
     log.push('other');
@@ -52,7 +61,7 @@ const sum = fn({ params: T.Object({ a: T.Number(), b: T.Number() }) }, ({ a, b }
   return a + b;
 });
 
-const app = { Mark, _First, _Second, Guarded, Other, sum };
+const app = { Mark, _First, _Second, Guarded, Slow, Other, sum };
 const hooks = (headers: Record<string, string>) => [
   { walker: '_First', fields: { headers } },
   { walker: '_Second', fields: { headers } },
@@ -102,4 +111,32 @@ t.test("no other message of the root runs between the hooks and the walker (one 
   release();
   await Promise.all([guarded, other]);
   t.same(log, ['first', 'other', 'second', 'walker', 'other'], "this root's next message waited for the walker");
+});
+
+t.test('the hooks and the run share one deadline: a run that would end past it is dropped, not committed', async (t) => {
+  const g = openGraph({ app, runTimeoutMs: 200 });
+  t.teardown(() => g.close());
+  const caller = newCaller();
+  log.length = 0;
+  // The hook takes 150 ms of the 200; the walker needs 120 more (alone, it would have had 200).
+  const error = await g.graph.spawn('Slow', {}, { caller, hooks: hooks({ sleep: '150' }) }).catch((e: unknown) => e);
+  t.match(error, { code: 'SVC_ERR_WALKER_TIMEOUT' });
+  const { reports } = await g.graph.spawn('Guarded', {}, { caller });
+  t.same(reports, [[]], "the slow walker's node was not stored");
+});
+
+t.test('fields nested too deep are refused after the hooks ran, each alone; their refusal comes first', async (t) => {
+  const g = openGraph({ app });
+  t.teardown(() => g.close());
+  const caller = newCaller();
+  let deep: Record<string, unknown> = {};
+  for (let i = 0; i < 80; i++) deep = { deep };
+  log.length = 0;
+  const refused = await g.graph.call('sum', deep, { caller, hooks: hooks({ refuse: 'yes' }) }).catch((e: unknown) => e);
+  t.ok(refused instanceof HookRefusal, "the hook's refusal");
+  t.same(log, ['first', 'second']);
+  log.length = 0;
+  const invalid = await g.graph.spawn('Guarded', deep, { caller, hooks: hooks({}) }).catch((e: unknown) => e);
+  t.match(invalid, { code: 'SVC_ERR_INVALID_FIELDS' });
+  t.same(log, ['first', 'second'], 'the hooks ran, the walker did not');
 });
