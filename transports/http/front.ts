@@ -372,25 +372,16 @@ export class Front {
     const sv = req.headers[SV_HEADER] === '1';
     if (sv && route.access !== 'pub') throw httpError('NOT_FOUND', `${route.kind} ${route.name} is not public: only pub walkers and functions can be imported by another service`);
     if (this.o.auth.learnsUsers) await this.prepareToken(req);
-    const prepare = () => {
-      const caller = this.authenticate(req, route);
-      const { fields, at, unknown } = collectFields(route, req, params);
-      fillRequestFields(route.schema.properties as Record<string, TSchema>, fields, req);
-      if (unknown.length > 0) this.unknownFields.check(route.name, route.schema, fields, unknown);
-      return { caller, fields, at };
-    };
-    let prepared: ReturnType<typeof prepare>;
     // Hooks run first, whatever the endpoint's access: on the caller's graph when the token is good, else the guest's.
     // A request the checks below take goes to its partition with its hooks, in one message (they run there first, on
     // the same caller's graph); one they refuse has its hooks run first, then hears why.
-    if (this.hooks.active) {
-      try {
-        prepared = prepare();
-      } catch (error) {
-        await this.runHooks(req, traceId);
-        throw error;
-      }
-    } else prepared = prepare();
+    let prepared: { caller: Caller; fields: Record<string, unknown>; at: string | undefined };
+    try {
+      prepared = this.prepareRun(req, route, params);
+    } catch (error) {
+      if (this.hooks.active) await this.runHooks(req, traceId);
+      throw error;
+    }
     const { caller, fields, at } = prepared;
     const options: SpawnOptions = { caller, timeoutMs: this.o.requestTimeoutMs, traceId, requestId: rid, ...(at === undefined ? {} : { at }) };
     if (req.headers.authorization !== undefined && this.o.forwardAuthorization?.()) options.authorization = req.headers.authorization;
@@ -417,6 +408,15 @@ export class Front {
       // A hook refused (it ran with the route's run, in one message): the answer it asks for.
       return hookRefused(error);
     }
+  }
+
+  /** The caller and fields of a walker or function route's run (throws what the request gets: 401, 400…). */
+  private prepareRun(req: HttpRequest, route: EndpointRoute, params: Record<string, string>): { caller: Caller; fields: Record<string, unknown>; at: string | undefined } {
+    const caller = this.authenticate(req, route);
+    const { fields, at, unknown } = collectFields(route, req, params);
+    fillRequestFields(route.schema.properties as Record<string, TSchema>, fields, req);
+    if (unknown.length > 0) this.unknownFields.check(route.name, route.schema, fields, unknown);
+    return { caller, fields, at };
   }
 
   /**
