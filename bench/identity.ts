@@ -181,7 +181,7 @@ async function main(): Promise<void> {
     benchmark: 'identity',
     machine: machine(),
     duration_s: DURATION,
-    hash_concurrency: hashConcurrency || 'default (two threads per core)',
+    hash_concurrency: hashConcurrency || 'default (one thread per core)',
     hash_nice: hashNice || 'default (10)',
     raw_argon2_verify_per_s: raw,
     hash_pool_verify_per_s: pool,

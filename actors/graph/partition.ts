@@ -37,6 +37,7 @@ import {
   type Caller,
   graphError,
   hookRefusal,
+  isAnchorId,
   type HookRun,
   type OutboxConsumer,
   type OutboxEntry,
@@ -163,6 +164,13 @@ export class Partition extends PartitionMemory implements ActorLogic<PartitionMs
   private unsettled = 0;
   private lastBatch: Promise<unknown> | null = null;
 
+  /**
+   * The root is not in memory yet: the first message loads it (with the node
+   * its run starts at, in the same read), not the start of the activation,
+   * which cannot see that message.
+   */
+  private unloaded = true;
+
   async preStart(ctx: ActorContext<PartitionMsg>): Promise<void> {
     this.ctx = ctx;
     this.context.activations?.set(this.rootId, this);
@@ -172,8 +180,14 @@ export class Partition extends PartitionMemory implements ActorLogic<PartitionMs
       this.halted = this.context.guard();
       if (this.halted !== undefined) return;
     }
+    if (!this.context.fenced) return;
     try {
-      await this.load();
+      // Claim first, then load (on the first message): a batch of the previous owner is refused from the claim on,
+      // so what loads next is final.
+      const claim = this.context.store.claim?.bind(this.context.store);
+      if (!claim) throw storeError('SVC_ERR_STORE', `a ${this.context.store.kind} store cannot claim roots`);
+      this.fence = { root: this.rootId, token: await claim(this.rootId) };
+      this.context.onClaim?.(this.rootId);
     } catch (error) {
       // The database cannot be reached: every message is answered so (503, retry), and the next one activates afresh.
       if (!hasCode(error, 'SVC_ERR_STORE_UNAVAILABLE')) throw error;
@@ -181,16 +195,27 @@ export class Partition extends PartitionMemory implements ActorLogic<PartitionMs
     }
   }
 
-  /** Claim the root (fenced graphs), load it, and store it when it is new. */
-  private async load(): Promise<void> {
-    if (this.context.fenced) {
-      // Claim first, then load: a batch of the previous owner is refused from the claim on, so what loads next is final.
-      const claim = this.context.store.claim?.bind(this.context.store);
-      if (!claim) throw storeError('SVC_ERR_STORE', `a ${this.context.store.kind} store cannot claim roots`);
-      this.fence = { root: this.rootId, token: await claim(this.rootId) };
-      this.context.onClaim?.(this.rootId);
+  /**
+   * Load the root, and `at` (the node a run starts at) in the same read; store the root when it is new. A failure
+   * crashes this activation (its asker gets the error; the next message loads afresh), except an outage, which
+   * answers this message and the queued ones so (503, retry).
+   */
+  private async loadFor(msg: PartitionMsg): Promise<unknown> {
+    const at = msg.t === 'spawn' ? msg.at : undefined;
+    try {
+      await this.load(at !== undefined && at !== this.rootId && isAnchorId(at) ? at : undefined);
+    } catch (error) {
+      if (!hasCode(error, 'SVC_ERR_STORE_UNAVAILABLE')) throw error;
+      return this.refuse(error as SvcError);
     }
-    const found = await this.fetch([this.rootId]);
+    this.unloaded = false;
+    // The message waited for the read: the checks it had on arrival, again.
+    return this.stepRefusal() ?? this.handle(msg);
+  }
+
+  /** Load the root (and `at`), and store the root when it is new. */
+  private async load(at: string | undefined): Promise<void> {
+    const found = await this.fetch(at === undefined ? [this.rootId] : [this.rootId, at]);
     if (found.get(this.rootId)) return;
     const root = new Anchor(this.rootId, 'node', Root, this.rootId, 0, privateAccess(), {}, [], undefined, undefined);
     root.home = this;
@@ -213,6 +238,8 @@ export class Partition extends PartitionMemory implements ActorLogic<PartitionMs
       const refused = this.context.guard();
       if (refused !== undefined) return this.refuse(refused);
     }
+    // Dropping needs nothing loaded.
+    if (this.unloaded && msg.t !== 'drop') return this.loadFor(msg);
     return this.handle(msg);
   }
 

@@ -57,7 +57,7 @@ export class ThreadHasher implements Hasher {
   private broken: Error | undefined;
 
   /**
-   * - `threads`: hashing threads (0 or absent: two per core, at most 16).
+   * - `threads`: hashing threads (0 or absent: one per core, at most 16).
    * - `nice`: added to the threads' niceness (default 10, at most 19 in all;
    *   Linux sets it per thread, so the event loops keep theirs). Raising
    *   priority is not what this is for: a negative value counts as 0. Where
@@ -70,9 +70,10 @@ export class ThreadHasher implements Hasher {
    *   process that never hashes a password (no sign-in) holds none (each is a few MB resident).
    */
   constructor(options: { threads?: number; nice?: number; maxQueue?: number; argon2Module?: string; onDemand?: boolean } = {}) {
-    // Two per core by default: while a job's request is still crossing the HTTP front, the core goes to the other thread
-    // (measured in bench/identity.ts). At most 16 by default: each hash holds 19 MiB while it runs.
-    const threads = Math.max(1, options.threads || Math.min(16, 2 * availableParallelism()));
+    // One per core by default. Two per core hashed 18 % slower each (two 19 MiB working sets per core evict each other):
+    // 115 logins/s against 141 at 8 concurrent logins on 2 cores (issue 42, bench/identity.ts). At most 16 by default:
+    // each hash holds 19 MiB while it runs.
+    const threads = Math.max(1, options.threads || Math.min(16, availableParallelism()));
     this.maxQueue = Math.max(1, Math.floor(options.maxQueue ?? HASH_QUEUE_DEFAULT));
     this.pool = new Piscina({
       filename: createRequire(import.meta.url).resolve('./hash-thread.mjs'),

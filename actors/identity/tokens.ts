@@ -3,6 +3,7 @@
  * was read, refreshed against the record as it is, and revoked by moving the
  * user's security stamp on, on every thread.
  */
+import { createSecretKey, type KeyObject } from 'node:crypto';
 import { SignJWT } from 'jose';
 import { identityError, unauthorized } from './errors.ts';
 import { revoked } from './jwt.ts';
@@ -35,10 +36,11 @@ export interface TokenClaims {
  * await tokens.revoke(id, { status: 'disabled' }); // `jwt` stops working everywhere
  */
 export class Tokens {
-  private readonly key: Uint8Array;
+  /** The secret as a key object made once (jose imports a raw Uint8Array again for every token). */
+  private readonly key: KeyObject;
 
   constructor(private readonly o: Pick<IdentityOptions, 'users' | 'revocations' | 'jwt' | 'adminSessionHours'>) {
-    this.key = new TextEncoder().encode(o.jwt.secret);
+    this.key = createSecretKey(Buffer.from(o.jwt.secret, 'utf8'));
   }
 
   /**
