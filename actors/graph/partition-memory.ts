@@ -114,7 +114,7 @@ export class PartitionMemory implements RunHost {
   private materialize(doc: StoredDoc): Anchor | undefined {
     const resident = this.l1.get(doc.id);
     if (resident) return resident;
-    if (this.pendingDeletes.has(doc.id)) return undefined;
+    if (this.pendingDeletes.has(doc.id) || this.quarantining.has(doc.id)) return undefined;
     const decoded = decode(doc, this.registry);
     if ('quarantine' in decoded) {
       this.quarantine(doc.id, decoded.quarantine);
@@ -128,12 +128,19 @@ export class PartitionMemory implements RunHost {
     return anchor;
   }
 
+  /** Documents on their way to quarantine: read again meanwhile (the store has not moved them yet), they are not reported twice. */
+  private readonly quarantining = new Set<string>();
+
   private quarantine(id: string, reason: string): void {
     this.context.onQuarantine(id, reason);
-    this.context.store.quarantine(id, reason).catch((error: unknown) => {
-      // Not moved: it stays where it is (never dropped), and is reported again at the next load.
-      this.context.onQuarantine(id, `could not be moved to quarantine: ${(error as Error).message}`);
-    });
+    this.quarantining.add(id);
+    this.context.store
+      .quarantine(id, reason)
+      .catch((error: unknown) => {
+        // Not moved: it stays where it is (never dropped), and is reported again at the next load.
+        this.context.onQuarantine(id, `could not be moved to quarantine: ${(error as Error).message}`);
+      })
+      .finally(() => this.quarantining.delete(id));
   }
 
   /**

@@ -238,8 +238,9 @@ export class Partition extends PartitionMemory implements ActorLogic<PartitionMs
       const refused = this.context.guard();
       if (refused !== undefined) return this.refuse(refused);
     }
-    // Dropping needs nothing loaded.
-    if (this.unloaded && msg.t !== 'drop') return this.loadFor(msg);
+    // Only a run (or a touch) needs the root: dropping needs nothing loaded, a dropped graph is never stored again,
+    // and `invalidate` reads the root itself.
+    if (this.unloaded && !this.dropped && (msg.t === 'spawn' || msg.t === 'call' || msg.t === 'touch')) return this.loadFor(msg);
     return this.handle(msg);
   }
 

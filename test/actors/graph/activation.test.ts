@@ -91,4 +91,32 @@ t.test('deleting a graph that is not resident reads nothing first', async (t) =>
   t.equal(await graph.dropRoot(a.rootId), 3, 'the root, its box and the edge between');
   t.same(gets, [], 'no read');
   await t.rejects(graph.spawn('MakeBox', {}, { caller: a }), { code: 'SVC_ERR_NODE_NOT_FOUND' }, 'the graph is gone');
+  await t.rejects(graph.partition(a.rootId).ask({ t: 'touch' }, 5000), { code: 'SVC_ERR_NODE_NOT_FOUND' });
+  await t.rejects(graph.partition(a.rootId).ask({ t: 'invalidate', ids: [a.rootId], edgeNodes: [] }, 5000), { code: 'SVC_ERR_NODE_NOT_FOUND' });
+  t.equal(await memory.count(), 0, 'and stays gone: its root is not stored again');
+});
+
+t.test('a document that cannot be decoded is reported once, however often it is read before it moves', async (t) => {
+  const memory = new MemoryStore();
+  const a = newCaller();
+  const [box] = (await coldGraph(t, memory).spawn('MakeBox', {}, { caller: a })).reports as Reported[];
+  const [doc] = await memory.get([box?.id as string]);
+  // A type this app no longer has, and a store slow to move it aside (PostgreSQL answers later than memory).
+  await memory.commit({ upserts: [{ ...doc!, arch_type: 'Gone', version: doc!.version + 1 }], deletes: [] });
+  let moved: () => void = () => {};
+  const slow = new Proxy(memory, {
+    get(target, key, receiver) {
+      const value = Reflect.get(target, key, receiver) as unknown;
+      if (key === 'quarantine') return (id: string, reason: string) => new Promise<void>((resolve) => (moved = resolve)).then(() => target.quarantine(id, reason));
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  const system = new ActorSystem();
+  t.teardown(() => system.shutdown());
+  const reported: string[] = [];
+  const graph = new Graph({ system, registry: Registry.fromModule(grantApp), store: slow, onQuarantine: (id) => reported.push(id) });
+  await t.rejects(graph.spawn('Show', {}, { caller: a, at: box?.id }), { code: 'SVC_ERR_NODE_NOT_FOUND' });
+  await t.rejects(graph.spawn('Show', {}, { caller: a, at: box?.id }), { code: 'SVC_ERR_NODE_NOT_FOUND' });
+  t.same(reported, [box?.id], 'reported once');
+  moved();
 });
