@@ -44,6 +44,8 @@ export interface CellOptions {
   onTerminated?: (cell: ActorCell) => void;
   /** The virtual actor kind this cell is an activation of (its label is `$<kind>`). */
   kind?: string;
+  /** The key of that activation. */
+  key?: string;
 }
 
 const DEFAULT_CAPACITY = 1024;
@@ -76,7 +78,8 @@ function answer(reply: Reply, result: unknown): void {
 export class ActorCell<M = unknown, R = unknown> {
   readonly ref: LocalRef<M, R>;
   readonly mailbox: Mailbox;
-  readonly timers: ActorTimers<M>;
+  /** Made on first use (most actors never arm a timer). */
+  private timersMade: ActorTimers<M> | undefined;
   readonly path: string;
   readonly restartType;
   readonly spec: SupervisorSpec;
@@ -125,9 +128,6 @@ export class ActorCell<M = unknown, R = unknown> {
   ) {
     this.path = parentCell ? `${parentCell.path}/${name}` : `/${name}`;
     this.mailbox = new Mailbox(props.capacity ?? DEFAULT_CAPACITY, props.overflow ?? 'reject');
-    this.timers = new ActorTimers(host.clock, (msg) => {
-      this.enqueue(msg, undefined);
-    });
     this.restartType = props.restart ?? 'permanent';
     this.spec = supervisorSpec(props.supervision);
     this.throughput = props.throughput ?? DEFAULT_THROUGHPUT;
@@ -141,6 +141,18 @@ export class ActorCell<M = unknown, R = unknown> {
     } else {
       this.start();
     }
+  }
+
+  /** The actor's timers: each sends its message to this cell's mailbox. */
+  get timers(): ActorTimers<M> {
+    return (this.timersMade ??= new ActorTimers(this.host.clock, (msg) => {
+      this.enqueue(msg, undefined);
+    }));
+  }
+
+  /** The key of the virtual actor this cell is an activation of (none for a plain actor). */
+  get key(): string | undefined {
+    return this.options.key;
   }
 
   get currentEpoch(): number {
@@ -381,7 +393,7 @@ export class ActorCell<M = unknown, R = unknown> {
     }
     this.status = 'suspended';
     this.ready = false;
-    this.timers.cancelAll();
+    this.timersMade?.cancelAll();
     this.abandonInFlight();
     if (this.parentCell) this.parentCell.childExited(this as ActorCell, true, error);
     else this.host.unhandledFailure(error, this.path);
@@ -398,7 +410,7 @@ export class ActorCell<M = unknown, R = unknown> {
   }
 
   private async tearDownInside(deadlineMs: number): Promise<void> {
-    this.timers.cancelAll();
+    this.timersMade?.cancelAll();
     this.abandonInFlight();
     this.ready = false;
     if (this.startAllTimer) {
@@ -458,7 +470,7 @@ export class ActorCell<M = unknown, R = unknown> {
     const wasLive = this.status === 'running' || this.status === 'starting';
     this.stopUntil = this.host.clock.now() + deadlineMs;
     this.status = 'stopping';
-    this.timers.cancelAll();
+    this.timersMade?.cancelAll();
     this.drainFinished = false;
     if (deadlineMs > 0 && wasLive && (this.mailbox.size > 0 || this.inFlight || !this.ready)) {
       this.stopDeadline = this.host.clock.setTimeout(() => {

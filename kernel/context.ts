@@ -49,30 +49,17 @@ export class LocalRef<M = unknown, R = unknown> extends ActorRefBase<M, R> {
 
 /** The context handed to one incarnation's logic. */
 export class IncarnationContext<M> implements ActorContext<M> {
-  readonly timers: Timers<M>;
+  /** Made on first use: most actors never arm a timer, and each activation would pay for it. */
+  private timersFace: Timers<M> | undefined;
 
   constructor(
     private readonly cell: ActorCell<M>,
     private readonly epoch: number,
-  ) {
-    const live = () => this.live;
-    const timers = cell.timers;
-    const dead = () => kernelError('SVC_ERR_ACTOR_STOPPED', `${cell.path}: this incarnation has ended; its timers are gone`);
-    this.timers = {
-      startSingle(key, msg, ms) {
-        if (!live()) throw dead();
-        timers.startSingle(key, msg, ms);
-      },
-      startPeriodic(key, msg, ms) {
-        if (!live()) throw dead();
-        timers.startPeriodic(key, msg, ms);
-      },
-      cancel: (key) => timers.cancel(key),
-      isActive: (key) => live() && timers.isActive(key),
-      get size() {
-        return live() ? timers.size : 0;
-      },
-    };
+  ) {}
+
+  /** The actor's timers, through this incarnation: arming one after it ended throws, and what it armed ends with it. */
+  get timers(): Timers<M> {
+    return (this.timersFace ??= new IncarnationTimers(this, this.cell));
   }
 
   /** True while this incarnation is the current one and the actor is not stopping. */
@@ -111,5 +98,34 @@ export class IncarnationContext<M> implements ActorContext<M> {
 
   children(): ActorRef[] {
     return this.cell.liveChildren();
+  }
+}
+
+/** {@link IncarnationContext.timers}: the cell's timers, refused once the incarnation is over (a class: no closure per activation). */
+class IncarnationTimers<M> implements Timers<M> {
+  constructor(
+    private readonly ctx: IncarnationContext<M>,
+    private readonly cell: ActorCell<M>,
+  ) {}
+
+  private alive(): void {
+    if (!this.ctx.live) throw kernelError('SVC_ERR_ACTOR_STOPPED', `${this.cell.path}: this incarnation has ended; its timers are gone`);
+  }
+  startSingle(key: string, msg: M, ms: number): void {
+    this.alive();
+    this.cell.timers.startSingle(key, msg, ms);
+  }
+  startPeriodic(key: string, msg: M, ms: number): void {
+    this.alive();
+    this.cell.timers.startPeriodic(key, msg, ms);
+  }
+  cancel(key: string): void {
+    this.cell.timers.cancel(key);
+  }
+  isActive(key: string): boolean {
+    return this.ctx.live && this.cell.timers.isActive(key);
+  }
+  get size(): number {
+    return this.ctx.live ? this.cell.timers.size : 0;
   }
 }

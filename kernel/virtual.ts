@@ -95,22 +95,34 @@ export class KindActivations {
     const stopped = previous?.whenTerminated();
     // With a lease, the activation waits for it too (held elsewhere until that activation stopped); a keeper out of reach does not keep it from starting.
     const held = lease ? lease.acquire(this.kind, key) : undefined;
-    const observers = this.guardian.host.observers;
     const cell = this.guardian.spawnCell(this.spec.props(key), name, {
       startAfter: held ? Promise.all([stopped, held]).then(() => undefined) : stopped,
       idleMs: this.spec.idleAfterMs,
-      onIdle: (c) => void c.stopGracefully(c.host.stopTimeoutMs),
-      onTerminated: (c) => {
-        if (this.live.get(key) === c) this.live.delete(key);
-        if (held) void held.then(() => lease?.release(this.kind, key), () => undefined);
-        observers.activation('deactivation', this.kind, key, c.path);
-      },
+      onIdle: stopWhenIdle,
+      // The same function for every activation of the kind without a lease (no closure per activation).
+      onTerminated: held ? (c) => this.terminated(c, key, held) : this.ended,
       kind: this.kind,
+      key,
     });
     this.live.set(key, cell);
-    observers.activation('activation', this.kind, key, cell.path);
+    this.guardian.host.observers.activation('activation', this.kind, key, cell.path);
     return cell;
   }
+
+  /** An activation (without a lease) has stopped. */
+  private readonly ended = (cell: ActorCell): void => this.terminated(cell, cell.key as string, undefined);
+
+  private terminated(cell: ActorCell, key: string, held: Promise<unknown> | undefined): void {
+    if (this.live.get(key) === cell) this.live.delete(key);
+    const lease = this.spec.lease;
+    if (held && lease) void held.then(() => lease.release(this.kind, key), () => undefined);
+    this.guardian.host.observers.activation('deactivation', this.kind, key, cell.path);
+  }
+}
+
+/** An activation idle for its kind's `idleAfterMs`: stopped gracefully. */
+function stopWhenIdle(cell: ActorCell): void {
+  void cell.stopGracefully(cell.host.stopTimeoutMs);
 }
 
 function isLive(cell: ActorCell): boolean {

@@ -209,7 +209,10 @@ export class PgStore implements AnchorStore {
     const { rows } = await this.db.run((c) =>
       ids.length === 1
         ? c.query<Row>({ name: 'svc_get1', text: `SELECT ${SELECT} FROM anchors WHERE id = $1`, values: [ids[0]] })
-        : c.query<Row>({ name: 'svc_getn', text: `SELECT ${SELECT} FROM anchors WHERE id = ANY($1::text[])`, values: [ids] }),
+        : ids.length === 2
+          ? // A partition's first read (its root and the node the run starts at): two parameters, no array to write and plan.
+            c.query<Row>({ name: 'svc_get2', text: `SELECT ${SELECT} FROM anchors WHERE id IN ($1, $2)`, values: [ids[0], ids[1]] })
+          : c.query<Row>({ name: 'svc_getn', text: `SELECT ${SELECT} FROM anchors WHERE id = ANY($1::text[])`, values: [ids] }),
     'reading anchors');
     return rows.map(doc);
   }
