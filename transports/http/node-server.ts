@@ -20,6 +20,7 @@ import { type MultipartSource, readPartsAhead } from './multipart.ts';
 import { type UploadPlan, UploadReceiver } from './upload-stream.ts';
 import { DRAIN_BYTES, DRAIN_MS, type HttpServer, InFlight, type ListenOptions } from './server.ts';
 import type { HttpRequest } from './types.ts';
+import { Watchlist } from './watchlist.ts';
 
 /** An error envelope as a whole HTTP/1.1 response that closes the connection. */
 function rawError(code: HttpErrorCode, message: string, extra = ''): string {
@@ -56,6 +57,8 @@ interface Arriving {
   req: IncomingMessage;
   due: number;
   expire(): void;
+  /** Its place in the watchlist while watched. */
+  slot?: number;
 }
 
 /** The path and query of a request target: origin-form, or absolute-form (RFC 9112 §3.2.2). */
@@ -118,29 +121,12 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
 
   // Bodies on their way, each with its deadline: one timer for all, ticking only while there are some
   // (a timer and two listeners per request cost more than the rest of reading a small body).
-  const arriving = new Set<Arriving>();
-  let ticker: NodeJS.Timeout | null = null;
-  const tick = (): void => {
-    const now = Date.now();
-    for (const a of arriving) {
-      if (a.req.complete || a.req.destroyed) arriving.delete(a);
-      else if (a.due <= now) {
-        arriving.delete(a);
-        a.expire();
-      }
-    }
-    if (arriving.size === 0 && ticker) {
-      clearInterval(ticker);
-      ticker = null;
-    }
-  };
-  const watchBody = (a: Arriving): void => {
-    arriving.add(a);
-    if (!ticker) {
-      ticker = setInterval(tick, Math.min(250, bodyTimeoutMs));
-      ticker.unref();
-    }
-  };
+  const arriving = new Watchlist<Arriving>(
+    Math.min(250, bodyTimeoutMs),
+    (a) => a.req.complete || a.req.destroyed,
+    (a) => a.expire(),
+  );
+  const watchBody = (a: Arriving): void => arriving.add(a);
 
   /** A body streamed through an {@link UploadReceiver} (large uploads), with the socket's own backpressure. */
   const streamUpload = (req: IncomingMessage, res: ServerResponse, plan: UploadPlan, declared: number, request: HttpRequest & MultipartSource, finish: () => void): void => {
@@ -310,7 +296,7 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
       }
       size += chunk.length;
       if (size > options.maxBodyBytes) {
-        if (watch) arriving.delete(watch);
+        if (watch) arriving.remove(watch);
         chunks.length = 0;
         reject413();
         return;
@@ -318,7 +304,7 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
       chunks.push(chunk);
     });
     req.on('end', () => {
-      if (watch) arriving.delete(watch);
+      if (watch) arriving.remove(watch);
       if (rejected) return;
       const request: HttpRequest & MultipartSource = {
         method,
@@ -376,8 +362,6 @@ export async function listenNode(front: Front, options: ListenOptions): Promise<
       return inFlight.whenIdle();
     },
     close() {
-      if (ticker) clearInterval(ticker);
-      ticker = null;
       arriving.clear();
       server.close();
       server.closeAllConnections();

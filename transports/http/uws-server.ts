@@ -30,6 +30,7 @@ import { type MultipartSource, nativeParser, readPartsAhead } from './multipart.
 import { type UploadPlan, UploadReceiver } from './upload-stream.ts';
 import type { HttpRequest, HttpResponse } from './types.ts';
 import { DRAIN_BYTES, DRAIN_MS, type HttpServer, InFlight, type ListenOptions } from './server.ts';
+import { Watchlist } from './watchlist.ts';
 
 type Uws = typeof import('uWebSockets.js');
 type UwsResponse = import('uWebSockets.js').HttpResponse;
@@ -78,6 +79,8 @@ interface Slow {
   done: () => void;
   /** What the client is told when the deadline passes (REQUEST_TIMEOUT unless said). */
   code?: HttpErrorCode;
+  /** Its place in the watchlist while watched. */
+  slot?: number;
 }
 
 /** Apps open in this thread, closed at once if the thread is about to end. */
@@ -182,31 +185,16 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
   };
 
   // Bodies on their way, each with its deadline: one timer for all, ticking only while there are some.
-  const slow = new Set<Slow>();
-  let ticker: NodeJS.Timeout | null = null;
-  const tick = (): void => {
-    const now = Date.now();
-    for (const s of slow) {
-      if (s.state.aborted || s.state.finished) slow.delete(s);
-      else if (s.due <= now) {
-        slow.delete(s);
-        if (s.code === 'PAYLOAD_TOO_LARGE') refuse(s.res, s.state, s.code, `the body is larger than ${options.maxBodyBytes} bytes`);
-        else refuse(s.res, s.state, 'REQUEST_TIMEOUT', `the request body did not arrive within ${bodyTimeoutMs} ms`);
-        s.done();
-      }
-    }
-    if (slow.size === 0 && ticker) {
-      clearInterval(ticker);
-      ticker = null;
-    }
-  };
-  const watchBody = (s: Slow): void => {
-    slow.add(s);
-    if (!ticker) {
-      ticker = setInterval(tick, Math.min(250, bodyTimeoutMs));
-      ticker.unref();
-    }
-  };
+  const slow = new Watchlist<Slow>(
+    Math.min(250, bodyTimeoutMs),
+    (s) => s.state.aborted || s.state.finished,
+    (s) => {
+      if (s.code === 'PAYLOAD_TOO_LARGE') refuse(s.res, s.state, s.code, `the body is larger than ${options.maxBodyBytes} bytes`);
+      else refuse(s.res, s.state, 'REQUEST_TIMEOUT', `the request body did not arrive within ${bodyTimeoutMs} ms`);
+      s.done();
+    },
+  );
+  const watchBody = (s: Slow): void => slow.add(s);
 
   /** A body streamed through an {@link UploadReceiver} (large uploads): paused while its files catch up. */
   const streamUpload = (res: UwsResponse, state: State, request: HttpRequest & MultipartSource, plan: UploadPlan, declared: string | undefined, finish: () => void, run: () => void): void => {
@@ -238,7 +226,7 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
     };
     watchBody(watch);
     const refused = (error: unknown): void => {
-      slow.delete(watch);
+      slow.remove(watch);
       const e = error as HttpError;
       refuse(res, state, (e.body?.code ?? 'BAD_REQUEST') as HttpErrorCode, e.message, e.body?.details);
       finish();
@@ -265,7 +253,7 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
         return;
       }
       if (isLast) {
-        slow.delete(watch);
+        slow.remove(watch);
         receiver.end();
         receiver.done.then(
           (parts) => {
@@ -404,7 +392,7 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
       if (!over && size > options.maxBodyBytes) overLimit();
       if (over) {
         if (isLast || size > options.maxBodyBytes + DRAIN_BYTES) {
-          slow.delete(watch);
+          slow.remove(watch);
           refuse(res, state, 'PAYLOAD_TOO_LARGE', tooLarge);
           finish();
         }
@@ -413,7 +401,7 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
       // The chunk's memory is reused after this callback: copy it.
       chunks.push(Buffer.from(chunk.slice(0)));
       if (isLast) {
-        slow.delete(watch);
+        slow.remove(watch);
         request.body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
         later(run);
       }
@@ -450,7 +438,7 @@ export async function listenUws(uws: Uws, front: Front, options: ListenOptions):
   };
   const closeNow = (): void => {
     stopAccepting();
-    if (ticker) clearInterval(ticker);
+    slow.clear();
     (app as { close?: () => void }).close?.();
   };
   openApps.add(closeNow);
