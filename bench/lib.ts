@@ -75,7 +75,11 @@ export async function serve(cmd: string, args: string[], ready: RegExp, env: Rec
   let out = '';
   process.stderr.write(`bench: starting ${[cmd, ...args].join(' ').slice(0, 120)}\n`);
   await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`${cmd} was not ready within 60 s:\n${out}`)), 60_000);
+    const timer = setTimeout(() => {
+      // Not left running: a bench that gives up on a server stops it.
+      proc.kill('SIGKILL');
+      reject(new Error(`${cmd} was not ready within 60 s:\n${out}`));
+    }, 60_000);
     const onLine = (line: string) => {
       out += `${line}\n`;
       if (ready.test(line)) {
@@ -89,10 +93,15 @@ export async function serve(cmd: string, args: string[], ready: RegExp, env: Rec
   });
   return {
     proc,
+    // SIGTERM, then SIGKILL when it has not exited within 30 s (a server that hangs while draining does not hang the bench).
     stop: () =>
       new Promise<void>((resolve) => {
-        if (proc.exitCode !== null) return resolve();
-        proc.once('exit', () => resolve());
+        if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
+        const kill = setTimeout(() => proc.kill('SIGKILL'), 30_000);
+        proc.once('exit', () => {
+          clearTimeout(kill);
+          resolve();
+        });
         proc.kill('SIGTERM');
       }),
   };
