@@ -337,7 +337,8 @@ async function main(): Promise<void> {
     // idle server still wakes now and then (timers, and V8 shrinking an idle thread's heap with a full GC), and on
     // the shared core that is a stall of the one measured (seen: p99 6 ms in one run, 30 ms in the next).
     const alone = async <T>(measured: Proc, work: () => Promise<T>): Promise<T> => {
-      const others = [...kept].filter((p) => p !== measured && p.proc.pid !== undefined);
+      // Never one being stopped (a signal to the bench): it must hear its SIGTERM.
+      const others = [...kept].filter((p) => p !== measured && p.proc.pid !== undefined && !p.stopping);
       for (const p of others) p.proc.kill('SIGSTOP');
       try {
         return await work();

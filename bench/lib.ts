@@ -67,6 +67,8 @@ export function save(name: string, result: unknown): string {
 export interface Proc {
   proc: ChildProcess;
   stop(): Promise<void>;
+  /** `stop()` was called: nothing should pause it any more (see bench/http.ts). */
+  readonly stopping?: boolean;
 }
 
 /** Start a server process (from the repository root, or `cwd`) and wait for its ready line. */
@@ -91,11 +93,16 @@ export async function serve(cmd: string, args: string[], ready: RegExp, env: Rec
     createInterface({ input: proc.stderr as NodeJS.ReadableStream }).on('line', onLine);
     proc.once('exit', (code) => reject(new Error(`${cmd} exited (${code}):\n${out}`)));
   });
+  let stopping = false;
   return {
     proc,
+    get stopping() {
+      return stopping;
+    },
     // SIGTERM, then SIGKILL when it has not exited within 30 s (a server that hangs while draining does not hang the bench).
     stop: () =>
       new Promise<void>((resolve) => {
+        stopping = true;
         if (proc.exitCode !== null || proc.signalCode !== null) return resolve();
         const kill = setTimeout(() => proc.kill('SIGKILL'), 30_000);
         proc.once('exit', () => {
@@ -103,6 +110,8 @@ export async function serve(cmd: string, args: string[], ready: RegExp, env: Rec
           resolve();
         });
         proc.kill('SIGTERM');
+        // A server a bench paused (SIGSTOP) would hold the SIGTERM until resumed.
+        proc.kill('SIGCONT');
       }),
   };
 }
