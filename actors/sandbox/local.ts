@@ -344,6 +344,12 @@ export class LocalRunner implements Runner {
       child.stdout.on('data', (chunk: Buffer) => options.onStdout?.(chunk));
       child.stderr.on('data', (chunk: Buffer) => options.onStderr?.(chunk));
       child.once('error', (error) => settle(() => reject(sandboxError('SANDBOX_FAILED', `the command could not be started: ${error.message}`, { cause: error }))));
+      // Killed (a timeout, an abort): answered once nothing of its group is left — a process sent SIGKILL dies when it
+      // is next scheduled, which on a busy machine is after its shell's exit was seen — or after GROUP_GONE_MS.
+      const fail = (): void => {
+        if (settled) return;
+        void groupGone(child.pid, GROUP_GONE_MS).then(() => settle(() => reject(failure)));
+      };
       child.once('exit', (c, s) => {
         // What it left in its group goes too; its pipes then close.
         killGroup();
@@ -351,7 +357,7 @@ export class LocalRunner implements Runner {
         if (failure !== undefined) {
           child.stdout.destroy();
           child.stderr.destroy();
-          settle(() => reject(failure));
+          fail();
           return;
         }
         // A process that left the group (setsid) may hold the pipes open: its output is not waited for.
@@ -361,7 +367,7 @@ export class LocalRunner implements Runner {
           settle(() => resolve(code));
         }, 250).unref();
       });
-      child.once('close', () => settle(() => (failure !== undefined ? reject(failure) : resolve(code))));
+      child.once('close', () => (failure !== undefined ? fail() : settle(() => resolve(code))));
     });
   }
 
@@ -528,4 +534,14 @@ function connects(port: number, ms: number): Promise<boolean> {
     socket.once('connect', () => done(true));
     socket.once('error', () => done(false));
   });
+}
+
+/** How long a killed command's answer waits for the rest of its process group to be gone. */
+const GROUP_GONE_MS = 500;
+
+/** Resolves once process group `pgid` has no live process left (zombies waiting to be reaped do not count), or after `withinMs`. */
+async function groupGone(pgid: number | undefined, withinMs: number): Promise<void> {
+  if (pgid === undefined) return;
+  const until = Date.now() + withinMs;
+  while (signalGroup(pgid, 0) && hasLiveMember(pgid) && Date.now() < until) await delay(5);
 }
