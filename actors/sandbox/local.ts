@@ -346,8 +346,11 @@ export class LocalRunner implements Runner {
       child.once('error', (error) => settle(() => reject(sandboxError('SANDBOX_FAILED', `the command could not be started: ${error.message}`, { cause: error }))));
       // Killed (a timeout, an abort): answered once nothing of its group is left — a process sent SIGKILL dies when it
       // is next scheduled, which on a busy machine is after its shell's exit was seen — or after GROUP_GONE_MS.
+      let failing = false;
       const fail = (): void => {
-        if (settled) return;
+        // Once: both 'exit' and 'close' come here.
+        if (failing) return;
+        failing = true;
         void groupGone(child.pid, GROUP_GONE_MS).then(() => settle(() => reject(failure)));
       };
       child.once('exit', (c, s) => {

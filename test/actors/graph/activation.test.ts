@@ -26,6 +26,13 @@ function counted(store: AnchorStore) {
   return { store: proxy, gets, failures };
 }
 
+/** A box made by `caller` on `memory`, then a cold graph over `memory` with its reads counted. */
+async function boxThenCold(t: Test, memory: MemoryStore, caller: { rootId: string }, made: Record<string, unknown> = {}) {
+  const [box] = (await coldGraph(t, memory).spawn('MakeBox', made, { caller })).reports as Reported[];
+  const reads = counted(memory);
+  return { box, ...reads, graph: coldGraph(t, reads.store) };
+}
+
 /** A graph over `store` in a system of its own: nothing resident. */
 function coldGraph(t: Test, store: AnchorStore): Graph {
   const system = new ActorSystem();
@@ -34,11 +41,8 @@ function coldGraph(t: Test, store: AnchorStore): Graph {
 }
 
 t.test('a cold run at a node reads the root and that node in one read', async (t) => {
-  const memory = new MemoryStore();
   const a = newCaller();
-  const [box] = (await coldGraph(t, memory).spawn('MakeBox', {}, { caller: a })).reports as Reported[];
-  const { store, gets } = counted(memory);
-  const graph = coldGraph(t, store);
+  const { box, gets, graph } = await boxThenCold(t, new MemoryStore(), a);
   t.same((await graph.spawn('Show', {}, { caller: a, at: box?.id })).reports, [0]);
   t.same(gets, [[a.rootId, box?.id]], 'one read, of both');
   t.same((await graph.spawn('Bump', {}, { caller: a, at: box?.id })).reports, [1]);
@@ -46,11 +50,8 @@ t.test('a cold run at a node reads the root and that node in one read', async (t
 });
 
 t.test('a cold run at another root’s node (granted) reads it, and keeps none of it', async (t) => {
-  const memory = new MemoryStore();
   const [a, b] = [newCaller(), newCaller()];
-  const [box] = (await coldGraph(t, memory).spawn('MakeBox', { other: b.rootId }, { caller: a })).reports as Reported[];
-  const { store, gets } = counted(memory);
-  const graph = coldGraph(t, store);
+  const { box, gets, graph } = await boxThenCold(t, new MemoryStore(), a, { other: b.rootId });
   t.same((await graph.spawn('Bump', {}, { caller: b, at: box?.id })).reports, [1], 'b bumps a’s box');
   t.same(gets[0], [b.rootId, box?.id], 'b’s partition read its root and the box at once');
   t.same((await graph.spawn('Show', {}, { caller: a, at: box?.id })).reports, [1], 'a sees the bump');
@@ -68,11 +69,8 @@ t.test('a cold run at a node that does not exist is refused as before', async (t
 });
 
 t.test('a first read that fails answers its message, and the next message loads afresh', async (t) => {
-  const memory = new MemoryStore();
   const a = newCaller();
-  const [box] = (await coldGraph(t, memory).spawn('MakeBox', {}, { caller: a })).reports as Reported[];
-  const { store, failures } = counted(memory);
-  const graph = coldGraph(t, store);
+  const { box, failures, graph } = await boxThenCold(t, new MemoryStore(), a);
   failures.push(Object.assign(new Error('the disk said no'), { code: 'EIO' }));
   await t.rejects(graph.spawn('Show', {}, { caller: a, at: box?.id }), { code: 'SVC_ERR_STORE' }, 'a failed read: SVC_ERR_STORE');
   t.same((await graph.spawn('Show', {}, { caller: a, at: box?.id })).reports, [0], 'then it loads');
