@@ -46,7 +46,11 @@ export {
   permRevoke,
   allowRoot,
   disallowRoot,
+  rooms,
+  sendTo,
+  presence,
 } from './actors/walker/index.ts';
+export type { RoomsOptions, RoomPresence, SendTarget } from './actors/walker/index.ts';
 export type { NodeFilter, FnContext, Caller, RestSpec, ArchetypeClass, WalkerClass } from './actors/walker/index.ts';
 export { Graph, openAnchorStore, registerAnchorStore } from './actors/graph/index.ts';
 // The built-in backends register themselves with their seams here, once, for every user of the package.

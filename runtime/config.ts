@@ -92,6 +92,7 @@ export const SCHEMA = {
     idle_timeout_seconds: { kind: 'number', default: 120, env: ['SVC_WS_IDLE_TIMEOUT_SECONDS'] },
     auth_timeout_seconds: { kind: 'number', default: 10, env: ['SVC_WS_AUTH_TIMEOUT_SECONDS'] },
     ping_interval_seconds: { kind: 'number', default: 30, env: ['SVC_WS_PING_INTERVAL_SECONDS'] },
+    max_rooms_per_connection: { kind: 'int', default: 100, min: 1, env: ['SVC_WS_MAX_ROOMS_PER_CONNECTION'] },
   },
   'scale.jwt': {
     secret: { kind: 'string', default: '', env: ['JWT_SECRET'] },

@@ -117,7 +117,7 @@ export function serveModules(options: ServeOptions, swapping: { swap?: AppSwap }
     sandboxModule(system, boot, fingerprint, options.relay, member, thread),
     fieldsModule(boot),
     httpModule(system, boot, registry, routes, member),
-    websocketModule(system, boot, sockets),
+    websocketModule(system, boot, sockets, registry, fingerprint, options.relay, member),
     serverModule(boot, thread),
     controlModule(system, describe, fingerprint),
     {

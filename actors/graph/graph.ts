@@ -6,7 +6,7 @@
  */
 import { type ActivationLease, type ActorSystem, type Placement, processOf, type VirtualRef, workerPlacement } from '../../kernel/index.ts';
 import { channel } from 'node:diagnostics_channel';
-import { type Caller, graphError, HookRefusal, hookRefusal, type HookRun, isAnchorId, newId, type OutboxConsumer, type Registry, Root, type WalkerLoggerFactory } from '../walker/index.ts';
+import { type Caller, type ConnectionInfo, graphError, HookRefusal, hookRefusal, type HookRun, isAnchorId, newId, type OutboxConsumer, type Registry, Root, type SocketEffects, type WalkerLoggerFactory } from '../walker/index.ts';
 import { decode } from './codec.ts';
 import { storeError } from './errors.ts';
 import { type FunctionResult, Partition, type PartitionContext, type PartitionMsg, type RunReply, type WalkerResult } from './partition.ts';
@@ -94,6 +94,8 @@ export interface SpawnOptions {
   authorization?: string;
   /** A service-to-service call (`X-Svc-Sv`): the answer is the whole `data` object, class names kept. */
   sv?: true;
+  /** The WebSocket connection whose frame started the run: its walker may join rooms (`this.join`), and what it asks rides back in the reply's `socket`. */
+  conn?: ConnectionInfo;
   /**
    * Hook walkers to run first, in order, for the same caller, in the same
    * message to the partition ({@link HookDispatcher.plan}): the first that
@@ -117,6 +119,7 @@ export class Graph {
   private readonly guard: (() => Error | undefined) | undefined;
   /** Live partitions of this thread, by root. */
   private readonly activations = new Map<string, Partition>();
+  private readonly context: PartitionContext;
 
   constructor(options: GraphOptions) {
     this.system = options.system;
@@ -141,6 +144,7 @@ export class Graph {
     if (options.fenceUntil) context.fenceUntil = options.fenceUntil;
     if (options.logger) context.logger = options.logger;
     if (options.outbox) context.outbox = options.outbox;
+    this.context = context;
     this.system.defineKind<PartitionMsg, unknown>(this.kind, {
       idleAfterMs: options.idleAfterMs ?? 300_000,
       placement: options.placement ?? workerPlacement(),
@@ -271,8 +275,14 @@ export class Graph {
     if (options.requestId !== undefined) msg.requestId = options.requestId;
     if (options.authorization !== undefined) msg.authorization = options.authorization;
     if (options.sv) msg.sv = true;
+    if (options.conn !== undefined) msg.conn = options.conn;
     if (options.hooks !== undefined && options.hooks.length > 0) return this.askHooked(msg, options.hooks, options);
     return this.askRun(options.caller.rootId, msg, options.timeoutMs ?? this.timeoutMs);
+  }
+
+  /** Who sends the messages of committed runs of this thread's partitions that no WebSocket frame started (`this.sendTo`). */
+  set sendOut(fn: ((sends: SocketEffects['sends']) => void) | undefined) {
+    this.context.sendOut = fn;
   }
 
   /** A run and the hooks before it, in one ask; a refusal becomes the caller's {@link HookRefusal}. */

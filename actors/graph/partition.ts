@@ -35,6 +35,7 @@ import { channel } from 'node:diagnostics_channel';
 import {
   Anchor,
   type Caller,
+  type ConnectionInfo,
   graphError,
   hookRefusal,
   isAnchorId,
@@ -45,6 +46,7 @@ import {
   type Registry,
   Root,
   type RunChanges,
+  type SocketEffects,
   WalkerRun,
   type WalkerLoggerFactory,
   runTrackingWanted,
@@ -77,7 +79,7 @@ export const PARTITION_PROTOCOL = 2;
 
 export type PartitionMsg =
   /** `hooks`: hook walkers to run first, each a run of its own for the same caller; the first refusal is the answer. */
-  | { t: 'spawn'; walker: string; fields: unknown; at?: string; caller: Caller; traceId?: string; requestId?: string; authorization?: string; sv?: true; hooks?: HookRun[] }
+  | { t: 'spawn'; walker: string; fields: unknown; at?: string; caller: Caller; traceId?: string; requestId?: string; authorization?: string; sv?: true; hooks?: HookRun[]; conn?: ConnectionInfo }
   | { t: 'call'; fn: string; args: unknown; caller: Caller; traceId?: string; requestId?: string; authorization?: string; sv?: true; hooks?: HookRun[] }
   /** Another root's run changed these anchors of this root (now durable): refresh them. */
   | { t: 'invalidate'; ids: string[]; edgeNodes: string[] }
@@ -118,11 +120,15 @@ export interface PartitionContext {
   logger?: WalkerLoggerFactory;
   /** Takes each committed run's outbox once its batch is durable; none: runs hold no outbox. */
   outbox?: OutboxConsumer;
+  /** Sends the messages of a committed run not started by a WebSocket frame (`this.sendTo`), once its batch is durable. */
+  sendOut?: (sends: SocketEffects['sends']) => void;
 }
 
 /** What a run answers: its reports (walkers) or return value (functions), as JSON text. */
 export interface RunReply {
   json: string;
+  /** What a run started by a WebSocket frame asks of connections (rooms to join and leave, messages), for its session to apply. */
+  socket?: SocketEffects;
   /** A hook refused the run (which did not run): `json` is then empty. */
   refusal?: HookRefusalData;
 }
@@ -363,6 +369,7 @@ export class Partition extends PartitionMemory implements ActorLogic<PartitionMs
       return rejectWith(graphError('SVC_ERR_ACCESS_DENIED', 'a run reached the partition of another root'));
     }
     const run = new WalkerRun(this, msg.caller, msg.traceId, msg.requestId, msg.authorization);
+    if (msg.t === 'spawn' && msg.conn !== undefined) run.connection = msg.conn;
     this.currentRun = run;
     let outcome: unknown;
     let untracked = false;
@@ -416,10 +423,16 @@ export class Partition extends PartitionMemory implements ActorLogic<PartitionMs
   /** A run's end: its reply, and its changes committed (the reply waits for them to be durable). */
   private finish(run: WalkerRun, msg: Extract<PartitionMsg, { t: 'spawn' } | { t: 'call' }>, outcome: unknown): unknown {
     let value: RunReply;
+    let sends: SocketEffects['sends'] | undefined;
     let changes: RunChanges;
     let batch: { upserts: StoredDoc[]; deletes: { id: string; version: number }[] };
     try {
       value = { json: msg.sv ? svReplyJson(msg.t, outcome) : reportJson(outcome) };
+      const fx = run.effects;
+      if (fx !== undefined) {
+        if (run.connection !== undefined) value.socket = fx;
+        else if (fx.sends.length > 0) sends = fx.sends;
+      }
       changes = run.changes();
       batch = {
         upserts: changes.upserts.map((a) => encode(a, this.registry.module, this.context.store.bodyForm)),
@@ -436,7 +449,7 @@ export class Partition extends PartitionMemory implements ActorLogic<PartitionMs
       // unbroken and nothing unsettled means every change it could have read is stored.
       if (this.chain.broken) return rejectWith(this.chain.refusal());
       if (this.unsettled === 0) {
-        if (outbox.length > 0) this.release(outbox);
+        this.released(outbox, sends);
         return value;
       }
       // It may have read changes not durable yet: it answers once they are, and fails if they fail.
@@ -444,7 +457,7 @@ export class Partition extends PartitionMemory implements ActorLogic<PartitionMs
       return replyLater(
         (this.lastBatch as Promise<unknown>).then(
           () => {
-            if (outbox.length > 0) this.release(outbox);
+            this.released(outbox, sends);
             return value;
           },
           () => {
@@ -475,7 +488,7 @@ export class Partition extends PartitionMemory implements ActorLogic<PartitionMs
           this.context.partitionOf(root).tell({ t: 'invalidate', ids: [...ids], edgeNodes: [...edgeNodes] });
         }
         // Durable now, and the caller has not heard back yet.
-        if (changes.outbox.length > 0) this.release(changes.outbox);
+        this.released(changes.outbox, sends);
         return value;
       },
       (error: unknown) => {
@@ -489,6 +502,17 @@ export class Partition extends PartitionMemory implements ActorLogic<PartitionMs
     );
     this.lastBatch = durable;
     return replyLater(durable);
+  }
+
+  /** A committed run's outbox and messages, once its changes are durable. */
+  private released(outbox: readonly OutboxEntry[], sends: SocketEffects['sends'] | undefined): void {
+    if (outbox.length > 0) this.release(outbox);
+    if (sends === undefined) return;
+    try {
+      this.context.sendOut?.(sends);
+    } catch (error) {
+      this.context.logger?.({ root: this.rootId }).error({ err: error }, 'the messages of a committed run could not be sent');
+    }
   }
 
   /**

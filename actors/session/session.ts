@@ -16,6 +16,7 @@
  * and replace the current token. A bad one closes the connection (4401).
  */
 import { type ActorLogic, mayHoldReservedKey, type Props, RESERVED_KEY, reservedKeyPath } from '../../kernel/index.ts';
+import type { ConnectionInfo, SocketEffects } from '../walker/index.ts';
 
 /** Close codes of a session (WebSocket application range). */
 export const CLOSE = {
@@ -43,6 +44,14 @@ export interface SessionSink {
   publish(text: string): void;
   /** A frame of `bytes` has been taken off the queue (inbound accounting). */
   taken(bytes: number): void;
+  /** The connection has a user now (it receives that user's messages). */
+  identified?(userId: string): void;
+  /** The connection as a run sees it (its id, its rooms). */
+  connection?(): ConnectionInfo;
+  /** Apply what a committed run asked of connections (rooms, messages), before its reply is sent. */
+  apply?(effects: SocketEffects): Promise<void>;
+  /** A room frame of the client (`join`, `leave`, `presence`): answered through `reply`; throws an error with a code for a refusal. */
+  room?(type: 'join' | 'leave' | 'presence', frame: Record<string, unknown>, caller: SessionCaller, reply: (body: Record<string, unknown>) => void): Promise<void> | void;
 }
 
 export interface SessionCaller {
@@ -67,9 +76,12 @@ export interface SessionEnv {
   isPublic: boolean;
   broadcast: boolean;
   auth: SessionAuth;
-  /** Run the walker for a caller; resolves to the reports as JSON text. */
-  /** `token`: the connection's (for the run's service-to-service calls to forward). */
-  run(fields: Record<string, unknown>, caller: SessionCaller, token?: string): Promise<string>;
+  /**
+   * Run the walker for a caller; resolves to the reports as JSON text, and
+   * what the run asked of connections. `token`: the connection's (for the
+   * run's service-to-service calls to forward); `conn`: the connection.
+   */
+  run(fields: Record<string, unknown>, caller: SessionCaller, token?: string, conn?: ConnectionInfo): Promise<{ json: string; socket?: SocketEffects }>;
   /** The stable code and message of a failure (no stack outside development). */
   errorOf(error: unknown): { code: string; message: string };
   /** The guest caller (public walkers without a token). */
@@ -95,6 +107,9 @@ function errorFrame(code: string, message: string, id: Id | undefined): string {
 }
 
 const CONTROL_KEYS = new Set(['type', 'token', 'id']);
+/** Room frames of the client, and the keys they may carry. */
+const ROOM_FRAMES = new Set(['join', 'leave', 'presence']);
+const ROOM_KEYS = new Set(['type', 'token', 'id', 'room', 'since', 'ticket', 'meta']);
 
 /** The state of one connection. */
 export class Session implements ActorLogic<SessionMsg, void> {
@@ -172,6 +187,7 @@ export class Session implements ActorLogic<SessionMsg, void> {
     this.token = token;
     this.userId = who.userId;
     if (first && this.env.broadcast) this.sink.subscribe();
+    if (first) this.sink.identified?.(who.userId);
     return true;
   }
 
@@ -197,7 +213,8 @@ export class Session implements ActorLogic<SessionMsg, void> {
       return this.sink.send(errorFrame('RESERVED_KEY', `${reserved}: a key named ${RESERVED_KEY} cannot be taken (svc would lose or rename it: it names the prototype of a JavaScript object); use another name`, id));
     }
     const keys = Object.keys(f);
-    const control = typeof f.type === 'string' && keys.every((k) => CONTROL_KEYS.has(k)) ? f.type : undefined;
+    const control =
+      typeof f.type === 'string' && (keys.every((k) => CONTROL_KEYS.has(k)) || (ROOM_FRAMES.has(f.type) && this.sink.room !== undefined && keys.every((k) => ROOM_KEYS.has(k)))) ? f.type : undefined;
 
     if (Object.hasOwn(f, 'token')) {
       // A token in a frame is verified first, whatever else the frame holds.
@@ -231,6 +248,17 @@ export class Session implements ActorLogic<SessionMsg, void> {
       if (!Object.hasOwn(f, 'token')) return this.sink.send(errorFrame('VALIDATION_ERROR', 'refresh needs a token', id));
       return this.sink.send(reply({ type: 'refreshed' }, id));
     }
+    if (control !== undefined && ROOM_FRAMES.has(control) && this.sink.room) {
+      try {
+        await this.sink.room(control as 'join' | 'leave' | 'presence', f, this.caller as SessionCaller, (body) => {
+          if (!this.closed) this.sink.send(reply(body, id));
+        });
+      } catch (error) {
+        const e = this.env.errorOf(error);
+        if (!this.closed) this.sink.send(errorFrame(e.code, e.message, id));
+      }
+      return;
+    }
     // A frame that only carries a token (and perhaps an id) authenticates and runs nothing.
     if (Object.hasOwn(f, 'token') && keys.every((k) => k === 'token' || k === 'id')) return this.sink.send(reply({ type: 'authenticated' }, id));
 
@@ -238,13 +266,16 @@ export class Session implements ActorLogic<SessionMsg, void> {
     const fields: Record<string, unknown> = {};
     for (const k of keys) if (k !== 'token' && k !== '__proto__') fields[k] = f[k];
     let json: string;
+    let effects: SocketEffects | undefined;
     try {
-      json = await this.env.run(fields, this.caller as SessionCaller, this.token);
+      ({ json, socket: effects } = await this.env.run(fields, this.caller as SessionCaller, this.token, this.sink.connection?.()));
     } catch (error) {
       const e = this.env.errorOf(error);
       if (!this.closed) this.sink.send(errorFrame(e.code, e.message, id));
       return;
     }
+    // Committed: its rooms and messages first, so its reply comes after the `joined` frames and its own room's message.
+    if (effects !== undefined && this.sink.apply) await this.sink.apply(effects);
     const data = `{"result":null,"reports":${json}}`;
     // The run is committed: the others hear of it even when the sender has gone meanwhile.
     if (this.env.broadcast) this.sink.publish(`{"ok":true,"data":${data}}`);

@@ -34,4 +34,6 @@ export type { AnchorDoc, AnchorKind, AnchorHome } from './anchor.ts';
 export { AccessLevel, levelOf, privateAccess, isAccessLevel } from './access.ts';
 export type { Access } from './access.ts';
 export { GRAPH_ERRORS, graphError } from './errors.ts';
+export { rooms, sendTo, presence, bindRooms, RoomSpec, isRoomSpec, roomSpecOf, roomError, toTarget, messageJson, ROOM_ERRORS, MAX_META_BYTES, MAX_MESSAGE_BYTES, MAX_TARGET_LENGTH } from './rooms.ts';
+export type { RoomsOptions, RoomHistory, RoomPresence, RoomsBinding, SendTarget, Target, ConnectionInfo, SocketEffects, RoomErrorCode } from './rooms.ts';
 export type { GraphErrorCode } from './errors.ts';

@@ -7,6 +7,7 @@ import { Edge, fieldInitializers, GenericEdge, knownClasses, Node, prepare, Root
 import { graphError } from './errors.ts';
 import { isFunctionDef, type FunctionDef } from './fn.ts';
 import { isWalkerClass, walkerInfo, type WalkerClass } from './walker.ts';
+import { isRoomSpec, type RoomSpec } from './rooms.ts';
 import { TRAVERSE_WALKER, TraverseWalker } from './traverse.ts';
 
 /** The type part of a qualified name: `app.Todo` → `Todo`. */
@@ -23,6 +24,8 @@ export function typeName(qualified: string): string {
 export class Registry {
   readonly walkers = new Map<string, WalkerClass>();
   readonly functions = new Map<string, FunctionDef>();
+  /** The app's `rooms()` declarations, in export order (the first that matches a room name covers it). */
+  readonly rooms: RoomSpec[] = [];
   readonly archetypes = new Map<string, ArchetypeClass>();
   private readonly aliases = new Map<string, string>();
 
@@ -44,6 +47,8 @@ export class Registry {
       this.walkers.set(name, value);
     } else if (isFunctionDef(value)) {
       this.functions.set(name, value);
+    } else if (isRoomSpec(value)) {
+      if (!this.rooms.includes(value)) this.rooms.push(value);
     } else if (typeof value === 'function' && (value.prototype instanceof Node || value.prototype instanceof Edge)) {
       this.addArchetype(value as ArchetypeClass);
     }
@@ -89,6 +94,7 @@ export class Registry {
       for (const [name, value] of theirs) mine.set(name, value);
     }
     for (const [from, to] of next.aliases) this.aliases.set(from, to);
+    this.rooms.splice(0, this.rooms.length, ...next.rooms);
   }
 
   /** The class a stored `arch_type` resolves to (after aliases), if any. */

@@ -18,7 +18,8 @@ import { silentLogger, type WalkerLogger } from './log.ts';
 import { type OutboxRun, trackRun } from './outbox.ts';
 import type { RunHost } from './run-loading.ts';
 import type { RunChanges } from './transaction.ts';
-import { type LogSource, NodeQueue, Signal, STATE, type Walker, type WalkerClass, walkerInfo } from './walker.ts';
+import type { ConnectionInfo, RoomSpec, SocketEffects } from './rooms.ts';
+import { type LogSource, NodeQueue, Signal, type SocketSource, STATE, type Walker, type WalkerClass, walkerInfo } from './walker.ts';
 
 
 interface Plan {
@@ -88,7 +89,7 @@ class FnCall implements FnContext {
   }
 }
 
-export class WalkerRun extends GraphOps implements LogSource, OutboxRun {
+export class WalkerRun extends GraphOps implements LogSource, OutboxRun, SocketSource {
   constructor(
     host: RunHost,
     readonly caller: Caller,
@@ -100,6 +101,19 @@ export class WalkerRun extends GraphOps implements LogSource, OutboxRun {
     readonly authorization?: string,
   ) {
     super(host, caller.rootId);
+  }
+
+  /** The WebSocket connection whose frame started the run (set by the partition). */
+  connection: ConnectionInfo | undefined;
+  /** What the run asks of connections, once it commits (made on first use). */
+  effects: SocketEffects | undefined;
+
+  get roomSpecs(): readonly RoomSpec[] {
+    return this.registry.rooms;
+  }
+
+  socketEffects(): SocketEffects {
+    return (this.effects ??= { rooms: [], sends: [] });
   }
 
   /**
@@ -210,6 +224,7 @@ export class WalkerRun extends GraphOps implements LogSource, OutboxRun {
       traceId: this.traceId,
       log: undefined,
       logs: this,
+      sockets: this,
     };
     instance[STATE] = state;
     state.queue.push([start]);

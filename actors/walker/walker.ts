@@ -11,6 +11,16 @@ import { buildInfo, type ClassInfo, registerBase } from './class-info.ts';
 import type { Access, Caller, RestSpec } from './fn.ts';
 import { graphError } from './errors.ts';
 import type { WalkerLogger } from './log.ts';
+import { type ConnectionInfo, MAX_META_BYTES, messageJson, roomError, type RoomSpec, roomSpecOf, type SendTarget, type SocketEffects, toTarget } from './rooms.ts';
+
+/** What a walker's room calls need of its run (implemented by `WalkerRun`). */
+export interface SocketSource {
+  /** The WebSocket connection whose frame started the run, if one did. */
+  readonly connection: ConnectionInfo | undefined;
+  readonly roomSpecs: readonly RoomSpec[];
+  /** The run's effects on connections (made on first use). */
+  socketEffects(): SocketEffects;
+}
 
 /** Makes loggers bound to a walker or function of a run (implemented by `WalkerRun`). */
 export interface LogSource {
@@ -31,6 +41,7 @@ export interface WalkerState {
   /** Made the first time the walker logs. */
   log: WalkerLogger | undefined;
   logs: LogSource;
+  sockets: SocketSource;
 }
 
 export const STATE = Symbol('svc.walker');
@@ -173,11 +184,90 @@ export class Walker {
     return (s.log ??= s.logs.loggerFor('walker', s.name));
   }
 
+  /**
+   * The id of the WebSocket connection whose frame started this run
+   * (undefined over HTTP and elsewhere): what `sendTo({ connection })` takes.
+   */
+  get connection(): string | undefined {
+    return this.state().sockets.connection?.id;
+  }
+
+  /**
+   * Join this run's WebSocket connection to `room` once the run commits.
+   * The room must match a `rooms()` declaration of the app (`ROOM_INVALID`),
+   * pass its `authorize` (`ROOM_FORBIDDEN`) and stay within the rooms a
+   * connection may be in (`ROOM_LIMIT`). `meta`: a small JSON object others
+   * see in the room's presence (at most 1 KiB).
+   *
+   * @example
+   * @entry(Root) async enter() { await this.join(`chat:${this.room}`, { name: this.name }); }
+   */
+  async join(room: string, meta?: Record<string, unknown>): Promise<void> {
+    const s = this.state();
+    const src = s.sockets;
+    const conn = src.connection;
+    if (!conn) throw roomError('ROOM_NO_CONNECTION');
+    const spec = roomSpecOf(src.roomSpecs, room);
+    if (!spec) throw roomError('ROOM_INVALID', `no rooms() declaration matches ${JSON.stringify(String(room).slice(0, 200))}`);
+    let metaJson: string | undefined;
+    if (meta !== undefined) {
+      if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) throw roomError('ROOM_BAD_MESSAGE', 'join(room, meta): meta is a JSON object');
+      metaJson = messageJson(meta, MAX_META_BYTES);
+    }
+    if (spec.authorize && (await spec.authorize(room, s.caller)) !== true) throw roomError('ROOM_FORBIDDEN', `this connection may not join ${room}`);
+    const fx = src.socketEffects();
+    const now = roomsAfter(conn, fx);
+    if (!now.has(room)) {
+      if (now.size >= conn.maxRooms) throw roomError('ROOM_LIMIT', `a connection may be in at most ${conn.maxRooms} rooms`);
+      const max = spec.maxPerConnection;
+      if (max !== undefined) {
+        let n = 0;
+        for (const r of now) if (spec.matches(r)) n++;
+        if (n >= max) throw roomError('ROOM_LIMIT', `a connection may be in at most ${max} rooms like ${room}`);
+      }
+    }
+    fx.rooms.push(metaJson === undefined ? { op: 'join', room } : { op: 'join', room, meta: metaJson });
+  }
+
+  /** Take this run's WebSocket connection out of `room` once the run commits (nothing if it is not in it). */
+  leave(room: string): void {
+    const src = this.state().sockets;
+    if (!src.connection) throw roomError('ROOM_NO_CONNECTION');
+    if (typeof room !== 'string') throw roomError('ROOM_INVALID', 'leave(room) takes a room name');
+    src.socketEffects().rooms.push({ op: 'leave', room });
+  }
+
+  /**
+   * Send `data` (JSON) to every connection in a room, every connection of a
+   * user (`{ user: id }`) or one connection (`{ connection: id }`), on every
+   * worker thread and cluster member, once this run commits (never if it
+   * fails). Clients receive `{"type":"message","room"?,"id"?,"data"}`.
+   *
+   * @example
+   * this.sendTo(`chat:${this.room}`, { from: this.caller.userId, text: this.text });
+   */
+  sendTo(to: SendTarget, data: unknown): void {
+    const src = this.state().sockets;
+    const target = toTarget(to);
+    const json = messageJson(data);
+    src.socketEffects().sends.push({ to: target, data: json });
+  }
+
   toJSON(): Record<string, unknown> {
     const out: Record<string, unknown> = {};
     for (const f of walkerInfo(this.constructor as WalkerClass).fields) out[f] = (this as unknown as Record<string, unknown>)[f];
     return out;
   }
+}
+
+/** The rooms a connection is in once a run's effects so far apply. */
+function roomsAfter(conn: ConnectionInfo, fx: SocketEffects): Set<string> {
+  const now = new Set(conn.rooms);
+  for (const r of fx.rooms) {
+    if (r.op === 'join') now.add(r.room);
+    else now.delete(r.room);
+  }
+  return now;
 }
 
 registerBase('walker', Walker.prototype);

@@ -9,6 +9,9 @@ import type { TObject } from 'typebox';
 import { type ActorRef, type ActorSystem, type Broadcast } from '../../kernel/index.ts';
 import { bearer } from '../../actors/identity/index.ts';
 import { APIProtocol, type EndpointAccess, type HookDispatcher, HookRefusal, type Registry, takesAnyFields, UnknownFields, walkerInfo } from '../../actors/walker/index.ts';
+import { randomBytes } from 'node:crypto';
+import { type ConnectionInfo, type SocketEffects } from '../../actors/walker/index.ts';
+import { RoomHub, type RoomHubOptions } from './rooms.ts';
 import { CLOSE, Session, type SessionAuth, type SessionCaller, type SessionEnv, type SessionMsg, type SessionSink, sessionProps } from '../../actors/session/index.ts';
 
 /** A walker served over WebSocket. */
@@ -64,12 +67,19 @@ export interface SocketHandle {
   end(code: number, reason: string): void;
   ping(): void;
   subscribe(topic: string): void;
+  unsubscribe(topic: string): void;
   /** To every subscriber of the topic on this thread but this socket. */
   publishFromHere(topic: string, text: string): void;
 }
 
 /** A connection the hub tracks. */
 export interface Conn {
+  /** Its id in the cluster (what `sendTo({ connection })` takes). */
+  readonly id: string;
+  /** Rooms it is in, with its presence metadata (made on its first join). */
+  rooms: Map<string, string | undefined> | undefined;
+  /** Its user, once authenticated. */
+  user: string | undefined;
   readonly route: WsRoute;
   readonly socket: SocketHandle;
   readonly session: Session;
@@ -89,8 +99,10 @@ export interface WsHubOptions {
   routes: WsRoute[];
   auth: SessionAuth;
   guest: SessionCaller;
-  /** `token`: the connection's, when it has one (forwarded by the run's `sv` calls). */
-  run(walker: string, fields: Record<string, unknown>, caller: SessionCaller, token?: string): Promise<string>;
+  /** `token`: the connection's, when it has one (forwarded by the run's `sv` calls); `conn`: the connection the frame came on. */
+  run(walker: string, fields: Record<string, unknown>, caller: SessionCaller, token?: string, conn?: ConnectionInfo): Promise<{ json: string; socket?: SocketEffects }>;
+  /** Rooms: the app's declarations, the ticket key, the limit per connection, where room actors live. */
+  rooms?: Partial<Omit<RoomHubOptions, 'system' | 'bus'>>;
   /** The stable code, message and (for a refused upgrade) HTTP status of a failure. */
   errorOf(error: unknown): { code: string; message: string; status?: number };
   /** Hook walkers, run before every upgrade (shared with the HTTP front). */
@@ -162,11 +174,14 @@ export class WsHub {
   /** Broadcast replies sent from this thread (a frame of a broadcast walker, or `broadcast()`), for metrics. */
   broadcasts = 0;
   private sweeper: NodeJS.Timeout | undefined;
+  /** Rooms, messages to users and connections, presence and history. */
+  readonly rooms: RoomHub;
   /** Publishes to every subscriber of a topic on this thread (set by the socket layer). */
   private publishLocal: ((topic: string, text: string) => void) | undefined;
 
   constructor(private readonly o: WsHubOptions) {
     this.limits = { ...DEFAULT_WS_LIMITS, ...o.limits };
+    this.rooms = new RoomHub({ system: o.system, ...(o.bus ? { bus: o.bus } : {}), specs: () => [], ticketKey: randomBytes(32), maxRooms: 100, ...o.rooms });
     const unknownFields = o.unknownFields ?? new UnknownFields();
     for (const r of o.routes) {
       const declared = new Set(Object.keys(r.schema.properties ?? {}));
@@ -177,7 +192,7 @@ export class WsHub {
         broadcast: r.broadcast,
         auth: o.auth,
         guest: o.guest,
-        run: (fields, caller, token) => {
+        run: (fields, caller, token, conn) => {
           const taken: Record<string, unknown> = {};
           let unknown: string[] | undefined;
           for (const k of Object.keys(fields)) {
@@ -186,7 +201,7 @@ export class WsHub {
             else if (k !== 'id' && !declared.has(k) && !r.takesAny) (unknown ??= []).push(k);
           }
           if (unknown) unknownFields.check(r.name, r.schema, taken, unknown);
-          return o.run(r.name, taken, caller, token);
+          return o.run(r.name, taken, caller, token, conn);
         },
         errorOf: o.errorOf,
       });
@@ -207,6 +222,7 @@ export class WsHub {
   /** Called by the socket layer once it can publish to a topic on this thread. */
   attach(publishLocal: (topic: string, text: string) => void): void {
     this.publishLocal = publishLocal;
+    this.rooms.attach(publishLocal);
     if (this.sweeper || this.o.routes.length === 0) return;
     const l = this.limits;
     const every = Math.max(100, Math.min(l.idleTimeoutMs, l.authTimeoutMs, l.pingIntervalMs) / 4);
@@ -337,8 +353,19 @@ export class WsHub {
       taken: (bytes: number) => {
         conn.inbound -= bytes;
       },
+      identified: (user) => this.rooms.identified(conn, user),
+      connection: () => ({ id: conn.id, rooms: this.rooms.roomsOf(conn), maxRooms: this.rooms.maxRooms }),
+      apply: (fx) => this.rooms.apply(conn, fx),
+      room: (type, f, caller, reply) => {
+        if (type === 'join') return this.rooms.clientJoin(conn, caller, f, reply);
+        if (type === 'leave') return this.rooms.clientLeave(conn, f, reply);
+        return this.rooms.clientPresence(conn, f, reply);
+      },
     };
     const conn: Conn = {
+      id: this.rooms.newId(),
+      rooms: undefined,
+      user: undefined,
       route,
       socket,
       session: new Session(this.envs.get(route) as SessionEnv, sink),
@@ -350,6 +377,7 @@ export class WsHub {
       inbound: 0,
     };
     this.conns.add(conn);
+    this.rooms.opened(conn);
     this.o.onEvent?.({ event: 'open', walker: route.name });
     conn.session.start(token, hooked && ((caller: SessionCaller) => this.reapprove(caller, hooked)));
     if (!conn.closed) {
@@ -390,6 +418,7 @@ export class WsHub {
     if (!this.conns.delete(conn)) return;
     conn.closed = true;
     conn.session.detach();
+    this.rooms.closed(conn);
     if (conn.ref) {
       void this.o.system
         .stop(conn.ref, 1000)
@@ -420,7 +449,7 @@ export class WsHub {
   async broadcast(walker: string, fields: Record<string, unknown>, caller: SessionCaller): Promise<string> {
     const route = this.byName.get(walker);
     if (!route || !route.broadcast) throw new TypeError(`broadcast('${walker}'): not a WebSocket walker with broadcast: true`);
-    const data = `{"result":null,"reports":${await this.o.run(walker, fields, caller)}}`;
+    const data = `{"result":null,"reports":${(await this.o.run(walker, fields, caller)).json}}`;
     const text = `{"ok":true,"data":${data}}`;
     this.broadcasts++;
     this.publishLocal?.(route.topic, text);
@@ -468,6 +497,7 @@ export class WsHub {
   }
 
   stop(): void {
+    this.rooms.stop();
     clearInterval(this.sweeper);
     this.sweeper = undefined;
   }

@@ -64,6 +64,12 @@ export function attachNode(server: Server, hub: WsHub): void {
           set.add(ws);
           subscribed.add(topic);
         },
+        unsubscribe: (topic) => {
+          if (!subscribed.delete(topic)) return;
+          const set = topics.get(topic);
+          set?.delete(ws);
+          if (set?.size === 0) topics.delete(topic);
+        },
         publishFromHere: (topic, text) => fanOut(topic, text, ws),
       };
       const conn: Conn = hub.open(verdict.route, verdict.token, socketHandle, verdict.hooked);
@@ -73,7 +79,11 @@ export function attachNode(server: Server, hub: WsHub): void {
       ws.on('error', () => undefined);
       ws.on('close', (code: number) => {
         alive = false;
-        for (const topic of subscribed) topics.get(topic)?.delete(ws);
+        for (const topic of subscribed) {
+          const set = topics.get(topic);
+          set?.delete(ws);
+          if (set?.size === 0) topics.delete(topic);
+        }
         hub.closed(conn, code);
       });
     });

@@ -41,6 +41,10 @@ class UwsSocket implements SocketHandle {
     if (this.alive) this.ws.subscribe(topic);
   }
 
+  unsubscribe(topic: string): void {
+    if (this.alive) this.ws.unsubscribe(topic);
+  }
+
   publishFromHere(topic: string, text: string): void {
     if (this.alive) this.ws.publish(topic, text, false);
   }

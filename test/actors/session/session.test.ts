@@ -58,7 +58,7 @@ function fake(options: { isPublic?: boolean; broadcast?: boolean; run?: SessionE
       options.run ??
       (async (fields, caller, token) => {
         f.runs.push({ fields, caller, ...(token === undefined ? {} : { token }) });
-        return JSON.stringify([{ echo: fields, by: caller.userId ?? null }]);
+        return { json: JSON.stringify([{ echo: fields, by: caller.userId ?? null }]) };
       }),
     errorOf: (error) => ({ code: (error as { code?: string }).code ?? 'INTERNAL_ERROR', message: (error as Error).message }),
     guest: { rootId: 'guest-root' },
@@ -192,7 +192,7 @@ t.test('a run that fails answers an error frame; one that ends after the socket 
   t.same(failing.frames(), [{ ok: false, error: { code: 'WALKER_ERROR', message: 'the walker broke' }, id: 9 }]);
 
   let release!: (json: string) => void;
-  const slow = fake({ isPublic: true, broadcast: true, run: () => new Promise((r) => (release = r)) });
+  const slow = fake({ isPublic: true, broadcast: true, run: () => new Promise((r) => (release = (json) => r({ json }))) });
   slow.session.start(undefined);
   const running = slow.frame({ n: 1 });
   slow.session.detach();
@@ -253,7 +253,7 @@ t.test('as an actor: frames are handled one at a time, in order; the mailbox is 
     isPublic: true,
     run: (fields) => {
       order.push(`start ${fields.n}`);
-      const gate = new Promise<string>((resolve) => gates.push((json) => (order.push(`end ${fields.n}`), resolve(json))));
+      const gate = new Promise<{ json: string }>((resolve) => gates.push((json) => (order.push(`end ${fields.n}`), resolve({ json }))));
       started.hit();
       return gate;
     },

@@ -29,7 +29,7 @@ export class Order extends Walker {
     if (here.title === 'skip-me') this.skip();
     if (here.title === 'stop') this.disengage();
   }
-  @exit(Todo) leave(here: Todo) {
+  @exit(Todo) onExit(here: Todo) {
     this.report(`walker-exit-${here.title}`);
   }
 }

@@ -44,6 +44,7 @@ function socket() {
     end: (code, reason) => (s.ended.push({ code, reason }), s.gone.hit()),
     ping: () => undefined,
     subscribe: (topic) => void s.topics.push(topic),
+    unsubscribe: (topic) => void s.topics.splice(s.topics.indexOf(topic), 1),
     publishFromHere: (topic, text) => void s.fromHere.push({ topic, text }),
   };
   return Object.assign(s, { handle });
@@ -66,7 +67,7 @@ function hub(t: { teardown(fn: () => unknown): void }, options: Partial<WsHubOpt
     guest: { rootId: 'guest' },
     run: async (walker, fields, caller, token) => {
       runs.push({ walker, fields, ...(caller.userId ? { user: caller.userId } : {}), ...(token ? { token } : {}) });
-      return JSON.stringify([fields]);
+      return { json: JSON.stringify([fields]) };
     },
     errorOf: (error) => ({ code: (error as { code?: string }).code ?? 'INTERNAL_ERROR', message: (error as Error).message, status: (error as { status?: number }).status }),
     onEvent: (e) => void events.push({ event: e.event, walker: e.walker, ...(e.code === undefined ? {} : { code: e.code }), ...(e.user === undefined ? {} : { user: e.user }) }),
@@ -132,7 +133,7 @@ t.test('a frame runs the walker with its declared fields; the id comes back on t
 t.test('a private walker: its user from the token, its broadcast subscribed, its id a field when it declares one', async (t) => {
   const { hub: h, runs, connect, events } = hub(t);
   const { s, conn } = connect('/ws/Chat', 'token=tok-ann');
-  t.same(s.topics, ['ws/Chat']);
+  t.same(s.topics, ['ws/Chat', '#u:ann'], 'the walker\'s broadcasts, and the messages to its user');
   send(h, conn, { text: 'yo', id: 'm1' });
   await s.replies.wait(1);
   t.same(runs, [{ walker: 'Chat', fields: { text: 'yo', id: 'm1' }, user: 'ann', token: 'tok-ann' }]);
@@ -163,7 +164,7 @@ t.test('bounds: a frame over the size closes with 4413; bytes waiting past the l
     run: async (_walker, fields) => {
       started.hit();
       await gate.promise;
-      return JSON.stringify([fields]);
+      return { json: JSON.stringify([fields]) };
     },
   });
   const big = connect('/ws/Echo');
@@ -233,7 +234,7 @@ t.test('a drain: no new upgrades or frames; the frames taken are answered, then 
     run: async (_w, fields) => {
       started.hit();
       await gate.promise;
-      return JSON.stringify([fields]);
+      return { json: JSON.stringify([fields]) };
     },
   });
   const { s, conn } = connect('/ws/Echo');

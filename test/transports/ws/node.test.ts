@@ -29,7 +29,7 @@ t.test('over a real socket: refusal, reply, broadcast, and the close reaching th
       },
     },
     guest: { rootId: 'guest' },
-    run: async (_walker, fields) => JSON.stringify([fields.text]),
+    run: async (_walker, fields) => ({ json: JSON.stringify([fields.text]) }),
     errorOf: (error) => ({ code: 'INTERNAL_ERROR', message: (error as Error).message }),
     onEvent: (e) => void (e.event === 'close' && closes.hit()),
   });
