@@ -51,6 +51,7 @@ export class WalkerSocket {
   private readonly pending = new Map<string, { resolve: (f: Frame) => void; reject: (e: Error) => void; timer: NodeJS.Timeout }>();
   private readonly listeners: ((data: WalkerReply) => void)[] = [];
   private readonly errors: ((error: WalkerSocketError) => void)[] = [];
+  private readonly typed: ((frame: Record<string, unknown>) => void)[] = [];
   private closedWith: Closed | undefined;
 
   private constructor(
@@ -136,6 +137,16 @@ export class WalkerSocket {
     return () => this.listeners.splice(this.listeners.indexOf(listener), 1);
   }
 
+  /**
+   * Frames with a `type` the server sends on its own: room and user messages
+   * (`message`), `presence` events, `joined` / `left` after a walker's join or
+   * leave, `resync`. (For reconnects that rejoin and resume, use `LiveSocket`.)
+   */
+  onTyped(listener: (frame: Record<string, unknown>) => void): () => void {
+    this.typed.push(listener);
+    return () => this.typed.splice(this.typed.indexOf(listener), 1);
+  }
+
   /** Error frames without an id (invalid JSON and the like). */
   onError(listener: (error: WalkerSocketError) => void): void {
     this.errors.push(listener);
@@ -185,7 +196,11 @@ export class WalkerSocket {
       waiting.resolve(frame);
       return;
     }
-    if (frame.ok === true) for (const l of [...this.listeners]) l(frame.data as WalkerReply);
+    if (typeof frame.type === 'string' && frame.ok === undefined) for (const l of [...this.typed]) l(frame as Record<string, unknown>);
+    else if (frame.ok === true) for (const l of [...this.listeners]) l(frame.data as WalkerReply);
     else if (frame.ok === false) for (const l of [...this.errors]) l(new WalkerSocketError(frame.error?.code ?? 'UNKNOWN', frame.error?.message ?? ''));
   }
 }
+
+export { LiveSocket, LiveSocketError } from './live.ts';
+export type { LiveMessage, LiveOptions, PresenceEvent } from './live.ts';
