@@ -31,7 +31,7 @@ export interface ThreadSources {
   /** Each live actor's mailbox high-water mark, by label (the kernel's). */
   mailboxes?: () => Map<string, number>;
   partitions?: () => number;
-  websockets?: () => { connections: number; broadcasts: number; sessions: number } | undefined;
+  websockets?: () => { connections: number; broadcasts: number; sessions: number; rooms?: { rooms: number; members: number; sent: number; delivered: number; joins: number; leaves: number } } | undefined;
   broker?: () => { kind: string; counters: object } | undefined;
   /** Event-stream lag by topic and group (asked of one thread only: the figures are the cluster's). */
   lag?: () => Promise<{ topic: string; group: string; lag: number | null; pending: number }[]>;
@@ -174,6 +174,49 @@ export class ThreadMetrics {
       collect() {
         this.reset();
         this.inc(sources.websockets?.()?.broadcasts ?? 0);
+      },
+    });
+
+    new Gauge({
+      name: `${ns}_websocket_rooms`,
+      help: 'Rooms with connections on this worker thread',
+      registers: reg,
+      collect() {
+        this.set(sources.websockets?.()?.rooms?.rooms ?? 0);
+      },
+    });
+    new Gauge({
+      name: `${ns}_websocket_room_members`,
+      help: 'Connections in rooms on this worker thread (a connection in three rooms counts three times)',
+      registers: reg,
+      collect() {
+        this.set(sources.websockets?.()?.rooms?.members ?? 0);
+      },
+    });
+    const roomMessages = new Counter({
+      name: `${ns}_websocket_room_messages_total`,
+      help: 'Messages to rooms, users and connections: sent from this thread, and fanned out to its connections (one publish to a topic, whatever the number of receivers)',
+      labelNames: ['outcome'],
+      registers: reg,
+      collect: () => {
+        const r = sources.websockets?.()?.rooms;
+        roomMessages.reset();
+        if (!r) return;
+        roomMessages.inc({ outcome: 'sent' }, r.sent);
+        roomMessages.inc({ outcome: 'delivered' }, r.delivered);
+      },
+    });
+    const roomChanges = new Counter({
+      name: `${ns}_websocket_room_changes_total`,
+      help: 'Connections joining and leaving rooms on this thread',
+      labelNames: ['op'],
+      registers: reg,
+      collect: () => {
+        const r = sources.websockets?.()?.rooms;
+        roomChanges.reset();
+        if (!r) return;
+        roomChanges.inc({ op: 'join' }, r.joins);
+        roomChanges.inc({ op: 'leave' }, r.leaves);
       },
     });
 

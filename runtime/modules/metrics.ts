@@ -39,7 +39,7 @@ export function metricsModule(system: ActorSystem, boot: ServeBoot, thread: stri
             partitions: () => system.activationCount('partition'),
             websockets: () => {
               const hub = rt.find(HUB);
-              return hub && { connections: hub.conns.size, broadcasts: hub.broadcasts, sessions: hub.sessionActors };
+              return hub && { connections: hub.conns.size, broadcasts: hub.broadcasts, sessions: hub.sessionActors, rooms: { ...hub.rooms.size, ...hub.rooms.counts } };
             },
             broker: () => rt.find(BROKER),
             // The streams' lag is the same whichever thread asks: one thread reports it.

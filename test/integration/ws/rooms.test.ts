@@ -32,7 +32,8 @@ const messages = (frames: Frame[]) => frames.filter((f) => f.type === 'message')
 
 for (const transport of ['uws', 'node'] as const) {
   t.test(`rooms on ${transport}`, async (t) => {
-    const server = await startServer({ entry, workers: 2, env: { SVC_TRANSPORT: transport } });
+    const scrape = 'rooms-scrape-token-0123456789abcdef0123456789';
+    const server = await startServer({ entry, workers: 2, env: { SVC_TRANSPORT: transport, SVC_METRICS_ENABLED: 'true', SVC_METRICS_SCRAPE_TOKEN: scrape } });
     t.teardown(() => server.stop());
 
     const ann1 = await client(server, 'ann');
@@ -167,6 +168,21 @@ for (const transport of ['uws', 'node'] as const) {
       await announce('after');
       while (!got.some((d) => (d as Frame).text === 'after')) await new Promise((r) => setTimeout(r, 5));
       t.notOk(got.some((d) => String((d as Frame).text).startsWith('x')), 'none of the missed messages came piecemeal');
+    });
+
+    await t.test('metrics: rooms, members, messages sent and fanned out, joins and leaves', async (t) => {
+      const text = await (await fetch(`${server.url}/metrics`, { headers: { authorization: `Bearer ${scrape}` } })).text();
+      const sum = (name: string) =>
+        text
+          .split('\n')
+          .filter((l) => l.startsWith(name))
+          .reduce((n, l) => n + Number(l.split(' ').pop()), 0);
+      t.ok(sum('svc_websocket_rooms') >= 1, 'rooms with connections');
+      t.ok(sum('svc_websocket_room_members') >= 4, 'connections in rooms');
+      t.ok(sum('svc_websocket_room_messages_total{outcome="sent"') >= 40, 'messages sent');
+      t.ok(sum('svc_websocket_room_messages_total{outcome="delivered"') >= 40, 'messages fanned out');
+      t.ok(sum('svc_websocket_room_changes_total{op="join"') >= 8, 'joins');
+      t.ok(sum('svc_websocket_room_changes_total{op="leave"') >= 2, 'leaves');
     });
 
     for (const c of [ann1, ann2, bob, cy]) await c.ws.close();
