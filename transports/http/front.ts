@@ -9,6 +9,7 @@ import type { Graph, SpawnOptions } from '../../actors/graph/index.ts';
 import { type Authenticated, type Authenticator, bearer, type Claims } from '../../actors/identity/index.ts';
 import { type Caller, fillRequestFields, HookDispatcher, HookRefusal, type Registry, Root, UnknownFields } from '../../actors/walker/index.ts';
 import type { Docs } from './docs.ts';
+import { LIVE_CLIENT_PATH, liveClientScript } from './client-script.ts';
 import { failure, newRequestId, success, successJson } from './envelope.ts';
 import { httpError, HttpError, toHttpError, unauthorizedAsHttp } from './errors.ts';
 import { collectFields, jsonBody } from './params.ts';
@@ -193,6 +194,8 @@ export class Front {
     this.builtins.set('/healthz/live', () => json(200, { status: 'alive' }));
     this.builtins.set('/ready', readiness({ status: 'ready', ready: true }));
     this.builtins.set('/healthz/ready', readiness({ status: 'ready' }));
+    // The browser's reconnecting WebSocket client (rooms, resume).
+    this.builtins.set(LIVE_CLIENT_PATH, () => ({ status: 200, headers: { 'content-type': 'application/javascript; charset=utf-8', 'cache-control': 'public, max-age=3600' }, body: liveClientScript() }));
     if (o.docs) {
       const spec = JSON.stringify(o.openapi);
       this.builtins.set('/openapi.json', () => ({ status: 200, headers: { 'content-type': JSON_TYPE }, body: spec }));

@@ -296,6 +296,13 @@ export function openApiDocument(routes: EndpointRoute[], info: { title: string; 
     '/healthz': builtin('liveness', { type: 'object', properties: { status: { const: 'ok' } } }),
     '/healthz/live': builtin('liveness', { type: 'object', properties: { status: { const: 'alive' } } }),
     '/healthz/ready': builtin('readiness (503 while starting or draining)', { type: 'object', properties: { status: { type: 'string' } } }),
+    '/svc/live.js': {
+      get: {
+        summary: 'the reconnecting WebSocket client for browsers (an ES module: LiveSocket — rooms, rejoin, resume)',
+        tags: ['built-in'],
+        responses: { '200': { description: 'JavaScript', content: { 'application/javascript': { schema: { type: 'string' } } } } },
+      },
+    },
   });
   return {
     openapi: '3.1.0',
