@@ -1,7 +1,7 @@
 import t from 'tap';
 import { readFileSync } from 'node:fs';
 import { KERNEL_ERRORS } from 'svc/kernel';
-import { GRAPH_ERRORS } from '../../actors/walker/index.ts';
+import { GRAPH_ERRORS, ROOM_ERRORS } from '../../actors/walker/index.ts';
 import { STORE_ERRORS } from '../../actors/graph/index.ts';
 import { HTTP_ERRORS } from '../../transports/http/index.ts';
 import { IDENTITY_ERRORS } from '../../actors/identity/index.ts';
@@ -23,7 +23,7 @@ function documented(): Map<string, number> {
 
 t.test('every kernel error code is documented with its status', async (t) => {
   const rows = documented();
-  for (const [code, { status }] of Object.entries({ ...KERNEL_ERRORS, ...GRAPH_ERRORS, ...STORE_ERRORS, ...HTTP_ERRORS, ...IDENTITY_ERRORS, ...RUNTIME_ERRORS, ...CLUSTER_ERRORS, ...STORAGE_ERRORS, ...KVSTORE_ERRORS, ...SV_ERRORS, ...SANDBOX_ERRORS, ...PROXY_ERRORS })) {
+  for (const [code, { status }] of Object.entries({ ...KERNEL_ERRORS, ...GRAPH_ERRORS, ...STORE_ERRORS, ...HTTP_ERRORS, ...IDENTITY_ERRORS, ...RUNTIME_ERRORS, ...CLUSTER_ERRORS, ...STORAGE_ERRORS, ...KVSTORE_ERRORS, ...SV_ERRORS, ...SANDBOX_ERRORS, ...PROXY_ERRORS, ...ROOM_ERRORS })) {
     t.equal(rows.get(code), status, `${code} documented as ${status}`);
   }
   t.match(doc, `| \`${PROXY_CONFIG_CODE}\` | 1 |`, 'the proxy\'s start error is documented');
@@ -38,10 +38,11 @@ t.test('service-to-service codes are wire codes of their own; the gateway start 
 });
 
 t.test('wire codes are upper snake case and never collide with SVC_ERR_ codes', async (t) => {
-  for (const code of Object.keys({ ...HTTP_ERRORS, ...IDENTITY_ERRORS })) {
+  for (const code of Object.keys({ ...HTTP_ERRORS, ...IDENTITY_ERRORS, ...ROOM_ERRORS })) {
     t.match(code, /^[A-Z][A-Z_]+$/);
     t.notMatch(code, /^SVC_ERR_/);
   }
+  for (const code of Object.keys(ROOM_ERRORS)) t.notOk(code in HTTP_ERRORS || code in IDENTITY_ERRORS, `${code} is defined once`);
 });
 
 t.test('app data codes are wire codes; one shared with the front keeps its status', async (t) => {
