@@ -86,6 +86,8 @@ export interface SessionEnv {
   errorOf(error: unknown): { code: string; message: string };
   /** The guest caller (public walkers without a token). */
   guest: SessionCaller;
+  /** Frames `{"type": "join" | "leave" | "presence", ...}` are the client's room frames (false when the walker declares a `type` field: they are its own). */
+  roomFrames?: boolean;
 }
 
 export type SessionMsg = { t: 'frame'; text: string; bytes: number };
@@ -214,7 +216,7 @@ export class Session implements ActorLogic<SessionMsg, void> {
     }
     const keys = Object.keys(f);
     const control =
-      typeof f.type === 'string' && (keys.every((k) => CONTROL_KEYS.has(k)) || (ROOM_FRAMES.has(f.type) && this.sink.room !== undefined && keys.every((k) => ROOM_KEYS.has(k)))) ? f.type : undefined;
+      typeof f.type === 'string' && (keys.every((k) => CONTROL_KEYS.has(k)) || (ROOM_FRAMES.has(f.type) && this.env.roomFrames === true && this.sink.room !== undefined && keys.every((k) => ROOM_KEYS.has(k)))) ? f.type : undefined;
 
     if (Object.hasOwn(f, 'token')) {
       // A token in a frame is verified first, whatever else the frame holds.

@@ -31,7 +31,7 @@ export interface ThreadSources {
   /** Each live actor's mailbox high-water mark, by label (the kernel's). */
   mailboxes?: () => Map<string, number>;
   partitions?: () => number;
-  websockets?: () => { connections: number; broadcasts: number; sessions: number; rooms?: { rooms: number; members: number; sent: number; delivered: number; joins: number; leaves: number } } | undefined;
+  websockets?: () => { connections: number; broadcasts: number; sessions: number; rooms?: { rooms: number; members: number; sent: number; delivered: number; joins: number; leaves: number; dropped: number } } | undefined;
   broker?: () => { kind: string; counters: object } | undefined;
   /** Event-stream lag by topic and group (asked of one thread only: the figures are the cluster's). */
   lag?: () => Promise<{ topic: string; group: string; lag: number | null; pending: number }[]>;
@@ -195,7 +195,7 @@ export class ThreadMetrics {
     });
     const roomMessages = new Counter({
       name: `${ns}_websocket_room_messages_total`,
-      help: 'Messages to rooms, users and connections: sent from this thread, and fanned out to its connections (one publish to a topic, whatever the number of receivers)',
+      help: 'Messages to rooms, users and connections: sent from this thread, fanned out to its connections (one publish to a topic, whatever the number of receivers), dropped (a room actor that could not take it)',
       labelNames: ['outcome'],
       registers: reg,
       collect: () => {
@@ -204,6 +204,7 @@ export class ThreadMetrics {
         if (!r) return;
         roomMessages.inc({ outcome: 'sent' }, r.sent);
         roomMessages.inc({ outcome: 'delivered' }, r.delivered);
+        roomMessages.inc({ outcome: 'dropped' }, r.dropped);
       },
     });
     const roomChanges = new Counter({

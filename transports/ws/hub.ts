@@ -204,6 +204,8 @@ export class WsHub {
           return o.run(r.name, taken, caller, token, conn);
         },
         errorOf: o.errorOf,
+        // A walker with a `type` field of its own takes every frame; the others' connections may send room frames.
+        roomFrames: !declared.has('type'),
       });
     }
     if (o.bus && o.routes.some((r) => r.broadcast)) {

@@ -141,7 +141,7 @@ export class RoomHub {
   private readonly askTimeoutMs: number;
   private readonly unsubscribers: (() => void)[] = [];
   /** For metrics: messages this thread sent into rooms, to users and to connections; publishes to its own topics. */
-  readonly counts = { sent: 0, delivered: 0, joins: 0, leaves: 0 };
+  readonly counts = { sent: 0, delivered: 0, joins: 0, leaves: 0, dropped: 0 };
 
   constructor(private readonly o: RoomHubOptions) {
     this.tag = `${o.system.nodeId.replace(/[^A-Za-z0-9_-]/g, '_')}.${randomBytes(3).toString('hex')}`;
@@ -234,7 +234,8 @@ export class RoomHub {
     if (to.k === 'r') {
       const spec = roomSpecOf(this.o.specs(), to.n);
       if (spec?.history) {
-        this.o.system.deliverVirtual(ROOM_KIND, to.n, { t: 'send', data } satisfies RoomMsg, null);
+        // A full mailbox, or the room's node gone before placement moved it: the message is lost, and counted.
+        if (this.o.system.deliverVirtual(ROOM_KIND, to.n, { t: 'send', data } satisfies RoomMsg, null) === false) this.counts.dropped++;
         return;
       }
       this.publish({ k: 'r', n: to.n, x: `{"type":"message","room":${JSON.stringify(to.n)},"data":${data}}` });
