@@ -83,6 +83,10 @@ t.test('two users in a room hear each other; presence lists both; announce reach
   const after = (await ann.ws.send({ op: 'who', room: 'lobby' })).reports[0] as { users: { user: string }[] };
   t.same(after.users.map((u) => u.user), ['ann'], 'bob left');
 
+  const script = await fetch(`${server.url}/svc/live.js`);
+  t.equal(script.status, 200, 'the browser client the README points pages at is served');
+  t.match(await script.text(), /class LiveSocket/);
+
   const guest = await WalkerSocket.connect(server.url, 'Chat');
   await t.rejects(guest.send({ op: 'join', room: 'lobby' }), 'the walker is private: a guest is refused');
   await guest.closed;
