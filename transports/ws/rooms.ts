@@ -135,6 +135,8 @@ export class RoomHub {
   private readonly byId = new Map<string, RoomConn>();
   /** Connections of other nodes in rooms with notifications that this thread has connections in: to tell ours when their node is gone. */
   private readonly remote = new Map<string, Map<string, { node: string; user: string | null }>>();
+  /** Connections joining a room with history, not subscribed yet: what reaches this thread for the room meanwhile. */
+  private readonly resuming = new Map<string, Set<{ conn: RoomConn; texts: string[] }>>();
   private publishLocal: ((topic: string, text: string) => void) | undefined;
   private seq = 0;
   private readonly tag: string;
@@ -256,6 +258,8 @@ export class RoomHub {
   private delivered(d: Delivery, from: string): void {
     if (d.k === 'r') {
       if (d.p) this.heard(d.n, d.p, from);
+      const waiting = this.resuming.get(d.n);
+      if (waiting && !d.p) for (const w of waiting) w.texts.push(d.x);
       if (!this.local.has(d.n)) return;
       this.counts.delivered++;
       this.publishLocal?.(roomTopic(d.n), d.x);
@@ -331,15 +335,19 @@ export class RoomHub {
     const first = !members;
     if (!members) this.local.set(room, (members = new Map()));
     members.set(conn, meta);
-    if (!again) {
-      this.counts.joins++;
-      conn.socket.subscribe(roomTopic(room));
-    }
+    if (!again) this.counts.joins++;
     if (first && spec?.notify) void this.seedRemote(room);
     let last: string | undefined;
     let missed: string[] | undefined;
     let resync = false;
-    if (spec?.history) {
+    // A room with history: the connection is subscribed only once its history is sent. Meanwhile what reaches this
+    // thread for the room is held for it, and sent after the history, each message once (by its number), in order.
+    let held: { conn: RoomConn; texts: string[] } | undefined;
+    if (spec?.history && !again) {
+      held = { conn, texts: [] };
+      let waiting = this.resuming.get(room);
+      if (!waiting) this.resuming.set(room, (waiting = new Set()));
+      waiting.add(held);
       try {
         const answer = (await this.o.system.deliverVirtual(ROOM_KIND, room, since === undefined ? { t: 'since' } : { t: 'since', id: since }, this.askTimeoutMs)) as SinceReply;
         last = answer.last;
@@ -348,11 +356,15 @@ export class RoomHub {
       } catch {
         // The room's history cannot be reached now: the client resyncs if it asked to resume.
         resync = since !== undefined;
+      } finally {
+        waiting.delete(held);
+        if (waiting.size === 0) this.resuming.delete(room);
       }
-    } else if (since !== undefined) {
+    } else if (since !== undefined && !spec?.history) {
       resync = true;
     }
-    if (conn.closed) return;
+    // Closed, or left, while its history was asked for.
+    if (conn.closed || !conn.rooms?.has(room)) return;
     const ticket = this.ticket(conn.user, room);
     if (resync) conn.socket.send(JSON.stringify({ type: 'resync', room }));
     else if (missed) for (const text of missed) conn.socket.send(text);
@@ -360,6 +372,11 @@ export class RoomHub {
     if (last !== undefined) body.last = last;
     if (reply) reply(body);
     else conn.socket.send(JSON.stringify(body));
+    if (held) {
+      const after = seqOf(last);
+      for (const text of held.texts) if (seqAfter(text, after)) conn.socket.send(text);
+    }
+    if (!again) conn.socket.subscribe(roomTopic(room));
     if (!again && spec?.notify) this.publish({ k: 'r', n: room, x: presenceFrame(room, 'join', conn, meta), p: [true, conn.user ?? null, conn.id, meta ?? null] });
   }
 
@@ -465,6 +482,23 @@ export class RoomHub {
   stop(): void {
     for (const u of this.unsubscribers.splice(0)) u();
   }
+}
+
+/** `[epoch, seq]` of a history id (`<epoch>-<seq>`), or undefined for none. */
+function seqOf(id: string | undefined): [string, number] | undefined {
+  if (!id) return undefined;
+  const dash = id.lastIndexOf('-');
+  return [id.slice(0, dash), Number(id.slice(dash + 1))];
+}
+
+const ID_IN_TEXT = /"id":"([0-9a-f]+)-(\d+)"/;
+
+/** Whether a room message (its frame text) comes after `after` in the room's history. */
+function seqAfter(text: string, after: [string, number] | undefined): boolean {
+  if (!after) return true;
+  const m = ID_IN_TEXT.exec(text);
+  if (!m) return true;
+  return m[1] !== after[0] || Number(m[2]) > after[1];
 }
 
 function presenceFrame(room: string, event: 'join' | 'leave', conn: RoomConn, meta: string | undefined): string {

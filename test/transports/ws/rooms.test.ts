@@ -62,6 +62,20 @@ t.test('a run’s joins, leaves and messages; history numbered; resume and resyn
   await hub.clientJoin(again as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'chat:a', ticket: joined?.ticket, since: `${epoch}-2` }, (b) => void answers.push(b));
   t.same(again.sent.map((f) => f.data), ['3', '4'], 'what it missed, in order');
   t.match(answers, [{ type: 'joined', room: 'chat:a', last: `${epoch}-4` }]);
+  // Messages sent while a resume is under way: after the history, once each, in order.
+  const racing = conn('ann');
+  const resumed = hub.clientJoin(racing as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'chat:a', ticket: joined?.ticket, since: `${epoch}-3` }, (b) => void racing.sent.push(b));
+  hub.send({ k: 'r', n: 'chat:a' }, '"5"');
+  hub.send({ k: 'r', n: 'chat:a' }, '"6"');
+  await resumed;
+  for (let i = 0; i < 20 && racing.sent.length < 4; i++) await new Promise((r) => setImmediate(r));
+  t.same(
+    racing.sent.map((f) => (f.type === 'joined' ? 'joined' : f.data)),
+    ['4', 'joined', '5', '6'],
+    'the missed one, the answer, then what came meanwhile: once each',
+  );
+  racing.closed = true;
+  hub.closed(racing as RoomConn);
   // From message 0 it is too late: only 3 are kept.
   const late = conn('ann');
   await hub.clientJoin(late as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'chat:a', ticket: joined?.ticket, since: `${epoch}-0` }, () => undefined);
@@ -77,7 +91,7 @@ t.test('a run’s joins, leaves and messages; history numbered; resume and resyn
     hub.closed(c as RoomConn);
   }
   t.same(hub.size, { rooms: 0, members: 0 }, 'the room is gone with its last connection');
-  t.match(hub.counts, { joins: 4, leaves: 4 });
+  t.match(hub.counts, { joins: 5, leaves: 5 });
 });
 
 t.test('client joins: authorize, tickets, limits', async (t) => {
