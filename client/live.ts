@@ -291,7 +291,8 @@ export class LiveSocket {
     if (f.type === 'joined' && typeof f.room === 'string') {
       const known = this.rooms.get(f.room);
       const last = typeof f.last === 'string' && f.last !== '' ? f.last : undefined;
-      this.rooms.set(f.room, { ticket: String(f.ticket), last: known?.last && last && !after(last, known.last) ? known.last : (last ?? known?.last), ...(known?.meta ? { meta: known.meta } : {}) });
+      const meta = f.meta && typeof f.meta === 'object' ? (f.meta as Record<string, unknown>) : known?.meta;
+      this.rooms.set(f.room, { ticket: String(f.ticket), last: known?.last && last && !after(last, known.last) ? known.last : (last ?? known?.last), ...(meta ? { meta } : {}) });
     } else if (f.type === 'left' && typeof f.room === 'string') {
       this.rooms.delete(f.room);
     } else if (f.type === 'resync' && typeof f.room === 'string') {

@@ -276,7 +276,8 @@ export class Session implements ActorLogic<SessionMsg, void> {
       if (!this.closed) this.sink.send(errorFrame(e.code, e.message, id));
       return;
     }
-    // Committed: its rooms and messages first, so its reply comes after the `joined` frames and its own room's message.
+    // Committed: its rooms and messages first, so its reply comes after the `joined` frames (a message to a room with
+    // history goes through the room's actor first: it may come after the reply).
     if (effects !== undefined && this.sink.apply) await this.sink.apply(effects);
     const data = `{"result":null,"reports":${json}}`;
     // The run is committed: the others hear of it even when the sender has gone meanwhile.

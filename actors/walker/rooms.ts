@@ -185,7 +185,7 @@ export function messageJson(data: unknown, limit = MAX_MESSAGE_BYTES): string {
 /** A room's presence, as `presence(room)` and the `presence` frame answer it. */
 export interface RoomPresence {
   room: string;
-  /** Each user in the room: how many connections they have in it, and the metadata of the latest one to join. */
+  /** Each user in the room: how many connections they have in it, and the metadata of one of them. */
   users: { user: string; connections: number; meta: unknown }[];
   /** Connections without a user (guests). */
   guests: number;

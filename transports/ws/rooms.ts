@@ -20,6 +20,9 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { type ActorSystem, type Broadcast, type Placement, workerPlacement } from '../../kernel/index.ts';
 import { type Caller, MAX_META_BYTES, type RoomPresence, messageJson, roomError, type RoomSpec, roomSpecOf, type SocketEffects, type Target } from '../../actors/walker/index.ts';
 
+/** How long a ticket lets its holder rejoin a room. */
+export const TICKET_SECONDS = 24 * 3600;
+
 /** The bus topic that carries messages to rooms, users and connections between threads. */
 export const ROOMS_TOPIC = 'ws.rooms';
 /** The bus topic a room's presence is gathered on. */
@@ -165,8 +168,8 @@ export class RoomHub {
           capacity: 4096,
           restart: 'temporary',
         }),
-        // Idle for longer than any history is kept: nothing left to keep.
-        idleAfterMs: 15 * 60_000,
+        // Idle for as long as the longest history is kept (at least 15 minutes): nothing left to keep after that.
+        idleAfterMs: Math.max(15 * 60_000, ...o.specs().map((s) => (s.history ? s.history.ttlSeconds * 1000 : 0))),
         placement: o.placement ?? workerPlacement(),
       });
     } catch {
@@ -370,6 +373,8 @@ export class RoomHub {
     else if (missed) for (const text of missed) conn.socket.send(text);
     const body: Record<string, unknown> = { type: 'joined', room, ticket };
     if (last !== undefined) body.last = last;
+    // The connection's presence metadata: a client rejoining after a reconnect sends it again.
+    if (meta !== undefined) body.meta = JSON.parse(meta);
     if (reply) reply(body);
     else conn.socket.send(JSON.stringify(body));
     if (held) {
@@ -469,12 +474,17 @@ export class RoomHub {
     return { room, users: [...users.values()].sort((a, b) => (a.user < b.user ? -1 : a.user > b.user ? 1 : 0)), guests, connections };
   }
 
-  private ticket(user: string | undefined, room: string): string {
-    return createHmac('sha256', this.o.ticketKey).update(`${user ?? ''}\n${room}`).digest('base64url');
+  /** `<expiry, base 36 seconds>.<signature>`: a user's (or, for a guest, any holder's) right to rejoin a room until it expires. */
+  private ticket(user: string | undefined, room: string, until = Math.floor(Date.now() / 1000) + TICKET_SECONDS): string {
+    const exp = until.toString(36);
+    return `${exp}.${createHmac('sha256', this.o.ticketKey).update(`${user ?? ''}\n${room}\n${exp}`).digest('base64url')}`;
   }
 
   private ticketOk(ticket: string, user: string | undefined, room: string): boolean {
-    const want = Buffer.from(this.ticket(user, room));
+    const dot = ticket.indexOf('.');
+    const until = dot > 0 ? parseInt(ticket.slice(0, dot), 36) : NaN;
+    if (!Number.isSafeInteger(until) || until * 1000 < Date.now()) return false;
+    const want = Buffer.from(this.ticket(user, room, until));
     const got = Buffer.from(ticket);
     return got.length === want.length && timingSafeEqual(got, want);
   }

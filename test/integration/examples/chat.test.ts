@@ -137,5 +137,5 @@ t.test('a LiveSocket that loses its connection rejoins and receives what it miss
   const who = (await live.send({ op: 'who', room: 'resume' })).reports[0] as { users: { user: string; connections: number; meta: unknown }[] };
   t.same(who.users.map((u) => [u.user, u.connections]), [['ann', 1], ['cy', 1]], 'cy is in the room again, once');
   // The walker gave the join its meta; LiveSocket rejoins with the meta of its own join() only (none here).
-  t.same(who.users[1]?.meta, { name: 'Cy' }, 'cy keeps the name it joined with', { todo: 'LiveSocket rejoins a room a walker joined without its presence meta (null after a reconnect)' });
+  t.same(who.users[1]?.meta, { name: 'Cy' }, 'cy keeps the name it joined with');
 });

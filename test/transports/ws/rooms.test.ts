@@ -114,6 +114,17 @@ t.test('client joins: authorize, tickets, limits', async (t) => {
   await hub.clientJoin(ann2 as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'open:y' }, noop);
   await hub.apply(ann2 as RoomConn, { rooms: [{ op: 'join', room: 'chat:c' }], sends: [] });
   await t.rejects(hub.clientJoin(ann2 as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'open:z' }, noop), { code: 'ROOM_LIMIT' }, 'max rooms per connection (3)');
+  // A ticket carries its expiry, signed: a later expiry is a forgery, and an expired one is refused.
+  const [exp, sig] = String(annTicket).split('.');
+  const later = `${(parseInt(String(exp), 36) + 3600).toString(36)}.${sig}`;
+  await t.rejects(hub.clientJoin(conn('ann') as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'chat:b', ticket: later }, noop), { code: 'ROOM_FORBIDDEN' }, 'its expiry is signed');
+  const now = Date.now;
+  Date.now = () => now() + 25 * 3600_000;
+  try {
+    await t.rejects(hub.clientJoin(conn('ann') as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'chat:b', ticket: annTicket }, noop), { code: 'ROOM_FORBIDDEN' }, 'a day later it has expired');
+  } finally {
+    Date.now = now;
+  }
   const ann3 = conn('ann');
   await hub.apply(ann3 as RoomConn, { rooms: [{ op: 'join', room: 'chat:b' }, { op: 'join', room: 'chat:c' }], sends: [] });
   await t.rejects(hub.clientJoin(ann3 as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'chat:d', ticket: 'x' }, noop), { code: 'ROOM_FORBIDDEN' });
