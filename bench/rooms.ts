@@ -616,7 +616,7 @@ function ms(xs: number[]): { p50: number; p99: number; max: number } {
  * evenly over `servers`, connection i in room `r-<i mod rooms>`; and each
  * server's memory per connection, once opened and once in its room.
  */
-async function openReceivers(kind: Kind, servers: Served[], rooms: number): Promise<{ receivers: Receiver[]; memory: Record<string, number>[] }> {
+async function openReceivers(kind: Kind, servers: Served[], rooms: number): Promise<{ receivers: Receiver[]; memory: Record<string, number>[]; heap: Record<string, number> | undefined }> {
   const per = N / 2;
   const at = (j: number) => servers[(j * servers.length) >> 1] as Served;
   const receivers = [0, 1].map((j) => new Receiver(at(j).port, kind.path, j * per, j === 0 ? per : N - per, rooms, kind.protocol));
@@ -641,10 +641,13 @@ async function openReceivers(kind: Kind, servers: Served[], rooms: number): Prom
     await settled();
   }
   const [before, opened, joined] = rss as [number[], number[], number[]];
+  // svc's heap is what /admin/stats answers: every member's worker threads (it gathers over the cluster), over N.
+  const h = heap.map((x) => x[0]);
+  const heapPer =
+    h[0] === undefined ? undefined : { heap_bytes_per_idle_connection: Math.round(((h[1] as number) - (h[0] as number)) / N), heap_bytes_per_idle_connection_in_a_room: Math.round(((h[2] as number) - (h[0] as number)) / N) };
   const memory = servers.map((s, i) => {
     const n = receivers.filter((r) => r.port === s.port).reduce((x, r) => x + r.count, 0);
     const b = before[i] as number;
-    const h = heap.map((x) => x[i]);
     return {
       connections: n,
       rss_before_mb: round(b / 2 ** 20, 1),
@@ -653,10 +656,10 @@ async function openReceivers(kind: Kind, servers: Served[], rooms: number): Prom
       bytes_per_idle_connection: Math.round(((opened[i] as number) - b) / n),
       bytes_per_idle_connection_in_a_room: Math.round(((joined[i] as number) - b) / n),
       // svc: its worker threads' JavaScript heap in use after a collection, per connection (the rest of RSS is uWS's and V8's reserve).
-      ...(h[0] === undefined ? {} : { heap_bytes_per_idle_connection: Math.round(((h[1] as number) - (h[0] as number)) / n), heap_bytes_per_idle_connection_in_a_room: Math.round(((h[2] as number) - (h[0] as number)) / n) }),
+      ...(servers.length === 1 ? heapPer : {}),
     };
   });
-  return { receivers, memory };
+  return { receivers, memory, heap: heapPer };
 }
 
 let seq = 0;
@@ -809,7 +812,7 @@ async function twoMembers(kind: Kind, start: (redisUrl: string) => Promise<[Chil
   const members = await start(redis.url);
   const ports = members.map(([, p]) => p);
   const pids = members.map(([c]) => c.pid);
-  const { receivers, memory: mem } = await openReceivers(kind, members.map(([c, port]) => ({ port, pid: c.pid })), R);
+  const { receivers, memory: mem, heap } = await openReceivers(kind, members.map(([c, port]) => ({ port, pid: c.pid })), R);
   const bySender: Record<string, Record<string, unknown>> = {};
   for (const [i, label] of ['A', 'B'].entries()) {
     const sender = await kind.sender(ports[i] as number);
@@ -837,6 +840,7 @@ async function twoMembers(kind: Kind, start: (redisUrl: string) => Promise<[Chil
     connections: N,
     rooms: R,
     memory_per_member: mem,
+    ...(heap ? { heap_all_members: heap } : {}),
     ...(ownerOf ? { walker_runs_on: ownerOf } : {}),
     // Both halves together: the sender on A, then on B.
     throughput: summed(Object.values(bySender).map((x) => x.throughput as Th)),
