@@ -18,6 +18,7 @@ export const ROOM_ERRORS = {
   ROOM_NOT_JOINED: { status: 409, message: 'this connection is not in that room' },
   ROOM_NO_CONNECTION: { status: 400, message: 'only a run started by a WebSocket frame has a connection to join rooms with' },
   ROOM_BAD_MESSAGE: { status: 400, message: 'a message to a room, user or connection must be JSON within the frame limit' },
+  ROOM_BUSY: { status: 503, message: 'the room cannot take more messages now (its history holds too many waiting): try again' },
 } as const;
 
 export type RoomErrorCode = keyof typeof ROOM_ERRORS;
@@ -195,7 +196,8 @@ export interface RoomPresence {
 
 /** What the runtime of a thread binds for {@link sendTo} and {@link presence}. */
 export interface RoomsBinding {
-  send(to: Target, data: string): void;
+  /** False when the message could not be taken (a room with history that is busy). */
+  send(to: Target, data: string): boolean;
   presence(room: string): Promise<RoomPresence>;
 }
 
@@ -222,6 +224,7 @@ function boundRooms(what: string): RoomsBinding {
  * worker thread and cluster member — from a function, an event handler, any
  * code of a serving app. (In a walker, `this.sendTo` sends only once the run
  * commits.) Clients receive `{"type":"message","room"?,"id"?,"data"}`.
+ * Throws `ROOM_BUSY` (503) when a room with history cannot take it now.
  *
  * @example
  * export const announce = fn({ params: T.Object({ text: T.String() }) }, ({ text }) => sendTo('chat:lobby', { text }));
@@ -229,7 +232,7 @@ function boundRooms(what: string): RoomsBinding {
 export function sendTo(to: SendTarget, data: unknown): void {
   const target = toTarget(to);
   const json = messageJson(data);
-  boundRooms('sendTo()').send(target, json);
+  if (!boundRooms('sendTo()').send(target, json)) throw roomError('ROOM_BUSY', `${target.n} cannot take more messages now: try again`);
 }
 
 /**

@@ -20,6 +20,9 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { type ActorSystem, type Broadcast, type Placement, workerPlacement } from '../../kernel/index.ts';
 import { type Caller, MAX_META_BYTES, type RoomPresence, messageJson, roomError, type RoomSpec, roomSpecOf, type SocketEffects, type Target } from '../../actors/walker/index.ts';
 
+/** Messages a room actor holds before refusing more (`sendTo()` throws `ROOM_BUSY`; a committed run's are counted as dropped). */
+export const ROOM_MAILBOX = 65_536;
+
 /** How long a ticket lets its holder rejoin a room. */
 export const TICKET_SECONDS = 24 * 3600;
 
@@ -165,7 +168,7 @@ export class RoomHub {
             const actor = new RoomActor(room, spec?.history ?? { size: 1, ttlSeconds: 1 }, (d) => this.publish(d));
             return { receive: (msg: RoomMsg) => actor.receive(msg) };
           },
-          capacity: 4096,
+          capacity: ROOM_MAILBOX,
           restart: 'temporary',
         }),
         // Idle for as long as the longest history is kept (at least 15 minutes): nothing left to keep after that.
@@ -233,15 +236,20 @@ export class RoomHub {
     for (const s of fx.sends) this.send(s.to, s.data);
   }
 
-  /** Send a message's data (JSON text) to a room, a user or a connection, wherever they are. */
-  send(to: Target, data: string): void {
+  /**
+   * Send a message's data (JSON text) to a room, a user or a connection,
+   * wherever they are. Answers false (counted as dropped) when a room with
+   * history could not take it: its room actor's mailbox is full, or the node
+   * holding it has just gone.
+   */
+  send(to: Target, data: string): boolean {
     this.counts.sent++;
     if (to.k === 'r') {
       const spec = roomSpecOf(this.o.specs(), to.n);
       if (spec?.history) {
-        // A full mailbox, or the room's node gone before placement moved it: the message is lost, and counted.
-        if (this.o.system.deliverVirtual(ROOM_KIND, to.n, { t: 'send', data } satisfies RoomMsg, null) === false) this.counts.dropped++;
-        return;
+        if (this.o.system.deliverVirtual(ROOM_KIND, to.n, { t: 'send', data } satisfies RoomMsg, null) !== false) return true;
+        this.counts.dropped++;
+        return false;
       }
       this.publish({ k: 'r', n: to.n, x: `{"type":"message","room":${JSON.stringify(to.n)},"data":${data}}` });
     } else if (to.k === 'u') {
@@ -249,6 +257,7 @@ export class RoomHub {
     } else {
       this.publish({ k: 'c', n: to.n, x: `{"type":"message","connection":${JSON.stringify(to.n)},"data":${data}}` });
     }
+    return true;
   }
 
   /** To every thread (this one included), or this one alone without a bus. */

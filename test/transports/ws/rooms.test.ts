@@ -189,3 +189,13 @@ t.test('a walker declaring a `type` field takes {"type": "join"} frames; the oth
   t.match(await frames('Untyped'), [{ ok: false, error: { code: 'ROOM_INVALID' }, id: 1 }], 'a room frame (no declaration matches)');
   t.same(runs, ['Typed'], 'the walker did not run');
 });
+
+t.test('a room with history that cannot take more: send answers false and counts it; sendTo() would throw ROOM_BUSY', async (t) => {
+  const { hub } = setup(t);
+  let refused = 0;
+  // One turn of the loop: the room actor handles nothing meanwhile.
+  for (let i = 0; i < 70_000; i++) if (!hub.send({ k: 'r', n: 'chat:busy' }, String(i))) refused++;
+  t.equal(refused, 70_000 - 65_536, 'everything past its mailbox is refused');
+  t.equal(hub.counts.dropped, refused, 'and counted');
+  t.ok(hub.send({ k: 'r', n: 'open:x' }, '1'), 'a room without history is not held up');
+});
