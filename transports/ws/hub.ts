@@ -132,6 +132,53 @@ export const WS_RELAY_TOPIC = 'ws.relay';
 
 type Relay = { topic: string; text: string };
 
+/** A connection's side of its session: one object per connection (a closure per method cost a few hundred bytes more). */
+class ConnSink implements SessionSink {
+  conn!: Conn;
+
+  constructor(private readonly hub: WsHub) {}
+
+  send(text: string): void {
+    if (!this.conn.closed) this.conn.socket.send(text);
+  }
+
+  close(code: number, reason: string): void {
+    this.hub.close(this.conn, code, reason);
+  }
+
+  subscribe(): void {
+    if (!this.conn.closed) this.conn.socket.subscribe(this.conn.route.topic);
+  }
+
+  publish(text: string): void {
+    this.hub.publishReply(this.conn, text);
+  }
+
+  taken(bytes: number): void {
+    this.conn.inbound -= bytes;
+  }
+
+  identified(user: string): void {
+    this.hub.rooms.identified(this.conn, user);
+  }
+
+  connection(): ConnectionInfo {
+    const rooms = this.hub.rooms;
+    return { id: this.conn.id, rooms: rooms.roomsOf(this.conn), maxRooms: rooms.maxRooms };
+  }
+
+  apply(fx: SocketEffects): Promise<void> {
+    return this.hub.rooms.apply(this.conn, fx);
+  }
+
+  room(type: 'join' | 'leave' | 'presence', f: Record<string, unknown>, caller: SessionCaller, reply: (body: Record<string, unknown>) => void): Promise<void> | void {
+    const rooms = this.hub.rooms;
+    if (type === 'join') return rooms.clientJoin(this.conn, caller, f, reply);
+    if (type === 'leave') return rooms.clientLeave(this.conn, f, reply);
+    return rooms.clientPresence(this.conn, f, reply);
+  }
+}
+
 /** What {@link WsHub.admit} reads of an upgrade when no hook declares `headers`. */
 const HOOK_HEADERS = ['authorization'] as const;
 
@@ -343,27 +390,7 @@ export class WsHub {
   /** A socket is open: its session starts (closing it at once for a bad query token). */
   open(route: WsRoute, token: string | undefined, socket: SocketHandle, hooked?: HookApproval): Conn {
     const now = Date.now();
-    const sink: SessionSink = {
-      send: (text: string) => {
-        if (!conn.closed) socket.send(text);
-      },
-      close: (code: number, reason: string) => this.close(conn, code, reason),
-      subscribe: () => {
-        if (!conn.closed) socket.subscribe(route.topic);
-      },
-      publish: (text: string) => this.publish(conn, text),
-      taken: (bytes: number) => {
-        conn.inbound -= bytes;
-      },
-      identified: (user) => this.rooms.identified(conn, user),
-      connection: () => ({ id: conn.id, rooms: this.rooms.roomsOf(conn), maxRooms: this.rooms.maxRooms }),
-      apply: (fx) => this.rooms.apply(conn, fx),
-      room: (type, f, caller, reply) => {
-        if (type === 'join') return this.rooms.clientJoin(conn, caller, f, reply);
-        if (type === 'leave') return this.rooms.clientLeave(conn, f, reply);
-        return this.rooms.clientPresence(conn, f, reply);
-      },
-    };
+    const sink = new ConnSink(this);
     const conn: Conn = {
       id: this.rooms.newId(),
       rooms: undefined,
@@ -378,6 +405,7 @@ export class WsHub {
       closed: false,
       inbound: 0,
     };
+    sink.conn = conn;
     this.conns.add(conn);
     this.rooms.opened(conn);
     this.o.onEvent?.({ event: 'open', walker: route.name });
@@ -460,7 +488,7 @@ export class WsHub {
   }
 
   /** A broadcast reply: every other subscriber here, and every subscriber on the other threads. */
-  private publish(conn: Conn, text: string): void {
+  publishReply(conn: Conn, text: string): void {
     const topic = conn.route.topic;
     this.broadcasts++;
     // The sender's own socket publishes to the others here; once it is gone, the thread's publisher reaches them all.
