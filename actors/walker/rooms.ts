@@ -36,6 +36,14 @@ export type Target = { k: 'r' | 'u' | 'c'; n: string };
 /** Longest room name, user id or connection id accepted as a target. */
 export const MAX_TARGET_LENGTH = 200;
 
+/** A lone surrogate: not text (it would not survive encoding between threads). */
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+/** Whether `s` is well-formed text (no lone surrogate). */
+export function wellFormed(s: string): boolean {
+  return !LONE_SURROGATE.test(s);
+}
+
 /** A target as it crosses threads; throws `ROOM_BAD_MESSAGE` for anything else. */
 export function toTarget(to: SendTarget): Target {
   let t: Target | undefined;
@@ -52,28 +60,31 @@ export function toTarget(to: SendTarget): Target {
       }
     }
   }
-  if (!t || t.n.length === 0 || t.n.length > MAX_TARGET_LENGTH) {
+  if (!t || t.n.length === 0 || t.n.length > MAX_TARGET_LENGTH || !wellFormed(t.n)) {
     throw roomError('ROOM_BAD_MESSAGE', `sendTo() takes a room name, { user: id } or { connection: id } (1 to ${MAX_TARGET_LENGTH} characters)`);
   }
   return t;
 }
 
-/** Bounded history of a room: the last `size` messages no older than `ttlSeconds`. */
+/** Bounded history of a room: the last `size` messages no older than `ttlSeconds`, at most `maxBytes` of frames together. */
 export interface RoomHistory {
   size: number;
   ttlSeconds: number;
+  /** Default 1 MiB (characters of the frames kept; the newest is always kept). */
+  maxBytes: number;
 }
 
 export interface RoomsOptions {
   /** Which room names this declaration covers: a RegExp, or a string where `*` matches any run of characters but `/`. */
   pattern: RegExp | string;
   /**
-   * Asked on every join (from walker code or a client's `join` frame): false
-   * refuses it (`ROOM_FORBIDDEN`). Without it, a walker's `join` is the
-   * check, and a client may rejoin only a room a walker joined it to (with
-   * the ticket it was given).
+   * Asked on every join (from walker code or a client's `join` frame), with
+   * the presence metadata the join carries: anything but true refuses it
+   * (`ROOM_FORBIDDEN`). Without it, a walker's `join` is the check, and a
+   * client may rejoin only a room a walker joined it to, with the ticket and
+   * the meta it was given.
    */
-  authorize?: (room: string, caller: Caller) => boolean | Promise<boolean>;
+  authorize?: (room: string, caller: Caller, meta?: Record<string, unknown>) => boolean | Promise<boolean>;
   /** Keep the last messages for reconnecting clients to resume from. */
   history?: Partial<RoomHistory>;
   /** Tell the room's connections when a user joins or leaves (`{"type":"presence"}` frames). Presence can be asked either way. */
@@ -88,7 +99,7 @@ const ROOMS = Symbol.for('svc.rooms');
 export class RoomSpec {
   readonly [ROOMS] = true;
   readonly pattern: RegExp;
-  readonly authorize: ((room: string, caller: Caller) => boolean | Promise<boolean>) | undefined;
+  readonly authorize: ((room: string, caller: Caller, meta?: Record<string, unknown>) => boolean | Promise<boolean>) | undefined;
   readonly history: RoomHistory | undefined;
   readonly notify: boolean;
   readonly maxPerConnection: number | undefined;
@@ -101,9 +112,11 @@ export class RoomSpec {
     if (o.history) {
       const size = o.history.size ?? 100;
       const ttlSeconds = o.history.ttlSeconds ?? 300;
+      const maxBytes = o.history.maxBytes ?? 1024 * 1024;
+      if (!Number.isInteger(maxBytes) || maxBytes < 1) throw new TypeError('rooms({ history: { maxBytes } }) takes a positive integer');
       if (!Number.isInteger(size) || size < 1 || size > 100_000) throw new TypeError('rooms({ history: { size } }) takes an integer from 1 to 100000');
       if (!(ttlSeconds > 0)) throw new TypeError('rooms({ history: { ttlSeconds } }) takes a positive number');
-      this.history = { size, ttlSeconds };
+      this.history = { size, ttlSeconds, maxBytes };
     }
     this.notify = o.notify === true;
     if (o.maxPerConnection !== undefined && (!Number.isInteger(o.maxPerConnection) || o.maxPerConnection < 1)) throw new TypeError('rooms({ maxPerConnection }) takes a positive integer');
@@ -143,7 +156,7 @@ export function isRoomSpec(x: unknown): x is RoomSpec {
 
 /** The first declaration that covers `room`, if any. */
 export function roomSpecOf(specs: readonly RoomSpec[], room: string): RoomSpec | undefined {
-  if (typeof room !== 'string' || room.length === 0 || room.length > MAX_TARGET_LENGTH) return undefined;
+  if (typeof room !== 'string' || room.length === 0 || room.length > MAX_TARGET_LENGTH || !wellFormed(room)) return undefined;
   for (const s of specs) if (s.matches(room)) return s;
   return undefined;
 }

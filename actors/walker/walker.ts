@@ -208,13 +208,13 @@ export class Walker {
     const conn = src.connection;
     if (!conn) throw roomError('ROOM_NO_CONNECTION');
     const spec = roomSpecOf(src.roomSpecs, room);
-    if (!spec) throw roomError('ROOM_INVALID', `no rooms() declaration matches ${JSON.stringify(String(room).slice(0, 200))}`);
+    if (!spec) throw roomError('ROOM_INVALID', `no rooms() declaration matches ${typeof room === 'string' ? JSON.stringify(room.slice(0, 200)) : 'a room that is not a string'}`);
     let metaJson: string | undefined;
     if (meta !== undefined) {
       if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) throw roomError('ROOM_BAD_MESSAGE', 'join(room, meta): meta is a JSON object');
       metaJson = messageJson(meta, MAX_META_BYTES);
     }
-    if (spec.authorize && (await spec.authorize(room, s.caller)) !== true) throw roomError('ROOM_FORBIDDEN', `this connection may not join ${room}`);
+    if (spec.authorize && (await spec.authorize(room, s.caller, meta)) !== true) throw roomError('ROOM_FORBIDDEN', `this connection may not join ${room}`);
     const fx = src.socketEffects();
     const now = roomsAfter(conn, fx);
     if (!now.has(room)) {

@@ -13,8 +13,10 @@ import { APIProtocol, entry, fn, presence, restspec, Root, rooms, sendTo, T, Wal
 
 /** `chat:<name>` rooms: signed-in users only; the last 50 messages of 10 minutes kept; joins and leaves told. */
 export const chatRooms = rooms({
-  pattern: 'chat:*',
-  authorize: (_room, caller) => caller.userId !== undefined,
+  // As narrow as the names the walker makes: a client's own `join` frame is checked against this, not the walker's schema.
+  pattern: /^chat:[a-z0-9-]{1,40}$/,
+  // Signed-in users only, and no presence name of the client's own choosing longer than the walker allows.
+  authorize: (_room, caller, meta) => caller.userId !== undefined && (meta === undefined || (typeof meta.name === 'string' && meta.name.length <= 40 && Object.keys(meta).length === 1)),
   history: { size: 50, ttlSeconds: 600 },
   notify: true,
   maxPerConnection: 10,

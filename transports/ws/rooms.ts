@@ -87,10 +87,12 @@ class RoomActor {
   private readonly seqs: number[] = [];
   private readonly ats: number[] = [];
   private readonly texts: string[] = [];
+  /** Characters of the texts held. */
+  private bytes = 0;
 
   constructor(
     private readonly room: string,
-    private readonly history: { size: number; ttlSeconds: number },
+    private readonly history: { size: number; ttlSeconds: number; maxBytes: number },
     private readonly publish: (d: Delivery) => void,
   ) {}
 
@@ -103,17 +105,20 @@ class RoomActor {
       this.seqs.push(seq);
       this.ats.push(now);
       this.texts.push(text);
+      this.bytes += text.length;
       if (this.texts.length > this.history.size) this.drop(this.texts.length - this.history.size);
+      let n = 0;
+      for (let b = this.bytes; b > this.history.maxBytes && n < this.texts.length - 1; n++) b -= (this.texts[n] as string).length;
+      if (n > 0) this.drop(n);
       this.publish({ k: 'r', n: this.room, x: text });
       return undefined;
     }
-    const last = this.seq === 0 ? '' : `${this.epoch}-${this.seq}`;
+    // `<epoch>-0` before the first message: a client that joined an empty room resumes from it.
+    const last = `${this.epoch}-${this.seq}`;
     if (msg.id === undefined) return { last };
-    const dash = msg.id.lastIndexOf('-');
-    const epoch = dash < 0 ? '' : msg.id.slice(0, dash);
-    const seq = Number(msg.id.slice(dash + 1));
-    if (msg.id === '' && this.seq === 0) return { last, texts: [] };
-    if (epoch !== this.epoch || !Number.isInteger(seq) || seq < 0 || seq > this.seq) return { last, resync: true };
+    const m = HISTORY_ID.exec(msg.id);
+    const seq = m ? Number(m[2]) : -1;
+    if (!m || m[1] !== this.epoch || seq > this.seq) return { last, resync: true };
     if (seq === this.seq) return { last, texts: [] };
     const first = this.seqs[0];
     // Everything after `seq` must still be held: the next one is the oldest kept, or later.
@@ -129,6 +134,7 @@ class RoomActor {
   }
 
   private drop(n: number): void {
+    for (let i = 0; i < n; i++) this.bytes -= (this.texts[i] as string).length;
     this.seqs.splice(0, n);
     this.ats.splice(0, n);
     this.texts.splice(0, n);
@@ -165,7 +171,7 @@ export class RoomHub {
         props: (room) => ({
           logic: () => {
             const spec = roomSpecOf(this.o.specs(), room);
-            const actor = new RoomActor(room, spec?.history ?? { size: 1, ttlSeconds: 1 }, (d) => this.publish(d));
+            const actor = new RoomActor(room, spec?.history ?? { size: 1, ttlSeconds: 1, maxBytes: 1 }, (d) => this.publish(d));
             return { receive: (msg: RoomMsg) => actor.receive(msg) };
           },
           capacity: ROOM_MAILBOX,
@@ -294,7 +300,7 @@ export class RoomHub {
   async clientJoin(conn: RoomConn, caller: Caller, f: Record<string, unknown>, reply: (body: Record<string, unknown>) => void): Promise<void> {
     const room = f.room;
     const spec = typeof room === 'string' ? roomSpecOf(this.o.specs(), room) : undefined;
-    if (typeof room !== 'string' || !spec) throw roomError('ROOM_INVALID', `no rooms() declaration matches ${JSON.stringify(String(room).slice(0, 200))}`);
+    if (typeof room !== 'string' || !spec) throw roomError('ROOM_INVALID', `no rooms() declaration matches ${describeRoom(room)}`);
     let meta: string | undefined;
     if (f.meta !== undefined) {
       if (typeof f.meta !== 'object' || f.meta === null || Array.isArray(f.meta)) throw roomError('ROOM_BAD_MESSAGE', 'meta is a JSON object');
@@ -302,8 +308,9 @@ export class RoomHub {
     }
     if (f.since !== undefined && typeof f.since !== 'string') throw roomError('ROOM_BAD_MESSAGE', 'since is the id of the last message received (a string)');
     if (spec.authorize) {
-      if ((await spec.authorize(room, caller)) !== true) throw roomError('ROOM_FORBIDDEN', `this connection may not join ${room}`);
-    } else if (typeof f.ticket !== 'string' || !this.ticketOk(f.ticket, conn.user, room)) {
+      // The client's meta is the app's to judge too.
+      if ((await spec.authorize(room, caller, meta === undefined ? undefined : (JSON.parse(meta) as Record<string, unknown>))) !== true) throw roomError('ROOM_FORBIDDEN', `this connection may not join ${room}`);
+    } else if (typeof f.ticket !== 'string' || !this.ticketOk(f.ticket, conn.user, room, meta)) {
       throw roomError('ROOM_FORBIDDEN', `${room} is joined through the app's walkers; rejoining it needs the ticket of an earlier join`);
     }
     if (conn.closed) return;
@@ -314,7 +321,7 @@ export class RoomHub {
   /** A client's `leave` frame. */
   clientLeave(conn: RoomConn, f: Record<string, unknown>, reply: (body: Record<string, unknown>) => void): void {
     const room = f.room;
-    if (typeof room !== 'string' || !conn.rooms?.has(room)) throw roomError('ROOM_NOT_JOINED', `this connection is not in ${JSON.stringify(String(room).slice(0, 200))}`);
+    if (typeof room !== 'string' || !conn.rooms?.has(room)) throw roomError('ROOM_NOT_JOINED', `this connection is not in ${describeRoom(room)}`);
     this.leave(conn, room, false);
     reply({ type: 'left', room });
   }
@@ -322,7 +329,7 @@ export class RoomHub {
   /** A client's `presence` frame: only for a room it is in. */
   async clientPresence(conn: RoomConn, f: Record<string, unknown>, reply: (body: Record<string, unknown>) => void): Promise<void> {
     const room = f.room;
-    if (typeof room !== 'string' || !conn.rooms?.has(room)) throw roomError('ROOM_NOT_JOINED', `this connection is not in ${JSON.stringify(String(room).slice(0, 200))}`);
+    if (typeof room !== 'string' || !conn.rooms?.has(room)) throw roomError('ROOM_NOT_JOINED', `this connection is not in ${describeRoom(room)}`);
     reply({ type: 'presence', ...(await this.presence(room)) });
   }
 
@@ -377,7 +384,7 @@ export class RoomHub {
     }
     // Closed, or left, while its history was asked for.
     if (conn.closed || !conn.rooms?.has(room)) return;
-    const ticket = this.ticket(conn.user, room);
+    const ticket = this.ticket(conn.user, room, meta);
     if (resync) conn.socket.send(JSON.stringify({ type: 'resync', room }));
     else if (missed) for (const text of missed) conn.socket.send(text);
     const body: Record<string, unknown> = { type: 'joined', room, ticket };
@@ -484,16 +491,18 @@ export class RoomHub {
   }
 
   /** `<expiry, base 36 seconds>.<signature>`: a user's (or, for a guest, any holder's) right to rejoin a room until it expires. */
-  private ticket(user: string | undefined, room: string, until = Math.floor(Date.now() / 1000) + TICKET_SECONDS): string {
+  /** Signed over the meta too: a client rejoining with it shows the meta its walker chose, not one of its own. */
+  private ticket(user: string | undefined, room: string, meta: string | undefined, until = Math.floor(Date.now() / 1000) + TICKET_SECONDS): string {
     const exp = until.toString(36);
-    return `${exp}.${createHmac('sha256', this.o.ticketKey).update(`${user ?? ''}\n${room}\n${exp}`).digest('base64url')}`;
+    return `${exp}.${createHmac('sha256', this.o.ticketKey).update(`${user ?? ''}\n${room}\n${exp}\n${meta ?? ''}`).digest('base64url')}`;
   }
 
-  private ticketOk(ticket: string, user: string | undefined, room: string): boolean {
+  private ticketOk(ticket: string, user: string | undefined, room: string, meta: string | undefined): boolean {
     const dot = ticket.indexOf('.');
-    const until = dot > 0 ? parseInt(ticket.slice(0, dot), 36) : NaN;
+    const exp = dot > 0 ? ticket.slice(0, dot) : '';
+    const until = /^[0-9a-z]{1,11}$/.test(exp) ? parseInt(exp, 36) : NaN;
     if (!Number.isSafeInteger(until) || until * 1000 < Date.now()) return false;
-    const want = Buffer.from(this.ticket(user, room, until));
+    const want = Buffer.from(this.ticket(user, room, meta, until));
     const got = Buffer.from(ticket);
     return got.length === want.length && timingSafeEqual(got, want);
   }
@@ -502,6 +511,9 @@ export class RoomHub {
     for (const u of this.unsubscribers.splice(0)) u();
   }
 }
+
+/** A history id: `<epoch>-<seq>`, the epoch 8 hex digits. */
+const HISTORY_ID = /^([0-9a-f]{8})-(0|[1-9][0-9]{0,14})$/;
 
 /** `[epoch, seq]` of a history id (`<epoch>-<seq>`), or undefined for none. */
 function seqOf(id: string | undefined): [string, number] | undefined {
@@ -518,6 +530,11 @@ function seqAfter(text: string, after: [string, number] | undefined): boolean {
   const m = ID_IN_TEXT.exec(text);
   if (!m) return true;
   return m[1] !== after[0] || Number(m[2]) > after[1];
+}
+
+/** A room name (or whatever came instead) for an error message. */
+function describeRoom(room: unknown): string {
+  return typeof room === 'string' ? JSON.stringify(room.slice(0, 200)) : `a ${room === null ? 'null' : typeof room} (not a room name)`;
 }
 
 function presenceFrame(room: string, event: 'join' | 'leave', conn: RoomConn, meta: string | undefined): string {

@@ -21,5 +21,5 @@ export const SVC_BASES: Record<string, Kind> = { Node: 'node', Root: 'node', Edg
 export const SVC_RESERVED_FIELDS = {
   node: ['constructor', 'toJSON', 'source', 'target', 'connect', 'connectFrom', 'link', 'out', 'in', 'outEdges', 'inEdges', 'disconnect', 'walk', 'id', 'destroy'],
   edge: ['constructor', 'toJSON', 'source', 'target', 'sourceId', 'targetId', 'id', 'destroy'],
-  walker: ['constructor', 'toJSON', 'source', 'target', 'state', 'report', 'visit', 'disengage', 'skip', 'spawn', 'root', 'caller', 'reports', 'traceId', 'log'],
+  walker: ['constructor', 'toJSON', 'source', 'target', 'state', 'report', 'visit', 'disengage', 'skip', 'spawn', 'root', 'caller', 'reports', 'traceId', 'log', 'connection', 'join', 'leave', 'sendTo'],
 } as const;

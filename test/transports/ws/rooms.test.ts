@@ -4,6 +4,7 @@ import t from 'tap';
 import { ActorSystem } from 'svc/kernel';
 import { APIProtocol, entry, Registry, restspec, Root, rooms, T, Walker } from 'svc';
 import { RoomHub, roomTopic, userTopic, WsHub, wsRoutes, type RoomConn } from '../../../transports/ws/index.ts';
+import { toTarget } from '../../../actors/walker/index.ts';
 import { Latch } from '../../kit/index.ts';
 
 const chat = rooms({ pattern: 'chat:*', history: { size: 3, ttlSeconds: 60 }, maxPerConnection: 2 });
@@ -45,7 +46,7 @@ t.test('a run’s joins, leaves and messages; history numbered; resume and resyn
   await hub.apply(ann as RoomConn, { rooms: [{ op: 'join', room: 'chat:a', meta: '{"n":1}' }], sends: [{ to: { k: 'r', n: 'chat:a' }, data: '"hi"' }] });
   t.ok(ann.topics.has(roomTopic('chat:a')));
   const joined = ann.sent.find((f) => f.type === 'joined');
-  t.match(joined, { room: 'chat:a', last: '' });
+  t.match(joined, { room: 'chat:a', last: /^[0-9a-f]{8}-0$/ }, 'an empty history: its epoch and 0');
   // The room actor numbers the message; the local publish follows its turn.
   for (let i = 0; i < 20 && published.length === 0; i++) await new Promise((r) => setImmediate(r));
   const first = JSON.parse(published[0]?.text ?? '{}') as { id: string; data: unknown };
@@ -59,12 +60,12 @@ t.test('a run’s joins, leaves and messages; history numbered; resume and resyn
   // A second connection of ann resumes from message 2: it gets 3 and 4.
   const again = conn('ann');
   const answers: Record<string, unknown>[] = [];
-  await hub.clientJoin(again as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'chat:a', ticket: joined?.ticket, since: `${epoch}-2` }, (b) => void answers.push(b));
+  await hub.clientJoin(again as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'chat:a', ticket: joined?.ticket, meta: { n: 1 }, since: `${epoch}-2` }, (b) => void answers.push(b));
   t.same(again.sent.map((f) => f.data), ['3', '4'], 'what it missed, in order');
   t.match(answers, [{ type: 'joined', room: 'chat:a', last: `${epoch}-4` }]);
   // Messages sent while a resume is under way: after the history, once each, in order.
   const racing = conn('ann');
-  const resumed = hub.clientJoin(racing as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'chat:a', ticket: joined?.ticket, since: `${epoch}-3` }, (b) => void racing.sent.push(b));
+  const resumed = hub.clientJoin(racing as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'chat:a', ticket: joined?.ticket, meta: { n: 1 }, since: `${epoch}-3` }, (b) => void racing.sent.push(b));
   hub.send({ k: 'r', n: 'chat:a' }, '"5"');
   hub.send({ k: 'r', n: 'chat:a' }, '"6"');
   await resumed;
@@ -78,11 +79,11 @@ t.test('a run’s joins, leaves and messages; history numbered; resume and resyn
   hub.closed(racing as RoomConn);
   // From message 0 it is too late: only 3 are kept.
   const late = conn('ann');
-  await hub.clientJoin(late as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'chat:a', ticket: joined?.ticket, since: `${epoch}-0` }, () => undefined);
+  await hub.clientJoin(late as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'chat:a', ticket: joined?.ticket, meta: { n: 1 }, since: `${epoch}-0` }, () => undefined);
   t.same(late.sent[0], { type: 'resync', room: 'chat:a' });
   // Another epoch (the room actor was restarted elsewhere): resync.
   const other = conn('ann');
-  await hub.clientJoin(other as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'chat:a', ticket: joined?.ticket, since: 'ffffffff-4' }, () => undefined);
+  await hub.clientJoin(other as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'chat:a', ticket: joined?.ticket, meta: { n: 1 }, since: 'ffffffff-4' }, () => undefined);
   t.same(other.sent[0], { type: 'resync', room: 'chat:a' });
 
   t.same(hub.size, { rooms: 1, members: 4 });
@@ -198,4 +199,60 @@ t.test('a room with history that cannot take more: send answers false and counts
   t.equal(refused, 70_000 - 65_536, 'everything past its mailbox is refused');
   t.equal(hub.counts.dropped, refused, 'and counted');
   t.ok(hub.send({ k: 'r', n: 'open:x' }, '1'), 'a room without history is not held up');
+});
+
+t.test('what the review found: an empty room resumes, lone surrogates are not room names, the meta a walker chose cannot be rewritten, odd values are refused with their codes', async (t) => {
+  const { hub, conn } = setup(t);
+  const noop = () => undefined;
+  const ann = conn('ann');
+  await hub.apply(ann as RoomConn, { rooms: [{ op: 'join', room: 'chat:empty', meta: '{"name":"Ann"}' }], sends: [] });
+  const joined = ann.sent.find((f) => f.type === 'joined') as { last: string; ticket: string; meta: unknown };
+  t.same(joined.meta, { name: 'Ann' });
+  hub.send({ k: 'r', n: 'chat:empty' }, '"missed"');
+  // A client that saw nothing yet resumes from the empty history's id: it gets what came since.
+  const back = conn('ann');
+  await hub.clientJoin(back as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'chat:empty', ticket: joined.ticket, meta: { name: 'Ann' }, since: joined.last }, noop);
+  t.same(back.sent.map((f) => f.data ?? f.type), ['missed'], 'the message sent after an empty join');
+  // The ticket is for the meta the walker chose.
+  await t.rejects(hub.clientJoin(conn('ann') as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'chat:empty', ticket: joined.ticket, meta: { name: 'Bob', role: 'moderator' } }, noop), { code: 'ROOM_FORBIDDEN' });
+  await t.rejects(hub.clientJoin(conn('ann') as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'chat:empty', ticket: joined.ticket }, noop), { code: 'ROOM_FORBIDDEN' }, 'nor without it');
+  // Lone surrogates would be rewritten on their way between threads: not room names, not targets.
+  await t.rejects(hub.clientJoin(conn('ann') as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'chat:\ud800' }, noop), { code: 'ROOM_INVALID' });
+  t.throws(() => toTarget({ user: 'x\udc00' }), { code: 'ROOM_BAD_MESSAGE' });
+  t.ok(toTarget('chat:\ud83d\ude00'), 'a pair is text');
+  // Whatever comes instead of a room name: its code, never an internal error.
+  await t.rejects(hub.clientJoin(conn('ann') as RoomConn, { userId: 'ann', rootId: 'r' }, { room: { toString: 1 } }, noop), { code: 'ROOM_INVALID' });
+  t.throws(() => hub.clientLeave(ann as RoomConn, { room: { toString: 1 } }, noop), { code: 'ROOM_NOT_JOINED' });
+  // An id that is not one of this history's: resync.
+  for (const since of [`${joined.last.split('-')[0]}-0x1`, `${joined.last.split('-')[0]}-+1`, `${joined.last.split('-')[0]}-1.0`, '-1', '']) {
+    const c = conn('ann');
+    await hub.clientJoin(c as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'chat:empty', ticket: joined.ticket, meta: { name: 'Ann' }, since }, noop);
+    t.same(c.sent[0], { type: 'resync', room: 'chat:empty' }, `since ${JSON.stringify(since)}`);
+  }
+});
+
+t.test('history is bounded in bytes too', async (t) => {
+  const small = rooms({ pattern: 'small:*', history: { size: 100, ttlSeconds: 60, maxBytes: 350 } });
+  const system = new ActorSystem({ nodeId: 'p/w1' });
+  t.teardown(() => system.shutdown());
+  const hub = new RoomHub({ system, specs: () => [small], ticketKey: Buffer.alloc(32, 1), maxRooms: 3 });
+  hub.attach(() => undefined);
+  t.teardown(() => hub.stop());
+  for (let i = 0; i < 10; i++) hub.send({ k: 'r', n: 'small:a' }, JSON.stringify('x'.repeat(50) + i));
+  const c = { id: hub.newId(), rooms: undefined, user: 'ann', closed: false, sent: [] as Record<string, unknown>[], socket: { send: (x: string) => void c.sent.push(JSON.parse(x) as Record<string, unknown>), subscribe: () => undefined, unsubscribe: () => undefined } };
+  hub.opened(c as RoomConn);
+  const epoch = await new Promise<string>((resolve) => {
+    void hub.apply(c as RoomConn, { rooms: [{ op: 'join', room: 'small:a' }], sends: [] }).then(() => resolve(String(String((c.sent.find((f) => f.type === 'joined') as { last: string }).last).split('-')[0])));
+  });
+  const d = { ...c, id: hub.newId(), sent: [] as Record<string, unknown>[], rooms: undefined };
+  d.socket = { send: (x: string) => void d.sent.push(JSON.parse(x) as Record<string, unknown>), subscribe: () => undefined, unsubscribe: () => undefined };
+  hub.opened(d as RoomConn);
+  await hub.apply(d as RoomConn, { rooms: [], sends: [] });
+  await hub.clientJoin(d as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'small:a', ticket: (c.sent.find((f) => f.type === 'joined') as { ticket: string }).ticket, since: `${epoch}-7` }, () => undefined);
+  t.same(d.sent.map((f) => f.data), ['x'.repeat(50) + 7, 'x'.repeat(50) + 8, 'x'.repeat(50) + 9], 'the last ones that fit (messages 8 to 10: their data ends in 7 to 9)');
+  const e = { ...c, id: hub.newId(), sent: [] as Record<string, unknown>[], rooms: undefined };
+  e.socket = { send: (x: string) => void e.sent.push(JSON.parse(x) as Record<string, unknown>), subscribe: () => undefined, unsubscribe: () => undefined };
+  hub.opened(e as RoomConn);
+  await hub.clientJoin(e as RoomConn, { userId: 'ann', rootId: 'r' }, { room: 'small:a', ticket: (c.sent.find((f) => f.type === 'joined') as { ticket: string }).ticket, since: `${epoch}-2` }, () => undefined);
+  t.same(e.sent[0], { type: 'resync', room: 'small:a' }, 'older than what 350 bytes hold: resync');
 });
