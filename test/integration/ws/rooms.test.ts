@@ -141,7 +141,11 @@ for (const transport of ['uws', 'node'] as const) {
 
     await t.test('resume: a reconnecting client gets exactly what it missed; too far behind, it is told to resync', async (t) => {
       const token = await tokenFor('eve', { server });
-      const live = await LiveSocket.connect(server.url, 'Room', { token: () => token, backoff: { minMs: 20, maxMs: 100 } });
+      // The client asks for a token before each reconnection: held here until the test has sent what it is to miss.
+      let away: Promise<void> = Promise.resolve();
+      let back = () => undefined as void;
+      const stayAway = () => (away = new Promise<void>((resolve) => (back = resolve)));
+      const live = await LiveSocket.connect(server.url, 'Room', { token: async () => (await away, token), backoff: { minMs: 20, maxMs: 100 } });
       t.teardown(() => live.close());
       const got: unknown[] = [];
       live.onMessage((m) => got.push(m.data));
@@ -150,8 +154,10 @@ for (const transport of ['uws', 'node'] as const) {
       const announce = (text: string) => fetch(`${server.url}/function/announce`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ room: 'chat:resume', text }) });
       for (;;) if (got.length >= 1) break; else await new Promise((r) => setImmediate(r));
       const reopened = new Promise<void>((resolve) => live.onState((s) => s === 'open' && resolve()));
+      stayAway();
       live.drop();
       for (const m of ['m1', 'm2', 'm3']) await announce(m);
+      back();
       await reopened;
       while (got.length < 4) await new Promise((r) => setTimeout(r, 5));
       await announce('m4');
@@ -161,8 +167,10 @@ for (const transport of ['uws', 'node'] as const) {
       // History keeps 5: seven missed messages do not fit.
       const resynced = new Promise<string>((resolve) => live.onResync(resolve));
       const reopened2 = new Promise<void>((resolve) => live.onState((s) => s === 'open' && resolve()));
+      stayAway();
       live.drop();
       for (let i = 0; i < 7; i++) await announce(`x${i}`);
+      back();
       t.equal(await resynced, 'chat:resume', 'told to resync');
       await reopened2;
       await announce('after');
