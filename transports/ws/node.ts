@@ -34,7 +34,8 @@ export function attachNode(server: Server, hub: WsHub): void {
       ws.terminate();
       return;
     }
-    ws.send(data);
+    // A text frame, also when the text was encoded once for many (a Buffer would go as a binary frame: a Blob in a browser).
+    ws.send(data, { binary: false });
   };
 
   /** Every subscriber of a topic on this thread but `except`, one send each (the text encoded once). */
