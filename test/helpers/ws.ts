@@ -3,6 +3,7 @@
 // dead or slow peer looks like to the server.
 import { randomBytes } from 'node:crypto';
 import { connect, type Socket } from 'node:net';
+import type { WalkerSocket } from 'svc/client';
 
 export interface RawSocket {
   socket: Socket;
@@ -88,4 +89,27 @@ export function rawSocket(port: number, path: string, options: { paused?: boolea
       }
     });
   });
+}
+
+type Frame = Record<string, unknown>;
+
+/**
+ * A WalkerSocket that keeps the frames the server sends on its own (room and user messages, presence, joined/left),
+ * and `until(pred, count)` waiting for that many of them.
+ */
+export function typedFrames(ws: WalkerSocket): { ws: WalkerSocket; frames: Frame[]; until: (pred: (f: Frame) => boolean, count?: number) => Promise<Frame[]> } {
+  const frames: Frame[] = [];
+  const waiters: (() => void)[] = [];
+  ws.onTyped((f) => {
+    frames.push(f);
+    for (const w of waiters.splice(0)) w();
+  });
+  const until = async (pred: (f: Frame) => boolean, count = 1): Promise<Frame[]> => {
+    for (;;) {
+      const got = frames.filter(pred);
+      if (got.length >= count) return got;
+      await new Promise<void>((resolve) => waiters.push(resolve));
+    }
+  };
+  return { ws, frames, until };
 }

@@ -3,6 +3,7 @@
 // member, its connections leave (presence and notifications) within the cluster's failure bound.
 import t from 'tap';
 import { WalkerSocket } from 'svc/client';
+import { typedFrames } from '../../helpers/ws.ts';
 import { fixture, skipRedis, startCluster, startRedis, tokenFor, type Server } from '../../kit/index.ts';
 
 t.setTimeout(360_000);
@@ -11,20 +12,7 @@ type Frame = Record<string, unknown>;
 
 async function client(server: Server, user: string, tokenServer: Server) {
   const ws = await WalkerSocket.connect(server.url, 'Room', { token: await tokenFor(user, { server: tokenServer }) });
-  const frames: Frame[] = [];
-  const waiters: (() => void)[] = [];
-  ws.onTyped((f) => {
-    frames.push(f);
-    for (const w of waiters.splice(0)) w();
-  });
-  const until = async (pred: (f: Frame) => boolean, count = 1): Promise<Frame[]> => {
-    for (;;) {
-      const got = frames.filter(pred);
-      if (got.length >= count) return got;
-      await new Promise<void>((resolve) => waiters.push(resolve));
-    }
-  };
-  return { ws, frames, until };
+  return typedFrames(ws);
 }
 
 const text = (f: Frame) => (f.data as Frame | undefined)?.text;

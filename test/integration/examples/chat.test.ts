@@ -3,6 +3,7 @@
 // announces to the room at once; a LiveSocket that loses its connection rejoins and receives what it missed.
 import t from 'tap';
 import { LiveSocket, WalkerSocket } from 'svc/client';
+import { typedFrames } from '../../helpers/ws.ts';
 import { post, startServer, tokenFor, type Server } from '../../kit/index.ts';
 
 t.setTimeout(60_000);
@@ -14,20 +15,7 @@ type Frame = Record<string, unknown>;
 /** A WalkerSocket to the Chat walker that keeps the frames the server sends on its own, and waits for some. */
 async function chatter(server: Server, user: string) {
   const ws = await WalkerSocket.connect(server.url, 'Chat', { token: await tokenFor(user, { server }) });
-  const frames: Frame[] = [];
-  const waiters: (() => void)[] = [];
-  ws.onTyped((f) => {
-    frames.push(f);
-    for (const w of waiters.splice(0)) w();
-  });
-  const until = async (pred: (f: Frame) => boolean, count = 1): Promise<Frame[]> => {
-    for (;;) {
-      const got = frames.filter(pred);
-      if (got.length >= count) return got;
-      await new Promise<void>((resolve) => waiters.push(resolve));
-    }
-  };
-  return { ws, frames, until };
+  return typedFrames(ws);
 }
 
 const text = (f: Frame) => (f.data as Frame | undefined)?.text;

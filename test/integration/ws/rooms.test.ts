@@ -3,6 +3,7 @@
 // notifications, and a client that reconnects and resumes (or is told to resync).
 import t from 'tap';
 import { LiveSocket, WalkerSocket } from 'svc/client';
+import { typedFrames } from '../../helpers/ws.ts';
 import { startServer, tokenFor, type Server } from '../../kit/index.ts';
 
 const entry = new URL('../../fixtures/rooms-app.ts', import.meta.url).pathname;
@@ -10,22 +11,9 @@ const entry = new URL('../../fixtures/rooms-app.ts', import.meta.url).pathname;
 type Frame = Record<string, unknown>;
 
 /** A client of the Room walker that keeps every frame the server sent on its own. */
-async function client(server: Server, user: string): Promise<{ ws: WalkerSocket; frames: Frame[]; until: (pred: (f: Frame) => boolean, count?: number) => Promise<Frame[]> }> {
+async function client(server: Server, user: string): Promise<ReturnType<typeof typedFrames>> {
   const ws = await WalkerSocket.connect(server.url, 'Room', { token: await tokenFor(user, { server }) });
-  const frames: Frame[] = [];
-  const waiters: (() => void)[] = [];
-  ws.onTyped((f) => {
-    frames.push(f);
-    for (const w of waiters.splice(0)) w();
-  });
-  const until = async (pred: (f: Frame) => boolean, count = 1): Promise<Frame[]> => {
-    for (;;) {
-      const got = frames.filter(pred);
-      if (got.length >= count) return got;
-      await new Promise<void>((resolve) => waiters.push(resolve));
-    }
-  };
-  return { ws, frames, until };
+  return typedFrames(ws);
 }
 
 const messages = (frames: Frame[]) => frames.filter((f) => f.type === 'message').map((f) => f.data);
