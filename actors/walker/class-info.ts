@@ -26,8 +26,38 @@ export interface ClassInfo {
   fingerprint: string;
   check: FieldCheck;
   fieldChecks: Record<string, FieldCheck>;
-  /** Whether any part of the schema declares a default (no: defaults need not be applied). */
-  hasDefaults: boolean;
+  /**
+   * How defaults are applied: each field whose own schema has a default, at once (no schema walk per request), or
+   * TypeBox's `Value.Default` over the whole schema when a default sits deeper (inside an object field, a union, a
+   * reference).
+   */
+  defaults: { deep: boolean; top: readonly { field: string; value: unknown }[] };
+}
+
+/** Whether `schema` declares a default anywhere below its top (or refers to schemas that might). */
+function defaultsBelow(schema: unknown): boolean {
+  const seen = new Set<object>();
+  const walk = (s: unknown, top: boolean): boolean => {
+    if (typeof s !== 'object' || s === null || seen.has(s)) return false;
+    seen.add(s);
+    for (const key of Object.keys(s)) {
+      if (!top && key === 'default') return true;
+      if (key === '$ref' || key === '$defs') return true;
+      if (key !== 'default' && walk((s as Record<string, unknown>)[key], false)) return true;
+    }
+    return false;
+  };
+  return walk(schema, true);
+}
+
+function defaultsPlan(properties: Record<string, TSchema>): ClassInfo['defaults'] {
+  const top: { field: string; value: unknown }[] = [];
+  let deep = false;
+  for (const [field, schema] of Object.entries(properties)) {
+    if (Object.hasOwn(schema, 'default')) top.push({ field, value: (schema as { default?: unknown }).default });
+    if (defaultsBelow(schema)) deep = true;
+  }
+  return { deep, top };
 }
 
 const infos = new WeakMap<object, ClassInfo>();
@@ -101,7 +131,7 @@ export function buildInfo(cls: { name: string; has?: TObject }, kind: InfoKind):
     fingerprint: createHash('sha256').update(JSON.stringify(schema)).digest('hex').slice(0, 16),
     check: compileCheck(schema),
     fieldChecks,
-    hasDefaults: JSON.stringify(schema).includes('"default"'),
+    defaults: defaultsPlan(properties),
   };
   infos.set(cls, info);
   return info;
@@ -131,7 +161,21 @@ export function validateFields(info: ClassInfo, fields: unknown, what = info.nam
     const v = (fields as Record<string, unknown>)[f];
     declared[f] = typeof v === 'object' && v !== null ? structuredClone(v) : v;
   }
-  const value = info.hasDefaults ? (Value.Default(info.schema, declared) as Record<string, unknown>) : declared;
+  const value = withDefaults(info, declared);
   if (!info.check(value)) throw invalidFields(what, fieldProblems(info.schema, value));
   return value;
+}
+
+/**
+ * `declared` with the schema's defaults filled in (changed in place), as TypeBox's `Value.Default` fills them: a field
+ * that is missing (or undefined) takes its default — a copy of it, or what a function default returns.
+ */
+function withDefaults(info: ClassInfo, declared: Record<string, unknown>): Record<string, unknown> {
+  const { deep, top } = info.defaults;
+  if (deep) return Value.Default(info.schema, declared) as Record<string, unknown>;
+  for (const { field, value } of top) {
+    if (declared[field] !== undefined) continue;
+    declared[field] = typeof value === 'function' ? (value as () => unknown)() : typeof value === 'object' && value !== null ? Value.Clone(value) : value;
+  }
+  return declared;
 }
