@@ -48,8 +48,8 @@ export interface SessionSink {
   identified?(userId: string): void;
   /** The connection as a run sees it (its id, its rooms). */
   connection?(): ConnectionInfo;
-  /** Apply what a committed run asked of connections (rooms, messages), before its reply is sent. */
-  apply?(effects: SocketEffects): Promise<void>;
+  /** Apply what a committed run asked of connections (rooms, messages), before its reply is sent: a promise while joins are under way. */
+  apply?(effects: SocketEffects): Promise<void> | void;
   /** A room frame of the client (`join`, `leave`, `presence`): answered through `reply`; throws an error with a code for a refusal. */
   room?(type: 'join' | 'leave' | 'presence', frame: Record<string, unknown>, caller: SessionCaller, reply: (body: Record<string, unknown>) => void): Promise<void> | void;
 }
@@ -278,7 +278,10 @@ export class Session implements ActorLogic<SessionMsg, void> {
     }
     // Committed: its rooms and messages first, so its reply comes after the `joined` frames (a message to a room with
     // history goes through the room's actor first: it may come after the reply).
-    if (effects !== undefined && this.sink.apply) await this.sink.apply(effects);
+    if (effects !== undefined && this.sink.apply) {
+      const applying = this.sink.apply(effects);
+      if (applying !== undefined) await applying;
+    }
     const data = `{"result":null,"reports":${json}}`;
     // The run is committed: the others hear of it even when the sender has gone meanwhile.
     if (this.env.broadcast) this.sink.publish(`{"ok":true,"data":${data}}`);

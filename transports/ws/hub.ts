@@ -167,7 +167,7 @@ class ConnSink implements SessionSink {
     return { id: this.conn.id, rooms: rooms.roomsOf(this.conn), maxRooms: rooms.maxRooms };
   }
 
-  apply(fx: SocketEffects): Promise<void> {
+  apply(fx: SocketEffects): Promise<void> | void {
     return this.hub.rooms.apply(this.conn, fx);
   }
 

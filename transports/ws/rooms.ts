@@ -234,7 +234,16 @@ export class RoomHub {
    * joined and left (each answered with a `joined` / `left` frame), then its
    * messages sent.
    */
-  async apply(conn: RoomConn, fx: SocketEffects): Promise<void> {
+  apply(conn: RoomConn, fx: SocketEffects): Promise<void> | void {
+    // Messages alone (the common run): at once, no promise.
+    if (fx.rooms.length === 0) {
+      for (const s of fx.sends) this.send(s.to, s.data);
+      return;
+    }
+    return this.applyRooms(conn, fx);
+  }
+
+  private async applyRooms(conn: RoomConn, fx: SocketEffects): Promise<void> {
     for (const r of fx.rooms) {
       if (r.op === 'join') await this.join(conn, r.room, r.meta, undefined, undefined);
       else this.leave(conn, r.room, true);

@@ -242,7 +242,7 @@ t.test('history is bounded in bytes too', async (t) => {
   const c = { id: hub.newId(), rooms: undefined, user: 'ann', closed: false, sent: [] as Record<string, unknown>[], socket: { send: (x: string) => void c.sent.push(JSON.parse(x) as Record<string, unknown>), subscribe: () => undefined, unsubscribe: () => undefined } };
   hub.opened(c as RoomConn);
   const epoch = await new Promise<string>((resolve) => {
-    void hub.apply(c as RoomConn, { rooms: [{ op: 'join', room: 'small:a' }], sends: [] }).then(() => resolve(String(String((c.sent.find((f) => f.type === 'joined') as { last: string }).last).split('-')[0])));
+    void Promise.resolve(hub.apply(c as RoomConn, { rooms: [{ op: 'join', room: 'small:a' }], sends: [] })).then(() => resolve(String(String((c.sent.find((f) => f.type === 'joined') as { last: string }).last).split('-')[0])));
   });
   const d = { ...c, id: hub.newId(), sent: [] as Record<string, unknown>[], rooms: undefined };
   d.socket = { send: (x: string) => void d.sent.push(JSON.parse(x) as Record<string, unknown>), subscribe: () => undefined, unsubscribe: () => undefined };
