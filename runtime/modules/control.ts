@@ -18,12 +18,14 @@ export function controlModule(system: ActorSystem, describe: () => RouteSummary[
       const runtime = rt.need(RUNTIME);
       const stats = (gc = false): WorkerStats => {
         if (gc) collectGarbage();
+        const heap = process.memoryUsage();
         return {
           worker: threadOf(system.nodeId),
           websockets: hub.conns.size,
           session_actors: hub.sessionActors,
           actors: system.actorCount,
-          heap_used_bytes: process.memoryUsage().heapUsed,
+          heap_used_bytes: heap.heapUsed,
+          heap_total_bytes: heap.heapTotal,
           handles: process.getActiveResourcesInfo().length,
         };
       };

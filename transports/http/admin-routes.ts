@@ -26,6 +26,8 @@ export interface WorkerStats {
   actors: number;
   /** This thread's V8 heap in use. */
   heap_used_bytes: number;
+  /** This thread's V8 heap as reserved from the system (in use or not: the young generation's semi-spaces whole). */
+  heap_total_bytes: number;
   /** Handles and requests keeping this thread's event loop alive. */
   handles: number;
 }
