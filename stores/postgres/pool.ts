@@ -153,6 +153,13 @@ export class PgPool {
       throw storeError('SVC_ERR_STORE_UNAVAILABLE', undefined, { cause: error });
     }
     let broken: unknown = undefined;
+    // The pool listens to a connection's errors only while it is idle: one the server ends while it is ours (between
+    // two queries of a commit, a stop of the server) would be an 'error' event nobody hears, which ends the thread.
+    const lost = (error: Error): void => {
+      broken ??= error;
+      this.markDown(error);
+    };
+    client.on('error', lost);
     try {
       const out = await work(client);
       this.lastOk = Date.now();
@@ -170,6 +177,7 @@ export class PgPool {
       }
       throw storeError('SVC_ERR_STORE', `${what} failed: ${describe(error)}`, { cause: error });
     } finally {
+      client.removeListener('error', lost);
       // A connection that failed mid-way is not given back for reuse.
       client.release(broken === undefined ? undefined : (broken as Error));
     }
