@@ -37,7 +37,12 @@
  *     joined its room, over N; each reading after the server collected its
  *     garbage (every server runs with --expose-gc: svc through
  *     `/admin/stats?gc=1`, which also gives its worker's heap in use, the
- *     baselines on SIGUSR2) and 1 s more.
+ *     baselines on SIGUSR2) and 1 s more. Cold, from the server as it
+ *     started; then warm: the connections closed, opened and joined again
+ *     (what they take of a server that has served before: V8 grows a
+ *     thread's young generation once, at its first load, to ~32 MB that it
+ *     keeps, which cold spreads over N; an allocator keeps what it was
+ *     given). Every server is measured both ways.
  *
  * Server CPU is utime + stime of the server process (every thread) from
  * /proc over the measured phase. Figures are ratios, never assertions; the
@@ -616,11 +621,14 @@ function ms(xs: number[]): { p50: number; p99: number; max: number } {
  * evenly over `servers`, connection i in room `r-<i mod rooms>`; and each
  * server's memory per connection, once opened and once in its room.
  */
-async function openReceivers(kind: Kind, servers: Served[], rooms: number): Promise<{ receivers: Receiver[]; memory: Record<string, number>[]; heap: Record<string, number> | undefined }> {
+async function openReceivers(kind: Kind, servers: Served[], rooms: number): Promise<{ receivers: Receiver[]; memory: Record<string, unknown>[]; heap: Record<string, number> | undefined }> {
   const per = N / 2;
   const at = (j: number) => servers[(j * servers.length) >> 1] as Served;
-  const receivers = [0, 1].map((j) => new Receiver(at(j).port, kind.path, j * per, j === 0 ? per : N - per, rooms, kind.protocol));
-  await Promise.all(receivers.map((r) => r.ready()));
+  const spawnReceivers = async () => {
+    const made = [0, 1].map((j) => new Receiver(at(j).port, kind.path, j * per, j === 0 ? per : N - per, rooms, kind.protocol));
+    await Promise.all(made.map((r) => r.ready()));
+    return made;
+  };
   // Each reading once the servers collected their garbage and settled (what a server does right after its start —
   // svc releases its young generation once ready — is not counted either): what idle connections hold, not what
   // opening and joining them left to collect.
@@ -631,23 +639,43 @@ async function openReceivers(kind: Kind, servers: Served[], rooms: number): Prom
     await sleep(1000);
     rss.push(servers.map((s) => rssBytes(s.pid)));
   };
+  const openAndJoin = async (receivers: Receiver[]) => {
+    // One process after the other: on two cores, two receivers' handshakes at once only slow the server's.
+    for (const step of ['connect', 'join'] as const) {
+      let n = 0;
+      for (const r of receivers) n += await r.step(step);
+      if (n !== N) throw new BenchFailure(`${n} of ${N} connections ${step === 'connect' ? 'opened' : 'joined'}`);
+      await settled();
+    }
+  };
+  // Cold: the server as it started. Then warm: the same connections closed, and opened and joined again — what they
+  // take of a server that has served before (V8 grows a thread's young generation once, to ~32 MB, at its first load;
+  // an allocator keeps what it was given): the readings 3, 4 and 5.
+  let receivers = await spawnReceivers();
   await sleep(1000);
   await settled();
-  // One process after the other: on two cores, two receivers' handshakes at once only slow the server's.
-  for (const step of ['connect', 'join'] as const) {
-    let n = 0;
-    for (const r of receivers) n += await r.step(step);
-    if (n !== N) throw new BenchFailure(`${n} of ${N} connections ${step === 'connect' ? 'opened' : 'joined'}`);
-    await settled();
-  }
-  const [before, opened, joined] = rss as [number[], number[], number[]];
+  await openAndJoin(receivers);
+  for (const r of receivers) await r.close();
+  await sleep(1000);
+  await settled();
+  receivers = await spawnReceivers();
+  await openAndJoin(receivers);
+  const [before, opened, joined, warmBefore, warmOpened, warmJoined] = rss as [number[], number[], number[], number[], number[], number[]];
   // svc's heap is what /admin/stats answers: every member's worker threads (it gathers over the cluster), over N.
   const h = heap.map((x) => x[0]);
+  const perConn = (a: number, b: number) => Math.round(((h[b] as number) - (h[a] as number)) / N);
   const heapPer =
-    h[0] === undefined ? undefined : { heap_bytes_per_idle_connection: Math.round(((h[1] as number) - (h[0] as number)) / N), heap_bytes_per_idle_connection_in_a_room: Math.round(((h[2] as number) - (h[0] as number)) / N) };
+    h[0] === undefined
+      ? undefined
+      : {
+          heap_bytes_per_idle_connection: perConn(0, 1),
+          heap_bytes_per_idle_connection_in_a_room: perConn(0, 2),
+          warm_heap_bytes_per_idle_connection_in_a_room: perConn(3, 5),
+        };
   const memory = servers.map((s, i) => {
     const n = receivers.filter((r) => r.port === s.port).reduce((x, r) => x + r.count, 0);
     const b = before[i] as number;
+    const wb = warmBefore[i] as number;
     return {
       connections: n,
       rss_before_mb: round(b / 2 ** 20, 1),
@@ -655,6 +683,13 @@ async function openReceivers(kind: Kind, servers: Served[], rooms: number): Prom
       rss_joined_mb: round((joined[i] as number) / 2 ** 20, 1),
       bytes_per_idle_connection: Math.round(((opened[i] as number) - b) / n),
       bytes_per_idle_connection_in_a_room: Math.round(((joined[i] as number) - b) / n),
+      warm: {
+        rss_before_mb: round(wb / 2 ** 20, 1),
+        rss_opened_mb: round((warmOpened[i] as number) / 2 ** 20, 1),
+        rss_joined_mb: round((warmJoined[i] as number) / 2 ** 20, 1),
+        bytes_per_idle_connection: Math.round(((warmOpened[i] as number) - wb) / n),
+        bytes_per_idle_connection_in_a_room: Math.round(((warmJoined[i] as number) - wb) / n),
+      },
       // svc: its worker threads' JavaScript heap in use after a collection, per connection (the rest of RSS is uWS's and V8's reserve).
       ...(servers.length === 1 ? heapPer : {}),
     };
@@ -974,6 +1009,7 @@ async function main(): Promise<void> {
     ratios.svc_2_members_vs_socketio_redis_with_redis_cpu = { value: ratio(s.throughput.deliveries_per_cpu_s_with_redis as number, i.throughput.deliveries_per_cpu_s_with_redis as number), goal: '(for comparison)' };
   }
   const mem = (r: Record<string, unknown> | undefined) => (r?.memory as { bytes_per_idle_connection_in_a_room: number } | undefined)?.bytes_per_idle_connection_in_a_room ?? NaN;
+  const warm = (r: Record<string, unknown> | undefined) => (r?.memory as { warm?: { bytes_per_idle_connection_in_a_room: number } } | undefined)?.warm?.bytes_per_idle_connection_in_a_room ?? NaN;
   const out = {
     bench: 'rooms',
     at: new Date().toISOString(),
@@ -999,7 +1035,7 @@ async function main(): Promise<void> {
       socketio_sender: "a socket.io-client emitting ('say', room, text); the server does io.to(room).emit('message', {room, data}) (nothing answered); WebSocket transport only, pings an hour apart",
       two_members: 'svc: two svc start processes with KV_URL, one SVC_CLUSTER_NAME and one data folder; Socket.IO: two processes with @socket.io/redis-adapter (ioredis clients); one redis-server; rounds and latency with the sender on the first member, then on the second; the headline sums both halves',
       cpu: 'utime + stime of each server process (every thread) from /proc over the measured phase; Redis apart',
-      memory: 'server RSS before the receivers connect, once every connection opened (bytes_per_idle_connection) and once every one joined its room (bytes_per_idle_connection_in_a_room), over the connections it holds; each reading after a garbage collection (svc: /admin/stats?gc=1 on its worker threads, which gives heap_bytes_*; baselines: global.gc on SIGUSR2) and 1 s more',
+      memory: 'server RSS before the receivers connect, once every connection opened (bytes_per_idle_connection) and once every one joined its room (bytes_per_idle_connection_in_a_room), over the connections it holds; each reading after a garbage collection (svc: /admin/stats?gc=1 on its worker threads, which gives heap_bytes_*; baselines: global.gc on SIGUSR2) and 1 s more. Cold: from the server as it started; warm: the same connections closed, then opened and joined again (a server that has served before: V8 grew its young generation once, the allocator keeps what it was given)',
       loadavg_before: loadBefore,
       loadavg_after: loadavg().map((x) => round(x, 2)),
     },
@@ -1009,6 +1045,9 @@ async function main(): Promise<void> {
       svc: mem(svcOneR),
       raw_uws: mem(one[RAW.name]),
       socketio: mem(one[SIO.name]),
+      svc_warm: warm(svcOneR),
+      raw_uws_warm: warm(one[RAW.name]),
+      socketio_warm: warm(one[SIO.name]),
       svc_all_in_one_room: mem(bigRoom[SVC.name]),
       raw_uws_all_in_one_room: mem(bigRoom[RAW.name]),
       socketio_all_in_one_room: mem(bigRoom[SIO.name]),
@@ -1032,14 +1071,14 @@ function table(results: { one_member: Record<string, Record<string, unknown>>; b
   const row = (r: Record<string, unknown>) => {
     const t = r.throughput as T;
     const l = r.latency as L | undefined;
-    const m = r.memory as { bytes_per_idle_connection: number; bytes_per_idle_connection_in_a_room: number; heap_bytes_per_idle_connection_in_a_room?: number } | undefined;
+    const m = r.memory as { bytes_per_idle_connection: number; bytes_per_idle_connection_in_a_room: number; heap_bytes_per_idle_connection_in_a_room?: number; warm: { bytes_per_idle_connection_in_a_room: number } } | undefined;
     return {
       'deliveries/CPU-s': t.deliveries_per_cpu_s,
       ...(t.deliveries_per_cpu_s_with_redis ? { 'deliveries/CPU-s (+redis)': t.deliveries_per_cpu_s_with_redis } : {}),
       'deliveries/s': t.deliveries_per_wall_s,
       'round p99 ms': t.round_ms.p99,
       ...(l ? { 'msg p50 ms': l.per_delivery_ms.p50, 'msg p99 ms': l.per_delivery_ms.p99, 'all p99 ms': l.all_delivered_ms.p99 } : {}),
-      ...(m ? { 'bytes/conn': m.bytes_per_idle_connection, 'bytes/conn in room': m.bytes_per_idle_connection_in_a_room, 'heap/conn in room': m.heap_bytes_per_idle_connection_in_a_room ?? '' } : {}),
+      ...(m ? { 'bytes/conn': m.bytes_per_idle_connection, 'bytes/conn in room': m.bytes_per_idle_connection_in_a_room, 'warm: in room': m.warm.bytes_per_idle_connection_in_a_room, 'heap/conn in room': m.heap_bytes_per_idle_connection_in_a_room ?? '' } : {}),
     };
   };
   if (Object.keys(results.one_member).length) {

@@ -88,6 +88,7 @@ export function poolModule(options: StartOptions, processId: string, life: Lifec
           module: SERVE_WORKER,
           app: options.entry,
           processId,
+          youngGenerationMb: config['scale.server'].young_generation_mb,
           // A member opens its port once it has joined (before, it knows no other member's partitions).
           data: { ...bootData, listenNow: listenNow && !member },
           ...(member ? { remote: [], onRelay: (from: string, to: string, bytes: Uint8Array) => member?.send(from, to, bytes) } : {}),

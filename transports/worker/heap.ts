@@ -26,8 +26,13 @@ let held = false;
 /** 1 while held: shared with the worker threads started meanwhile (their preload reads it). */
 const cell = new Int32Array(new SharedArrayBuffer(4));
 
-/** A semi-space flag the process was started with (its arguments or NODE_OPTIONS) is the user's: left alone. */
-const userSizesIt = (): boolean => /semi[-_]space/.test(`${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS ?? ''}`);
+/**
+ * Whether the process was started with a semi-space flag (its arguments or NODE_OPTIONS): the user's, left alone.
+ *
+ * @example
+ * if (!userSizesYoungGeneration()) resourceLimits.maxYoungGenerationSizeMb = 24;
+ */
+export const userSizesYoungGeneration = (): boolean => /semi[-_]space/.test(`${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS ?? ''}`);
 
 /**
  * Hold the young generation at its smallest (`svc start`, first thing).
@@ -36,7 +41,7 @@ const userSizesIt = (): boolean => /semi[-_]space/.test(`${process.execArgv.join
  * holdYoungGeneration(); await startServer(); releaseYoungGeneration();
  */
 export function holdYoungGeneration(): void {
-  if (userSizesIt()) return;
+  if (userSizesYoungGeneration()) return;
   held = true;
   Atomics.store(cell, 0, 1);
   v8.setFlagsFromString('--semi-space-growth-factor=1');

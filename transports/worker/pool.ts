@@ -16,7 +16,7 @@ import { compileWorker, restoreBundle } from './compile.ts';
 import { ThreadTransport } from './thread-transport.ts';
 import type { Control, WorkerBoot } from './protocol.ts';
 import type { RelayControl, RemoteNode } from './relay.ts';
-import { holdAgain, youngGenerationHold } from './heap.ts';
+import { holdAgain, userSizesYoungGeneration, youngGenerationHold } from './heap.ts';
 
 export interface WorkerPoolOptions {
   /** Number of worker threads. */
@@ -55,6 +55,12 @@ export interface WorkerPoolOptions {
   onRelay?: (from: string, to: string, bytes: Uint8Array) => void;
   /** A pool that answers a question and closes (the app's probe): its threads do not compact their heap before they are ready (heap.ts). */
   brief?: boolean;
+  /**
+   * The largest young generation of each thread, in MB (both semi-spaces and their large-object space: a third of it
+   * is one semi-space). Unset or 0: V8's own (48 MB on 64-bit, which it reaches at a thread's first load and keeps).
+   * A semi-space size the process was started with (NODE_OPTIONS) wins.
+   */
+  youngGenerationMb?: number;
 }
 
 /**
@@ -187,7 +193,8 @@ export class WorkerPool {
     };
     // The bundle may have been pruned by another process since it was built (a thread replaced days later).
     restoreBundle(this.entry);
-    const worker = new Worker(this.entry, { workerData: boot, transferList: Object.values(peers), execArgv: [...this.execArgv, ...(hold?.execArgv ?? [])] });
+    const young = options.youngGenerationMb !== undefined && options.youngGenerationMb > 0 && !userSizesYoungGeneration() ? { resourceLimits: { maxYoungGenerationSizeMb: options.youngGenerationMb } } : {};
+    const worker = new Worker(this.entry, { workerData: boot, transferList: Object.values(peers), execArgv: [...this.execArgv, ...(hold?.execArgv ?? [])], ...young });
     // Its start set V8's growth factor back for every thread: held again (its own preload does too, first thing).
     if (hold) worker.once('online', holdAgain);
     this.threads.set(node, worker);

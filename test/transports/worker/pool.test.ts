@@ -62,3 +62,21 @@ t.test('a start finds bundles it built before unchanged and runs no build; a cha
   await fresh.compileWorkerFiles(fixture, entry);
   t.equal(fresh.buildCount(), 1, 'an input touched since: the app is built again, the runtime is not');
 });
+
+t.test('youngGenerationMb bounds each thread’s young generation; without it V8 grows it to its own largest', async (t) => {
+  const module = new URL('./fixtures/young-worker.ts', import.meta.url).href;
+  const MB = 1024 * 1024;
+  const churned = async (youngGenerationMb?: number): Promise<number> => {
+    const pool = await WorkerPool.start({ size: 1, module, ...(youngGenerationMb === undefined ? {} : { youngGenerationMb }) });
+    try {
+      return (await pool.system.refFromAddress({ node: pool.workers[0] as string, path: '/user/churn' }).ask('go', 60_000)) as number;
+    } finally {
+      await pool.close();
+    }
+  };
+  const bounded = await churned(12);
+  const own = await churned();
+  // 12 MB: a semi-space of 4 MB, two of them in the new space.
+  t.ok(bounded <= 8 * MB, `bounded to 12 MB: its new space grew to ${bounded / MB} MB`);
+  t.ok(own > 16 * MB, `V8's own: ${own / MB} MB`);
+});
