@@ -55,9 +55,19 @@ export class ActorBroadcast implements Broadcast {
     );
   }
 
-  private others(): string[] {
-    const self = this.system.nodeId;
-    return this.system.nodes().filter((n) => n !== self && this.accepts(n));
+  /** The node list {@link others} was computed from (transports give a new list when it changes), and the answer. */
+  private othersOf: readonly string[] | undefined;
+  private othersNow: readonly string[] = [];
+
+  /** The other members: computed again only when the node list changed (a publish is the hot path of room messages). */
+  private others(): readonly string[] {
+    const nodes = this.system.nodes();
+    if (nodes !== this.othersOf) {
+      const self = this.system.nodeId;
+      this.othersNow = nodes.filter((n) => n !== self && this.accepts(n));
+      this.othersOf = nodes;
+    }
+    return this.othersNow;
   }
 
   private deliver(topic: string, msg: unknown, from: string): void {

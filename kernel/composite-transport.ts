@@ -20,10 +20,20 @@ export class CompositeTransport implements Transport {
     for (const part of parts) if (part.nodeId !== nodeId) throw new Error(`transport node ${part.nodeId} is not ${nodeId}`);
   }
 
+  /** The parts' lists the last answer was made of, and that answer: the same list while no part's changed. */
+  private lists: (readonly string[])[] = [];
+  private merged: readonly string[] = [];
+
   nodes(): readonly string[] {
+    let same = this.lists.length === this.parts.length;
+    for (let i = 0; same && i < this.parts.length; i++) same = (this.parts[i] as Transport).nodes() === this.lists[i];
+    if (same) return this.merged;
+    const lists = this.parts.map((part) => part.nodes());
     const seen = new Set<string>();
-    for (const part of this.parts) for (const node of part.nodes()) seen.add(node);
-    return [...seen];
+    for (const list of lists) for (const node of list) seen.add(node);
+    this.lists = lists;
+    this.merged = [...seen];
+    return this.merged;
   }
 
   resolve(node: string): string {

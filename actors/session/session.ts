@@ -264,9 +264,13 @@ export class Session implements ActorLogic<SessionMsg, void> {
     // A frame that only carries a token (and perhaps an id) authenticates and runs nothing.
     if (Object.hasOwn(f, 'token') && keys.every((k) => k === 'token' || k === 'id')) return this.sink.send(reply({ type: 'authenticated' }, id));
 
-    // The transport keeps the walker's declared fields only (`id` among them when the walker declares one).
-    const fields: Record<string, unknown> = {};
-    for (const k of keys) if (k !== 'token' && k !== '__proto__') fields[k] = f[k];
+    // The transport keeps the walker's declared fields only (`id` among them when the walker declares one); a frame
+    // without a token goes as it is (a `__proto__` key was refused above).
+    let fields = f;
+    if (Object.hasOwn(f, 'token')) {
+      fields = {};
+      for (const k of keys) if (k !== 'token' && k !== '__proto__') fields[k] = f[k];
+    }
     let json: string;
     let effects: SocketEffects | undefined;
     try {
