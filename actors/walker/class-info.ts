@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { TObject, TSchema } from 'typebox';
-import Type from 'typebox';
+import Type, { IsOptional } from 'typebox';
 import { Compile } from 'typebox/compile';
 import { Value } from 'typebox/value';
 import type { AnchorKind } from './anchor.ts';
@@ -31,7 +31,7 @@ export interface ClassInfo {
    * TypeBox's `Value.Default` over the whole schema when a default sits deeper (inside an object field, a union, a
    * reference).
    */
-  defaults: { deep: boolean; top: readonly { field: string; value: unknown }[] };
+  defaults: { deep: boolean; top: readonly { field: string; value: unknown; schema: TSchema; optional: boolean }[] };
 }
 
 /** Whether `schema` declares a default anywhere below its top (or refers to schemas that might). */
@@ -51,10 +51,10 @@ function defaultsBelow(schema: unknown): boolean {
 }
 
 function defaultsPlan(properties: Record<string, TSchema>): ClassInfo['defaults'] {
-  const top: { field: string; value: unknown }[] = [];
+  const top: ClassInfo['defaults']['top'][number][] = [];
   let deep = false;
   for (const [field, schema] of Object.entries(properties)) {
-    if (Object.hasOwn(schema, 'default')) top.push({ field, value: (schema as { default?: unknown }).default });
+    if (Object.hasOwn(schema, 'default')) top.push({ field, value: (schema as { default?: unknown }).default, schema, optional: IsOptional(schema) });
     if (defaultsBelow(schema)) deep = true;
   }
   return { deep, top };
@@ -173,9 +173,12 @@ export function validateFields(info: ClassInfo, fields: unknown, what = info.nam
 function withDefaults(info: ClassInfo, declared: Record<string, unknown>): Record<string, unknown> {
   const { deep, top } = info.defaults;
   if (deep) return Value.Default(info.schema, declared) as Record<string, unknown>;
-  for (const { field, value } of top) {
+  for (const { field, value, schema, optional } of top) {
     if (declared[field] !== undefined) continue;
-    declared[field] = typeof value === 'function' ? (value as () => unknown)() : typeof value === 'object' && value !== null ? Value.Clone(value) : value;
+    const filled = typeof value === 'function' ? (value as (this: TSchema) => unknown).call(schema) : typeof value === 'object' && value !== null ? Value.Clone(value) : value;
+    // As TypeBox does: an optional field whose default gives undefined stays absent.
+    if (filled === undefined && optional) continue;
+    declared[field] = filled;
   }
   return declared;
 }

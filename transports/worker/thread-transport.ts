@@ -26,7 +26,7 @@ export class ThreadTransport implements Transport {
     nodes: readonly string[],
   ) {
     this.all = [...nodes];
-    this.live = this.all;
+    this.live = [...this.all];
     this.process = processOf(nodeId);
   }
 
@@ -40,8 +40,10 @@ export class ThreadTransport implements Transport {
     this.links.get(full)?.detach();
     this.links.set(full, link);
     if (!this.all.includes(full)) {
-      this.all.push(full);
+      // New arrays, never changed in place: callers keep the list they were given (and caches key on it).
+      this.all = [...this.all, full];
       this.down.add(full);
+      this.live = this.all.filter((n) => !this.down.has(n));
     }
     return link;
   }

@@ -56,3 +56,17 @@ t.test('the fast path and Value.Default agree on the flat schema', async (t) => 
     t.same(got, want, JSON.stringify(fields));
   }
 });
+
+t.test('edges TypeBox settles the same way: an optional field whose default gives undefined stays absent; a function default sees its schema as this', async (t) => {
+  class Edges extends Walker {
+    static has = T.Object({
+      gone: T.Optional(T.String({ default: () => undefined })),
+      kept: T.String({ default: function (this: { maxLength?: number }) { return `max ${this.maxLength}`; }, maxLength: 9 }),
+    });
+  }
+  const info = walkerInfo(Edges);
+  const got = validateFields(info, {});
+  t.same(Object.keys(got), ['kept']);
+  t.equal(got.kept, 'max 9');
+  t.same(Object.keys(Value.Default(info.schema, {}) as object), Object.keys(got), 'as Value.Default');
+});
