@@ -16,7 +16,7 @@
  *   explicit `--port` is that port or an error.
  */
 import { spawn } from 'node:child_process';
-import { createReadStream, existsSync, readdirSync, statSync } from 'node:fs';
+import { createReadStream, existsSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import { extname, join, normalize, resolve, sep } from 'node:path';
@@ -95,6 +95,67 @@ export function vitepressBin(): string | undefined {
  * @example await buildSite(bin, DOCS_ROOT);
  */
 export function buildSite(bin: string, docs: string = DOCS_ROOT, outDir?: string): Promise<void> {
+  return withBuildLock(docs, () => runBuild(bin, docs, outDir));
+}
+
+/**
+ * Run `work` (a VitePress build of `docs`) while no other process builds the same folder: every build of it writes
+ * and then deletes `docs/.vitepress/.temp`, so two at once (two `svc docs`, or one and a test) break each other. The
+ * lock is a file holding its owner's pid; one whose owner is gone (a build killed) is taken over.
+ *
+ * @example
+ * await withBuildLock(DOCS_ROOT, () => build(DOCS_ROOT, { outDir }));
+ */
+export async function withBuildLock<T>(docs: string, work: () => Promise<T>, waitMs = 15 * 60_000): Promise<T> {
+  const lock = join(docs, '.vitepress', '.build-lock');
+  const until = Date.now() + waitMs;
+  for (;;) {
+    try {
+      writeFileSync(lock, String(process.pid), { flag: 'wx' });
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+    if (!ownerAlive(lock)) {
+      rmSync(lock, { force: true });
+      continue;
+    }
+    if (Date.now() > until) throw new Error(`another build of ${docs} has held ${lock} for more than ${Math.round(waitMs / 60_000)} minutes`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  try {
+    return await work();
+  } finally {
+    rmSync(lock, { force: true });
+  }
+}
+
+/** Whether the process whose pid a lock file holds is still running (an unreadable or empty lock counts as held, briefly: it is being written). */
+function ownerAlive(lock: string): boolean {
+  let pid: number;
+  try {
+    pid = Number(readFileSync(lock, 'utf8'));
+  } catch {
+    return true;
+  }
+  if (!Number.isInteger(pid) || pid <= 0) return statAge(lock) < 5_000;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function statAge(path: string): number {
+  try {
+    return Date.now() - statSync(path).mtimeMs;
+  } catch {
+    return Infinity;
+  }
+}
+
+function runBuild(bin: string, docs: string, outDir?: string): Promise<void> {
   return new Promise((done, fail) => {
     const env = { ...process.env };
     delete env.NODE_OPTIONS;

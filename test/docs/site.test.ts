@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { build } from 'vitepress';
 import type { Page } from 'playwright-core';
-import { fileFor, serveSite, SITE_DIR, siteIsStale } from '../../cli/commands/docs.ts';
+import { fileFor, serveSite, SITE_DIR, siteIsStale, withBuildLock } from '../../cli/commands/docs.ts';
 import { DOCS_DIR, scanPages } from '../../docs/.vitepress/pages.ts';
 import { chromiumAvailable, launch } from '../helpers/browser.ts';
 
@@ -40,7 +40,8 @@ t.test('every page of the site renders offline, without errors, and its links re
   if (siteIsStale()) {
     outDir = mkdtempSync(join(tmpdir(), 'svc-docs-site-'));
     t.teardown(() => rmSync(outDir, { recursive: true, force: true }));
-    await build(DOCS_DIR, { outDir, logLevel: 'warn' } as Parameters<typeof build>[1]);
+    // Not while another process builds the same pages (their temporary files are shared: `svc docs` in cli-docs.test.ts).
+    await withBuildLock(DOCS_DIR, () => build(DOCS_DIR, { outDir, logLevel: 'warn' } as Parameters<typeof build>[1]));
     t.comment(`built in ${Math.round(performance.now() - started)} ms`);
   } else t.comment(`the site built after the last change: ${outDir}`);
 
